@@ -1,0 +1,296 @@
+"""The instance schema of MODEL.md §5, validated by pydantic, in SI units (seconds, tokens/s).
+
+Field names are the contract of MODEL.md; defaults are those of MODEL.md §2.
+Cross-references (pools, backends, node densities) are checked by
+:func:`models.load.reference_errors` after the field-level validation here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Union
+
+from pathlib import Path
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
+
+from models.units import parse_duration
+
+Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(json_schema_extra={"examples": [600, "10m", "7d"]})]
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+NonNegativeDuration = Annotated[Duration, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+def _unit_interval(closed_below: bool):
+    def check(value: float) -> float:
+        if (value < 0 if closed_below else value <= 0) or value > 1:
+            raise ValueError(f"must be in {'[' if closed_below else '('}0, 1], got {value:g}")
+        return value
+
+    return check
+
+
+Fraction = Annotated[float, AfterValidator(_unit_interval(True)), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
+PositiveFraction = Annotated[
+    float, AfterValidator(_unit_interval(False)), Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": 1})
+]
+PositiveInt = Annotated[int, Field(gt=0)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class Strict(BaseModel):
+    """Base: unknown keys are errors (typos must not be silently ignored), no NaN or inf."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class Workload(Strict):
+    iterations: PositiveInt = Field(description="outer iterations n")
+    batch_trajectories: PositiveInt = Field(description="effective trajectories per iteration B")
+    group_size: PositiveInt = Field(description="GRPO group size g")
+    tokens_per_attempt: Positive = Field(description="output tokens per trajectory attempt")
+    intake_rate: PositiveFraction = Field(1.0, description="effective intake rate p, in (0, 1]")
+
+
+class Cadence(Strict):
+    min: PositiveDuration = Field(1.0, description="shortest cadence on the grid (s)")
+    max: PositiveDuration | None = Field(None, description="longest cadence; default (deadline - extra_time)/n")
+    step: PositiveDuration = Field(1.0, description="grid step (s)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Cadence":
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"cadence.max ({self.max:g} s) must be >= cadence.min ({self.min:g} s)")
+        return self
+
+
+class Schedule(Strict):
+    deadline: PositiveDuration
+    extra_time: NonNegativeDuration = 0.0
+    cadence: Cadence = Cadence()
+
+    @model_validator(mode="after")
+    def _room(self) -> "Schedule":
+        if self.extra_time >= self.deadline:
+            raise ValueError(
+                f"extra_time ({self.extra_time:g} s) must be below the deadline ({self.deadline:g} s)"
+            )
+        return self
+
+
+class GpuPool(Strict):
+    name: Name
+    gpus: PositiveInt
+    gpu_hour_cost: NonNegative
+
+
+class Shape(Strict):
+    name: Name
+    pool: Name
+    gpus_per_replica: PositiveInt
+    tokens_per_gpu_s: Positive = Field(description="output tokens/s per GPU under the target agent load")
+    version_slowdown: NonNegative = Field(0.0, description="throughput lost per extra resident version")
+
+
+class Inference(Strict):
+    availability: PositiveFraction = Field(1.0, description="availability a, in (0, 1]")
+    shapes: list[Shape] = Field(min_length=1)
+
+
+class InverseLaw(Strict):
+    law: Literal["inverse"]
+    reference_gpus: Positive
+    reference_time: PositiveDuration
+
+
+class AmdahlLaw(Strict):
+    law: Literal["amdahl"]
+    reference_gpus: Positive
+    reference_time: PositiveDuration
+    serial_fraction: Fraction = Field(description="f: the share of the update that does not scale")
+
+
+class TablePoint(Strict):
+    gpus: Positive
+    seconds: PositiveDuration
+
+
+class TableLaw(Strict):
+    law: Literal["table"]
+    points: list[TablePoint] = Field(min_length=2, description="measured (gpus, seconds) points")
+
+    @model_validator(mode="after")
+    def _increasing(self) -> "TableLaw":
+        gpus = [p.gpus for p in self.points]
+        if any(b <= a for a, b in zip(gpus, gpus[1:])):
+            raise ValueError("points must be listed by strictly increasing gpus")
+        return self
+
+
+UpdateTime = Annotated[Union[InverseLaw, AmdahlLaw, TableLaw], Field(discriminator="law")]
+
+
+class Training(Strict):
+    pool: Name
+    gpus_per_group: PositiveInt
+    min_groups: PositiveInt = 1
+    max_groups: PositiveInt | None = None
+    update_time: UpdateTime
+
+    @model_validator(mode="after")
+    def _range(self) -> "Training":
+        if self.max_groups is not None and self.max_groups < self.min_groups:
+            raise ValueError(f"max_groups ({self.max_groups}) must be >= min_groups ({self.min_groups})")
+        return self
+
+
+class Lognormal(Strict):
+    distribution: Literal["lognormal"]
+    median: PositiveDuration | None = None
+    p99: PositiveDuration | None = None
+    mean: PositiveDuration | None = None
+    sigma: Positive | None = None
+
+    @model_validator(mode="after")
+    def _two_parameters(self) -> "Lognormal":
+        given = [k for k in ("median", "p99", "mean", "sigma") if getattr(self, k) is not None]
+        if len(given) != 2:
+            raise ValueError(
+                f"a lognormal occupancy takes exactly two of median, p99, mean, sigma (got {len(given)}: "
+                f"{', '.join(given) or 'none'})"
+            )
+        m, p, mean = self.median, self.p99, self.mean
+        if m is not None and p is not None and p <= m:
+            raise ValueError(f"p99 ({p:g} s) must be above the median ({m:g} s)")
+        if m is not None and mean is not None and mean <= m:
+            raise ValueError(f"a lognormal mean ({mean:g} s) must be above its median ({m:g} s)")
+        if p is not None and mean is not None:
+            gap = math.log(p / mean)
+            if Z_99 * Z_99 < 2 * gap:
+                raise ValueError(f"no lognormal has mean {mean:g} s and p99 {p:g} s (p99/mean too large)")
+            if Z_99 - math.sqrt(Z_99 * Z_99 - 2 * gap) <= 0:
+                raise ValueError(f"p99 ({p:g} s) must be above the mean ({mean:g} s)")
+        return self
+
+
+class Empirical(Strict):
+    distribution: Literal["empirical"]
+    samples: list[PositiveDuration] | None = Field(None, description="occupancy samples (s)")
+    csv: str | None = Field(None, description="CSV of samples in seconds, path relative to the instance file")
+
+    @model_validator(mode="after")
+    def _one_source(self, info: ValidationInfo) -> "Empirical":
+        if (self.samples is None) == (self.csv is None):
+            raise ValueError("an empirical occupancy takes exactly one of samples, csv")
+        if self.csv is not None:
+            base = Path((info.context or {}).get("base_dir", "."))
+            object.__setattr__(self, "samples", read_samples_csv(base / self.csv))
+        if len(self.samples) < 2:
+            raise ValueError(f"needs at least 2 samples, got {len(self.samples)}")
+        return self
+
+
+def read_samples_csv(path: Path) -> list[float]:
+    """Occupancy samples in seconds: the first column of a CSV, one header line allowed."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ValueError(f"cannot read samples CSV '{path}': {exc.strerror or exc}") from None
+    samples: list[float] = []
+    for number, line in enumerate(lines, start=1):
+        cell = line.split(",")[0].strip()
+        if not cell:
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            if number == 1 and not samples:
+                continue
+            raise ValueError(f"{path.name} line {number}: {cell!r} is not a number of seconds") from None
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{path.name} line {number}: samples must be finite and > 0, got {cell}")
+        samples.append(value)
+    return samples
+
+
+Occupancy = Annotated[Union[Lognormal, Empirical], Field(discriminator="distribution")]
+
+
+class Backend(Strict):
+    name: Name
+    share: Fraction
+    cores: Positive | None = None
+    memory_gb: Positive | None = None
+
+
+class NodeType(Strict):
+    name: Name
+    cores: Positive | None = None
+    memory_gb: Positive | None = None
+    density: dict[str, Positive] = Field(description="environments of each backend one node holds")
+    hour_cost: NonNegative
+    max_nodes: Annotated[int, Field(ge=0)] | None = None
+
+
+class VmType(Strict):
+    name: Name
+    density: dict[str, Positive]
+    cores: Positive | None = None
+    memory_gb: Positive | None = None
+    hour_cost: NonNegative
+    billed_fraction: Fraction = 1.0
+    max_vms: Annotated[int, Field(ge=0)] | None = None
+
+
+class Cloud(Strict):
+    eligible_share: dict[str, Fraction] = Field(default_factory=dict)
+    vm_types: list[VmType] = Field(default_factory=list)
+
+
+class Environment(Strict):
+    occupancy: Occupancy
+    littles_law_uses: Literal["mean", "median"] = "mean"
+    backends: list[Backend] = Field(min_length=1)
+    node_types: list[NodeType] = Field(min_length=1)
+    utilisation_cap: PositiveFraction = 1.0
+    peak_to_mean: Annotated[float, Field(ge=1)] = 1.0
+    cloud: Cloud = Cloud()
+
+
+class Freshness(Strict):
+    max_versions_kept: PositiveInt = 10
+    gap_convention: Literal["consumer", "post_publish"] = "consumer"
+    overrun_policy: Literal["drop", "downweight"] = "drop"
+    group_correlation: Literal["independent", "comonotone"] = "independent"
+    max_mean_gap: Positive | None = None
+    max_exceedance: Fraction | None = None
+    max_group_drop: Fraction | None = None
+
+
+class Limits(Strict):
+    max_hourly_cost: Positive | None = None
+    max_total_cost: Positive | None = None
+
+
+Objective = Literal["total_cost", "hourly_cost", "makespan"]
+
+
+class Instance(Strict):
+    schema_version: Literal[1] = 1
+    name: Name | None = None
+    workload: Workload
+    schedule: Schedule
+    gpu_pools: list[GpuPool] = Field(min_length=1)
+    inference: Inference
+    training: Training
+    environment: Environment
+    freshness: Freshness = Freshness()
+    objective: Objective = "total_cost"
+    limits: Limits = Limits()
+
+    def pool(self, name: str) -> GpuPool:
+        return next(p for p in self.gpu_pools if p.name == name)

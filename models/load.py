@@ -1,0 +1,228 @@
+"""Reading instance files: parse by extension, validate, check names; errors say file, field path and rule."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+
+EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
+_UNION_TAGS = {"occupancy", "update_time"}
+_TAG_MODELS = {"lognormal": Lognormal, "empirical": Empirical, "inverse": InverseLaw, "amdahl": AmdahlLaw, "table": TableLaw}
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    rule: str
+
+
+class InstanceError(Exception):
+    """An instance file that cannot be used; ``str()`` is the message shown to the user."""
+
+    def __init__(self, file: str, problems: list[Problem]):
+        self.file = file
+        self.problems = problems
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return "\n".join(f"{self.file}: {p.path}: {p.rule}" if p.path else f"{self.file}: {p.rule}" for p in self.problems)
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """Parse a YAML, TOML or JSON file into a mapping; raise InstanceError naming the file."""
+    file = str(path)
+    if not path.exists():
+        raise InstanceError(file, [Problem("", "no such file")])
+    if path.is_dir():
+        raise InstanceError(file, [Problem("", "is a directory, not an instance file")])
+    suffix = path.suffix.lower()
+    if suffix not in EXTENSIONS:
+        raise InstanceError(file, [Problem("", f"unknown file type '{suffix}': use one of {', '.join(EXTENSIONS)}")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstanceError(file, [Problem("", f"cannot read file: {exc}")]) from None
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InstanceError(file, [Problem("", f"not valid YAML{where}: {getattr(exc, 'problem', exc)}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InstanceError(file, [Problem("", f"not valid TOML: {exc}")]) from None
+    except json.JSONDecodeError as exc:
+        raise InstanceError(file, [Problem("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]) from None
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        raise InstanceError(file, [Problem("", f"the top level must be a mapping of sections, got {kind}")])
+    return data
+
+
+def validate(data: dict[str, Any], file: str, base_dir: Path | None = None) -> Instance:
+    """Validate a parsed document into an Instance; raise InstanceError listing every problem."""
+    try:
+        instance = Instance.model_validate(data, context={"base_dir": str(base_dir or Path("."))})
+    except ValidationError as exc:
+        raise InstanceError(file, [_problem(err) for err in exc.errors()]) from None
+    problems = reference_errors(instance)
+    if problems:
+        raise InstanceError(file, problems)
+    if instance.name is None:
+        instance = instance.model_copy(update={"name": Path(file).stem})
+    return instance
+
+
+def load_instance(path: str | Path) -> Instance:
+    path = Path(path)
+    return validate(read_document(path), str(path), path.parent)
+
+
+def field_path(loc: tuple) -> str:
+    out = ""
+    previous = None
+    for part in loc:
+        if previous in _UNION_TAGS and part in _TAG_MODELS:
+            previous = part
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+        previous = part
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:g}"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, default=str)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return repr(value)
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """Field names of the model holding the unknown key ``loc[-1]`` (for typo hints)."""
+    model: Any = Instance
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if part in _TAG_MODELS:
+            model = _TAG_MODELS[part]
+            continue
+        field = model.model_fields.get(part) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+    return list(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The one pydantic model a field annotation holds (through lists and optionals), if unique."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    found = {m for m in map(_model_in, get_args(annotation)) if m is not None}
+    return found.pop() if len(found) == 1 else None
+
+
+def _problem(err: dict[str, Any]) -> Problem:
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    given = err.get("input")
+    if kind == "missing":
+        rule = "required field is missing"
+    elif kind == "extra_forbidden":
+        allowed = _allowed_keys(loc)
+        rule = f"unknown key '{loc[-1]}'" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
+        bound = next(iter(ctx.values()))
+        rule = f"must be {sign} {bound}, got {_fmt(given)}"
+    elif kind == "finite_number":
+        rule = f"must be a finite number, got {_fmt(given)}"
+    elif kind in ("int_type", "int_parsing", "int_from_float"):
+        rule = f"must be a whole number, got {_fmt(given)}"
+    elif kind in ("float_type", "float_parsing"):
+        rule = f"must be a number, got {_fmt(given)}"
+    elif kind in ("string_type",):
+        rule = f"must be a string, got {_fmt(given)}"
+    elif kind in ("list_type",):
+        rule = f"must be a list, got {_fmt(given)}"
+    elif kind in ("dict_type", "model_type", "model_attributes_type"):
+        rule = f"must be a mapping, got {_fmt(given)}"
+    elif kind == "too_short":
+        rule = f"must have at least {ctx.get('min_length')} item(s), got {ctx.get('actual_length')}"
+    elif kind == "string_too_short":
+        rule = "must not be empty"
+    elif kind == "literal_error":
+        rule = f"must be {ctx.get('expected')}, got {_fmt(given)}"
+    elif kind == "union_tag_invalid":
+        rule = f"'{ctx.get('discriminator', '').strip(chr(39))}' must be {ctx.get('expected_tags')}, got {_fmt(ctx.get('tag'))}"
+    elif kind == "union_tag_not_found":
+        rule = f"required field '{ctx.get('discriminator', '').strip(chr(39))}' is missing"
+    elif kind == "value_error":
+        rule = str(ctx.get("error", err["msg"]))
+    elif kind == "bool_type" or kind == "bool_parsing":
+        rule = f"must be true or false, got {_fmt(given)}"
+    else:
+        rule = err["msg"]
+    return Problem(field_path(loc), rule)
+
+
+def reference_errors(inst: Instance) -> list[Problem]:
+    """Names must resolve: pools, backends, node and VM densities, eligible shares; names unique; shares sum to 1."""
+    problems: list[Problem] = []
+    pools = [p.name for p in inst.gpu_pools]
+    backends = [b.name for b in inst.environment.backends]
+
+    def unique(names: list[str], where: str) -> None:
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                problems.append(Problem(f"{where}[{i}].name", f"duplicate name '{name}'"))
+            seen.add(name)
+
+    unique(pools, "gpu_pools")
+    unique([s.name for s in inst.inference.shapes], "inference.shapes")
+    unique(backends, "environment.backends")
+    unique([k.name for k in inst.environment.node_types], "environment.node_types")
+    unique([v.name for v in inst.environment.cloud.vm_types], "environment.cloud.vm_types")
+
+    def pool_ref(name: str, where: str) -> None:
+        if name not in pools:
+            problems.append(Problem(where, f"'{name}' is not a gpu_pools name (have: {', '.join(pools)})"))
+
+    for i, shape in enumerate(inst.inference.shapes):
+        pool_ref(shape.pool, f"inference.shapes[{i}].pool")
+    pool_ref(inst.training.pool, "training.pool")
+
+    def backend_refs(mapping: dict[str, float], where: str) -> None:
+        for key in mapping:
+            if key not in backends:
+                problems.append(Problem(f"{where}.{key}", f"'{key}' is not a backend name (have: {', '.join(backends)})"))
+
+    for i, node in enumerate(inst.environment.node_types):
+        backend_refs(node.density, f"environment.node_types[{i}].density")
+    for i, vm in enumerate(inst.environment.cloud.vm_types):
+        backend_refs(vm.density, f"environment.cloud.vm_types[{i}].density")
+    backend_refs(inst.environment.cloud.eligible_share, "environment.cloud.eligible_share")
+
+    total = sum(b.share for b in inst.environment.backends)
+    if abs(total - 1.0) > 1e-6:
+        problems.append(Problem("environment.backends", f"shares must sum to 1, got {total:g}"))
+
+    return problems

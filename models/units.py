@@ -1,0 +1,42 @@
+"""Durations: numbers are seconds; strings carry a unit (``600s``, ``10m``, ``168h``, ``7d``, ``2w``)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+SECONDS_PER_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([smhdw]?)\s*$")
+
+
+def parse_duration(value: object) -> object:
+    """Return seconds for a number or a unit string; leave anything else to the type check.
+
+    Raises ValueError with the rule for a string that is not a duration.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"must be a duration (seconds or a string like '600s', '10m', '7d'), got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if not match:
+            raise ValueError(
+                f"cannot read duration {value!r}: use seconds or a number with one of the units "
+                f"s, m, h, d, w (e.g. '600s', '10m', '168h', '7d', '2w')"
+            )
+        seconds = float(match.group(1)) * SECONDS_PER_UNIT[match.group(2) or "s"]
+        if not math.isfinite(seconds):
+            raise ValueError(f"duration {value!r} is not finite")
+        return seconds
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Human form of a duration: '604800 s (7.00 d)'."""
+    if seconds >= 86400:
+        return f"{seconds:,.0f} s ({seconds / 86400:.2f} d)"
+    if seconds >= 3600:
+        return f"{seconds:,.0f} s ({seconds / 3600:.2f} h)"
+    return f"{seconds:,.2f} s"

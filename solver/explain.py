@@ -1,0 +1,106 @@
+"""`explain`: the seed article's arithmetic on one instance, no optimisation (MODEL.md §6).
+
+Each figure comes with the formula that produced it and its inputs, grouped like the
+article (generation threshold, environment side, cadence and margin, freshness).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.instance import Instance
+from solver import calculus as calc
+
+
+@dataclass(frozen=True)
+class Line:
+    section: str
+    key: str
+    value: object
+    unit: str
+    formula: str
+
+
+@dataclass
+class Explanation:
+    instance: str
+    cadence_s: float
+    inference_gpus: int | None
+    lines: list[Line] = field(default_factory=list)
+
+    def values(self) -> dict[str, object]:
+        return {line.key: line.value for line in self.lines}
+
+    def to_json(self) -> dict[str, object]:
+        return {"instance": self.instance, "cadence_s": self.cadence_s, "inference_gpus": self.inference_gpus, **self.values()}
+
+
+SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness")
+
+
+def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | None = None) -> Explanation:
+    w, s, env, fr = inst.workload, inst.schedule, inst.environment, inst.freshness
+    L = float(cadence) if cadence is not None else calc.deadline_pace(inst)
+    G = inference_gpus
+    B, n, tok, p, a = w.batch_trajectories, w.iterations, w.tokens_per_attempt, w.intake_rate, inst.inference.availability
+    r1 = inst.inference.shapes[0].tokens_per_gpu_s
+    occ = calc.occupancy_of(env.occupancy)
+    uses = env.littles_law_uses
+    w_use = calc.occupancy_used(occ, uses)
+    u = env.utilisation_cap
+    K = fr.max_versions_kept
+
+    r_eff = B / L
+    r_raw = r_eff / p
+    out = Explanation(inst.name or "", L, G)
+
+    def add(section: int, key: str, value: object, unit: str, formula: str) -> None:
+        out.lines.append(Line(SECTIONS[section], key, value, unit, formula))
+
+    pace = "deadline pace (deadline - extra_time)/n" if cadence is None else "given"
+    add(2, "cadence_s", L, "s", f"L = {L:.6g} s ({pace}; n={n}, deadline={s.deadline:g} s, extra={s.extra_time:g} s)")
+    add(0, "effective_trajectories_per_s", r_eff, "1/s", f"R_eff = B/L = {B}/{L:.6g}")
+    add(0, "attempts_per_s", r_raw, "1/s", f"R_raw = R_eff/p = {r_eff:.6g}/{p:g}")
+    lossless = B * tok / (L * G) if G else None
+    adjusted = lossless / (a * p) if G else None
+    add(0, "lossless_threshold_tokens_per_gpu_s", lossless, "tok/s/GPU",
+        f"B·tokens/(L·G) = {B}·{tok:g}/({L:.6g}·{G})" if G else "needs --inference-gpus")
+    add(0, "loss_adjusted_threshold_tokens_per_gpu_s", adjusted, "tok/s/GPU",
+        f"lossless/(a·p) = {lossless:.6g}/({a:g}·{p:g})" if G else "needs --inference-gpus")
+    add(0, "inference_gpus_needed", B * tok / (L * p * a * r1), "GPUs",
+        f"B·tokens/(L·p·a·r_1) = {B}·{tok:g}/({L:.6g}·{p:g}·{a:g}·{r1:g})")
+    add(0, "demand_share_of_capacity", adjusted / r1 if G else None, "",
+        f"loss-adjusted threshold/r_1 = {adjusted:.6g}/{r1:g}" if G else "needs --inference-gpus")
+    add(0, "decode_tokens_per_s", tok / w_use, "tok/s", f"tokens/W_use = {tok:g}/{w_use:.6g} ({uses})")
+
+    add(1, "occupancy_mean_s", occ.mean, "s",
+        f"median·exp(sigma²/2) = {occ.median:.6g}·exp({occ.sigma:.6g}²/2)" if occ.sigma else "sample mean")
+    add(1, "occupancy_sigma", occ.sigma, "",
+        f"ln(p99/median)/z_0.99 = ln({occ.p99:.6g}/{occ.median:.6g})/{calc.Z_99:.4f}" if occ.sigma else "empirical: none")
+    add(1, "inflight_median", r_raw * occ.median, "envs", f"R_raw·median(W) = {r_raw:.6g}·{occ.median:.6g}")
+    add(1, "inflight_mean", r_raw * occ.mean, "envs", f"R_raw·mean(W) = {r_raw:.6g}·{occ.mean:.6g}")
+    inflight_use = r_raw * w_use
+    nodes = {}
+    parts = []
+    for node in env.node_types:
+        load = sum(inflight_use * b.share / node.density[b.name] for b in env.backends if b.name in node.density)
+        runs_all = all(b.name in node.density for b in env.backends if b.share > 0)
+        nodes[node.name] = int(calc.ceil_tol(load / u)) if runs_all else None
+        parts.append(f"{node.name}: ceil({inflight_use:.6g}·share/density/{u:g})")
+    add(1, "nodes_needed", nodes, "nodes", f"Σ_b E_b/density_kb/u with E = R_raw·W_use ({uses}); " + "; ".join(parts))
+
+    add(2, "time_margin", float(calc.time_margin(inst, L)), "",
+        f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}")
+    add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
+
+    gap_note = " + 1 (post_publish)" if fr.gap_convention == "post_publish" else ""
+    add(3, "mean_version_gap", float(calc.mean_version_gap(w_use, L, fr.gap_convention)), "versions",
+        f"W_use/L = {w_use:.6g}/{L:.6g}{gap_note}")
+    add(3, "p99_version_gap", float(calc.p99_version_gap(occ, L, fr.gap_convention)), "versions",
+        f"p99(W)/L = {occ.p99:.6g}/{L:.6g}{gap_note}")
+    q = float(calc.exceedance(occ, L, K))
+    lower, upper = calc.group_drop_bounds(q, w.group_size)
+    add(3, "exceedance", q, "", f"q(L,K) = ∫_K^(K+1) S(vL) dv at K={K} (max_versions_kept)")
+    add(3, "group_drop_upper", float(upper), "", f"1-(1-q)^g = 1-(1-{q:.4g})^{w.group_size} (independent durations)")
+    add(3, "group_drop_lower", float(lower), "", "q (comonotone durations)")
+    return out
