@@ -69,13 +69,13 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         f"lossless/(a·p) = {lossless:.6g}/({a:g}·{p:g})" if G else "needs --inference-gpus")
     add(0, "inference_gpus_needed", B * tok / (L * p * a * r1), "GPUs",
         f"B·tokens/(L·p·a·r_1) = {B}·{tok:g}/({L:.6g}·{p:g}·{a:g}·{r1:g})")
-    add(0, "demand_share_of_capacity", adjusted / r1 if G else None, "",
+    add(0, "demand_share_of_capacity", adjusted / r1 if G else None, "share",
         f"loss-adjusted threshold/r_1 = {adjusted:.6g}/{r1:g}" if G else "needs --inference-gpus")
     add(0, "decode_tokens_per_s", tok / w_use, "tok/s", f"tokens/W_use = {tok:g}/{w_use:.6g} ({uses})")
 
     add(1, "occupancy_mean_s", occ.mean, "s",
         f"median·exp(sigma²/2) = {occ.median:.6g}·exp({occ.sigma:.6g}²/2)" if occ.sigma else "sample mean")
-    add(1, "occupancy_sigma", occ.sigma, "",
+    add(1, "occupancy_sigma", occ.sigma, "ln s",
         f"ln(p99/median)/z_0.99 = ln({occ.p99:.6g}/{occ.median:.6g})/{calc.Z_99:.4f}" if occ.sigma else "empirical: none")
     add(1, "inflight_median", r_raw * occ.median, "envs", f"R_raw·median(W) = {r_raw:.6g}·{occ.median:.6g}")
     add(1, "inflight_mean", r_raw * occ.mean, "envs", f"R_raw·mean(W) = {r_raw:.6g}·{occ.mean:.6g}")
@@ -89,7 +89,7 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         parts.append(f"{node.name}: ceil({inflight_use:.6g}·share/density/{u:g})")
     add(1, "nodes_needed", nodes, "nodes", f"Σ_b E_b/density_kb/u with E = R_raw·W_use ({uses}); " + "; ".join(parts))
 
-    add(2, "time_margin", float(calc.time_margin(inst, L)), "",
+    add(2, "time_margin", float(calc.time_margin(inst, L)), "share",
         f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}")
     add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
 
@@ -100,7 +100,7 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         f"p99(W)/L = {occ.p99:.6g}/{L:.6g}{gap_note}")
     q = float(calc.exceedance(occ, L, K))
     lower, upper = calc.group_drop_bounds(q, w.group_size)
-    add(3, "exceedance", q, "", f"q(L,K) = ∫_K^(K+1) S(vL) dv at K={K} (max_versions_kept)")
-    add(3, "group_drop_upper", float(upper), "", f"1-(1-q)^g = 1-(1-{q:.4g})^{w.group_size} (independent durations)")
-    add(3, "group_drop_lower", float(lower), "", "q (comonotone durations)")
+    add(3, "exceedance", q, "share", f"q(L,K) = ∫_K^(K+1) S(vL) dv at K={K} (max_versions_kept)")
+    add(3, "group_drop_upper", float(upper), "share", f"1-(1-q)^g = 1-(1-{q:.4g})^{w.group_size} (independent durations)")
+    add(3, "group_drop_lower", float(lower), "share", "q (comonotone durations)")
     return out

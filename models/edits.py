@@ -1,0 +1,92 @@
+"""Field edits addressed by MODEL.md paths (``inference.shapes[0].tokens_per_gpu_s=60``), applied before validation."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models.instance import Instance
+from models.load import InstanceError, Problem, read_document, validate
+
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(path: str) -> list[str | int]:
+    """``a.b[0].c`` -> ['a', 'b', 0, 'c']; raises ValueError on a malformed path."""
+    tokens: list[str | int] = []
+    pos = 0
+    text = path.strip()
+    while pos < len(text):
+        if text[pos] == "." and tokens:
+            pos += 1
+        match = _TOKEN.match(text, pos)
+        if not match:
+            raise ValueError(f"cannot read field path {path!r}")
+        tokens.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
+        pos = match.end()
+    if not tokens:
+        raise ValueError("empty field path")
+    return tokens
+
+
+def parse_value(text: str) -> Any:
+    """A value as YAML reads it: numbers, strings ('7d'), null, lists, mappings."""
+    return yaml.safe_load(text) if text.strip() else ""
+
+
+def split_edit(edit: str) -> tuple[str, str]:
+    if "=" not in edit:
+        raise ValueError(f"edit {edit!r} must look like PATH=VALUE")
+    path, value = edit.split("=", 1)
+    return path.strip(), value
+
+
+def apply_edit(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """Return a copy of ``data`` with the field at ``path`` set to ``value``."""
+    out = copy.deepcopy(data)
+    tokens = parse_path(path)
+    node: Any = out
+    for depth, token in enumerate(tokens[:-1]):
+        where = _render(tokens[: depth + 1])
+        if isinstance(token, int):
+            if not isinstance(node, list) or token >= len(node):
+                raise ValueError(f"{where}: no such list item")
+            node = node[token]
+        else:
+            if not isinstance(node, dict):
+                raise ValueError(f"{where}: not a mapping")
+            node = node.setdefault(token, {})
+    last = tokens[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or last >= len(node):
+            raise ValueError(f"{path}: no such list item")
+    elif not isinstance(node, dict):
+        raise ValueError(f"{path}: not a mapping")
+    node[last] = value
+    return out
+
+
+def _render(tokens: list[str | int]) -> str:
+    out = ""
+    for t in tokens:
+        out += f"[{t}]" if isinstance(t, int) else ("." if out else "") + t
+    return out
+
+
+def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
+    data = read_document(path)
+    for edit in edits:
+        try:
+            field, text = split_edit(edit)
+            data = apply_edit(data, field, parse_value(text))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InstanceError(str(path), [Problem(f"--set {edit}", str(exc))]) from None
+    return data
+
+
+def load_edited(path: Path, edits: list[str]) -> Instance:
+    return validate(edited_document(path, edits), str(path), path.parent)
