@@ -12,17 +12,62 @@ from typing import Annotated, Literal, Union
 
 from pathlib import Path
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
 
-from models.units import parse_duration
+from models.units import _DURATION, parse_duration
 
 Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
 
-Duration = Annotated[float, BeforeValidator(parse_duration), Field(json_schema_extra={"examples": [600, "10m", "7d"]})]
-PositiveDuration = Annotated[Duration, Field(gt=0)]
-NonNegativeDuration = Annotated[Duration, Field(ge=0)]
-Positive = Annotated[float, Field(gt=0)]
-NonNegative = Annotated[float, Field(ge=0)]
+
+class FieldError(ValueError):
+    """A rule checked on a whole model that is about one of its fields.
+
+    ``where`` is that field's path below the model (``("points", 2, "gpus")``), so the
+    error names ``training.update_time.points[2].gpus`` rather than just the model.
+    """
+
+    def __init__(self, where: str | tuple[str | int, ...], rule: str):
+        super().__init__(rule)
+        self.where = (where,) if isinstance(where, str) else tuple(where)
+
+
+def _not_bool(kind: str):
+    """YAML reads ``yes``/``no``/``on``/``off`` as booleans, which pydantic would quietly take as 1 and 0."""
+
+    def check(value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError(f"must be {kind}, got {str(value).lower()}")
+        return value
+
+    return BeforeValidator(check)
+
+
+_NUMBER = _not_bool("a number")
+_WHOLE = _not_bool("a whole number")
+
+
+def _duration_schema(**number: float) -> WithJsonSchema:
+    """Validation-mode JSON schema of a duration: seconds as a number, or a string with a unit."""
+    string = {"type": "string", "pattern": _DURATION.pattern, "examples": ["600s", "10m", "168h", "7d", "2w"]}
+    return WithJsonSchema({"anyOf": [{"type": "number", **number}, string]}, mode="validation")
+
+
+# Constraints come before the BeforeValidator so pydantic puts them on the float itself
+# (standard JSON-schema keywords, messages "must be > 0"), and the parser or bool check runs first.
+PositiveDuration = Annotated[float, Field(gt=0), BeforeValidator(parse_duration), _duration_schema(exclusiveMinimum=0)]
+NonNegativeDuration = Annotated[float, Field(ge=0), BeforeValidator(parse_duration), _duration_schema(minimum=0)]
+Positive = Annotated[float, Field(gt=0), _NUMBER]
+NonNegative = Annotated[float, Field(ge=0), _NUMBER]
+AtLeastOne = Annotated[float, Field(ge=1), _NUMBER]
 
 
 def _unit_interval(closed_below: bool):
@@ -34,11 +79,17 @@ def _unit_interval(closed_below: bool):
     return check
 
 
-Fraction = Annotated[float, AfterValidator(_unit_interval(True)), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
-PositiveFraction = Annotated[
-    float, AfterValidator(_unit_interval(False)), Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": 1})
+Fraction = Annotated[
+    float, AfterValidator(_unit_interval(True)), _NUMBER, Field(json_schema_extra={"minimum": 0, "maximum": 1})
 ]
-PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFraction = Annotated[
+    float,
+    AfterValidator(_unit_interval(False)),
+    _NUMBER,
+    Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": 1}),
+]
+PositiveInt = Annotated[int, Field(gt=0), _WHOLE]
+Count = Annotated[int, Field(ge=0), _WHOLE]
 Name = Annotated[str, Field(min_length=1)]
 
 
@@ -64,7 +115,7 @@ class Cadence(Strict):
     @model_validator(mode="after")
     def _ordered(self) -> "Cadence":
         if self.max is not None and self.max < self.min:
-            raise ValueError(f"cadence.max ({self.max:g} s) must be >= cadence.min ({self.min:g} s)")
+            raise FieldError("max", f"cadence.max ({self.max:g} s) must be >= cadence.min ({self.min:g} s)")
         return self
 
 
@@ -76,8 +127,8 @@ class Schedule(Strict):
     @model_validator(mode="after")
     def _room(self) -> "Schedule":
         if self.extra_time >= self.deadline:
-            raise ValueError(
-                f"extra_time ({self.extra_time:g} s) must be below the deadline ({self.deadline:g} s)"
+            raise FieldError(
+                "extra_time", f"extra_time ({self.extra_time:g} s) must be below the deadline ({self.deadline:g} s)"
             )
         return self
 
@@ -125,9 +176,13 @@ class TableLaw(Strict):
 
     @model_validator(mode="after")
     def _increasing(self) -> "TableLaw":
-        gpus = [p.gpus for p in self.points]
-        if any(b <= a for a, b in zip(gpus, gpus[1:])):
-            raise ValueError("points must be listed by strictly increasing gpus")
+        for i in range(1, len(self.points)):
+            before, here = self.points[i - 1].gpus, self.points[i].gpus
+            if here <= before:
+                raise FieldError(
+                    ("points", i, "gpus"),
+                    f"points must be listed by strictly increasing gpus: {here:g} follows {before:g}",
+                )
         return self
 
 
@@ -144,7 +199,7 @@ class Training(Strict):
     @model_validator(mode="after")
     def _range(self) -> "Training":
         if self.max_groups is not None and self.max_groups < self.min_groups:
-            raise ValueError(f"max_groups ({self.max_groups}) must be >= min_groups ({self.min_groups})")
+            raise FieldError("max_groups", f"max_groups ({self.max_groups}) must be >= min_groups ({self.min_groups})")
         return self
 
 
@@ -165,15 +220,15 @@ class Lognormal(Strict):
             )
         m, p, mean = self.median, self.p99, self.mean
         if m is not None and p is not None and p <= m:
-            raise ValueError(f"p99 ({p:g} s) must be above the median ({m:g} s)")
+            raise FieldError("p99", f"p99 ({p:g} s) must be above the median ({m:g} s)")
         if m is not None and mean is not None and mean <= m:
-            raise ValueError(f"a lognormal mean ({mean:g} s) must be above its median ({m:g} s)")
+            raise FieldError("mean", f"a lognormal mean ({mean:g} s) must be above its median ({m:g} s)")
         if p is not None and mean is not None:
             gap = math.log(p / mean)
             if Z_99 * Z_99 < 2 * gap:
-                raise ValueError(f"no lognormal has mean {mean:g} s and p99 {p:g} s (p99/mean too large)")
+                raise FieldError("p99", f"no lognormal has mean {mean:g} s and p99 {p:g} s (p99/mean too large)")
             if Z_99 - math.sqrt(Z_99 * Z_99 - 2 * gap) <= 0:
-                raise ValueError(f"p99 ({p:g} s) must be above the mean ({mean:g} s)")
+                raise FieldError("p99", f"p99 ({p:g} s) must be above the mean ({mean:g} s)")
         return self
 
 
@@ -186,11 +241,16 @@ class Empirical(Strict):
     def _one_source(self, info: ValidationInfo) -> "Empirical":
         if (self.samples is None) == (self.csv is None):
             raise ValueError("an empirical occupancy takes exactly one of samples, csv")
+        source = "samples"
         if self.csv is not None:
+            source = "csv"
             base = Path((info.context or {}).get("base_dir", "."))
-            object.__setattr__(self, "samples", read_samples_csv(base / self.csv))
+            try:
+                object.__setattr__(self, "samples", read_samples_csv(base / self.csv))
+            except ValueError as exc:
+                raise FieldError("csv", str(exc)) from None
         if len(self.samples) < 2:
-            raise ValueError(f"needs at least 2 samples, got {len(self.samples)}")
+            raise FieldError(source, f"needs at least 2 samples, got {len(self.samples)}")
         return self
 
 
@@ -233,7 +293,7 @@ class NodeType(Strict):
     memory_gb: Positive | None = None
     density: dict[str, Positive] = Field(description="environments of each backend one node holds")
     hour_cost: NonNegative
-    max_nodes: Annotated[int, Field(ge=0)] | None = None
+    max_nodes: Count | None = None
 
 
 class VmType(Strict):
@@ -243,7 +303,7 @@ class VmType(Strict):
     memory_gb: Positive | None = None
     hour_cost: NonNegative
     billed_fraction: Fraction = 1.0
-    max_vms: Annotated[int, Field(ge=0)] | None = None
+    max_vms: Count | None = None
 
 
 class Cloud(Strict):
@@ -257,7 +317,7 @@ class Environment(Strict):
     backends: list[Backend] = Field(min_length=1)
     node_types: list[NodeType] = Field(min_length=1)
     utilisation_cap: PositiveFraction = 1.0
-    peak_to_mean: Annotated[float, Field(ge=1)] = 1.0
+    peak_to_mean: AtLeastOne = 1.0
     cloud: Cloud = Cloud()
 
 
@@ -280,7 +340,7 @@ Objective = Literal["total_cost", "hourly_cost", "makespan"]
 
 
 class Instance(Strict):
-    schema_version: Literal[1] = 1
+    schema_version: Annotated[Literal[1], _WHOLE] = 1
     name: Name | None = None
     workload: Workload
     schedule: Schedule

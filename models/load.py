@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import tomllib
@@ -12,7 +13,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from models.instance import AmdahlLaw, Empirical, FieldError, Instance, InverseLaw, Lognormal, TableLaw
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 _UNION_TAGS = {"occupancy", "update_time"}
@@ -52,13 +53,14 @@ def read_document(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InstanceError(file, [Problem("", f"cannot read file: {exc}")]) from None
+    duplicates: list[Problem] = []
     try:
         if suffix == ".toml":
             data = tomllib.loads(text)
         elif suffix == ".json":
-            data = json.loads(text)
+            data = _unique_json(json.loads(text, object_pairs_hook=_Pairs), "", duplicates)
         else:
-            data = yaml.safe_load(text)
+            data = _load_yaml(text, duplicates)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -67,10 +69,66 @@ def read_document(path: Path) -> dict[str, Any]:
         raise InstanceError(file, [Problem("", f"not valid TOML: {exc}")]) from None
     except json.JSONDecodeError as exc:
         raise InstanceError(file, [Problem("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]) from None
+    if duplicates:
+        raise InstanceError(file, duplicates)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InstanceError(file, [Problem("", f"the top level must be a mapping of sections, got {kind}")])
     return data
+
+
+def _load_yaml(text: str, duplicates: list[Problem]) -> Any:
+    """``yaml.safe_load``, noting keys given twice in one mapping (PyYAML silently keeps the last)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _yaml_duplicates(node, "", duplicates, set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _yaml_duplicates(node: yaml.Node, where: str, duplicates: list[Problem], seen_nodes: set[int]) -> None:
+    if id(node) in seen_nodes:  # an alias: already checked where its anchor is
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None or key == "<<":
+                continue
+            path = f"{where}.{key}" if where else key
+            line = key_node.start_mark.line + 1
+            if key in lines:
+                duplicates.append(Problem(path, f"key given twice (lines {lines[key]} and {line}); keep one"))
+            else:
+                lines[key] = line
+            _yaml_duplicates(value_node, path, duplicates, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_duplicates(item, f"{where}[{i}]", duplicates, seen_nodes)
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, so that a key given twice can be reported."""
+
+
+def _unique_json(value: Any, where: str, duplicates: list[Problem]) -> Any:
+    """Turn ``_Pairs`` back into dicts, noting keys given twice (``json`` silently keeps the last)."""
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            path = f"{where}.{key}" if where else key
+            if key in out:
+                duplicates.append(Problem(path, "key given twice; keep one"))
+            out[key] = _unique_json(item, path, duplicates)
+        return out
+    if isinstance(value, list):
+        return [_unique_json(item, f"{where}[{i}]", duplicates) for i, item in enumerate(value)]
+    return value
 
 
 def validate(data: dict[str, Any], file: str, base_dir: Path | None = None) -> Instance:
@@ -147,11 +205,13 @@ def _problem(err: dict[str, Any]) -> Problem:
         rule = "required field is missing"
     elif kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
-        rule = f"unknown key '{loc[-1]}'" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        rule = f"unknown key '{loc[-1]}'" + (f"; did you mean '{close[0]}'?" if close else "")
+        rule += f" (allowed here: {', '.join(allowed)})" if allowed else ""
     elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
         bound = next(iter(ctx.values()))
-        rule = f"must be {sign} {bound}, got {_fmt(given)}"
+        rule = f"must be {sign} {_fmt(float(bound)) if isinstance(bound, (int, float)) else bound}, got {_fmt(given)}"
     elif kind == "finite_number":
         rule = f"must be a finite number, got {_fmt(given)}"
     elif kind in ("int_type", "int_parsing", "int_from_float"):
@@ -171,11 +231,18 @@ def _problem(err: dict[str, Any]) -> Problem:
     elif kind == "literal_error":
         rule = f"must be {ctx.get('expected')}, got {_fmt(given)}"
     elif kind == "union_tag_invalid":
-        rule = f"'{ctx.get('discriminator', '').strip(chr(39))}' must be {ctx.get('expected_tags')}, got {_fmt(ctx.get('tag'))}"
+        loc += (str(ctx.get("discriminator", "")).strip("'"),)
+        tags = str(ctx.get("expected_tags", "")).split(", ")
+        expected = tags[0] if len(tags) == 1 else f"{', '.join(tags[:-1])} or {tags[-1]}"
+        rule = f"must be {expected}, got {_fmt(ctx.get('tag'))}"
     elif kind == "union_tag_not_found":
-        rule = f"required field '{ctx.get('discriminator', '').strip(chr(39))}' is missing"
+        loc += (str(ctx.get("discriminator", "")).strip("'"),)
+        rule = "required field is missing"
     elif kind == "value_error":
-        rule = str(ctx.get("error", err["msg"]))
+        error = ctx.get("error")
+        if isinstance(error, FieldError):
+            loc += error.where
+        rule = str(error if error is not None else err["msg"])
     elif kind == "bool_type" or kind == "bool_parsing":
         rule = f"must be true or false, got {_fmt(given)}"
     else:

@@ -9,12 +9,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
 
-Z_99 = float(ndtri(0.99))
+_STANDARD_NORMAL = NormalDist()
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def ndtr(x):
+    """Standard normal CDF, vectorised (math.erfc keeps full precision in both tails)."""
+    x = np.asarray(x, dtype=float)
+    return np.asarray(0.5 * _erfc(-x / math.sqrt(2.0)), dtype=float)
+
+
+def ndtri(p: float) -> float:
+    """Standard normal quantile."""
+    return _STANDARD_NORMAL.inv_cdf(p)
+
+
+Z_99 = ndtri(0.99)
 REL_TOL = 1e-9  # relative slack allowed when comparing precomputed quantities with their limits
 
 

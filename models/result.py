@@ -1,0 +1,108 @@
+"""The result of a solve (MODEL.md §6): what every command prints as JSON and `batch` writes per instance."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["optimal", "infeasible", "time_limit", "invalid", "error"]
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ShapeReplicas(Out):
+    shape: str
+    pool: str
+    replicas: int
+    gpus: int
+
+
+class Count(Out):
+    type: str
+    count: int
+
+
+class PoolUse(Out):
+    pool: str
+    gpus_used: int
+    gpus: int
+
+
+class CostTerms(Out):
+    gpu: float
+    node: float
+    vm: float
+
+
+class Placement(Out):
+    """Environments placed, {host type: {backend: environments}}: steady and peak on local nodes, peak on VMs."""
+
+    steady: dict[str, dict[str, float]] = Field(default_factory=dict)
+    peak: dict[str, dict[str, float]] = Field(default_factory=dict)
+    cloud: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class Plan(Out):
+    cadence_s: float
+    makespan_s: float
+    versions_kept: int
+    inference: list[ShapeReplicas]
+    inference_gpus: int
+    training_groups: int
+    training_gpus: int
+    local_nodes: list[Count]
+    cloud_vms: list[Count]
+    hourly_cost: float
+    total_cost: float
+    cost_terms: CostTerms
+    pools: list[PoolUse]
+    placement: Placement
+
+
+class Metrics(Out):
+    effective_trajectories_per_s: float
+    attempts_per_s: float
+    token_demand_per_s: float
+    token_supply_per_s: float
+    update_time_s: float
+    inflight_mean: float
+    inflight_peak: float
+    occupancy_mean_s: float
+    mean_version_gap: float
+    p99_version_gap: float
+    exceedance: float
+    group_drop_rate: float
+    effective_intake: float
+    time_margin: float
+    throughput_margin: float = Field(description="token supply / demand - 1")
+    update_margin: float = Field(description="1 - update time / cadence")
+
+
+class Timings(Out):
+    load: float = 0.0
+    build: float = 0.0
+    solve: float = 0.0
+    extract: float = 0.0
+    verify: float = 0.0
+    highs: float = 0.0
+
+
+class Result(Out):
+    instance: str
+    status: Status
+    objective: str
+    objective_value: float | None = None
+    plan: Plan | None = None
+    metrics: Metrics | None = None
+    binding: list[str] = Field(default_factory=list)
+    diagnosis: dict | None = None
+    mip_gap: float | None = None
+    message: str | None = None
+    timings: Timings = Field(default_factory=Timings)
+    model_size: dict[str, int] | None = None
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
