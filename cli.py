@@ -85,6 +85,45 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     render_explanation(_console(), result)
 
 
+OBJECTIVE = click.Choice(["total_cost", "hourly_cost", "makespan"])
+STATUS_EXIT = {"optimal": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "time_limit": EXIT_TIME_LIMIT,
+               "invalid": EXIT_INVALID, "error": EXIT_INTERNAL}
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
+@_edits_option
+@guarded
+def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None, edits) -> None:
+    """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
+
+    Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
+    """
+    import time
+
+    clock = time.perf_counter()
+    inst = load_with_edits(instance, edits)
+    load_seconds = time.perf_counter() - clock
+    from solver.solve import solve_instance
+
+    result = solve_instance(inst, objective, time_limit)
+    result.timings.load = load_seconds
+    payload = result.to_json()
+    if out:
+        from solver.output import write_json
+
+        write_json(out, payload)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        render_result(_console(), result)
+    sys.exit(STATUS_EXIT[result.status])
+
+
 @main.command()
 @guarded
 def schema() -> None:
@@ -126,6 +165,82 @@ def render_explanation(console, result) -> None:
         for line in (ln for ln in result.lines if ln.section == section):
             table.add_row(line.key, _fmt(line.value, line.unit), line.unit, line.formula)
         console.print(table)
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def render_result(console, result) -> None:
+    from rich.table import Table
+
+    head = f"[bold]{result.instance}[/bold]: {result.status}"
+    if result.objective_value is not None:
+        value = _money(result.objective_value) if result.objective != "makespan" else f"{result.objective_value:,.0f} s"
+        head += f", {result.objective} = {value}"
+    if result.mip_gap:
+        head += f" (gap {result.mip_gap:.3%})"
+    console.print(head)
+    if result.message and result.plan is None:
+        console.print(result.message, markup=False)
+    if result.diagnosis:
+        render_diagnosis(console, result.diagnosis)
+    plan, met = result.plan, result.metrics
+    if plan is None:
+        return
+    decisions = Table(title="Decisions", title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("decision", "value", "detail"):
+        decisions.add_column(col, justify="right" if col == "value" else "left")
+    decisions.add_row("cadence", f"{plan.cadence_s:,.6g} s", f"makespan {plan.makespan_s:,.0f} s = {plan.makespan_s / 86400:.3f} d")
+    decisions.add_row("versions kept", str(plan.versions_kept), "")
+    for item in plan.inference:
+        decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
+    decisions.add_row("training groups", f"{plan.training_groups:,}", f"{plan.training_gpus:,} GPUs")
+    for node in plan.local_nodes:
+        decisions.add_row(f"nodes {node.type}", f"{node.count:,}", "local sandbox nodes")
+    for vm in plan.cloud_vms:
+        decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
+    for pool in plan.pools:
+        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", f"of {pool.gpus:,} GPUs used")
+    console.print(decisions)
+    costs = Table(title="Costs", title_justify="left", show_edge=False, pad_edge=False)
+    costs.add_column("term")
+    costs.add_column("$/hour", justify="right")
+    costs.add_column("over the run", justify="right")
+    hours = plan.makespan_s / 3600
+    for term, value in (("GPU", plan.cost_terms.gpu), ("node", plan.cost_terms.node), ("VM", plan.cost_terms.vm)):
+        costs.add_row(term, _money(value), _money(value * hours))
+    costs.add_row("[bold]total[/bold]", _money(plan.hourly_cost), _money(plan.total_cost))
+    console.print(costs)
+    metrics = Table(title="Throughput, sandboxes, freshness", title_justify="left", show_edge=False, pad_edge=False)
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    metrics.add_column("note")
+    rows = [
+        ("effective trajectories/s", f"{met.effective_trajectories_per_s:.4f}", f"B/L; intake {met.effective_intake:.4f}"),
+        ("attempts/s", f"{met.attempts_per_s:.4f}", "R_eff / (p·(1 - drop))"),
+        ("token demand/s", f"{met.token_demand_per_s:,.0f}", ""),
+        ("token supply/s", f"{met.token_supply_per_s:,.0f}", f"margin {met.throughput_margin:+.2%}"),
+        ("update time", f"{met.update_time_s:,.1f} s", f"margin {met.update_margin:+.2%} of the cadence"),
+        ("time margin", f"{met.time_margin:.2%}", "(deadline - makespan)/deadline"),
+        ("in flight (mean / peak)", f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}", f"occupancy mean {met.occupancy_mean_s:,.0f} s"),
+        ("version gap (mean / p99)", f"{met.mean_version_gap:.3f} / {met.p99_version_gap:.2f}", ""),
+        ("exceedance / group drop", f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}", f"at K = {plan.versions_kept}"),
+    ]
+    for row in rows:
+        metrics.add_row(*row)
+    console.print(metrics)
+    console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
+
+
+def render_diagnosis(console, diagnosis: dict) -> None:
+    conflict = diagnosis.get("conflict")
+    if conflict:
+        console.print("conflict: " + conflict, markup=False)
+    for change in diagnosis.get("changes", []):
+        console.print(f"  feasible with {change['change']}", markup=False)
+    for text in diagnosis.get("notes", []):
+        console.print(f"  {text}", markup=False)
 
 
 if __name__ == "__main__":

@@ -340,6 +340,8 @@ Objective = Literal["total_cost", "hourly_cost", "makespan"]
 
 
 class Instance(Strict):
+    model_config = ConfigDict(json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"})
+
     schema_version: Annotated[Literal[1], _WHOLE] = 1
     name: Name | None = None
     workload: Workload
