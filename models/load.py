@@ -166,6 +166,8 @@ def field_path(loc: tuple) -> str:
 
 
 def _fmt(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # as written in the file: null, true, false
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:g}"
     if isinstance(value, (dict, list)):
@@ -247,6 +249,8 @@ def _problem(err: dict[str, Any]) -> Problem:
         rule = f"must be true or false, got {_fmt(given)}"
     else:
         rule = err["msg"]
+    if loc and loc[-1] == "[key]":  # a mapping key of the wrong type: name the mapping, not pydantic's marker
+        loc, rule = loc[:-2], f"key {_fmt(loc[-2])}: {rule}"
     return Problem(field_path(loc), rule)
 
 

@@ -139,9 +139,10 @@ def group_drop(q, group_size: int, policy: str, correlation: str):
     q = np.asarray(q, dtype=float)
     if policy == "downweight":
         return np.zeros_like(q)
-    if correlation == "comonotone":
+    if correlation == "comonotone" or group_size == 1:
         return q
-    return -np.expm1(group_size * np.log1p(-np.minimum(q, 1.0)))
+    with np.errstate(divide="ignore"):
+        return -np.expm1(group_size * np.log1p(-np.minimum(q, 1.0)))
 
 
 def group_drop_bounds(q, group_size: int):

@@ -99,7 +99,8 @@ def build(inst: Instance) -> Pairs:
         rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
         if not rates:
             continue
-        free = pool.gpus - (groups * inst.training.gpus_per_group if pool.name == inst.training.pool else 0)
+        train = groups * inst.training.gpus_per_group if pool.name == inst.training.pool else np.zeros(groups.size)
+        free = pool.gpus - train
         best += np.maximum(free, 0)[:, None] * np.max(rates, axis=0)[None, :]
     keep = cut(keep, "pool_capacity", best >= demand * (1 - calc.REL_TOL))
     keep &= _undominated(np.where(keep, attempts, np.inf), mult)

@@ -105,7 +105,7 @@ def solve_instance(
     highs = outcome.highs_seconds
     values = results.solution_loader.get_vars() if outcome.has_solution else None
     if outcome.status == "optimal":
-        tie = _tie_break(model, opt, objective, outcome.objective_value, stop)
+        tie = _tie_break(model, opt, objective, outcome.objective_value, selected(model, values), stop)
         if tie is not None:
             tie_outcome, tie_values = tie
             highs += tie_outcome.highs_seconds
@@ -148,25 +148,29 @@ def solve_instance(
     )
 
 
-def _tie_break(model, opt: Highs, objective: str, best: float, stop: float | None):
+def selected(model, values) -> int:
+    """The pair whose selection binary is on in a solution."""
+    return max(model.P, key=lambda p: float(values.get(model.z[p], 0.0) or 0.0))
+
+
+def _tie_break(model, opt: Highs, objective: str, best: float, chosen: int, stop: float | None):
     """MODEL §4's lexicographic order: among plans within TIE_TOL of the optimum, the best on the tie-break.
 
     Only pairs that could improve the tie-break stay open; when none does, the stage is skipped.
     Returns (outcome, values or None when nothing better exists), or None when skipped.
     """
-    chosen = max(model.P, key=lambda p: pyo.value(model.z[p]) if model.z[p].value is not None else -1)
     span = model.pairs.makespan
     if TIE_BREAKS[objective] == "makespan":
         open_ = span < span[chosen] * (1 - 1e-12)
     else:
+        # Stage 1 only chose the makespan: costs are minimised at it now, over its pairs.
         open_ = np.abs(span - span[chosen]) <= 1e-9 * span[chosen]
-        if np.count_nonzero(open_) <= 1:
-            return None
     if not open_.any():
         return None
     primary = getattr(model, objective)
     model.tie.add(primary <= best + TIE_TOL * max(1.0, abs(best)))
-    model.tie.add(sum(model.z[p] for p in model.P if not open_[p]) == 0)
+    if not open_.all():
+        model.tie.add(sum(model.z[p] for p in model.P if not open_[p]) == 0)
     getattr(model, f"objective_{objective}").deactivate()
     getattr(model, f"objective_{TIE_BREAKS[objective]}").activate()
     remaining = None if stop is None else max(0.01, stop - time.perf_counter())
@@ -184,7 +188,7 @@ def extract_plan(model, values) -> Plan:
     def val(var) -> float:
         return float(values.get(var, 0.0) or 0.0)
 
-    p = max(model.P, key=lambda q: val(model.z[q]))
+    p = selected(model, values)
     shapes = inst.inference.shapes
     replicas = {s.name: int(round(val(model.x[p, s.name]))) for s in shapes}
     nodes = {k: int(round(val(model.N[p, k]))) for k in ix.nodes}

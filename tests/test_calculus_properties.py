@@ -261,8 +261,6 @@ def test_group_drop_vectorised(qs, g):
     assert np.all(calc.group_drop(q, g, "downweight", "independent") == 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="calculus.group_drop: at group_size 1, -expm1(log1p(-q)) is 1 ulp below q "
-                   "(0.25 -> 0.24999999999999997), so 'independent' falls below 'comonotone'")
 def test_group_drop_single_member_group_is_q():
     assert float(calc.group_drop(0.25, 1, "drop", "independent")) == 0.25
 

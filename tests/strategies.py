@@ -1,0 +1,131 @@
+"""Hypothesis strategies: small random instances the brute-force reference can enumerate."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from models.load import validate
+
+
+def _maybe(draw, strategy, p_none: float = 0.5):
+    return None if draw(st.floats(0, 1)) < p_none else draw(strategy)
+
+
+@st.composite
+def small_instances(draw) -> dict:
+    n = draw(st.integers(2, 12))
+    B = draw(st.integers(1, 12))
+    p = draw(st.sampled_from([1.0, 0.9, 0.6]))
+    L_min = draw(st.integers(4, 40))
+    step = draw(st.sampled_from([1, 2, 5]))
+    count = draw(st.integers(1, 6))
+    L_max = L_min + step * (count - 1)
+    extra = draw(st.sampled_from([0, 0, 7]))
+    deadline = n * L_max * draw(st.sampled_from([0.85, 1.0, 1.0, 1.3])) + extra
+    explicit_max = draw(st.booleans())
+
+    pools = [{"name": "main", "gpus": draw(st.integers(4, 16)), "gpu_hour_cost": draw(st.sampled_from([1.0, 2.5]))}]
+    if draw(st.booleans()):
+        pools.append({"name": "spare", "gpus": draw(st.integers(2, 8)), "gpu_hour_cost": draw(st.sampled_from([0.5, 3.0]))})
+    shapes = []
+    for i in range(draw(st.integers(1, 3 if len(pools) == 1 else 2))):
+        shapes.append({
+            "name": f"s{i}",
+            "pool": draw(st.sampled_from([pl["name"] for pl in pools])),
+            "gpus_per_replica": draw(st.sampled_from([1, 2, 4])),
+            "tokens_per_gpu_s": draw(st.sampled_from([1.0, 2.0, 3.5, 6.0, 12.0])),
+            "version_slowdown": draw(st.sampled_from([0.0, 0.0, 0.05, 0.3])),
+        })
+    tokens = draw(st.sampled_from([4, 8, 16]))
+    gpg = draw(st.sampled_from([1, 2]))
+    law_kind = draw(st.sampled_from(["inverse", "amdahl", "table"]))
+    if law_kind == "inverse":
+        law = {"law": "inverse", "reference_gpus": draw(st.integers(1, 6)),
+               "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0]))}
+    elif law_kind == "amdahl":
+        law = {"law": "amdahl", "reference_gpus": draw(st.integers(1, 6)),
+               "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0])),
+               "serial_fraction": draw(st.sampled_from([0.0, 0.1, 0.5]))}
+    else:
+        xs = sorted(draw(st.sets(st.integers(1, 12), min_size=2, max_size=4)))
+        law = {"law": "table", "points": [{"gpus": x, "seconds": L_min * draw(st.sampled_from([0.3, 0.8, 1.5, 3.0]))}
+                                          for x in xs]}
+    training = {"pool": "main", "gpus_per_group": gpg, "update_time": law}
+    if draw(st.booleans()):
+        training["max_groups"] = draw(st.integers(1, 4))
+
+    if draw(st.floats(0, 1)) < 0.8:
+        median = L_min * draw(st.sampled_from([0.3, 1.0, 2.5]))
+        occupancy = {"distribution": "lognormal", "median": median, "sigma": draw(st.sampled_from([0.3, 0.8, 1.3]))}
+    else:
+        samples = draw(st.lists(st.integers(1, 4 * L_max), min_size=3, max_size=12))
+        occupancy = {"distribution": "empirical", "samples": samples}
+    # Scale densities to the expected load so a handful of nodes suffices.
+    load = B / L_min / p * 3 * L_min
+    backends = [{"name": "ctr", "share": 1.0, "cores": 0.5, "memory_gb": 1.0}]
+    if draw(st.booleans()):
+        share = draw(st.sampled_from([0.25, 0.5]))
+        backends = [{"name": "ctr", "share": 1 - share, "cores": 0.5},
+                    {"name": "vm", "share": share, "cores": 1.0}]
+    names = [b["name"] for b in backends]
+    node_types = []
+    for i in range(draw(st.integers(1, 2))):
+        hosted = names if i == 0 else draw(st.sampled_from([names, names[:1], names[-1:]]))
+        node_types.append({
+            "name": f"n{i}",
+            "density": {b: max(1.0, round(load * draw(st.sampled_from([0.4, 0.8, 1.5])), 1)) for b in hosted},
+            "cores": draw(st.sampled_from([None, 16.0])),
+            "hour_cost": draw(st.sampled_from([0.3, 1.0, 4.0])),
+            "max_nodes": draw(st.sampled_from([None, 2, 4])),
+        })
+    cloud = {}
+    if draw(st.booleans()):
+        cloud = {
+            "eligible_share": {b: draw(st.sampled_from([0.0, 0.5, 1.0])) for b in names},
+            "vm_types": [{
+                "name": "burst",
+                "density": {b: max(1.0, round(load * draw(st.sampled_from([0.2, 0.5])), 1)) for b in names},
+                "hour_cost": draw(st.sampled_from([0.2, 2.0])),
+                "billed_fraction": draw(st.sampled_from([0.3, 1.0])),
+                "max_vms": draw(st.sampled_from([1, 3])),
+            }],
+        }
+    freshness = {
+        "max_versions_kept": draw(st.integers(1, 4)),
+        "gap_convention": draw(st.sampled_from(["consumer", "post_publish"])),
+        "overrun_policy": draw(st.sampled_from(["drop", "drop", "downweight"])),
+        "group_correlation": draw(st.sampled_from(["independent", "comonotone"])),
+        "max_mean_gap": _maybe(draw, st.sampled_from([1.5, 4.0]), 0.8),
+        "max_exceedance": _maybe(draw, st.sampled_from([0.05, 0.3]), 0.8),
+        "max_group_drop": _maybe(draw, st.sampled_from([0.2, 0.6]), 0.8),
+    }
+    data = {
+        "name": "random",
+        "workload": {"iterations": n, "batch_trajectories": B, "group_size": draw(st.sampled_from([1, 4, 8])),
+                     "tokens_per_attempt": tokens, "intake_rate": p},
+        "schedule": {"deadline": deadline, "extra_time": extra,
+                     "cadence": {"min": L_min, "step": step, **({"max": L_max} if explicit_max else {})}},
+        "gpu_pools": pools,
+        "inference": {"availability": draw(st.sampled_from([1.0, 0.9])), "shapes": shapes},
+        "training": training,
+        "environment": {
+            "occupancy": occupancy,
+            "littles_law_uses": draw(st.sampled_from(["mean", "median"])),
+            "backends": backends,
+            "node_types": node_types,
+            "utilisation_cap": draw(st.sampled_from([1.0, 0.8])),
+            "peak_to_mean": draw(st.sampled_from([1.0, 1.5])),
+            "cloud": cloud,
+        },
+        "freshness": freshness,
+        "objective": draw(st.sampled_from(["total_cost", "hourly_cost", "makespan"])),
+        "limits": {
+            "max_hourly_cost": _maybe(draw, st.sampled_from([15.0, 40.0]), 0.85),
+            "max_total_cost": _maybe(draw, st.sampled_from([5.0, 30.0]), 0.85),
+        },
+    }
+    return data
+
+
+def instance_of(data: dict):
+    return validate(data, "random.yaml")
