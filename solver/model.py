@@ -322,7 +322,8 @@ def add_objectives(m: pyo.ConcreteModel, objective: str) -> None:
     for name in OBJECTIVES:
         getattr(m, f"objective_{name}").deactivate()
     getattr(m, f"objective_{objective}").activate()
-    m.tie = pyo.ConstraintList()
+    m.tie = pyo.ConstraintList()  # the tie-break stage's rows, added and removed per solve
+    m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (makespan, budgets, cards), per solve
 
 
 def selected_pair(m: pyo.ConcreteModel) -> int:

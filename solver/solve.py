@@ -74,8 +74,184 @@ def outcome_of(results) -> Outcome:
         has_solution=has_solution,
         objective_value=results.incumbent_objective if has_solution else None,
         bound=results.objective_bound,
-        highs_seconds=float(getattr(results.timing_info, "highs_time", 0.0) or 0.0),
+        highs_seconds=float(getattr(results.timing_info, "highs_time", 0.0) or 0.0),  # cumulative per handle
     )
+
+
+def make_persistent(threads: int = 1) -> Highs:
+    """A HiGHS handle told about every model change explicitly (no rescans of the model per solve)."""
+    opt = make_solver(threads)
+    updates = opt.config.auto_updates
+    for flag in ("check_for_new_or_removed_constraints", "check_for_new_or_removed_vars",
+                 "check_for_new_or_removed_params", "check_for_new_objective", "update_constraints",
+                 "update_vars", "update_parameters", "update_named_expressions", "update_objective"):
+        setattr(updates, flag, False)
+    return opt
+
+
+class Planner:
+    """One built model of an instance, re-solved under extra caps without rebuilding (frontier, compare).
+
+    ``solve`` may restrict the plan to a makespan, a cadence, an hourly or total budget or an
+    inference card count; every restriction is undone after the solve, so calls are independent.
+    """
+
+    def __init__(self, inst: Instance, threads: int = 1):
+        clock = time.perf_counter()
+        self.inst = inst
+        self.pairs = coefficients.build(inst)
+        self.model = build_model(inst, self.pairs, inst.objective) if self.pairs.size else None
+        self.build_seconds = time.perf_counter() - clock
+        self.threads = threads
+        self._opt: Highs | None = None
+        self._active = inst.objective
+        self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
+
+    @property
+    def opt(self) -> Highs:
+        if self._opt is None:
+            self._opt = make_persistent(self.threads)
+            self._opt.set_instance(self.model)
+        return self._opt
+
+    def solve(
+        self,
+        objective: str | None = None,
+        *,
+        time_limit: float | None = None,
+        max_makespan: float | None = None,
+        cadence: float | None = None,
+        max_hourly_cost: float | None = None,
+        max_total_cost: float | None = None,
+        max_inference_gpus: int | None = None,
+        diagnose: bool = True,
+    ) -> Result:
+        inst, pairs = self.inst, self.pairs
+        objective = objective or inst.objective
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        timings = Timings(build=self.build_seconds)
+        self.build_seconds = 0.0  # charged to the first solve only
+        if self.model is None:
+            return _infeasible(inst, objective, timings, pairs, diagnose)
+        m = self.model
+        closed = np.zeros(pairs.size, dtype=bool)
+        if max_makespan is not None:
+            closed |= pairs.makespan > max_makespan * (1 + 1e-12)
+        if cadence is not None:
+            closed |= np.abs(pairs.cadence - cadence) > 1e-9 * cadence
+        if closed.all():
+            return _infeasible(inst, objective, timings, pairs, diagnose)
+
+        clock = time.perf_counter()
+        opt = self.opt
+        caps = []
+        if closed.any():
+            caps.append(sum(m.z[p] for p in m.P if closed[p]) == 0)
+        if max_hourly_cost is not None:
+            caps.append(m.hourly_cost <= max_hourly_cost)
+        if max_total_cost is not None:
+            caps.append(m.total_cost <= max_total_cost)
+        if max_inference_gpus is not None:
+            shapes = inst.inference.shapes
+            caps.append(sum(s.gpus_per_replica * m.x[p, s.name] for p in m.P for s in shapes) <= max_inference_gpus)
+        added = [m.caps.add(expr) for expr in caps]
+        if added:
+            opt.add_constraints(added)
+        self._set_objective(objective)
+        stop = None if time_limit is None else clock + time_limit
+        try:
+            results = opt.solve(m, time_limit=time_limit)
+            outcome = outcome_of(results)
+            first_bound = outcome.bound
+            highs_total = outcome.highs_seconds
+            values = results.solution_loader.get_vars() if outcome.has_solution else None
+            if outcome.status == "optimal":
+                tie = self._tie_break(objective, outcome.objective_value, selected(m, values), closed, stop)
+                if tie is not None:
+                    tie_outcome, tie_values = tie
+                    highs_total = tie_outcome.highs_seconds
+                    if tie_values is not None:
+                        values = tie_values
+                    if tie_outcome.status == "time_limit":
+                        outcome.status = "time_limit"
+        finally:
+            if added:
+                opt.remove_constraints(added)
+                m.caps.clear()
+        timings.solve = time.perf_counter() - clock
+        timings.highs = max(0.0, highs_total - self._highs_seen)
+        self._highs_seen = highs_total
+        if outcome.status == "infeasible":
+            return _infeasible(inst, objective, timings, pairs, diagnose)
+        if values is None:
+            message = "time limit reached before any plan was found" if outcome.status == "time_limit" else "HiGHS failed"
+            return Result(instance=inst.name, status=outcome.status, objective=objective, message=message,
+                          timings=timings)
+
+        clock = time.perf_counter()
+        plan = extract_plan(m, values)
+        timings.extract = time.perf_counter() - clock
+        clock = time.perf_counter()
+        check = verify_plan(inst, plan)
+        timings.verify = time.perf_counter() - clock
+        if not check.ok:
+            raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
+        value = {"total_cost": plan.total_cost, "hourly_cost": plan.hourly_cost, "makespan": plan.makespan_s}[objective]
+        gap = 0.0
+        if outcome.status == "time_limit":
+            gap = None if first_bound is None or not value else max(0.0, (value - first_bound) / abs(value))
+        return Result(
+            instance=inst.name,
+            status=outcome.status,
+            objective=objective,
+            objective_value=value,
+            plan=plan,
+            metrics=check.metrics,
+            binding=check.binding,
+            mip_gap=gap,
+            timings=timings,
+            model_size={"pairs": pairs.size, "grid_points": pairs.grid_points,
+                        "variables": m.nvariables(), "constraints": m.nconstraints()},
+        )
+
+    def _set_objective(self, objective: str) -> None:
+        m = self.model
+        if objective != self._active:
+            getattr(m, f"objective_{self._active}").deactivate()
+            getattr(m, f"objective_{objective}").activate()
+            self._active = objective
+        self.opt.set_objective(getattr(m, f"objective_{objective}"))
+
+    def _tie_break(self, objective: str, best: float, chosen: int, closed: np.ndarray, stop: float | None):
+        """MODEL §4's lexicographic order: among plans within TIE_TOL of the optimum, the best on the tie-break.
+
+        Only pairs that could improve the tie-break stay open; when none does, the stage is skipped.
+        Returns (outcome, values or None when nothing better exists), or None when skipped.
+        """
+        m, opt = self.model, self.opt
+        span = self.pairs.makespan
+        if TIE_BREAKS[objective] == "makespan":
+            open_ = (span < span[chosen] * (1 - 1e-12)) & ~closed
+            if not open_.any():
+                return None
+        else:
+            # Stage 1 only chose the makespan: costs are minimised at it now, over its pairs.
+            open_ = (np.abs(span - span[chosen]) <= 1e-9 * span[chosen]) & ~closed
+        rows = [m.tie.add(getattr(m, objective) <= best + TIE_TOL * max(1.0, abs(best)))]
+        if not open_.all():
+            rows.append(m.tie.add(sum(m.z[p] for p in m.P if not open_[p]) == 0))
+        opt.add_constraints(rows)
+        self._set_objective(TIE_BREAKS[objective])
+        try:
+            remaining = None if stop is None else max(0.01, stop - time.perf_counter())
+            results = opt.solve(m, time_limit=remaining)
+            outcome = outcome_of(results)
+            values = results.solution_loader.get_vars() if outcome.has_solution else None
+        finally:
+            opt.remove_constraints(rows)
+            m.tie.clear()
+        return outcome, (None if outcome.status == "infeasible" else values)
 
 
 def solve_instance(
@@ -85,100 +261,13 @@ def solve_instance(
     threads: int = 1,
     diagnose: bool = True,
 ) -> Result:
-    objective = objective or inst.objective
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    timings = Timings()
-    clock = time.perf_counter()
-    pairs = coefficients.build(inst)
-    if pairs.size == 0:
-        timings.build = time.perf_counter() - clock
-        return _infeasible(inst, objective, timings, pairs, diagnose, time_limit)
-    model = build_model(inst, pairs, objective)
-    timings.build = time.perf_counter() - clock
-
-    opt = make_solver(threads)
-    clock = time.perf_counter()
-    stop = None if time_limit is None else clock + time_limit
-    results = opt.solve(model, time_limit=time_limit)
-    outcome = outcome_of(results)
-    highs = outcome.highs_seconds
-    values = results.solution_loader.get_vars() if outcome.has_solution else None
-    if outcome.status == "optimal":
-        tie = _tie_break(model, opt, objective, outcome.objective_value, selected(model, values), stop)
-        if tie is not None:
-            tie_outcome, tie_values = tie
-            highs += tie_outcome.highs_seconds
-            if tie_values is not None:
-                values = tie_values
-            if tie_outcome.status == "time_limit":
-                outcome.status = "time_limit"
-    timings.solve = time.perf_counter() - clock
-    timings.highs = highs
-    if outcome.status == "infeasible":
-        return _infeasible(inst, objective, timings, pairs, diagnose, time_limit)
-    if values is None:
-        message = "time limit reached before any plan was found" if outcome.status == "time_limit" else "HiGHS failed"
-        return Result(instance=inst.name, status=outcome.status, objective=objective, message=message, timings=timings)
-
-    clock = time.perf_counter()
-    plan = extract_plan(model, values)
-    timings.extract = time.perf_counter() - clock
-    clock = time.perf_counter()
-    check = verify_plan(inst, plan)
-    timings.verify = time.perf_counter() - clock
-    if not check.ok:
-        raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
-    value = {"total_cost": plan.total_cost, "hourly_cost": plan.hourly_cost, "makespan": plan.makespan_s}[objective]
-    gap = None
-    if outcome.status == "time_limit" and first.bound is not None and value:
-        gap = max(0.0, (value - first.bound) / abs(value))
-    return Result(
-        instance=inst.name,
-        status=outcome.status,
-        objective=objective,
-        objective_value=value,
-        plan=plan,
-        metrics=check.metrics,
-        binding=check.binding,
-        mip_gap=0.0 if outcome.status == "optimal" else gap,
-        timings=timings,
-        model_size={"pairs": pairs.size, "grid_points": pairs.grid_points,
-                    "variables": model.nvariables(), "constraints": model.nconstraints()},
-    )
+    """Solve one instance to proven optimality (or the time limit) and return its verified result."""
+    return Planner(inst, threads).solve(objective, time_limit=time_limit, diagnose=diagnose)
 
 
 def selected(model, values) -> int:
     """The pair whose selection binary is on in a solution."""
     return max(model.P, key=lambda p: float(values.get(model.z[p], 0.0) or 0.0))
-
-
-def _tie_break(model, opt: Highs, objective: str, best: float, chosen: int, stop: float | None):
-    """MODEL §4's lexicographic order: among plans within TIE_TOL of the optimum, the best on the tie-break.
-
-    Only pairs that could improve the tie-break stay open; when none does, the stage is skipped.
-    Returns (outcome, values or None when nothing better exists), or None when skipped.
-    """
-    span = model.pairs.makespan
-    if TIE_BREAKS[objective] == "makespan":
-        open_ = span < span[chosen] * (1 - 1e-12)
-    else:
-        # Stage 1 only chose the makespan: costs are minimised at it now, over its pairs.
-        open_ = np.abs(span - span[chosen]) <= 1e-9 * span[chosen]
-    if not open_.any():
-        return None
-    primary = getattr(model, objective)
-    model.tie.add(primary <= best + TIE_TOL * max(1.0, abs(best)))
-    if not open_.all():
-        model.tie.add(sum(model.z[p] for p in model.P if not open_[p]) == 0)
-    getattr(model, f"objective_{objective}").deactivate()
-    getattr(model, f"objective_{TIE_BREAKS[objective]}").activate()
-    remaining = None if stop is None else max(0.01, stop - time.perf_counter())
-    results = opt.solve(model, time_limit=remaining)
-    outcome = outcome_of(results)
-    if outcome.status == "infeasible":
-        return outcome, None
-    return outcome, (results.solution_loader.get_vars() if outcome.has_solution else None)
 
 
 def extract_plan(model, values) -> Plan:
@@ -239,7 +328,7 @@ def extract_plan(model, values) -> Plan:
     )
 
 
-def _infeasible(inst: Instance, objective: str, timings: Timings, pairs, diagnose: bool, time_limit) -> Result:
+def _infeasible(inst: Instance, objective: str, timings: Timings, pairs, diagnose: bool) -> Result:
     diagnosis = None
     if diagnose:
         from solver.diagnose import diagnose as run_diagnosis

@@ -1,0 +1,513 @@
+"""Batch solving: many instance files, each solved in its own worker, each result kept as soon as it is known.
+
+The driver finds the input files, solves each with :func:`solve_file` in a local process
+pool or on a Dask cluster, and writes into the output folder one MODEL.md §6 JSON per
+input (plus ``file`` and ``input_hash``), ``summary.csv`` and ``summary.jsonl``. Every file
+is written atomically by this (the parent) process, so workers need no access to the
+output folder and a killed batch never leaves a truncated result. It prints nothing:
+progress goes to a callback, the outcome comes back as a :class:`BatchReport`.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from models.load import EXTENSIONS
+from solver.output import write_atomic, write_json
+
+SUMMARY_CSV = "summary.csv"
+SUMMARY_JSONL = "summary.jsonl"
+SUMMARY_COLUMNS = (
+    "file", "name", "status", "objective", "objective_value", "cadence_s", "versions_kept",
+    "inference_gpus", "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
+    "solve_seconds", "message", "result",
+)
+STATUSES = ("optimal", "infeasible", "time_limit", "invalid", "error")
+SUMMARY_EVERY_S = 10.0  # rewrite the summaries at most this often while a batch runs
+PARENT_CHECK_S = 0.5  # how often a local worker checks that the batch that started it still runs
+_HASH_VERSION = b"trainground-batch/1"
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class BatchError(Exception):
+    """The batch cannot start: a PATH matching no file, or inputs inside the output folder."""
+
+
+class SchedulerUnavailable(Exception):
+    """The Dask scheduler given with ``--scheduler`` could not be reached."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One input file: where workers read it, how it is shown, where its result goes (inside --out)."""
+
+    path: str
+    file: str
+    result: str
+    input_hash: str
+
+
+@dataclass
+class Tally:
+    """Progress so far: ``done`` counts results reused by --resume and results of this run."""
+
+    total: int
+    reused: int = 0
+    done: int = 0
+    counts: Counter = field(default_factory=Counter)
+
+    @property
+    def failed(self) -> int:
+        return self.done - self.counts["optimal"]
+
+
+@dataclass
+class BatchReport:
+    tally: Tally
+    rows: list[dict]
+    summary_csv: Path
+    summary_jsonl: Path
+    interrupted: bool = False
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def discover(paths: Sequence[str], exclude: str | Path | None = None) -> list[Path]:
+    """Instance files named by ``paths`` (files, folders searched recursively, globs), sorted, each once.
+
+    Folders and globs yield only ``*.yaml|*.yml|*.toml|*.json`` files, skipping hidden
+    entries and anything under ``exclude`` (the output folder); a file named explicitly is
+    kept whatever its extension, so that it is reported as invalid rather than ignored.
+    """
+    skip = Path(exclude).resolve() if exclude is not None else None
+    found: dict[Path, Path] = {}
+    unmatched: list[str] = []
+    for arg in paths:
+        here = Path(arg)
+        if here.is_file():
+            matches = [here]
+        elif here.is_dir():
+            matches = _walk(here, skip)
+        else:
+            matches = []
+            for hit in sorted(glob.glob(arg, recursive=True)):
+                hit_path = Path(hit)
+                if hit_path.is_dir():
+                    matches += _walk(hit_path, skip)
+                elif hit_path.suffix.lower() in EXTENSIONS and not _inside(hit_path, skip):
+                    matches.append(hit_path)
+        if not matches:
+            unmatched.append(arg)
+        for match in matches:
+            found.setdefault(match.resolve(), match)
+    if unmatched:
+        raise BatchError("no instance files match " + ", ".join(repr(a) for a in unmatched))
+    inside = [str(p) for p in found.values() if _inside(p, skip)]
+    if inside:
+        raise BatchError(f"input files inside the output folder {str(exclude)!r}: {', '.join(inside)}")
+    return [found[key] for key in sorted(found, key=str)]
+
+
+def _walk(folder: Path, skip: Path | None) -> list[Path]:
+    out = []
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or _inside(path, skip):
+            continue
+        if path.suffix.lower() in EXTENSIONS and path.is_file():
+            out.append(path)
+    return out
+
+
+def _inside(path: Path, folder: Path | None) -> bool:
+    return folder is not None and path.resolve().is_relative_to(folder)
+
+
+def input_hash(data: bytes, objective: str | None, time_limit: float | None) -> str:
+    """sha256 of the file's bytes and the options that change its result."""
+    options = json.dumps({"objective": objective, "time_limit": time_limit}, sort_keys=True)
+    return hashlib.sha256(_HASH_VERSION + b"\0" + options.encode() + b"\0" + data).hexdigest()
+
+
+def result_names(files: Sequence[Path]) -> list[str]:
+    """Result file names inside --out, mirroring the inputs' folders below their common folder.
+
+    ``a/x.yaml`` -> ``a/x.json``; inputs sharing a stem in one folder keep their extension
+    (``x.yaml.json``, ``x.toml.json``); anything still equal gets ``-2``, ``-3``... in input order.
+    """
+    absolute = [Path(os.path.abspath(f)) for f in files]
+    if not absolute:
+        return []
+    base = Path(os.path.commonpath([str(p.parent) for p in absolute]))
+    rel = [p.relative_to(base) for p in absolute]
+    first = [r.with_suffix(".json").as_posix() for r in rel]
+    clash = Counter(name.casefold() for name in first)
+    names = [f if clash[f.casefold()] == 1 else (r.parent / (r.name + ".json")).as_posix() for f, r in zip(first, rel)]
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate.casefold() in taken:
+            n += 1
+            candidate = f"{name[: -len('.json')]}-{n}.json"
+        taken.add(candidate.casefold())
+        out.append(candidate)
+    return out
+
+
+def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: float | None = None) -> list[Task]:
+    tasks = []
+    for path, name in zip(files, result_names(files)):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""  # the worker reports why the file cannot be read
+        tasks.append(Task(path=os.path.abspath(path), file=str(path), result=name,
+                          input_hash=input_hash(data, objective, time_limit)))
+    return tasks
+
+
+# ---------------------------------------------------------------- one file, in a worker
+
+
+def solve_file(path: str, objective: str | None = None, time_limit: float | None = None, label: str | None = None) -> dict:
+    """Load and solve one file; return its §6 result with ``file`` and ``input_hash``. Never raises.
+
+    An unusable file becomes status ``invalid`` with the loader's message; an infeasible or
+    time-limited instance keeps the solver's status; any other failure becomes ``error`` with
+    a one-line message. HiGHS runs single-threaded: parallelism comes from the workers.
+    """
+    label = label or str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return _failure(Path(label).stem, "invalid", f"{label}: cannot read file: {exc.strerror or exc}",
+                        objective, label, input_hash(b"", objective, time_limit))
+    digest = input_hash(data, objective, time_limit)
+    try:
+        from models.load import InstanceError, load_instance
+        from solver.solve import solve_instance
+
+        clock = time.perf_counter()
+        try:
+            inst = load_instance(path)
+        except InstanceError as exc:
+            message = InstanceError(label, exc.problems).message
+            return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
+        load_seconds = time.perf_counter() - clock
+        try:
+            result = solve_instance(inst, objective, time_limit, threads=1)
+        except Exception as exc:  # one file's crash becomes that file's row, never the batch's
+            return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
+        result.timings.load = load_seconds
+        payload = result.to_json()
+    except Exception as exc:  # a failure outside the solve (import, loader bug): still this file's row
+        return _failure(Path(label).stem, "error", one_line(exc), objective, label, digest)
+    payload["file"] = label
+    payload["input_hash"] = digest
+    return payload
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return message if len(message) <= 400 else message[:397] + "..."
+
+
+def _declared_objective(path: str) -> str | None:
+    from models.load import InstanceError, read_document
+
+    try:
+        declared = read_document(Path(path)).get("objective")
+    except InstanceError:
+        return None
+    return declared if isinstance(declared, str) else None
+
+
+def _failure(instance: str, status: str, message: str, objective: str | None, file: str, digest: str) -> dict:
+    """A §6-shaped object for a file without a solver result (invalid input, crash, dead worker)."""
+    from models.instance import Instance
+    from models.result import Result
+
+    objective = objective or Instance.model_fields["objective"].default
+    payload = Result(instance=instance, status=status, objective=objective, message=message).to_json()
+    payload["file"] = file
+    payload["input_hash"] = digest
+    return payload
+
+
+def _worker_init() -> None:
+    """Once per worker process: leave Ctrl-C to the parent, one thread per worker, import pyomo now.
+
+    A worker also ends itself when its parent is gone (killed with SIGKILL, say): a pool
+    worker otherwise waits for work forever.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    import solver.solve  # noqa: F401  (pyomo and HiGHS load once per worker, not per file)
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
+
+
+# ---------------------------------------------------------------- executors
+
+TaskFunction = Callable[[str, str | None, float | None, str | None], dict]
+
+
+def _arguments(task: Task, objective: str | None, time_limit: float | None) -> tuple:
+    return (task.path, objective, time_limit, task.file)
+
+
+def _died(task: Task, objective: str | None, why: str) -> dict:
+    return _failure(Path(task.file).stem, "error", why, objective, task.file, task.input_hash)
+
+
+class _LocalPool:
+    """A spawn-started process pool whose workers are ended (by pid) if the batch is interrupted."""
+
+    def __init__(self, workers: int):
+        self._before = set(multiprocessing.active_children())
+        self.executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init)
+
+    def __enter__(self) -> ProcessPoolExecutor:
+        return self.executor
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.executor.shutdown(wait=True)
+            return
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for process in multiprocessing.active_children():
+            if process not in self._before:
+                process.terminate()
+        self.executor.shutdown(wait=True)
+
+
+def run_local(tasks: Iterable[Task], call: TaskFunction, objective: str | None, time_limit: float | None,
+              workers: int) -> Iterator[tuple[Task, dict]]:
+    """Yield (task, result) as files finish on a local process pool of ``workers`` processes.
+
+    When a worker process dies, the files that were in flight are each retried once alone
+    in a fresh one-worker pool (so a neighbour is never blamed); dying again is an ``error``.
+    """
+    pending = deque(tasks)
+    while pending:
+        with _LocalPool(workers) as executor:
+            suspects = yield from _drain(executor, pending, call, objective, time_limit, window=2 * workers)
+        for task in suspects:
+            with _LocalPool(1) as executor:
+                future = executor.submit(call, *_arguments(task, objective, time_limit))
+                wait([future])
+                yield task, _outcome(task, future, objective)
+
+
+def _drain(executor, pending: deque, call, objective, time_limit, window: int):
+    """Run ``pending`` on ``executor`` until it is empty or the pool breaks; return the files in flight then."""
+    running: dict = {}
+    suspects: list[Task] = []
+    while (pending and not suspects) or running:
+        while pending and not suspects and len(running) < window:
+            task = pending.popleft()
+            running[executor.submit(call, *_arguments(task, objective, time_limit))] = task
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in sorted(done, key=lambda f: running[f].result):
+            task = running.pop(future)
+            if isinstance(future.exception(), BrokenProcessPool):
+                suspects.append(task)
+            else:
+                yield task, _outcome(task, future, objective)
+    return suspects
+
+
+def _outcome(task: Task, future, objective: str | None) -> dict:
+    exc = future.exception()
+    if exc is None:
+        return future.result()
+    if isinstance(exc, BrokenProcessPool):
+        return _died(task, objective, "the worker process died while solving this file, twice")
+    return _died(task, objective, f"worker failed: {one_line(exc)}")
+
+
+def run_dask(tasks: Sequence[Task], call: TaskFunction, objective: str | None, time_limit: float | None,
+             address: str) -> Iterator[tuple[Task, dict]]:
+    """Yield (task, result) as files finish on the Dask cluster at ``address``.
+
+    Workers must import trainground (same install as here) and read the input paths (a
+    shared file system); results come back to this process, which writes them. A file whose
+    future fails (a killed worker, a lost future) is submitted once more, then is an ``error``.
+    """
+    if not tasks:
+        return
+    from distributed import Client, as_completed
+
+    try:
+        client = Client(address)
+    except (OSError, TimeoutError) as exc:
+        raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {address}: {one_line(exc)}") from None
+    owner: dict = {}
+    try:
+        columns = list(zip(*(_arguments(t, objective, time_limit) for t in tasks)))
+        futures = client.map(call, *columns, pure=False)
+        owner.update(zip(futures, tasks))
+        tries: Counter = Counter()
+        stream = as_completed(futures)
+        del futures
+        for future in stream:
+            task = owner.pop(future)
+            if future.status == "finished":
+                payload = future.result()
+            else:
+                tries[task] += 1
+                if tries[task] == 1:
+                    retry = client.submit(call, *_arguments(task, objective, time_limit), pure=False)
+                    owner[retry] = task
+                    stream.add(retry)
+                    continue
+                payload = _died(task, objective, f"failed twice on the Dask cluster: {_dask_failure(future)}")
+            future.release()
+            yield task, payload
+    finally:
+        if owner:
+            client.cancel(list(owner))
+        client.close()
+
+
+def _dask_failure(future) -> str:
+    try:
+        exc = future.exception()
+    except BaseException as lost:  # a cancelled or lost future raises instead of returning its exception
+        exc = lost
+    return one_line(exc) if exc is not None else f"future {future.status}"
+
+
+# ---------------------------------------------------------------- the batch
+
+
+def run_batch(
+    tasks: Sequence[Task],
+    out: str | Path,
+    *,
+    objective: str | None = None,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    on_progress: Callable[[Tally], None] | None = None,
+    task_function: TaskFunction = solve_file,
+) -> BatchReport:
+    """Solve every task, writing each result into ``out`` as it arrives and the summaries at the end.
+
+    With ``resume``, a task whose result file already holds the same ``input_hash`` is not
+    solved again. An interrupt (Ctrl-C, SIGTERM turned into KeyboardInterrupt) stops the
+    workers, writes the summaries of what is finished and returns with ``interrupted`` set.
+    ``task_function`` is what each worker runs (tests pass a stand-in).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tally = Tally(total=len(tasks))
+    rows: dict[Task, dict] = {}  # summary rows only: whole results live in their files
+    todo: list[Task] = []
+    for task in tasks:
+        prior = read_result(out / task.result) if resume else None
+        if prior is not None and prior.get("input_hash") == task.input_hash:
+            rows[task] = summary_row(task, prior)
+            tally.counts[rows[task]["status"]] += 1
+        else:
+            todo.append(task)
+    tally.reused = tally.done = len(rows)
+    if on_progress:
+        on_progress(tally)
+
+    if scheduler:
+        stream = run_dask(todo, task_function, objective, time_limit, scheduler)
+    else:
+        stream = run_local(todo, task_function, objective, time_limit, workers or os.cpu_count() or 1)
+    interrupted = False
+    last_summary = time.monotonic()
+    try:
+        for task, payload in stream:
+            write_json(out / task.result, payload)
+            rows[task] = summary_row(task, payload)
+            tally.done += 1
+            tally.counts[payload["status"]] += 1
+            if on_progress:
+                on_progress(tally)
+            if time.monotonic() - last_summary >= SUMMARY_EVERY_S:
+                write_summaries(out, tasks, rows)
+                last_summary = time.monotonic()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        stream.close()
+    return BatchReport(tally=tally, rows=write_summaries(out, tasks, rows), summary_csv=out / SUMMARY_CSV, summary_jsonl=out / SUMMARY_JSONL,
+                       interrupted=interrupted)
+
+
+def read_result(path: Path) -> dict | None:
+    """A result file written by an earlier batch, or None if it is absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def summary_row(task: Task, payload: dict) -> dict:
+    """One summary line: the key decisions, costs and timing of one result, in input vocabulary."""
+    plan = payload.get("plan") or {}
+    timings = payload.get("timings") or {}
+    message = payload.get("message")
+    return {
+        "file": task.file,
+        "name": payload.get("instance"),
+        "status": payload.get("status"),
+        "objective": payload.get("objective"),
+        "objective_value": payload.get("objective_value"),
+        "cadence_s": plan.get("cadence_s"),
+        "versions_kept": plan.get("versions_kept"),
+        "inference_gpus": plan.get("inference_gpus"),
+        "training_gpus": plan.get("training_gpus"),
+        "nodes": sum(n["count"] for n in plan["local_nodes"]) if plan else None,
+        "vms": sum(v["count"] for v in plan["cloud_vms"]) if plan else None,
+        "hourly_cost": plan.get("hourly_cost"),
+        "total_cost": plan.get("total_cost"),
+        "makespan_s": plan.get("makespan_s"),
+        "solve_seconds": sum(timings.get(k, 0.0) for k in ("load", "build", "solve", "extract", "verify")),
+        "message": "; ".join(message.splitlines()) if message else None,
+        "result": task.result,
+    }
+
+
+def write_summaries(out: Path, tasks: Sequence[Task], rows_by_task: dict[Task, dict]) -> list[dict]:
+    """Rewrite summary.csv and summary.jsonl (atomically): one row per finished task, in input order."""
+    rows = [rows_by_task[task] for task in tasks if task in rows_by_task]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out / SUMMARY_CSV, text.getvalue())
+    write_atomic(out / SUMMARY_JSONL, "".join(json.dumps(row) + "\n" for row in rows))
+    return rows
