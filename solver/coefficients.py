@@ -35,6 +35,7 @@ class Pairs:
     peak: np.ndarray  # (pairs, backends) E^pk_b
     supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
     demand: np.ndarray  # token demand R_raw · tokens_per_attempt, tokens/s
+    admissible: np.ndarray  # passes every pair-level constraint and is not dominated
     rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
     grid_points: int = 0
 
@@ -42,50 +43,60 @@ class Pairs:
     def size(self) -> int:
         return int(self.cadence.size)
 
+    def keys(self) -> list[tuple[float, int]]:
+        """(cadence, K) of each pair, cadence rounded so equal grid points compare equal."""
+        return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist()))
+
     def subset(self, keep: np.ndarray) -> "Pairs":
         columns = {
             name: getattr(self, name)[keep]
             for name in ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
-                         "supply_per_replica", "demand")
+                         "supply_per_replica", "demand", "admissible")
         }
         return Pairs(**columns, rejected=dict(self.rejected), grid_points=self.grid_points)
 
 
 def build(inst: Instance) -> Pairs:
+    """The admissible, undominated pairs of an instance: the model's index."""
+    full = table(inst)
+    return full.subset(full.admissible)
+
+
+def table(inst: Instance) -> Pairs:
+    """Coefficients of every (grid cadence, K) pair, admissible or not (``admissible`` says which)."""
     w, env, fr = inst.workload, inst.environment, inst.freshness
     occ = calc.occupancy_of(env.occupancy)
     w_use = calc.occupancy_used(occ, env.littles_law_uses)
     grid = calc.cadence_grid(inst)
     rejected: dict[str, int] = {}
+    Ks = np.arange(1, fr.max_versions_kept + 1)
+    LL, KK = np.meshgrid(grid, Ks, indexing="ij")  # (grid, K)
+    keep = np.ones(LL.shape, dtype=bool)
 
-    def cut(keep: np.ndarray, family: str, mask: np.ndarray) -> np.ndarray:
+    def cut(mask: np.ndarray, family: str) -> None:
+        nonlocal keep
+        mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
         lost = int(np.count_nonzero(keep & ~mask))
         if lost:
             rejected[family] = rejected.get(family, 0) + lost
-        return keep & mask
+        keep = keep & mask
 
-    # Per grid point: deadline, update time, mean gap.
-    keep_L = np.ones(grid.size, dtype=bool)
     span = calc.makespan(inst, grid)
-    keep_L = cut(keep_L, "deadline", span <= inst.schedule.deadline * (1 + calc.REL_TOL))
+    cut(span <= inst.schedule.deadline * (1 + calc.REL_TOL), "deadline")
     groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
-    keep_L = cut(keep_L, "update_time", groups > 0)
+    cut(groups > 0, "update_time")
     if fr.max_mean_gap is not None:
         gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
-        keep_L = cut(keep_L, "max_mean_gap", gap <= fr.max_mean_gap * (1 + calc.REL_TOL))
+        cut(gap <= fr.max_mean_gap * (1 + calc.REL_TOL), "max_mean_gap")
 
-    Ls, groups, span = grid[keep_L], groups[keep_L], span[keep_L]
-    Ks = np.arange(1, fr.max_versions_kept + 1)
-    LL, KK = np.meshgrid(Ls, Ks, indexing="ij")  # (grid, K)
-    q = calc.exceedance(occ, LL, KK)
+    q = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
     drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
     intake = w.intake_rate * (1.0 - drop)
-    keep = np.ones(LL.shape, dtype=bool)
-    keep = cut(keep, "effective_intake", intake > 0)
+    cut(intake > 0, "effective_intake")
     if fr.max_exceedance is not None:
-        keep = cut(keep, "max_exceedance", q <= fr.max_exceedance * (1 + calc.REL_TOL) + 1e-15)
+        cut(q <= fr.max_exceedance * (1 + calc.REL_TOL) + 1e-15, "max_exceedance")
     if fr.max_group_drop is not None:
-        keep = cut(keep, "max_group_drop", drop <= fr.max_group_drop * (1 + calc.REL_TOL) + 1e-15)
+        cut(drop <= fr.max_group_drop * (1 + calc.REL_TOL) + 1e-15, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(intake > 0, w.batch_trajectories / (LL * np.where(intake > 0, intake, 1.0)), np.inf)
 
@@ -102,29 +113,29 @@ def build(inst: Instance) -> Pairs:
         train = groups * inst.training.gpus_per_group if pool.name == inst.training.pool else np.zeros(groups.size)
         free = pool.gpus - train
         best += np.maximum(free, 0)[:, None] * np.max(rates, axis=0)[None, :]
-    keep = cut(keep, "pool_capacity", best >= demand * (1 - calc.REL_TOL))
+    cut(best >= demand * (1 - calc.REL_TOL), "pool_capacity")
     keep &= _undominated(np.where(keep, attempts, np.inf), mult)
 
-    rows, cols = np.nonzero(keep)
     shares = np.array([b.share for b in env.backends])
-    inflight = (attempts[rows, cols] * w_use)[:, None] * shares[None, :]
+    flat_attempts = np.where(keep, attempts, 0.0).ravel()
+    inflight = (flat_attempts * w_use)[:, None] * shares[None, :]
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
-    pairs = Pairs(
-        cadence=LL[rows, cols],
-        kept=KK[rows, cols],
-        makespan=span[rows],
-        groups=groups[rows],
-        exceedance=q[rows, cols],
-        drop=drop[rows, cols],
-        attempts=attempts[rows, cols],
+    return Pairs(
+        cadence=LL.ravel(),
+        kept=KK.ravel(),
+        makespan=np.repeat(span, Ks.size),
+        groups=np.repeat(groups, Ks.size),
+        exceedance=q.ravel(),
+        drop=drop.ravel(),
+        attempts=flat_attempts,
         inflight=inflight,
         peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * mult[cols, :],
-        demand=demand[rows, cols],
+        supply_per_replica=per_replica[None, :] * np.tile(mult, (grid.size, 1)),
+        demand=flat_attempts * w.tokens_per_attempt,
+        admissible=keep.ravel(),
         rejected=rejected,
         grid_points=int(grid.size),
     )
-    return pairs
 
 
 def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
@@ -148,3 +159,42 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
             strictly = better & ~equal
             keep[:, k] &= ~(np.isfinite(attempts[:, k2]) & (strictly | (equal & (k2 < k))))
     return keep
+
+
+def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
+    """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
+
+    Training: the pair's fewest groups at the training pool's price. Inference: the attempt rate at the
+    cheapest price per attempt of any shape (pool limits relaxed). Sandboxes: the environments that must
+    stay on local nodes — steady E_b, and the non-eligible share of the peak — at the cheapest node price
+    per environment (density, cores and memory each bind on their own). VMs cost at least 0.
+    """
+    env = inst.environment
+    tok = inst.workload.tokens_per_attempt
+    price = {p.name: p.gpu_hour_cost for p in inst.gpu_pools}
+    train = price[inst.training.pool] * pairs.groups * inst.training.gpus_per_group
+    per_attempt = np.full(pairs.size, np.inf)
+    for i, s in enumerate(inst.inference.shapes):
+        supply = pairs.supply_per_replica[:, i] / tok  # attempts/s one replica delivers
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(supply > 0, price[s.pool] * s.gpus_per_replica / supply, np.inf)
+        per_attempt = np.minimum(per_attempt, ratio)
+    inference = np.where(pairs.attempts > 0, pairs.attempts * per_attempt, 0.0)
+    sandbox = np.zeros(pairs.size)
+    for j, b in enumerate(env.backends):
+        if b.share <= 0:
+            continue
+        cheapest = np.inf
+        for k in env.node_types:
+            if b.name not in k.density:
+                continue
+            per = 1.0 / k.density[b.name]
+            if k.cores and b.cores:
+                per = max(per, b.cores / k.cores)
+            if k.memory_gb and b.memory_gb:
+                per = max(per, b.memory_gb / k.memory_gb)
+            cheapest = min(cheapest, k.hour_cost * per / env.utilisation_cap)
+        local = np.maximum(pairs.inflight[:, j], (1 - env.cloud.eligible_share.get(b.name, 0.0)) * pairs.peak[:, j])
+        with np.errstate(invalid="ignore"):
+            sandbox += np.where(local > 0, local * cheapest, 0.0)
+    return train + inference + sandbox

@@ -1,12 +1,21 @@
-"""The planning MIP of MODEL.md §1–§4 in pyomo, disaggregated over admissible (cadence, K) pairs.
+"""The planning MIP of MODEL.md §1–§4 in pyomo, disaggregated over (cadence, K) pairs.
 
 Each pair ``p`` (a cadence grid point with a number of resident versions, see
-:mod:`solver.coefficients`) gets its own copy of the count and split variables, all
-bounded by the pair's selection binary ``z[p]``; exactly one pair is selected. Every
-coefficient is then a constant of its pair, ``total_cost = Σ_p T_p · hourly_p`` is
-linear with no big-M product, and the LP relaxation is the convex hull of the
-selection (MODEL.md §7). Building reads like a table of contents: decisions, one
-``add_<block>`` per constraint family of MODEL.md §3, cost terms, objectives.
+:mod:`solver.coefficients`) gets its own block: a copy of the count and split
+variables, all bounded by the pair's selection binary ``z``; exactly one pair is
+selected. Every coefficient is then a constant of its pair, ``total_cost =
+Σ_p T_p · hourly_p`` is linear with no big-M product, and the LP relaxation is the
+convex hull of the selection (MODEL.md §7).
+
+Blocks are added on demand (:func:`add_pair`): the solve driver builds only the pairs a
+cost bound cannot rule out, so an instance with thousands of cadence points builds a
+few dozen blocks. A pair block reads like a table of contents: decisions, then one
+``add_<family>`` per constraint family of MODEL.md §3, then its named cost terms; the
+rows that span pairs (one selection, budgets, objectives) are :func:`refresh_globals`.
+
+Numbers enter the rows through coefficient tables: plain floats for a one-off solve,
+or mutable pyomo Params in a reusable model, whose blocks :func:`set_pair_coefficients`
+retargets to another instance of the same structure (a sweep point) without a rebuild.
 """
 
 from __future__ import annotations
@@ -14,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import pyomo.environ as pyo
 
 from models.instance import Instance
@@ -22,310 +30,378 @@ from solver.coefficients import Pairs
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 TIE_BREAKS = {"total_cost": "makespan", "hourly_cost": "makespan", "makespan": "total_cost"}
+NO_LIMIT = 1e30  # HiGHS reads any bound beyond 1e20 as infinite
 
 
 @dataclass(frozen=True)
 class Index:
-    """Names and admissible combinations the model is built over, in instance order."""
+    """Names and combinations the model is built over, in instance order; equal Index = same structure."""
 
-    shapes: list[str]
-    pools: list[str]
-    backends: list[str]
-    nodes: list[str]
-    vms: list[str]
-    node_backends: list[tuple[str, str]]  # (node type, backend) the node can run, backend share > 0
-    vm_backends: list[tuple[str, str]]  # (vm type, backend) the VM can run, eligible share > 0
-    steady_split: bool  # False when no cloud capacity exists: peak coverage then implies steady coverage
+    shapes: tuple[str, ...]
+    pools: tuple[str, ...]
+    backends: tuple[str, ...]  # backends with a positive share
+    nodes: tuple[str, ...]
+    vms: tuple[str, ...]
+    node_backends: tuple[tuple[str, str], ...]  # (node type, backend) the node can run
+    vm_backends: tuple[tuple[str, str], ...]  # (vm type, backend) the VM can run, eligible share > 0
+    steady_split: bool  # False without cloud capacity: peak coverage then implies steady coverage
+    rows: tuple[tuple[str, str, str], ...]  # (host kind, host, resource) rows that exist: density, cores, memory
+    shape_pools: tuple[str, ...]
+    training_pool: str
 
 
 def index_of(inst: Instance) -> Index:
     env = inst.environment
-    active = [b.name for b in env.backends if b.share > 0]
+    active = tuple(b.name for b in env.backends if b.share > 0)
     eligible = {b for b, share in env.cloud.eligible_share.items() if share > 0}
-    vm_backends = [(v.name, b) for v in env.cloud.vm_types for b in active if b in v.density and b in eligible]
+    vm_backends = tuple((v.name, b) for v in env.cloud.vm_types for b in active if b in v.density and b in eligible)
+    node_backends = tuple((k.name, b) for k in env.node_types for b in active if b in k.density)
+    backends = {b.name: b for b in env.backends}
+    rows = []
+    for kind, hosts, hosted_pairs in (("node", env.node_types, node_backends), ("vm", env.cloud.vm_types, vm_backends)):
+        for host in hosts:
+            hosted = [b for (h, b) in hosted_pairs if h == host.name]
+            if not hosted:
+                continue
+            rows.append((kind, host.name, "density"))
+            if host.cores and all(backends[b].cores for b in hosted):
+                rows.append((kind, host.name, "cores"))
+            if host.memory_gb and all(backends[b].memory_gb for b in hosted):
+                rows.append((kind, host.name, "memory"))
     return Index(
-        shapes=[s.name for s in inst.inference.shapes],
-        pools=[p.name for p in inst.gpu_pools],
+        shapes=tuple(s.name for s in inst.inference.shapes),
+        pools=tuple(p.name for p in inst.gpu_pools),
         backends=active,
-        nodes=[k.name for k in env.node_types],
-        vms=[v.name for v in env.cloud.vm_types],
-        node_backends=[(k.name, b) for k in env.node_types for b in active if b in k.density],
+        nodes=tuple(k.name for k in env.node_types),
+        vms=tuple(v.name for v in env.cloud.vm_types),
+        node_backends=node_backends,
         vm_backends=vm_backends,
         steady_split=bool(vm_backends),
+        rows=tuple(rows),
+        shape_pools=tuple(s.pool for s in inst.inference.shapes),
+        training_pool=inst.training.pool,
     )
 
 
-def build_model(inst: Instance, pairs: Pairs, objective: str) -> pyo.ConcreteModel:
-    """The whole MIP for ``inst`` over ``pairs``, minimising ``objective`` (tie-breaks are solve-time stages)."""
+# ---------------------------------------------------------------- coefficients
+
+def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
+    """Numbers shared by every pair: prices, pool sizes, per-environment loads and host capacities."""
+    env = inst.environment
+    backends = {b.name: b for b in env.backends}
+    hosts = {("node", k.name): k for k in env.node_types} | {("vm", v.name): v for v in env.cloud.vm_types}
+    row_load, row_cap = {}, {}
+    for kind, host, resource in ix.rows:
+        spec = hosts[kind, host]
+        hosted = [b for (h, b) in (ix.node_backends if kind == "node" else ix.vm_backends) if h == host]
+        for b in hosted:
+            row_load[kind, host, resource, b] = {"density": 1.0 / spec.density[b], "cores": backends[b].cores,
+                                                 "memory": backends[b].memory_gb}[resource]
+        cap = env.utilisation_cap if kind == "node" else 1.0
+        row_cap[kind, host, resource] = cap * {"density": 1.0, "cores": spec.cores, "memory": spec.memory_gb}[resource]
+    limits = inst.limits
+    return {
+        "pool_gpus": {p.name: p.gpus for p in inst.gpu_pools},
+        "gpu_price": {p.name: p.gpu_hour_cost for p in inst.gpu_pools},
+        "node_price": {k.name: k.hour_cost for k in env.node_types},
+        "vm_price": {v.name: v.hour_cost * v.billed_fraction for v in env.cloud.vm_types},
+        "row_load": row_load,
+        "row_cap": row_cap,
+        "budget": {"hourly": limits.max_hourly_cost if limits.max_hourly_cost is not None else NO_LIMIT,
+                   "total": limits.max_total_cost if limits.max_total_cost is not None else NO_LIMIT},
+    }
+
+
+def pair_values(inst: Instance, pairs: Pairs, ix: Index, p: int) -> dict[str, dict]:
+    """Numbers of one pair (units in each row's docstring); zeros for an inadmissible pair."""
+    env = inst.environment
+    tok = inst.workload.tokens_per_attempt
+    on = bool(pairs.admissible[p])
+    col = {b.name: i for i, b in enumerate(env.backends)}
+    gpg = inst.training.gpus_per_group
+    train = int(pairs.groups[p]) * gpg
+    pools = {pool.name: pool.gpus for pool in inst.gpu_pools}
+
+    def free(pool: str) -> int:
+        return max(pools[pool] - (train if pool == ix.training_pool else 0), 0)
+
+    peak = {b: float(pairs.peak[p, col[b]]) if on else 0.0 for b in ix.backends}
+    return {
+        "supply": {s.name: float(pairs.supply_per_replica[p, i]) / tok for i, s in enumerate(inst.inference.shapes)},
+        "attempts": {None: float(pairs.attempts[p]) if on else 0.0},
+        "replica_cap": {s.name: free(s.pool) // s.gpus_per_replica if on else 0 for s in inst.inference.shapes},
+        "node_cap": {k: _host_cap(inst, pairs, ix, p, "node", k) for k in ix.nodes},
+        "vm_cap": {v: _host_cap(inst, pairs, ix, p, "vm", v) for v in ix.vms},
+        "train_gpus": {None: train},
+        "inflight": {b: float(pairs.inflight[p, col[b]]) if on else 0.0 for b in ix.backends},
+        "peak": peak,
+        "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] for b in ix.backends},
+        "hours": {None: float(pairs.makespan[p]) / 3600.0},
+        "makespan": {None: float(pairs.makespan[p])},
+    }
+
+
+def _host_cap(inst: Instance, pairs: Pairs, ix: Index, p: int, kind: str, name: str) -> int:
+    """Hosts of one type worth having at pair p: enough to hold, alone, every peak environment it can run."""
+    if not pairs.admissible[p]:
+        return 0
+    env = inst.environment
+    if kind == "node":
+        host = next(n for n in env.node_types if n.name == name)
+        hosted, cap, limit = [b for (h, b) in ix.node_backends if h == name], env.utilisation_cap, host.max_nodes
+    else:
+        host = next(v for v in env.cloud.vm_types if v.name == name)
+        hosted, cap, limit = [b for (h, b) in ix.vm_backends if h == name], 1.0, host.max_vms
+    backends = {b.name: b for b in env.backends}
+    col = {b.name: i for i, b in enumerate(env.backends)}
+    need = 0.0
+    for b in hosted:
+        load = pairs.peak[p, col[b]] * (env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0)
+        per = 1.0 / host.density[b]
+        if host.cores and backends[b].cores:
+            per = max(per, backends[b].cores / host.cores)
+        if host.memory_gb and backends[b].memory_gb:
+            per = max(per, backends[b].memory_gb / host.memory_gb)
+        need += load * per
+    bound = math.ceil(need / cap * (1 + 1e-9)) + 1
+    return bound if limit is None else min(bound, limit)
+
+
+def _table(block, name: str, values: dict, mutable: bool):
+    """A coefficient table on ``block``: a mutable Param (reusable model) or the plain dict."""
+    if not mutable:
+        return values
+    keys = list(values)
+    index = None if keys == [None] else keys
+    param = pyo.Param(*([index] if index is not None else []), mutable=True, initialize=values if index else values[None],
+                      within=pyo.Any)
+    block.add_component(f"k_{name}", param)
+    return param if index is not None else {None: param}
+
+
+# ---------------------------------------------------------------- the model
+
+def build_model(inst: Instance, pairs: Pairs, reusable: bool = False) -> pyo.ConcreteModel:
+    """An empty model for ``inst``: global coefficients, and a place for pair blocks and the global rows.
+
+    ``reusable`` makes every coefficient a mutable Param so the model can be retargeted (sweeps).
+    """
     m = pyo.ConcreteModel(name=inst.name)
-    m.inst, m.pairs, m.ix = inst, pairs, index_of(inst)
-    declare_decisions(m)
-    add_selection(m)
-    add_pool_capacity(m)
-    add_throughput(m)
-    add_update_time(m)
-    add_deadline(m)
-    add_steady_sandbox(m)
-    add_peak_sandbox(m)
-    add_freshness(m)
-    add_cost_terms(m)
-    add_budgets(m)
-    add_objectives(m, objective)
+    m.inst, m.pairs, m.ix, m.mutable = inst, pairs, index_of(inst), reusable
+    m.blocks = {}  # pair index -> its block
+    m.k = {name: _table(m, name, values, reusable) for name, values in global_values(inst, m.ix).items()}
+    m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (budgets, cards), refreshed per solve
     return m
 
 
-def declare_decisions(m: pyo.ConcreteModel) -> None:
-    """Per pair: selection z, replicas x[s], nodes N[k], VMs V[v], steady split y, peak split y', cloud split c."""
-    inst, pairs, ix = m.inst, m.pairs, m.ix
-    P = range(pairs.size)
-    m.P = pyo.Set(initialize=P, ordered=True)
-    m.z = pyo.Var(m.P, domain=pyo.Binary)
-    shapes = {s.name: s for s in inst.inference.shapes}
-
-    def replica_cap(p: int, s: str) -> int:
-        shape = shapes[s]
-        pool = inst.pool(shape.pool)
-        free = pool.gpus - (int(pairs.groups[p]) * inst.training.gpus_per_group if pool.name == inst.training.pool else 0)
-        return max(free, 0) // shape.gpus_per_replica
-
-    m.x = pyo.Var(m.P, ix.shapes, domain=pyo.NonNegativeIntegers, bounds=lambda _, p, s: (0, replica_cap(p, s)))
-    m.replica_cap = {(p, s): replica_cap(p, s) for p in P for s in ix.shapes}
-    m.node_cap = {(p, k): _node_cap(inst, pairs, ix, p, k) for p in P for k in ix.nodes}
-    m.vm_cap = {(p, v): _vm_cap(inst, pairs, ix, p, v) for p in P for v in ix.vms}
-    m.N = pyo.Var(m.P, ix.nodes, domain=pyo.NonNegativeIntegers, bounds=lambda _, p, k: (0, m.node_cap[p, k]))
-    m.V = pyo.Var(m.P, ix.vms, domain=pyo.NonNegativeIntegers, bounds=lambda _, p, v: (0, m.vm_cap[p, v]))
-    m.y_peak = pyo.Var(m.P, ix.node_backends, domain=pyo.NonNegativeReals)
-    m.c = pyo.Var(m.P, ix.vm_backends, domain=pyo.NonNegativeReals)
-    m.y = pyo.Var(m.P, ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
+def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
+    """Build the block of pair ``key`` (row p of m.pairs): its decisions, every constraint family of
+    MODEL.md §3, its cost terms."""
+    blk = pyo.Block(concrete=True)
+    m.add_component(f"pair_{len(m.blocks)}", blk)
+    blk.key = key
+    blk.k = {name: _table(blk, name, values, m.mutable) for name, values in pair_values(m.inst, m.pairs, m.ix, p).items()}
+    declare_decisions(m, blk)
+    add_selection(m, blk)
+    add_pool_capacity(m, blk)
+    add_throughput(m, blk)
+    add_update_time(m, blk)
+    add_deadline(m, blk)
+    add_steady_sandbox(m, blk)
+    add_peak_sandbox(m, blk)
+    add_freshness(m, blk)
+    add_cost_terms(m, blk)
+    m.blocks[key] = blk
+    return blk
 
 
-def _node_cap(inst: Instance, pairs: Pairs, ix: Index, p: int, k: str) -> int:
-    """Nodes of type k worth having at pair p: enough to hold, alone, every peak environment it can run."""
-    env = inst.environment
-    node = next(n for n in env.node_types if n.name == k)
-    backends = {b.name: b for b in env.backends}
-    need = 0.0
-    for (kk, b) in ix.node_backends:
-        if kk != k:
-            continue
-        load = pairs.peak[p, ix.backends.index(b)] if b in ix.backends else 0.0
-        per = 1.0 / node.density[b]
-        if node.cores and backends[b].cores:
-            per = max(per, backends[b].cores / node.cores)
-        if node.memory_gb and backends[b].memory_gb:
-            per = max(per, backends[b].memory_gb / node.memory_gb)
-        need += load * per
-    cap = math.ceil(need / env.utilisation_cap * (1 + 1e-9)) + 1
-    return cap if node.max_nodes is None else min(cap, node.max_nodes)
+def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict) -> None:
+    """Retarget a reusable model: global coefficients from ``inst``, each built block's from row
+    ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the caller keeps them closed)."""
+    m.inst, m.pairs = inst, pairs
+    for name, values in global_values(inst, m.ix).items():
+        _store(m.k[name], values)
+    for key, blk in m.blocks.items():
+        if key in where:
+            for name, values in pair_values(inst, pairs, m.ix, where[key]).items():
+                _store(blk.k[name], values)
 
 
-def _vm_cap(inst: Instance, pairs: Pairs, ix: Index, p: int, v: str) -> int:
-    env = inst.environment
-    vm = next(x for x in env.cloud.vm_types if x.name == v)
-    backends = {b.name: b for b in env.backends}
-    need = 0.0
-    for (vv, b) in ix.vm_backends:
-        if vv != v:
-            continue
-        load = pairs.peak[p, ix.backends.index(b)] * env.cloud.eligible_share.get(b, 0.0)
-        per = 1.0 / vm.density[b]
-        if vm.cores and backends[b].cores:
-            per = max(per, backends[b].cores / vm.cores)
-        if vm.memory_gb and backends[b].memory_gb:
-            per = max(per, backends[b].memory_gb / vm.memory_gb)
-        need += load * per
-    cap = math.ceil(need * (1 + 1e-9)) + 1
-    return cap if vm.max_vms is None else min(cap, vm.max_vms)
+def _store(table, values: dict) -> None:
+    for key, value in values.items():
+        if table[key].value != value:
+            table[key] = value
 
 
-def add_selection(m: pyo.ConcreteModel) -> None:
-    """Exactly one (cadence, K) pair: Σ_p z_p = 1; every count of pair p is 0 unless z_p = 1."""
-    m.one_cadence = pyo.Constraint(expr=sum(m.z[p] for p in m.P) == 1)
-    m.replicas_off = pyo.Constraint(
-        m.P, m.ix.shapes, rule=lambda m, p, s: m.x[p, s] <= m.replica_cap[p, s] * m.z[p]
-    )
-    m.nodes_off = pyo.Constraint(m.P, m.ix.nodes, rule=lambda m, p, k: m.N[p, k] <= m.node_cap[p, k] * m.z[p])
-    m.vms_off = pyo.Constraint(m.P, m.ix.vms, rule=lambda m, p, v: m.V[p, v] <= m.vm_cap[p, v] * m.z[p])
+def declare_decisions(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """Selection z, replicas x[s], nodes N[k], VMs V[v], steady split y, peak split y', cloud split c."""
+    ix, k = m.ix, blk.k
+
+    def capped(table):
+        return None if m.mutable else (lambda _, name: (0, table[name]))
+
+    blk.z = pyo.Var(domain=pyo.Binary, bounds=(0, 1))
+    blk.x = pyo.Var(ix.shapes, domain=pyo.NonNegativeIntegers, bounds=capped(k["replica_cap"]))
+    blk.N = pyo.Var(ix.nodes, domain=pyo.NonNegativeIntegers, bounds=capped(k["node_cap"]))
+    blk.V = pyo.Var(ix.vms, domain=pyo.NonNegativeIntegers, bounds=capped(k["vm_cap"]))
+    blk.y_peak = pyo.Var(ix.node_backends, domain=pyo.NonNegativeReals)
+    blk.c = pyo.Var(ix.vm_backends, domain=pyo.NonNegativeReals)
+    blk.y = pyo.Var(ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
 
 
-def training_gpus(m: pyo.ConcreteModel, p: int):
-    """GPUs of the fewest training groups that keep up at pair p (a constant times z_p)."""
-    return int(m.pairs.groups[p]) * m.inst.training.gpus_per_group * m.z[p]
+def add_selection(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """Every count of the pair is 0 unless its z = 1: x_s <= cap_s·z, N_k <= cap_k·z, V_v <= cap_v·z [counts].
+    Exactly one z is 1 over all pairs (a global row, see refresh_globals)."""
+    k = blk.k
+    blk.replicas_off = pyo.Constraint(m.ix.shapes, rule=lambda b, s: b.x[s] <= k["replica_cap"][s] * b.z)
+    blk.nodes_off = pyo.Constraint(m.ix.nodes, rule=lambda b, n: b.N[n] <= k["node_cap"][n] * b.z)
+    blk.vms_off = pyo.Constraint(m.ix.vms, rule=lambda b, v: b.V[v] <= k["vm_cap"][v] * b.z)
 
 
-def add_pool_capacity(m: pyo.ConcreteModel) -> None:
-    """MODEL §3.1, per pool and pair: Σ_{s in pool} x_s·g_s + [training pool] m·gpus_per_group <= gpus·z  [GPUs]."""
-    inst = m.inst
-    shapes = inst.inference.shapes
+def add_pool_capacity(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """MODEL §3.1, per pool: Σ_{s in pool} x_s·g_s + [training pool] m·gpus_per_group <= gpus·z  [GPUs].
 
-    def rule(m, pool_name, p):
-        pool = inst.pool(pool_name)
-        used = sum(s.gpus_per_replica * m.x[p, s.name] for s in shapes if s.pool == pool_name)
-        if pool_name == inst.training.pool:
-            used = used + training_gpus(m, p)
+    The training term is the fewest groups that keep up at this pair (a constant of the pair) times z.
+    """
+    shapes = m.inst.inference.shapes
+
+    def rule(b, pool):
+        used = sum(s.gpus_per_replica * b.x[s.name] for s in shapes if s.pool == pool)
+        if pool == m.ix.training_pool:
+            used = used + b.k["train_gpus"][None] * b.z
         if isinstance(used, int):
             return pyo.Constraint.Skip
-        return used <= pool.gpus * m.z[p]
+        return used <= m.k["pool_gpus"][pool] * b.z
 
-    m.pool_capacity = pyo.Constraint(m.ix.pools, m.P, rule=rule)
+    blk.pool_capacity = pyo.Constraint(m.ix.pools, rule=rule)
 
 
-def add_throughput(m: pyo.ConcreteModel) -> None:
+def add_throughput(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.2: a·Σ_s x_s·g_s·r_s·(1 - slowdown_s(K-1)) >= R_raw(L,K)·tokens_per_attempt  [tokens/s].
 
     Written per attempt (both sides divided by tokens_per_attempt) to keep the row well scaled.
     """
-    pairs, tok = m.pairs, m.inst.workload.tokens_per_attempt
-    shapes = m.ix.shapes
-
-    def rule(m, p):
-        supply = sum((pairs.supply_per_replica[p, i] / tok) * m.x[p, s] for i, s in enumerate(shapes))
-        return supply >= pairs.attempts[p] * m.z[p]
-
-    m.throughput = pyo.Constraint(m.P, rule=rule)
+    k = blk.k
+    blk.throughput = pyo.Constraint(
+        expr=sum(k["supply"][s] * blk.x[s] for s in m.ix.shapes) >= k["attempts"][None] * blk.z
+    )
 
 
-def add_update_time(m: pyo.ConcreteModel) -> None:
-    """MODEL §3.3: U(m) <= L. Held by construction: pair p's training is the fewest groups with U <= L_p.
+def add_update_time(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """MODEL §3.3: U(m) <= L. Held by construction: the pair's training is the fewest groups with U <= L.
 
     More groups only take pool GPUs and cost more, so fixing m at that minimum loses no
     optimum; a table law whose feasible group counts have holes is handled exactly.
     """
 
 
-def add_deadline(m: pyo.ConcreteModel) -> None:
-    """MODEL §3.4: T = n·L + extra_time <= deadline. Held by construction: only grid points within it are pairs."""
+def add_deadline(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """MODEL §3.4: T = n·L + extra_time <= deadline. Held by construction: pairs past it are never opened."""
 
 
-def _sandbox_rows(m, p, k, split):
-    """Node rows of MODEL §3.5/3.6 for node type k at pair p under utilisation cap u [nodes, cores, GB]."""
-    env = m.inst.environment
-    node = next(n for n in env.node_types if n.name == k)
-    backends = {b.name: b for b in env.backends}
-    hosted = [b for (kk, b) in m.ix.node_backends if kk == k]
-    u = env.utilisation_cap
-    rows = [sum(split[p, k, b] / node.density[b] for b in hosted) <= u * m.N[p, k]]
-    if node.cores and all(backends[b].cores for b in hosted):
-        rows.append(sum(split[p, k, b] * backends[b].cores for b in hosted) <= u * node.cores * m.N[p, k])
-    if node.memory_gb and all(backends[b].memory_gb for b in hosted):
-        rows.append(sum(split[p, k, b] * backends[b].memory_gb for b in hosted) <= u * node.memory_gb * m.N[p, k])
-    return rows if hosted else []
+def _host_rows(m, blk, kind: str, count, split, name: str) -> None:
+    """Rows of one split against its hosts, per existing (host, resource) row:
+    Σ_b split[h,b]·load_{h,r,b} <= cap_{h,r}·count[h], with load 1/density, cores_b or memory_b and
+    cap u, u·cores_h or u·memory_h on nodes (1, cores_v, memory_v on VMs)  [nodes or VMs]."""
+    hosted = m.ix.node_backends if kind == "node" else m.ix.vm_backends
+    keys = [(h, r) for (kk, h, r) in m.ix.rows if kk == kind]
+    load, cap = m.k["row_load"], m.k["row_cap"]
+
+    def rule(b, h, r):
+        used = sum(split[h, bb] * load[kind, h, r, bb] for (hh, bb) in hosted if hh == h)
+        return used <= cap[kind, h, r] * count[h]
+
+    blk.add_component(name, pyo.Constraint(keys, rule=rule))
 
 
-def _resource_rows(m, split, host_rows, name: str) -> None:
-    rows = pyo.ConstraintList()
-    setattr(m, name, rows)
-    for p in m.P:
-        for k in m.ix.nodes:
-            for row in host_rows(m, p, k, split):
-                rows.add(row)
-
-
-def add_steady_sandbox(m: pyo.ConcreteModel) -> None:
+def add_steady_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.5: steady load E_b stays local: Σ_k y_kb >= E_b; per node type, density, cores and memory
     rows under the cap u: Σ_b y_kb/density_kb <= u·N_k, Σ_b y_kb·cores_b <= u·N_k·cores_k, ... [environments].
 
     Without cloud capacity the peak split of §3.6 (E^pk >= E, same rows) implies this one, so it is omitted.
     """
-    if not m.ix.steady_split:
+    ix = m.ix
+    if not ix.steady_split:
         return
-    pairs, ix = m.pairs, m.ix
-    m.steady_cover = pyo.Constraint(
-        m.P, ix.backends,
-        rule=lambda m, p, b: sum(m.y[p, k, b] for (k, bb) in ix.node_backends if bb == b)
-        >= pairs.inflight[p, ix.backends.index(b)] * m.z[p],
+    blk.steady_cover = pyo.Constraint(
+        ix.backends,
+        rule=lambda b, bk: sum(b.y[n, bk] for (n, bb) in ix.node_backends if bb == bk) >= b.k["inflight"][bk] * b.z,
     )
-    _resource_rows(m, m.y, _sandbox_rows, "steady_nodes")
+    _host_rows(m, blk, "node", blk.N, blk.y, "steady_nodes")
 
 
-def add_peak_sandbox(m: pyo.ConcreteModel) -> None:
+def add_peak_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.6: peaks E^pk_b = peak_to_mean·E_b on local nodes (same rows and cap as §3.5, same N_k)
     plus cloud VMs at full capacity: Σ_k y'_kb + Σ_v c_vb >= E^pk_b, Σ_v c_vb <= eligible_share_b·E^pk_b,
     and per VM type Σ_b c_vb/density_vb <= V_v, with cores and memory rows [environments]."""
-    pairs, ix, env = m.pairs, m.ix, m.inst.environment
-    m.peak_cover = pyo.Constraint(
-        m.P, ix.backends,
-        rule=lambda m, p, b: sum(m.y_peak[p, k, b] for (k, bb) in ix.node_backends if bb == b)
-        + sum(m.c[p, v, b] for (v, bb) in ix.vm_backends if bb == b)
-        >= pairs.peak[p, ix.backends.index(b)] * m.z[p],
+    ix = m.ix
+    blk.peak_cover = pyo.Constraint(
+        ix.backends,
+        rule=lambda b, bk: sum(b.y_peak[n, bk] for (n, bb) in ix.node_backends if bb == bk)
+        + sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk)
+        >= b.k["peak"][bk] * b.z,
     )
-    _resource_rows(m, m.y_peak, _sandbox_rows, "peak_nodes")
-    cloud_backends = sorted({b for (_, b) in ix.vm_backends}, key=ix.backends.index)
-
-    def eligible(m, p, b):
-        share = env.cloud.eligible_share.get(b, 0.0)
-        return sum(m.c[p, v, b] for (v, bb) in ix.vm_backends if bb == b) <= share * pairs.peak[
-            p, ix.backends.index(b)] * m.z[p]
-
-    m.cloud_eligible = pyo.Constraint(m.P, cloud_backends, rule=eligible)
-    backends = {b.name: b for b in env.backends}
-    m.cloud_vms = pyo.ConstraintList()
-    for vm in env.cloud.vm_types:
-        hosted = [b for (v, b) in ix.vm_backends if v == vm.name]
-        if not hosted:
-            continue
-        for p in m.P:
-            m.cloud_vms.add(sum(m.c[p, vm.name, b] / vm.density[b] for b in hosted) <= m.V[p, vm.name])
-            if vm.cores and all(backends[b].cores for b in hosted):
-                m.cloud_vms.add(sum(m.c[p, vm.name, b] * backends[b].cores for b in hosted) <= vm.cores * m.V[p, vm.name])
-            if vm.memory_gb and all(backends[b].memory_gb for b in hosted):
-                m.cloud_vms.add(
-                    sum(m.c[p, vm.name, b] * backends[b].memory_gb for b in hosted) <= vm.memory_gb * m.V[p, vm.name]
-                )
+    _host_rows(m, blk, "node", blk.N, blk.y_peak, "peak_nodes")
+    cloud_backends = sorted({bk for (_, bk) in ix.vm_backends}, key=ix.backends.index)
+    blk.cloud_eligible = pyo.Constraint(
+        cloud_backends,
+        rule=lambda b, bk: sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk) <= b.k["cloud_cap"][bk] * b.z,
+    )
+    _host_rows(m, blk, "vm", blk.V, blk.c, "cloud_vms")
 
 
-def add_freshness(m: pyo.ConcreteModel) -> None:
+def add_freshness(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.7: mean gap <= max_mean_gap, q(L,K) <= max_exceedance, drop <= max_group_drop.
 
-    Held by construction: each is a function of the pair alone, so inadmissible pairs are not in the model.
+    Held by construction: each is a function of the pair alone, so inadmissible pairs are never opened.
     """
 
 
-def add_cost_terms(m: pyo.ConcreteModel) -> None:
-    """MODEL §4, per pair [$/h]: GPU = Σ_pools gpu_hour_cost·GPUs used; node = Σ_k N_k·hour_cost_k;
-    VM = Σ_v V_v·hour_cost_v·billed_fraction_v. Named so each can be reported on its own."""
-    inst, ix = m.inst, m.ix
-    shapes = inst.inference.shapes
-    train_price = inst.pool(inst.training.pool).gpu_hour_cost
-
-    def gpu(m, p):
-        inference = sum(inst.pool(s.pool).gpu_hour_cost * s.gpus_per_replica * m.x[p, s.name] for s in shapes)
-        return inference + train_price * training_gpus(m, p)
-
-    nodes = {k.name: k.hour_cost for k in inst.environment.node_types}
-    vms = {v.name: v.hour_cost * v.billed_fraction for v in inst.environment.cloud.vm_types}
-    m.gpu_cost = pyo.Expression(m.P, rule=gpu)
-    m.node_cost = pyo.Expression(m.P, rule=lambda m, p: sum(nodes[k] * m.N[p, k] for k in ix.nodes))
-    m.vm_cost = pyo.Expression(m.P, rule=lambda m, p: sum(vms[v] * m.V[p, v] for v in ix.vms))
-    m.hourly_cost = pyo.Expression(expr=sum(m.gpu_cost[p] + m.node_cost[p] + m.vm_cost[p] for p in m.P))
-    hours = m.pairs.makespan / 3600.0
-    m.total_cost = pyo.Expression(
-        expr=sum(float(hours[p]) * (m.gpu_cost[p] + m.node_cost[p] + m.vm_cost[p]) for p in m.P)
+def add_cost_terms(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
+    """MODEL §4, for the pair [$/h]: GPU = Σ_pools gpu_hour_cost·GPUs used; node = Σ_k N_k·hour_cost_k;
+    VM = Σ_v V_v·hour_cost_v·billed_fraction_v. Named so each can be reported on its own; the pair's
+    share of total_cost is (T/3600)·hourly [$], linear because the pair has its own copy."""
+    ix, price = m.ix, m.k["gpu_price"]
+    shapes = m.inst.inference.shapes
+    blk.gpu_cost = pyo.Expression(
+        expr=sum(price[s.pool] * s.gpus_per_replica * blk.x[s.name] for s in shapes)
+        + price[ix.training_pool] * blk.k["train_gpus"][None] * blk.z
     )
-    m.makespan = pyo.Expression(expr=sum(float(m.pairs.makespan[p]) * m.z[p] for p in m.P))
+    blk.node_cost = pyo.Expression(expr=sum(m.k["node_price"][n] * blk.N[n] for n in ix.nodes))
+    blk.vm_cost = pyo.Expression(expr=sum(m.k["vm_price"][v] * blk.V[v] for v in ix.vms))
+    blk.hourly_cost = pyo.Expression(expr=blk.gpu_cost + blk.node_cost + blk.vm_cost)
+    blk.total_cost = pyo.Expression(expr=blk.k["hours"][None] * blk.hourly_cost)
+    blk.makespan = pyo.Expression(expr=blk.k["makespan"][None] * blk.z)
 
 
-def add_budgets(m: pyo.ConcreteModel) -> None:
-    """MODEL §3.8: hourly_cost <= max_hourly_cost [$/h], total_cost <= max_total_cost [$], each only if set."""
+def refresh_globals(m: pyo.ConcreteModel) -> list:
+    """The rows spanning the built pairs, rebuilt after blocks are added; returns (removed, added) rows.
+
+    One selection: Σ_p z_p = 1. MODEL §3.8 budgets (rows always present in a reusable model; an unset
+    budget is an infinite bound): Σ_p hourly_p <= max_hourly_cost [$/h], Σ_p (T_p/3600)·hourly_p <=
+    max_total_cost [$]. And the three objectives of MODEL §4 over the built pairs.
+    """
+    removed = [c for c in (getattr(m, n, None) for n in ("one_cadence", "max_hourly_cost", "max_total_cost"))
+               if c is not None]
+    for name in ("one_cadence", "max_hourly_cost", "max_total_cost", "hourly_cost", "total_cost", "makespan",
+                 *(f"objective_{o}" for o in OBJECTIVES)):
+        if hasattr(m, name):
+            m.del_component(name)
+    blocks = list(m.blocks.values())
+    m.one_cadence = pyo.Constraint(expr=sum(b.z for b in blocks) == 1)
+    m.hourly_cost = pyo.Expression(expr=sum(b.hourly_cost for b in blocks))
+    m.total_cost = pyo.Expression(expr=sum(b.total_cost for b in blocks))
+    m.makespan = pyo.Expression(expr=sum(b.makespan for b in blocks))
+    added = [m.one_cadence]
     limits = m.inst.limits
-    if limits.max_hourly_cost is not None:
-        m.max_hourly_cost = pyo.Constraint(expr=m.hourly_cost <= limits.max_hourly_cost)
-    if limits.max_total_cost is not None:
-        m.max_total_cost = pyo.Constraint(expr=m.total_cost <= limits.max_total_cost)
-
-
-def add_objectives(m: pyo.ConcreteModel, objective: str) -> None:
-    """MODEL §4: one objective per criterion; the requested one is active, the tie-break is a later stage."""
-    m.objective_total_cost = pyo.Objective(expr=m.total_cost, sense=pyo.minimize)
-    m.objective_hourly_cost = pyo.Objective(expr=m.hourly_cost, sense=pyo.minimize)
-    m.objective_makespan = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+    if m.mutable or limits.max_hourly_cost is not None:
+        m.max_hourly_cost = pyo.Constraint(expr=m.hourly_cost <= m.k["budget"]["hourly"])
+        added.append(m.max_hourly_cost)
+    if m.mutable or limits.max_total_cost is not None:
+        m.max_total_cost = pyo.Constraint(expr=m.total_cost <= m.k["budget"]["total"])
+        added.append(m.max_total_cost)
     for name in OBJECTIVES:
-        getattr(m, f"objective_{name}").deactivate()
-    getattr(m, f"objective_{objective}").activate()
-    m.tie = pyo.ConstraintList()  # the tie-break stage's rows, added and removed per solve
-    m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (makespan, budgets, cards), per solve
-
-
-def selected_pair(m: pyo.ConcreteModel) -> int:
-    values = np.array([pyo.value(m.z[p]) for p in m.P])
-    return int(np.argmax(values))
+        objective = pyo.Objective(expr=getattr(m, name), sense=pyo.minimize)
+        m.add_component(f"objective_{name}", objective)
+        objective.deactivate()
+    return removed, added

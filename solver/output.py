@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader (or a killed writer) never sees a truncated file."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp makes it 0600)
+
+
+def write_atomic_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader (or a killed writer) never sees a truncated file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        os.fchmod(fd, _FILE_MODE)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -27,5 +40,20 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
 def write_json(path: str | Path, data: object) -> None:
     write_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_csv(path: str | Path, columns: Sequence[str], rows: Iterable[dict]) -> None:
+    """A CSV with a header of ``columns``, one line per row (missing keys empty), written atomically."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: ("" if row.get(key) is None else row.get(key)) for key in columns})
+    write_atomic(path, buffer.getvalue())

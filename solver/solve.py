@@ -7,6 +7,7 @@ reports a primal solution.
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass
 
@@ -18,29 +19,64 @@ from pyomo.contrib.solver.solvers.highs import Highs
 from models.instance import Instance
 from models.result import Count, CostTerms, Placement, Plan, PoolUse, Result, ShapeReplicas, Timings
 from solver import coefficients
-from solver.model import OBJECTIVES, TIE_BREAKS, build_model
+from solver.model import (OBJECTIVES, add_pair, build_model, index_of, refresh_globals,
+                          set_pair_coefficients)
 from solver.verify import verify_plan
 
 TIE_TOL = 1e-9  # MODEL §4: plans within this relative distance of the optimum tie on the primary criterion
+NO_BOUND = float("inf")  # HiGHS objective_bound when no cut-off applies
 
 # Tuned on the bundled seed instances (see bench/solve.py and the README): these models are
 # small and their LP relaxation is the convex hull of the cadence choice, so HiGHS's primal
 # heuristics and extra threads cost more time than they save; the optimum is unchanged.
 HIGHS_OPTIONS = {
+    "presolve": "on",
     "mip_rel_gap": 0.0,
     "mip_abs_gap": 0.0,
     "mip_heuristic_run_feasibility_jump": False,
     "mip_heuristic_effort": 0.0,
     "output_flag": False,
 }
+# Per criterion: finding the shortest feasible cadence is a feasibility search that HiGHS's presolve
+# (probing every selection binary) slows 25x on the seed baseline (225 ms -> 8 ms without it), while
+# the cost criteria gain 5x from it (115 ms -> 21 ms). Measured by bench/solve.py.
+STAGE_OPTIONS = {"makespan": {"presolve": "off"}, "total_cost": {"presolve": "on"}, "hourly_cost": {"presolve": "on"}}
+PROBE_PAIRS = 6  # pairs opened by the first HiGHS run of a search (doubling while it finds no plan)
 
 
 class PlanRejected(Exception):
     """The verifier found a violated constraint in a plan the MIP returned: a bug, never a result."""
 
 
+class ExplicitHighs(Highs):
+    """pyomo's persistent HiGHS interface, told about every model change explicitly.
+
+    Two costs of the stock interface are dropped, measured as most of a re-solve of the seed
+    baseline: ``update()`` walks every constraint of the model before each solve even with all
+    auto-updates off, and each run captures the C-level output through a thread although HiGHS's
+    output is switched off here. Callers use add_constraints, remove_constraints,
+    update_variables, update_parameters and set_objective instead.
+    """
+
+    def update(self, timer=None) -> None:
+        return None
+
+    def _solve(self):
+        config = self._active_config
+        highs = self._solver_model
+        if config.threads is not None:
+            highs.setOptionValue("threads", config.threads)
+        highs.setOptionValue("time_limit", config.time_limit if config.time_limit is not None else float("inf"))
+        for key, option in config.solver_options.items():
+            highs.setOptionValue(key, option)
+        highs.HandleKeyboardInterrupt = True
+        highs.run()
+        return self._postsolve(io.StringIO())
+
+
 def make_solver(threads: int = 1) -> Highs:
-    opt = Highs()
+    """The one place HiGHS is created and configured (threads: HiGHS fixes its pool at the first run of a process)."""
+    opt = ExplicitHighs()
     opt.config.load_solutions = False
     opt.config.raise_exception_on_nonoptimal_result = False
     opt.config.threads = threads
@@ -78,39 +114,58 @@ def outcome_of(results) -> Outcome:
     )
 
 
-def make_persistent(threads: int = 1) -> Highs:
-    """A HiGHS handle told about every model change explicitly (no rescans of the model per solve)."""
-    opt = make_solver(threads)
-    updates = opt.config.auto_updates
-    for flag in ("check_for_new_or_removed_constraints", "check_for_new_or_removed_vars",
-                 "check_for_new_or_removed_params", "check_for_new_objective", "update_constraints",
-                 "update_vars", "update_parameters", "update_named_expressions", "update_objective"):
-        setattr(updates, flag, False)
-    return opt
-
-
 class Planner:
-    """One built model of an instance, re-solved under extra caps without rebuilding (frontier, compare).
+    """One model of an instance, built lazily pair by pair and re-solved under caps (frontier, compare).
 
-    ``solve`` may restrict the plan to a makespan, a cadence, an hourly or total budget or an
-    inference card count; every restriction is undone after the solve, so calls are independent.
+    A solve opens only the (cadence, K) pairs a valid cost bound cannot rule out: cost criteria
+    first solve over the few pairs with the lowest bounds, and every pair whose bound exceeds that
+    plan's cost is closed (exact); the makespan criterion opens pairs shortest first, in growing
+    chunks, until one chunk holds a plan. Pairs are built into the model the first time they are
+    opened and stay; ``solve`` restrictions (makespan, cadence, budgets, cards) hold for one call.
+    A ``reusable`` planner keeps every coefficient mutable, and :meth:`retarget` points it at
+    another instance of the same structure (a sweep point) by a parameter update.
     """
 
-    def __init__(self, inst: Instance, threads: int = 1):
+    def __init__(self, inst: Instance, threads: int = 1, reusable: bool = False):
         clock = time.perf_counter()
-        self.inst = inst
-        self.pairs = coefficients.build(inst)
-        self.model = build_model(inst, self.pairs, inst.objective) if self.pairs.size else None
-        self.build_seconds = time.perf_counter() - clock
         self.threads = threads
+        self.reusable = reusable
         self._opt: Highs | None = None
-        self._active = inst.objective
+        self._active: str | None = None
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
+        self._dirty = True  # blocks were added since the global rows were last built
+        self._caps: list = []
+        self._use(inst, coefficients.build(inst))
+        self.model = build_model(inst, self.pairs, reusable)
+        self._block_rows: dict[tuple[float, int], int] = {}  # key of a built block -> its row in self.pairs
+        self._z_upper: dict[tuple[float, int], int] = {}
+        self.build_seconds = time.perf_counter() - clock
+
+    def _use(self, inst: Instance, pairs: coefficients.Pairs) -> None:
+        self.inst, self.pairs = inst, pairs
+        self.keys = pairs.keys()
+        self.row_of = {key: row for row, key in enumerate(self.keys)}
+        self.hourly_lb = coefficients.hourly_lower_bound(inst, pairs)
+
+    def retarget(self, inst: Instance) -> bool:
+        """Point a reusable model at another instance of the same structure: a parameter update of the
+        built pairs, not a rebuild. False when it cannot (not reusable, or another structure)."""
+        if not self.reusable or index_of(inst) != self.model.ix:
+            return False
+        clock = time.perf_counter()
+        self._use(inst, coefficients.build(inst))
+        where = {key: self.row_of[key] for key in self.model.blocks if key in self.row_of}
+        set_pair_coefficients(self.model, inst, self.pairs, where)
+        self._block_rows = where
+        if self._opt is not None:
+            self._opt.update_parameters()
+        self.build_seconds += time.perf_counter() - clock
+        return True
 
     @property
     def opt(self) -> Highs:
         if self._opt is None:
-            self._opt = make_persistent(self.threads)
+            self._opt = make_solver(self.threads)
             self._opt.set_instance(self.model)
         return self._opt
 
@@ -130,80 +185,62 @@ class Planner:
         objective = objective or inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        timings = Timings(build=self.build_seconds)
-        self.build_seconds = 0.0  # charged to the first solve only
-        if self.model is None:
-            return _infeasible(inst, objective, timings, pairs, diagnose)
-        m = self.model
-        closed = np.zeros(pairs.size, dtype=bool)
-        if max_makespan is not None:
-            closed |= pairs.makespan > max_makespan * (1 + 1e-12)
-        if cadence is not None:
-            closed |= np.abs(pairs.cadence - cadence) > 1e-9 * cadence
-        if closed.all():
-            return _infeasible(inst, objective, timings, pairs, diagnose)
-
         clock = time.perf_counter()
-        opt = self.opt
-        caps = []
-        if closed.any():
-            caps.append(sum(m.z[p] for p in m.P if closed[p]) == 0)
-        if max_hourly_cost is not None:
-            caps.append(m.hourly_cost <= max_hourly_cost)
-        if max_total_cost is not None:
-            caps.append(m.total_cost <= max_total_cost)
-        if max_inference_gpus is not None:
-            shapes = inst.inference.shapes
-            caps.append(sum(s.gpus_per_replica * m.x[p, s.name] for p in m.P for s in shapes) <= max_inference_gpus)
-        added = [m.caps.add(expr) for expr in caps]
-        if added:
-            opt.add_constraints(added)
-        self._set_objective(objective)
         stop = None if time_limit is None else clock + time_limit
+        candidates = pairs.admissible.copy()
+        if max_makespan is not None:
+            candidates &= pairs.makespan <= max_makespan * (1 + 1e-12)
+        if cadence is not None:
+            candidates &= np.abs(pairs.cadence - cadence) <= 1e-9 * cadence
+        # Budgets close every pair whose cost bound already breaks them (exact: the bound is valid).
+        hourly_lb = self.hourly_lb
+        total_lb = hourly_lb * pairs.makespan / 3600.0
+        for limit, bound in ((inst.limits.max_hourly_cost, hourly_lb), (max_hourly_cost, hourly_lb),
+                             (inst.limits.max_total_cost, total_lb), (max_total_cost, total_lb)):
+            if limit is not None:
+                candidates &= bound <= limit * (1 + 1e-9)
+        self._caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
+        self._caps_rows: list = []
+        self._build_time = build_before = self.build_seconds
+        self.build_seconds = 0.0
+        search = Search(highs_start=self._highs_seen)
         try:
-            results = opt.solve(m, time_limit=time_limit)
-            outcome = outcome_of(results)
-            first_bound = outcome.bound
-            highs_total = outcome.highs_seconds
-            values = results.solution_loader.get_vars() if outcome.has_solution else None
-            if outcome.status == "optimal":
-                tie = self._tie_break(objective, outcome.objective_value, selected(m, values), closed, stop)
-                if tie is not None:
-                    tie_outcome, tie_values = tie
-                    highs_total = tie_outcome.highs_seconds
-                    if tie_values is not None:
-                        values = tie_values
-                    if tie_outcome.status == "time_limit":
-                        outcome.status = "time_limit"
+            if candidates.any():
+                if objective == "makespan":
+                    self._shortest_first(candidates, search, stop)
+                else:
+                    self._cheapest_first(objective, candidates, {"total_cost": total_lb, "hourly_cost": hourly_lb}[objective],
+                                         search, stop)
         finally:
-            if added:
-                opt.remove_constraints(added)
-                m.caps.clear()
-        timings.solve = time.perf_counter() - clock
-        timings.highs = max(0.0, highs_total - self._highs_seen)
-        self._highs_seen = highs_total
-        if outcome.status == "infeasible":
+            self._drop_caps()
+        timings = Timings(build=self._build_time)
+        timings.solve = max(0.0, time.perf_counter() - clock - (self._build_time - build_before))
+        timings.highs = max(0.0, search.highs_total - self._highs_seen)
+        self._highs_seen = max(self._highs_seen, search.highs_total)
+        if search.status in ("infeasible", None):
             return _infeasible(inst, objective, timings, pairs, diagnose)
-        if values is None:
-            message = "time limit reached before any plan was found" if outcome.status == "time_limit" else "HiGHS failed"
-            return Result(instance=inst.name, status=outcome.status, objective=objective, message=message,
+        if search.values is None:
+            message = "time limit reached before any plan was found" if search.status == "time_limit" else "HiGHS failed"
+            return Result(instance=inst.name, status=search.status, objective=objective, message=message,
                           timings=timings)
 
-        clock = time.perf_counter()
-        plan = extract_plan(m, values)
-        timings.extract = time.perf_counter() - clock
-        clock = time.perf_counter()
+        mark = time.perf_counter()
+        blk = selected(self.model, search.values)
+        plan = extract_plan(self.model, blk, self._block_rows[blk.key], search.values)
+        timings.extract = time.perf_counter() - mark
+        mark = time.perf_counter()
         check = verify_plan(inst, plan)
-        timings.verify = time.perf_counter() - clock
+        timings.verify = time.perf_counter() - mark
         if not check.ok:
             raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
         value = {"total_cost": plan.total_cost, "hourly_cost": plan.hourly_cost, "makespan": plan.makespan_s}[objective]
         gap = 0.0
-        if outcome.status == "time_limit":
-            gap = None if first_bound is None or not value else max(0.0, (value - first_bound) / abs(value))
+        if search.status == "time_limit":
+            gap = None if search.bound is None or not value else max(0.0, (value - search.bound) / abs(value))
+        m = self.model
         return Result(
             instance=inst.name,
-            status=outcome.status,
+            status=search.status,
             objective=objective,
             objective_value=value,
             plan=plan,
@@ -211,47 +248,189 @@ class Planner:
             binding=check.binding,
             mip_gap=gap,
             timings=timings,
-            model_size={"pairs": pairs.size, "grid_points": pairs.grid_points,
-                        "variables": m.nvariables(), "constraints": m.nconstraints()},
+            model_size={"grid_points": pairs.grid_points, "pairs": pairs.size, "pairs_built": len(m.blocks),
+                        "variables": m.nvariables(), "constraints": m.nconstraints(), "highs_runs": search.runs},
         )
 
-    def _set_objective(self, objective: str) -> None:
-        m = self.model
-        if objective != self._active:
-            getattr(m, f"objective_{self._active}").deactivate()
-            getattr(m, f"objective_{objective}").activate()
-            self._active = objective
-        self.opt.set_objective(getattr(m, f"objective_{objective}"))
+    # -- the searches ---------------------------------------------------------
 
-    def _tie_break(self, objective: str, best: float, chosen: int, closed: np.ndarray, stop: float | None):
-        """MODEL §4's lexicographic order: among plans within TIE_TOL of the optimum, the best on the tie-break.
-
-        Only pairs that could improve the tie-break stay open; when none does, the stage is skipped.
-        Returns (outcome, values or None when nothing better exists), or None when skipped.
-        """
-        m, opt = self.model, self.opt
+    def _cheapest_first(self, objective: str, candidates: np.ndarray, lower: np.ndarray, search: "Search", stop):
+        """Cost criteria: probe the pairs with the lowest bounds (doubling the probe while it is
+        infeasible); close every pair whose bound exceeds the probe's optimum; solve over the rest;
+        then break ties by makespan (MODEL §4)."""
+        order = [int(r) for r in np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")]]
+        size, start = PROBE_PAIRS, 0
+        while start < len(order):
+            probe = order[start:start + size]
+            self._run_over(objective, probe, search, stop)
+            if search.status != "infeasible":
+                break
+            start += size
+            size *= 2
+        if search.status != "optimal":
+            return
+        best = search.value
+        needed = [r for r in order if lower[r] <= best + TIE_TOL * max(1.0, abs(best))]
+        if not set(needed) <= set(probe):
+            self._run_over(objective, needed, search, stop)
+            if search.status != "optimal":
+                return
+            best = search.value
+        # Ties on cost break by makespan: any strictly shorter pair within the tolerance?
+        bound = best + TIE_TOL * max(1.0, abs(best))
         span = self.pairs.makespan
-        if TIE_BREAKS[objective] == "makespan":
-            open_ = (span < span[chosen] * (1 - 1e-12)) & ~closed
-            if not open_.any():
-                return None
-        else:
-            # Stage 1 only chose the makespan: costs are minimised at it now, over its pairs.
-            open_ = (np.abs(span - span[chosen]) <= 1e-9 * span[chosen]) & ~closed
-        rows = [m.tie.add(getattr(m, objective) <= best + TIE_TOL * max(1.0, abs(best)))]
-        if not open_.all():
-            rows.append(m.tie.add(sum(m.z[p] for p in m.P if not open_[p]) == 0))
-        opt.add_constraints(rows)
-        self._set_objective(TIE_BREAKS[objective])
-        try:
-            remaining = None if stop is None else max(0.01, stop - time.perf_counter())
-            results = opt.solve(m, time_limit=remaining)
-            outcome = outcome_of(results)
-            values = results.solution_loader.get_vars() if outcome.has_solution else None
-        finally:
-            opt.remove_constraints(rows)
-            m.tie.clear()
-        return outcome, (None if outcome.status == "infeasible" else values)
+        while True:
+            chosen = self._block_rows[selected(self.model, search.values).key]
+            shorter = [r for r in order if span[r] < span[chosen] * (1 - 1e-12) and lower[r] <= bound]
+            if not shorter:
+                return
+            tie = Search(highs_start=search.highs_total)
+            self._run_over(objective, shorter, tie, stop, bound)
+            search.highs_total, search.runs = tie.highs_total, search.runs + tie.runs
+            if tie.status == "time_limit":
+                search.status = "time_limit"
+            if tie.values is None or tie.value > bound:
+                return
+            search.values = tie.values
+
+    def _shortest_first(self, candidates: np.ndarray, search: "Search", stop):
+        """Makespan criterion: open pairs shortest first in doubling chunks until a chunk holds a plan
+        (all shorter pairs were then proven infeasible); break ties by total cost at that makespan."""
+        span = self.pairs.makespan
+        order = [int(r) for r in np.flatnonzero(candidates)[np.argsort(span[candidates], kind="stable")]]
+        size, start = PROBE_PAIRS, 0
+        while start < len(order):
+            end = min(start + size, len(order))
+            while end < len(order) and span[order[end]] <= span[order[end - 1]] * (1 + 1e-12):
+                end += 1  # keep every K of the last cadence in the chunk
+            self._run_over("makespan", order[start:end], search, stop)
+            if search.status != "infeasible":
+                break
+            start, size = end, size * 2
+        if search.status != "optimal":
+            return
+        chosen = self._block_rows[selected(self.model, search.values).key]
+        same = [r for r in order if abs(span[r] - span[chosen]) <= 1e-9 * span[chosen]]
+        tie = Search(highs_start=search.highs_total)
+        self._run_over("total_cost", same, tie, stop)
+        search.highs_total, search.runs = tie.highs_total, search.runs + tie.runs
+        if tie.values is not None:
+            search.values = tie.values
+        if tie.status == "time_limit":
+            search.status = "time_limit"
+
+    def _run_over(self, objective: str, rows: list[int], search: "Search", stop, bound: float = NO_BOUND) -> None:
+        """One HiGHS run with exactly ``rows`` open (built first if needed), under ``objective``."""
+        self._build(rows)
+        self._refresh()
+        self._open(set(rows))
+        self._set_objective(objective)
+        options = {**STAGE_OPTIONS[objective], "objective_bound": bound}
+        results = self.opt.solve(self.model, time_limit=_remaining(stop), solver_options=options)
+        outcome = outcome_of(results)
+        search.runs += 1
+        search.highs_total = max(search.highs_total, outcome.highs_seconds)
+        search.status = outcome.status
+        search.bound = outcome.bound
+        search.value = outcome.objective_value
+        search.values = results.solution_loader.get_vars() if outcome.has_solution else None
+
+    # -- model upkeep -----------------------------------------------------------
+
+    def _build(self, rows: list[int]) -> None:
+        mark = time.perf_counter()
+        fresh = []
+        for row in rows:
+            key = self.keys[row]
+            if key not in self.model.blocks:
+                fresh.append(add_pair(self.model, row, key))
+                self._block_rows[key] = row
+                self._z_upper[key] = 1
+        if fresh:
+            self._dirty = True
+            if self._opt is not None:
+                for blk in fresh:
+                    self._opt.add_block(blk)
+        self._build_time += time.perf_counter() - mark
+
+    def _refresh(self) -> None:
+        """Rebuild the rows spanning the built pairs (and this call's caps) after blocks were added."""
+        if not self._dirty and (self._caps_rows or not any(v is not None for _, v in self._caps)):
+            return
+        m = self.model
+        opt = self.opt
+        self._drop_caps()
+        if self._dirty:
+            removed, added = refresh_globals(m)
+            if removed:
+                opt.remove_constraints(removed)
+            opt.add_constraints(added)
+            self._active = None
+            self._dirty = False
+        rows = []
+        for kind, value in self._caps:
+            if value is None:
+                continue
+            if kind == "hourly":
+                rows.append(m.caps.add(m.hourly_cost <= value))
+            elif kind == "total":
+                rows.append(m.caps.add(m.total_cost <= value))
+            else:
+                shapes = self.inst.inference.shapes
+                rows.append(m.caps.add(
+                    sum(s.gpus_per_replica * b.x[s.name] for b in m.blocks.values() for s in shapes) <= value))
+        if rows:
+            opt.add_constraints(rows)
+        self._caps_rows = rows
+
+    def _drop_caps(self) -> None:
+        rows = getattr(self, "_caps_rows", [])
+        if rows:
+            self.opt.remove_constraints(rows)
+            self.model.caps.clear()
+        self._caps_rows = []
+
+    def _set_objective(self, objective: str) -> None:
+        if objective == self._active:
+            return
+        m = self.model
+        for name in OBJECTIVES:
+            getattr(m, f"objective_{name}").deactivate()
+        getattr(m, f"objective_{objective}").activate()
+        self.opt.set_objective(getattr(m, f"objective_{objective}"))
+        self._active = objective
+
+    def _open(self, rows: set[int]) -> None:
+        """Let exactly the pairs of ``rows`` be selected (z upper bounds), telling HiGHS what changed."""
+        changed = []
+        for key, blk in self.model.blocks.items():
+            upper = 1 if self._block_rows.get(key) in rows else 0
+            if self._z_upper.get(key) != upper:
+                blk.z.setub(upper)
+                self._z_upper[key] = upper
+                changed.append(blk.z)
+        if changed:
+            self.opt.update_variables(changed)
+
+
+@dataclass
+class Search:
+    """What the HiGHS runs of one solve found so far."""
+
+    highs_start: float = 0.0
+    status: str | None = None
+    value: float | None = None
+    bound: float | None = None
+    values: object = None
+    runs: int = 0
+    highs_total: float = 0.0
+
+    def __post_init__(self):
+        self.highs_total = self.highs_start
+
+
+def _remaining(stop: float | None) -> float | None:
+    return None if stop is None else max(0.01, stop - time.perf_counter())
 
 
 def solve_instance(
@@ -265,39 +444,38 @@ def solve_instance(
     return Planner(inst, threads).solve(objective, time_limit=time_limit, diagnose=diagnose)
 
 
-def selected(model, values) -> int:
-    """The pair whose selection binary is on in a solution."""
-    return max(model.P, key=lambda p: float(values.get(model.z[p], 0.0) or 0.0))
+def selected(model, values):
+    """The built pair block whose selection binary is on in a solution."""
+    return max(model.blocks.values(), key=lambda blk: float(values.get(blk.z, 0.0) or 0.0))
 
 
-def extract_plan(model, values) -> Plan:
+def extract_plan(model, blk, row: int, values) -> Plan:
     """The selected pair's decisions in the instance's vocabulary; integer counts rounded from HiGHS's values."""
     inst, pairs, ix = model.inst, model.pairs, model.ix
 
     def val(var) -> float:
         return float(values.get(var, 0.0) or 0.0)
 
-    p = selected(model, values)
     shapes = inst.inference.shapes
-    replicas = {s.name: int(round(val(model.x[p, s.name]))) for s in shapes}
-    nodes = {k: int(round(val(model.N[p, k]))) for k in ix.nodes}
-    vms = {v: int(round(val(model.V[p, v]))) for v in ix.vms}
-    groups = int(pairs.groups[p])
+    replicas = {s.name: int(round(val(blk.x[s.name]))) for s in shapes}
+    nodes = {k: int(round(val(blk.N[k]))) for k in ix.nodes}
+    vms = {v: int(round(val(blk.V[v]))) for v in ix.vms}
+    groups = int(pairs.groups[row])
     train_gpus = groups * inst.training.gpus_per_group
 
     def split(var, keys) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         for host, b in keys:
-            out.setdefault(host, {})[b] = max(0.0, val(var[p, host, b]))
+            out.setdefault(host, {})[b] = max(0.0, val(var[host, b]))
         return out
 
-    peak = split(model.y_peak, ix.node_backends)
+    peak = split(blk.y_peak, ix.node_backends)
     if ix.steady_split:
-        steady = split(model.y, ix.node_backends)
+        steady = split(blk.y, ix.node_backends)
     else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
         ratio = 1.0 / inst.environment.peak_to_mean
         steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
-    cloud = split(model.c, ix.vm_backends)
+    cloud = split(blk.c, ix.vm_backends)
 
     used = {pool.name: 0 for pool in inst.gpu_pools}
     for s in shapes:
@@ -307,15 +485,14 @@ def extract_plan(model, values) -> Plan:
     node_cost = sum(k.hour_cost * nodes[k.name] for k in inst.environment.node_types)
     vm_cost = sum(v.hour_cost * v.billed_fraction * vms[v.name] for v in inst.environment.cloud.vm_types)
     hourly = gpu_cost + node_cost + vm_cost
-    span = float(pairs.makespan[p])
-    inference_gpus = sum(replicas[s.name] * s.gpus_per_replica for s in shapes)
+    span = float(pairs.makespan[row])
     return Plan(
-        cadence_s=float(pairs.cadence[p]),
+        cadence_s=float(pairs.cadence[row]),
         makespan_s=span,
-        versions_kept=int(pairs.kept[p]),
+        versions_kept=int(pairs.kept[row]),
         inference=[ShapeReplicas(shape=s.name, pool=s.pool, replicas=replicas[s.name],
                                  gpus=replicas[s.name] * s.gpus_per_replica) for s in shapes],
-        inference_gpus=inference_gpus,
+        inference_gpus=sum(replicas[s.name] * s.gpus_per_replica for s in shapes),
         training_groups=groups,
         training_gpus=train_gpus,
         local_nodes=[Count(type=k, count=nodes[k]) for k in ix.nodes],

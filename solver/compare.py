@@ -1,0 +1,280 @@
+"""The seed article's §4 question as a report: spend inference slack on fewer cards, or a shorter schedule?
+
+Columns, side by side:
+
+- ``baseline``: the seed's arithmetic (:func:`solver.explain.explain`) at the deadline pace
+  with the baseline's inference cards — what the article starts from;
+- ``fewer_cards``: the cheapest plan that meets the deadline (the MIP, total cost);
+- ``shorter_same_cards``: the fastest plan with no more inference cards than the baseline;
+- ``shorter_same_hourly``: the fastest plan whose hourly cost is no more than ``fewer_cards``';
+- ``shorter_arithmetic``: the seed's arithmetic at the shorter schedule's cadence with the
+  baseline's cards — the article's own "shorten the cycle to 500 s" figures (17.3 % time
+  margin, 8.19 effective trajectories/s, 89.5 tokens/s/GPU on 3,000 cards). The cadence
+  is the ``shorter_same_cards`` plan's when it has one, else the pinned cadence, else the
+  fastest admissible one.
+
+Every column reports the same figures (:data:`ROWS`); :func:`deltas` phrases each
+against the baseline the way the article does ("time margin 17.3 %, supply +21 %").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.instance import Instance
+from models.result import Result
+from solver import calculus as calc
+from solver.explain import explain
+from solver.solve import Planner
+from solver.sweep import diagnosis_summary
+
+# (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is
+# B·tokens/(L·inference GPUs) (lossless); "in flight (mean)" is Little's law with W_use, as the
+# model counts; "(median W)" is R_raw·median(W), the article's 7,100 → 8,550.
+ROWS: tuple[tuple[str, str, str], ...] = (
+    ("inference_gpus", "inference GPUs", "count"),
+    ("training_gpus", "training GPUs", "count"),
+    ("gpus", "GPUs in all", "count"),
+    ("cadence_s", "cadence (s)", "seconds"),
+    ("makespan_s", "makespan", "days"),
+    ("time_margin", "time margin", "share"),
+    ("effective_trajectories_per_s", "effective trajectories/s", "rate"),
+    ("attempts_per_s", "raw attempts/s", "rate"),
+    ("required_tokens_per_gpu_s", "required tokens/s/GPU", "rate"),
+    ("inflight_mean", "in flight (mean)", "count"),
+    ("inflight_peak", "in flight (peak)", "count"),
+    ("inflight_at_median", "in flight (median W)", "count"),
+    ("nodes", "sandbox nodes", "map"),
+    ("vms", "cloud VMs", "map"),
+    ("mean_version_gap", "mean version gap", "ratio"),
+    ("p99_version_gap", "p99 version gap", "ratio"),
+    ("exceedance", "exceedance", "share"),
+    ("group_drop_rate", "group drop", "share"),
+    ("hourly_cost", "hourly cost", "money"),
+    ("total_cost", "total cost", "money"),
+)
+
+
+@dataclass
+class Column:
+    """One way of running the job: ``kind`` is ``arithmetic`` (the seed's formulas) or ``plan`` (the MIP)."""
+
+    key: str
+    title: str
+    heading: str  # the title, short enough for a table column
+    kind: str
+    status: str  # "arithmetic" for the formulas; a MODEL.md §6 status for plans
+    figures: dict[str, Any] = field(default_factory=dict)
+    result: Result | None = None
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("arithmetic", "optimal")
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "title": self.title, "heading": self.heading, "kind": self.kind, "status": self.status,
+                "figures": dict(self.figures), "note": self.note,
+                "result": self.result.to_json() if self.result is not None else None}
+
+
+@dataclass
+class Comparison:
+    instance: str
+    baseline_gpus: int | None
+    baseline_source: str
+    pinned_cadence: float | None
+    columns: list[Column]
+
+    def column(self, key: str) -> Column:
+        return next(c for c in self.columns if c.key == key)
+
+    def deltas(self) -> dict[str, list[str]]:
+        base = self.column("baseline")
+        return {c.key: deltas(base, c) for c in self.columns if c.key != "baseline" and c.ok}
+
+    def to_json(self) -> dict:
+        return {"instance": self.instance, "baseline_gpus": self.baseline_gpus,
+                "baseline_source": self.baseline_source, "pinned_cadence_s": self.pinned_cadence,
+                "rows": [{"key": k, "label": label, "format": f} for k, label, f in ROWS],
+                "columns": [c.to_json() for c in self.columns], "deltas": self.deltas()}
+
+
+def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None,
+            planner: Planner | None = None) -> Comparison:
+    """The §4 comparison for ``inst``; ``cadence`` pins every plan (and the shorter arithmetic) to one grid point."""
+    planner = planner or Planner(inst)
+    pin = {"cadence": cadence} if cadence is not None else {}
+    fewer = planner.solve("total_cost", **pin)
+    if baseline_gpus is not None:
+        gpus, source = int(baseline_gpus), "given"
+    elif fewer.status == "optimal":
+        gpus, source = fewer.plan.inference_gpus, "the fewer-cards plan's inference GPUs"
+    else:
+        needed = explain(inst).values()["inference_gpus_needed"]
+        gpus, source = int(calc.ceil_tol(needed)), "the seed's inference_gpus_needed at the deadline pace"
+
+    columns = [arithmetic_column(inst, ("baseline", "baseline (seed arithmetic)", "baseline"), None, gpus,
+                                 "deadline pace, " + f"{gpus:,} inference GPUs ({source})")]
+    columns.append(plan_column(inst, ("fewer_cards", "fewer cards: the cheapest plan meeting the deadline",
+                                      "fewer cards"), fewer))
+    same_cards = planner.solve("makespan", max_inference_gpus=gpus, **pin)
+    columns.append(plan_column(inst, ("shorter_same_cards", f"shorter schedule: the fastest plan on ≤ {gpus:,} "
+                                      "inference GPUs", "shorter, same cards"), same_cards))
+    key = ("shorter_same_hourly", "shorter schedule: the fastest plan at ≤ the fewer-cards plan's hourly cost",
+           "shorter, same $/h")
+    if fewer.status == "optimal":
+        same_hourly = planner.solve("makespan", max_hourly_cost=fewer.plan.hourly_cost * (1 + 1e-9), **pin)
+        columns.append(plan_column(inst, key, same_hourly))
+    else:
+        columns.append(Column(*key, "plan", "skipped", note="no fewer-cards plan to take the hourly cost from"))
+    if same_cards.status == "optimal":
+        pace, why = same_cards.plan.cadence_s, "the shorter-schedule plan's cadence"
+    elif cadence is not None:
+        pace, why = float(cadence), "the pinned cadence"
+    else:
+        pace, why = _fastest_cadence(inst, planner)
+    columns.append(arithmetic_column(inst, ("shorter_arithmetic", "shorter schedule (seed arithmetic)",
+                                            "shorter (arithmetic)"), pace, gpus,
+                                     f"{pace:g} s ({why}), {gpus:,} inference GPUs"))
+    return Comparison(instance=inst.name or "", baseline_gpus=gpus, baseline_source=source, pinned_cadence=cadence,
+                      columns=columns)
+
+
+def _fastest_cadence(inst: Instance, planner: Planner) -> tuple[float, str]:
+    if planner.pairs.size:
+        return float(np.min(planner.pairs.cadence)), "the fastest admissible cadence"
+    grid = calc.cadence_grid(inst)
+    if grid.size:
+        return float(grid[0]), "the fastest cadence on the grid"
+    return calc.deadline_pace(inst), "the deadline pace"
+
+
+def arithmetic_column(inst: Instance, names: tuple[str, str, str], cadence: float | None, gpus: int | None,
+                      note: str) -> Column:
+    """The seed's formulas at ``cadence`` (None: the deadline pace) with ``gpus`` inference cards.
+
+    Lossless intake (``p`` alone), training GPUs the fewest that keep ``U <= L``, nodes the
+    seed's ``nodes_needed``, no VMs; costs price those counts (the cheapest node type that
+    runs every backend) and are a yardstick, not a plan.
+    """
+    ex = explain(inst, cadence, gpus).values()
+    env, fr, w = inst.environment, inst.freshness, inst.workload
+    L = float(ex["cadence_s"])
+    occ = calc.occupancy_of(env.occupancy)
+    w_use = calc.occupancy_used(occ, env.littles_law_uses)
+    attempts = float(ex["attempts_per_s"])
+    groups = int(calc.min_groups_for(inst, L)[0])
+    training = groups * inst.training.gpus_per_group if groups else None
+    q = float(ex["exceedance"])
+    nodes = {k: v for k, v in ex["nodes_needed"].items() if v is not None}
+    shape = inst.inference.shapes[0]
+    gpu_cost = (gpus or 0) * inst.pool(shape.pool).gpu_hour_cost
+    gpu_cost += (training or 0) * inst.pool(inst.training.pool).gpu_hour_cost
+    node_cost = min((k.hour_cost * nodes[k.name] for k in env.node_types if k.name in nodes), default=0.0)
+    hourly = gpu_cost + node_cost
+    span = float(ex["makespan_s"])
+    figures = {
+        "inference_gpus": gpus,
+        "training_gpus": training,
+        "gpus": (gpus or 0) + (training or 0) if gpus else None,
+        "cadence_s": L,
+        "makespan_s": span,
+        "time_margin": float(ex["time_margin"]),
+        "effective_trajectories_per_s": float(ex["effective_trajectories_per_s"]),
+        "attempts_per_s": attempts,
+        "required_tokens_per_gpu_s": ex["lossless_threshold_tokens_per_gpu_s"],
+        "inflight_mean": attempts * w_use,
+        "inflight_peak": attempts * w_use * env.peak_to_mean,
+        "inflight_at_median": float(ex["inflight_median"]),
+        "nodes": nodes,
+        "vms": None,
+        "mean_version_gap": float(ex["mean_version_gap"]),
+        "p99_version_gap": float(ex["p99_version_gap"]),
+        "exceedance": q,
+        "group_drop_rate": float(calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)),
+        "hourly_cost": hourly if gpus else None,
+        "total_cost": hourly * span / 3600.0 if gpus else None,
+    }
+    return Column(*names, "arithmetic", "arithmetic", figures, note=note)
+
+
+def plan_column(inst: Instance, names: tuple[str, str, str], result: Result) -> Column:
+    """A MIP plan's figures; an infeasible plan keeps its diagnosis as the note. ``names``: key, title, heading."""
+    if result.status != "optimal" or result.plan is None:
+        return Column(*names, "plan", result.status, result=result,
+                      note=diagnosis_summary(result.diagnosis, result.message))
+    plan, met, w = result.plan, result.metrics, inst.workload
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    figures = {
+        "inference_gpus": plan.inference_gpus,
+        "training_gpus": plan.training_gpus,
+        "gpus": plan.inference_gpus + plan.training_gpus,
+        "cadence_s": plan.cadence_s,
+        "makespan_s": plan.makespan_s,
+        "time_margin": met.time_margin,
+        "effective_trajectories_per_s": met.effective_trajectories_per_s,
+        "attempts_per_s": met.attempts_per_s,
+        "required_tokens_per_gpu_s": (w.batch_trajectories * w.tokens_per_attempt
+                                      / (plan.cadence_s * plan.inference_gpus)) if plan.inference_gpus else None,
+        "inflight_mean": met.inflight_mean,
+        "inflight_peak": met.inflight_peak,
+        "inflight_at_median": met.attempts_per_s * occ.median,
+        "nodes": {c.type: c.count for c in plan.local_nodes},
+        "vms": {c.type: c.count for c in plan.cloud_vms},
+        "mean_version_gap": met.mean_version_gap,
+        "p99_version_gap": met.p99_version_gap,
+        "exceedance": met.exceedance,
+        "group_drop_rate": met.group_drop_rate,
+        "hourly_cost": plan.hourly_cost,
+        "total_cost": plan.total_cost,
+    }
+    note = f"K = {plan.versions_kept} versions kept; binding: {', '.join(result.binding) or 'none'}"
+    return Column(*names, "plan", result.status, figures, result=result, note=note)
+
+
+def _change(new: float, old: float) -> str:
+    """Relative change as the article writes it: +21 %, -3.4 %."""
+    if not old:
+        return "n/a"
+    x = (new / old - 1) * 100
+    return f"{x:+.0f} %" if abs(x) >= 10 else f"{x:+.1f} %"
+
+
+def _total(value: Any) -> float | None:
+    if isinstance(value, dict):
+        return float(sum(value.values())) if value else None
+    return None if value is None else float(value)
+
+
+def deltas(base: Column, col: Column) -> list[str]:
+    """``col`` against ``base``, in the article's phrasing (absolute margin, relative rates)."""
+    b, c = base.figures, col.figures
+    out = [f"time margin {c['time_margin'] * 100:.1f} % (baseline {b['time_margin'] * 100:.1f} %)"]
+    out.append(f"supply {_change(c['effective_trajectories_per_s'], b['effective_trajectories_per_s'])} "
+               f"({c['effective_trajectories_per_s']:.2f} vs {b['effective_trajectories_per_s']:.2f} "
+               "effective trajectories/s)")
+    out.append(f"raw attempts {_change(c['attempts_per_s'], b['attempts_per_s'])} "
+               f"({c['attempts_per_s']:.2f} vs {b['attempts_per_s']:.2f}/s)")
+    if c["required_tokens_per_gpu_s"] and b["required_tokens_per_gpu_s"]:
+        out.append(f"required {c['required_tokens_per_gpu_s']:.1f} tokens/s/GPU on {c['inference_gpus']:,} cards "
+                   f"(baseline {b['required_tokens_per_gpu_s']:.2f} on {b['inference_gpus']:,}; "
+                   f"{_change(c['required_tokens_per_gpu_s'], b['required_tokens_per_gpu_s'])})")
+    for key, what in (("inference_gpus", "inference cards"), ("training_gpus", "training cards")):
+        if c[key] is not None and b[key]:
+            out.append(f"{what} {c[key]:,} ({_change(c[key], b[key])})")
+    out.append(f"in flight {c['inflight_mean']:,.0f} ({_change(c['inflight_mean'], b['inflight_mean'])}); "
+               f"at the median occupancy {c['inflight_at_median']:,.0f} (baseline {b['inflight_at_median']:,.0f})")
+    nodes_b, nodes_c = _total(b["nodes"]), _total(c["nodes"])
+    if nodes_b is not None and nodes_c is not None:
+        out.append(f"sandbox nodes {nodes_c:,.0f} (baseline {nodes_b:,.0f})")
+    out.append(f"mean version gap {c['mean_version_gap']:.2f} (baseline {b['mean_version_gap']:.2f}), "
+               f"exceedance {c['exceedance'] * 100:.1f} %, group drop {c['group_drop_rate'] * 100:.1f} %")
+    for key, what in (("hourly_cost", "hourly cost"), ("total_cost", "total cost")):
+        if c[key] is not None and b[key] is not None and not math.isnan(b[key]):
+            out.append(f"{what} ${c[key]:,.0f} ({_change(c[key], b[key])})")
+    return out

@@ -1,0 +1,226 @@
+"""The exact Pareto frontier of makespan against cost, by ε-constraint re-solves of one built model.
+
+Makespans live on a grid (``n·L + extra`` over the admissible cadences), so the frontier
+is found exactly by walking it from the cheap end: solve for the least cost, record the
+plan (the tie-break already makes it the fastest of the cheapest), cap the makespan just
+below the plan's and solve again, until no faster plan exists. The cap is the next
+admissible makespan below, so no grid point is skipped and none is visited twice; a
+plan that the cap lets through but that is no cheaper than a faster one cannot occur
+(its faster rival would have been chosen), and is filtered out all the same.
+
+Two frontiers come out of one :class:`~solver.solve.Planner`: makespan against total
+cost and makespan against hourly cost. Every point is a full MODEL.md §6 result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.instance import Instance
+from models.result import Result
+from solver.solve import Planner
+
+CRITERIA = ("total_cost", "hourly_cost")
+REL_TOL = 1e-9  # MODEL.md §4: costs within this relative distance tie
+DAY_S = 86400.0
+
+Progress = Callable[[int, int], None]  # (models solved or skipped so far, upper bound on the total)
+
+
+def cost_of(result: Result, criterion: str) -> float:
+    return result.plan.total_cost if criterion == "total_cost" else result.plan.hourly_cost
+
+
+@dataclass
+class Frontier:
+    """The non-dominated plans for one cost criterion, fastest first.
+
+    ``corners`` index the vertices of the frontier's lower convex hull (both ends included):
+    the plans where its slope changes, each the cheapest plan for some price put on a day
+    of schedule. ``stopped`` says why the walk ended: ``grid`` (no faster admissible
+    cadence), ``infeasible`` (none of the faster ones has a plan) or a solver status.
+    ``end`` is the solve that ended it, when there was one (its diagnosis when the first
+    solve already failed).
+    """
+
+    criterion: str
+    points: list[Result]
+    corners: list[int]
+    stopped: str
+    end: Result | None = None
+
+    @property
+    def makespans(self) -> np.ndarray:
+        return np.array([r.plan.makespan_s for r in self.points], dtype=float)
+
+    @property
+    def costs(self) -> np.ndarray:
+        return np.array([cost_of(r, self.criterion) for r in self.points], dtype=float)
+
+    @property
+    def fastest(self) -> Result | None:
+        return self.points[0] if self.points else None
+
+    @property
+    def cheapest(self) -> Result | None:
+        return self.points[-1] if self.points else None
+
+    def price_of_time(self) -> list[float | None]:
+        """Per corner: cost per day saved against the next slower corner (None for the slowest)."""
+        spans, costs = self.makespans, self.costs
+        out: list[float | None] = []
+        for here, slower in zip(self.corners, self.corners[1:] + [None]):
+            if slower is None:
+                out.append(None)
+            else:
+                out.append(float((costs[here] - costs[slower]) / (spans[slower] - spans[here]) * DAY_S))
+        return out
+
+    def to_json(self) -> dict:
+        corner = set(self.corners)
+        return {
+            "criterion": self.criterion,
+            "stopped": self.stopped,
+            "fastest": 0 if self.points else None,
+            "cheapest": len(self.points) - 1 if self.points else None,
+            "corners": list(self.corners),
+            "points": [
+                {"makespan_s": r.plan.makespan_s, "cost": cost_of(r, self.criterion), "corner": i in corner,
+                 "result": r.to_json()}
+                for i, r in enumerate(self.points)
+            ],
+            "end": self.end.to_json() if self.end is not None and not self.points else None,
+        }
+
+
+@dataclass
+class Frontiers:
+    """Both frontiers of one instance, with what the plots and tables draw beside them."""
+
+    instance: str
+    deadline_s: float
+    budgets: dict[str, float | None]
+    frontiers: dict[str, Frontier] = field(default_factory=dict)
+    solves: int = 0
+
+    @property
+    def feasible(self) -> bool:
+        return any(f.points for f in self.frontiers.values())
+
+    def to_json(self) -> dict:
+        return {
+            "instance": self.instance,
+            "deadline_s": self.deadline_s,
+            "budgets": dict(self.budgets),
+            "solves": self.solves,
+            "frontiers": {name: f.to_json() for name, f in self.frontiers.items()},
+        }
+
+
+CSV_COLUMNS = ("frontier", "makespan_s", "makespan_days", "cost", "corner", "cadence_s", "versions_kept",
+               "inference_gpus", "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "time_margin",
+               "exceedance", "group_drop_rate")
+
+
+def csv_rows(frontiers: Frontiers) -> list[dict]:
+    rows = []
+    for name, front in frontiers.frontiers.items():
+        corner = set(front.corners)
+        for i, r in enumerate(front.points):
+            plan, met = r.plan, r.metrics
+            rows.append({
+                "frontier": name, "makespan_s": plan.makespan_s, "makespan_days": plan.makespan_s / DAY_S,
+                "cost": cost_of(r, name), "corner": int(i in corner), "cadence_s": plan.cadence_s,
+                "versions_kept": plan.versions_kept, "inference_gpus": plan.inference_gpus,
+                "training_gpus": plan.training_gpus, "nodes": sum(c.count for c in plan.local_nodes),
+                "vms": sum(c.count for c in plan.cloud_vms), "hourly_cost": plan.hourly_cost,
+                "total_cost": plan.total_cost, "time_margin": met.time_margin, "exceedance": met.exceedance,
+                "group_drop_rate": met.group_drop_rate,
+            })
+    return rows
+
+
+def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, planner: Planner | None = None,
+              on_progress: Progress | None = None) -> Frontiers:
+    """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model."""
+    planner = planner or Planner(inst)
+    spans = np.unique(planner.pairs.makespan)
+    out = Frontiers(instance=inst.name or "", deadline_s=inst.schedule.deadline,
+                    budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost})
+    total = max(1, spans.size) * len(criteria)
+    for k, criterion in enumerate(criteria):
+        def step(done: int, k: int = k) -> None:
+            if on_progress is not None:
+                on_progress(k * max(1, spans.size) + done, total)
+
+        out.frontiers[criterion], solves = walk(planner, criterion, spans, step)
+        out.solves += solves
+    return out
+
+
+def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None]) -> tuple[Frontier, int]:
+    """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took."""
+    found: list[Result] = []
+    cap: float | None = None
+    end: Result | None = None
+    stopped = "grid"
+    solves = 0
+    while True:
+        result = planner.solve(criterion, max_makespan=cap, diagnose=not found)
+        solves += 1
+        if result.status != "optimal":
+            end, stopped = result, result.status
+            break
+        found.append(result)
+        span = result.plan.makespan_s
+        faster = spans[spans < span * (1 - 1e-12)]
+        step(int(spans.size - faster.size))
+        if not faster.size:
+            break
+        cap = float(faster[-1])
+    step(int(max(1, spans.size)))
+    points = nondominated(found, criterion)
+    corners = hull_corners([r.plan.makespan_s for r in points], [cost_of(r, criterion) for r in points])
+    return Frontier(criterion=criterion, points=points, corners=corners, stopped=stopped, end=end), solves
+
+
+def nondominated(results: list[Result], criterion: str) -> list[Result]:
+    """Plans no other plan beats on both makespan and cost (ties within REL_TOL), fastest first."""
+    ordered = sorted(results, key=lambda r: (r.plan.makespan_s, cost_of(r, criterion)))
+    kept: list[Result] = []
+    best = float("inf")
+    for r in ordered:
+        cost = cost_of(r, criterion)
+        if not kept or cost < best - REL_TOL * max(1.0, abs(best)):
+            kept.append(r)
+            best = cost
+    return kept
+
+
+def hull_corners(makespans: list[float], costs: list[float]) -> list[int]:
+    """Indices of the vertices of the lower convex hull of (makespan, cost), points sorted by makespan.
+
+    These are the frontier's corners: the points where its slope changes (a point on the
+    chord between its neighbours on the hull is not one), both ends always included.
+    """
+    n = len(makespans)
+    if n <= 2:
+        return list(range(n))
+    xs, ys = np.asarray(makespans, dtype=float), np.asarray(costs, dtype=float)
+    # Scale both axes to [0, 1] so the collinearity tolerance means the same on every instance.
+    xs = (xs - xs.min()) / max(xs.max() - xs.min(), 1e-300)
+    ys = (ys - ys.min()) / max(ys.max() - ys.min(), 1e-300)
+    hull: list[int] = []
+    for i in range(n):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            cross = (xs[b] - xs[a]) * (ys[i] - ys[a]) - (ys[b] - ys[a]) * (xs[i] - xs[a])
+            if cross <= 1e-12:  # b lies on or above the chord a–i: the slope does not change at b
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return hull

@@ -1,0 +1,332 @@
+"""Scenario sweeps: the cartesian product of field edits, each point validated and solved.
+
+A sweep is a list of axes, each a MODEL.md field path with the values to try
+(``inference.shapes[0].tokens_per_gpu_s=60,75,200``). Every point of their product is
+the base document with one value per axis applied, validated like a file (an invalid
+point becomes a row with the loader's message) and solved (an infeasible point becomes
+a row with its diagnosis). One built model is reused from point to point whenever the
+planner can take the new instance's coefficients (``Planner.retarget``); otherwise the
+point gets a fresh one. With several workers the points are cut into contiguous chunks,
+one per process, and each process keeps its own model.
+
+Nothing here prints: progress goes to a callback, the rows come back in a :class:`SweepReport`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models.edits import apply_edit, parse_path, parse_value
+from models.load import InstanceError, read_document, validate
+
+STATUSES = ("optimal", "infeasible", "time_limit", "invalid", "error")
+ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
+               "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s", "time_margin",
+               "exceedance", "group_drop_rate", "seconds", "highs_seconds", "message")
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+Progress = Callable[[int, int], None]  # (points done, points in all)
+
+
+class SweepError(ValueError):
+    """A ``--set PATH=V1,V2`` option that cannot describe an axis (no '=', a malformed path, no value)."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept field: its MODEL.md path and the values to try, as written (``7d`` stays ``7d``)."""
+
+    path: str
+    texts: tuple[str, ...]
+
+    @property
+    def numeric(self) -> bool:
+        """Every value reads as a plain number (plots put them on a numeric axis)."""
+        return all(_number(t) is not None for t in self.texts)
+
+    def numbers(self) -> list[float]:
+        return [float(_number(t)) for t in self.texts]
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def split_values(text: str) -> list[str]:
+    """Split on commas outside brackets, braces and quotes: ``1,{a: 1, b: 2},[3,4]`` -> 3 values."""
+    values, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            values.append(text[start:i].strip())
+            start = i + 1
+    values.append(text[start:].strip())
+    return values
+
+
+def parse_axis(option: str) -> Axis:
+    """``PATH=V1,V2,...`` -> Axis; raises SweepError naming what is wrong."""
+    if "=" not in option:
+        raise SweepError(f"{option!r} must look like PATH=V1,V2,...")
+    path, text = (part.strip() for part in option.split("=", 1))
+    try:
+        parse_path(path)
+    except ValueError as exc:
+        raise SweepError(f"{option!r}: {exc}") from None
+    texts = split_values(text)
+    if not text or any(not t for t in texts):
+        raise SweepError(f"{option!r}: every value must be non-empty (values are separated by top-level commas)")
+    return Axis(path, tuple(texts))
+
+
+def grid_points(axes: Sequence[Axis]) -> list[tuple[str, ...]]:
+    """The cartesian product of the axes' values, the first axis varying slowest."""
+    return list(itertools.product(*(axis.texts for axis in axes)))
+
+
+@dataclass
+class SweepReport:
+    instance: str
+    file: str
+    objective: str | None
+    axes: list[Axis]
+    rows: list[dict]
+    builds: int = 0  # models built; the other points re-solved a model already built
+    workers: int = 1
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(row["status"] for row in self.rows)
+
+    def csv_columns(self) -> list[str]:
+        return ["index", *(axis.path for axis in self.axes), *ROW_COLUMNS]
+
+    def csv_rows(self) -> list[dict]:
+        return [{"index": row["index"], **row["edits"], **{k: row.get(k) for k in ROW_COLUMNS}} for row in self.rows]
+
+    def to_json(self) -> dict:
+        return {
+            "instance": self.instance,
+            "file": self.file,
+            "objective": self.objective,
+            "axes": [{"path": a.path, "values": list(a.texts)} for a in self.axes],
+            "counts": {status: self.counts.get(status, 0) for status in STATUSES},
+            "builds": self.builds,
+            "workers": self.workers,
+            "points": self.rows,
+        }
+
+
+def run_sweep(file: str | Path, axes: Sequence[Axis], objective: str | None = None, *, workers: int = 1,
+              on_progress: Progress | None = None) -> SweepReport:
+    """Solve every point of the axes' product on ``file``; one row per point, in product order."""
+    file = str(file)
+    document = read_document(Path(file))
+    points = grid_points(axes)
+    clock = time.perf_counter()
+    workers = max(1, min(workers, len(points)))
+    if workers == 1:
+        rows, builds = solve_points(file, document, axes, list(enumerate(points)), objective, on_progress)
+    else:
+        rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress)
+    name = document.get("name") if isinstance(document.get("name"), str) else Path(file).stem
+    return SweepReport(instance=name, file=file, objective=objective, axes=list(axes), rows=rows, builds=builds,
+                       workers=workers, seconds=time.perf_counter() - clock)
+
+
+def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequence[tuple[int, tuple[str, ...]]],
+                 objective: str | None, on_point: Callable[[int, int], None] | None = None) -> tuple[list[dict], int]:
+    """Solve ``points`` in order, re-solving one model across them where it can be retargeted.
+
+    Returns the rows and the number of models built. Never raises for a point: an
+    unusable edit is ``invalid``, a failure inside the solver ``error``.
+    """
+    from solver.solve import Planner
+
+    planner = None
+    builds = 0
+    rows = []
+    base_dir = Path(file).parent
+    for done, (index, values) in enumerate(points, start=1):
+        edits = {axis.path: text for axis, text in zip(axes, values)}
+        clock = time.perf_counter()
+        try:
+            inst = validate(edited(document, edits, file), file, base_dir)
+        except InstanceError as exc:
+            rows.append(_row(index, edits, "invalid", objective, message=exc.message,
+                             seconds=time.perf_counter() - clock))
+        else:
+            try:
+                retarget = getattr(planner, "retarget", None)
+                if retarget is None or not retarget(inst):
+                    planner = Planner(inst)
+                    builds += 1
+                result = planner.solve(objective)
+            except Exception as exc:  # one point's failure is that point's row, never the sweep's
+                planner = None
+                rows.append(_row(index, edits, "error", objective or inst.objective, message=_one_line(exc),
+                                 seconds=time.perf_counter() - clock))
+            else:
+                rows.append(_result_row(index, edits, result, time.perf_counter() - clock))
+        if on_point is not None:
+            on_point(done, len(points))
+    return rows, builds
+
+
+def edited(document: dict, edits: dict[str, str], file: str) -> dict:
+    """The base document with each edit applied; a bad value or path becomes an InstanceError."""
+    from models.load import Problem
+
+    data = document
+    for path, text in edits.items():
+        try:
+            data = apply_edit(data, path, parse_value(text))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InstanceError(file, [Problem(f"--set {path}={text}", str(exc).splitlines()[0])]) from None
+    return data
+
+
+def _row(index: int, edits: dict, status: str, objective: str | None, **extra: Any) -> dict:
+    row = {"index": index, "edits": dict(edits), **{k: None for k in ROW_COLUMNS}, "result": None}
+    row.update(status=status, objective=objective, **extra)
+    return row
+
+
+def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
+    row = _row(index, edits, result.status, result.objective, objective_value=result.objective_value,
+               seconds=seconds, highs_seconds=result.timings.highs)
+    plan, met = result.plan, result.metrics
+    if plan is not None:
+        row.update(cadence_s=plan.cadence_s, versions_kept=plan.versions_kept, inference_gpus=plan.inference_gpus,
+                   training_gpus=plan.training_gpus, nodes=sum(c.count for c in plan.local_nodes),
+                   vms=sum(c.count for c in plan.cloud_vms), hourly_cost=plan.hourly_cost,
+                   total_cost=plan.total_cost, makespan_s=plan.makespan_s)
+    if met is not None:
+        row.update(time_margin=met.time_margin, exceedance=met.exceedance, group_drop_rate=met.group_drop_rate)
+    if result.status != "optimal":
+        row["message"] = diagnosis_summary(result.diagnosis, result.message)
+    row["result"] = result.to_json()
+    return row
+
+
+def diagnosis_summary(diagnosis: dict | None, message: str | None = None) -> str:
+    """One line from a diagnosis: the conflict and the first repair, else what cut the grid."""
+    if not diagnosis:
+        return message or ""
+    parts = []
+    if diagnosis.get("conflict"):
+        parts.append(str(diagnosis["conflict"]))
+    changes = diagnosis.get("changes") or []
+    if changes:
+        first = changes[0]
+        parts.append("feasible with " + str(first.get("change", first) if isinstance(first, dict) else first))
+    if not parts and diagnosis.get("rejected_by"):
+        cut = ", ".join(f"{name} {count:,}" for name, count in diagnosis["rejected_by"].items())
+        parts.append(f"grid points or pairs cut by: {cut}")
+    if not parts:
+        notes = diagnosis.get("notes") or []
+        parts.extend(str(n) for n in notes[:1])
+    text = "; ".join(parts) or (message or "")
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+# ---------------------------------------------------------------- several processes
+
+_progress_queue = None
+
+
+def _worker_init(progress) -> None:
+    """Once per worker: one solver thread, pyomo imported now, progress reported through ``progress``."""
+    global _progress_queue
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    _progress_queue = progress
+    import solver.solve  # noqa: F401
+
+
+def _solve_chunk(file: str, document: dict, axes: list[Axis], chunk: list[tuple[int, tuple[str, ...]]],
+                 objective: str | None) -> tuple[list[dict], int]:
+    def tick(done: int, total: int) -> None:
+        if _progress_queue is not None:
+            _progress_queue.put(1)
+
+    return solve_points(file, document, axes, chunk, objective, tick)
+
+
+def chunks(items: Sequence, count: int) -> list[list]:
+    """``items`` cut into ``count`` contiguous runs of (nearly) equal length, in order."""
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for k in range(count):
+        end = start + size + (1 if k < extra else 0)
+        out.append(list(items[start:end]))
+        start = end
+    return [c for c in out if c]
+
+
+def _solve_in_pool(file, document, axes, points, objective, workers, on_progress) -> tuple[list[dict], int]:
+    context = multiprocessing.get_context("spawn")
+    progress = context.Queue()
+    parts = chunks(list(enumerate(points)), workers)
+    done = 0
+    stop = threading.Event()
+
+    def relay() -> None:
+        nonlocal done
+        while not stop.is_set() or not progress.empty():
+            try:
+                progress.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            done += 1
+            if on_progress is not None:
+                on_progress(done, len(points))
+
+    listener = threading.Thread(target=relay, daemon=True)
+    listener.start()
+    try:
+        with ProcessPoolExecutor(len(parts), mp_context=context, initializer=_worker_init,
+                                 initargs=(progress,)) as pool:
+            futures = [pool.submit(_solve_chunk, file, document, list(axes), part, objective) for part in parts]
+            results = [f.result() for f in futures]
+    finally:
+        stop.set()
+        listener.join()
+    rows = [row for part_rows, _ in results for row in part_rows]
+    if on_progress is not None and done < len(points):
+        on_progress(len(points), len(points))
+    return rows, sum(builds for _, builds in results)
