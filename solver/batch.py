@@ -396,10 +396,8 @@ def run_dask(tasks: Sequence[Task], call: TaskFunction, objective: str | None, t
 
 
 def _dask_failure(future) -> str:
-    try:
-        exc = future.exception()
-    except BaseException as lost:  # a cancelled or lost future raises instead of returning its exception
-        exc = lost
+    """Why a future did not finish: its exception (KilledWorker...), or its state (cancelled, lost)."""
+    exc = future.exception() if future.status == "error" else None
     return one_line(exc) if exc is not None else f"future {future.status}"
 
 

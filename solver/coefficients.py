@@ -13,6 +13,7 @@ and left out: it can never be strictly better.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -56,6 +57,23 @@ class Pairs:
         return Pairs(**columns, rejected=dict(self.rejected), grid_points=self.grid_points)
 
 
+@lru_cache(maxsize=16)
+def _exceedance_cached(spec_json: str, grid_bytes: bytes, kept: int) -> np.ndarray:
+    from models.instance import Empirical, Lognormal
+
+    spec = (Lognormal if '"lognormal"' in spec_json else Empirical).model_validate_json(spec_json)
+    grid = np.frombuffer(grid_bytes)
+    LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
+    table = calc.exceedance(calc.occupancy_of(spec), LL, KK) if grid.size else np.zeros(LL.shape)
+    table.setflags(write=False)
+    return table
+
+
+def _exceedance_table(spec, grid: np.ndarray, kept: int) -> np.ndarray:
+    """q(L, K) over the grid × 1..kept; cached, since sweeps change it rarely and it dominates the table."""
+    return _exceedance_cached(spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
+
+
 def build(inst: Instance) -> Pairs:
     """The admissible, undominated pairs of an instance: the model's index."""
     full = table(inst)
@@ -89,7 +107,7 @@ def table(inst: Instance) -> Pairs:
         gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
         cut(gap <= fr.max_mean_gap * (1 + calc.REL_TOL), "max_mean_gap")
 
-    q = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
+    q = _exceedance_table(env.occupancy, grid, fr.max_versions_kept)
     drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
@@ -141,24 +159,19 @@ def table(inst: Instance) -> Pairs:
 def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
     """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
 
-    Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no higher and every shape's supply multiplier
-    no lower; among exact equals the smaller K is kept.
+    Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no
+    higher and every shape's supply multiplier no lower; among exact equals the smaller K is kept.
     """
     n_k = attempts.shape[1]
-    keep = np.isfinite(attempts)
-    for k in range(n_k):
-        for k2 in range(n_k):
-            if k2 == k:
-                continue
-            mult_ok = bool(np.all(mult[k2] >= mult[k]))
-            if not mult_ok:
-                continue
-            mult_equal = bool(np.all(mult[k2] == mult[k]))
-            better = attempts[:, k2] <= attempts[:, k]
-            equal = (attempts[:, k2] == attempts[:, k]) & mult_equal
-            strictly = better & ~equal
-            keep[:, k] &= ~(np.isfinite(attempts[:, k2]) & (strictly | (equal & (k2 < k))))
-    return keep
+    ks = np.arange(n_k)
+    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)  # [k2, k]: k2's supply >= k's
+    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
+    other = ks[:, None] != ks[None, :]
+    a2, a1 = attempts[:, :, None], attempts[:, None, :]  # [grid, k2, k]
+    better = a2 <= a1
+    equal = (a2 == a1) & mult_equal[None]
+    wins = np.isfinite(a2) & mult_ok[None] & other[None] & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
+    return np.isfinite(attempts) & ~wins.any(axis=1)
 
 
 def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:

@@ -61,6 +61,10 @@ class ExplicitHighs(Highs):
     def update(self, timer=None) -> None:
         return None
 
+    def set_instance(self, model) -> None:
+        super().set_instance(model)
+        self._solver_model.setOptionValue("output_flag", False)  # later row additions log otherwise
+
     def _solve(self):
         config = self._active_config
         highs = self._solver_model
@@ -249,7 +253,8 @@ class Planner:
             mip_gap=gap,
             timings=timings,
             model_size={"grid_points": pairs.grid_points, "pairs": pairs.size, "pairs_built": len(m.blocks),
-                        "variables": m.nvariables(), "constraints": m.nconstraints(), "highs_runs": search.runs},
+                        "variables": self.opt._solver_model.getNumCol(), "rows": self.opt._solver_model.getNumRow(),
+                        "highs_runs": search.runs},
         )
 
     # -- the searches ---------------------------------------------------------
