@@ -90,3 +90,14 @@ def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
 
 def load_edited(path: Path, edits: list[str]) -> Instance:
     return validate(edited_document(path, edits), str(path), path.parent)
+
+
+def edited(inst: Instance, changes: dict[str, Any]) -> Instance:
+    """A copy of a validated instance with fields replaced by MODEL.md path (``{"schedule.deadline": 8e5}``)."""
+    data = inst.model_dump(mode="python", exclude_none=False)
+    occupancy = data["environment"]["occupancy"]
+    if occupancy.get("distribution") == "empirical":
+        occupancy.pop("csv", None)  # the samples were read already
+    for path, value in changes.items():
+        data = apply_edit(data, path, value)
+    return validate(data, f"{inst.name}.yaml")

@@ -229,8 +229,9 @@ def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, wh
 
 def _store(table, values: dict) -> None:
     for key, value in values.items():
-        if table[key].value != value:
-            table[key] = value
+        entry = table[key]
+        if entry.value != value:
+            entry.set_value(value)
 
 
 def declare_decisions(m: pyo.ConcreteModel, blk: pyo.Block) -> None:

@@ -183,8 +183,10 @@ class Planner:
         max_hourly_cost: float | None = None,
         max_total_cost: float | None = None,
         max_inference_gpus: int | None = None,
-        diagnose: bool = True,
+        diagnose: bool | str = True,
     ) -> Result:
+        """The optimal plan under ``objective`` and this call's restrictions; ``diagnose`` (True/"full",
+        "conflict", "brief" or False) says how much to explain when there is none."""
         inst, pairs = self.inst, self.pairs
         objective = objective or inst.objective
         if objective not in OBJECTIVES:
@@ -443,7 +445,7 @@ def solve_instance(
     objective: str | None = None,
     time_limit: float | None = None,
     threads: int = 1,
-    diagnose: bool = True,
+    diagnose: bool | str = True,
 ) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result."""
     return Planner(inst, threads).solve(objective, time_limit=time_limit, diagnose=diagnose)
@@ -510,11 +512,11 @@ def extract_plan(model, blk, row: int, values) -> Plan:
     )
 
 
-def _infeasible(inst: Instance, objective: str, timings: Timings, pairs, diagnose: bool) -> Result:
+def _infeasible(inst: Instance, objective: str, timings: Timings, pairs, diagnose: bool | str) -> Result:
     diagnosis = None
     if diagnose:
         from solver.diagnose import diagnose as run_diagnosis
 
-        diagnosis = run_diagnosis(inst, pairs, objective)
+        diagnosis = run_diagnosis(inst, pairs, objective, "full" if diagnose is True else diagnose)
     return Result(instance=inst.name, status="infeasible", objective=objective, diagnosis=diagnosis,
                   message="no plan meets every constraint", timings=timings)
