@@ -177,22 +177,42 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
 def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
     """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
 
-    Training: the pair's fewest groups at the training pool's price. Inference: the attempt rate at the
-    cheapest price per attempt of any shape (pool limits relaxed). Sandboxes: the environments that must
+    Training: the pair's fewest groups at the training pool's price. Inference: the LP relaxation over
+    shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must
     stay on local nodes — steady E_b, and the non-eligible share of the peak — at the cheapest node price
     per environment (density, cores and memory each bind on their own). VMs cost at least 0.
     """
     env = inst.environment
     tok = inst.workload.tokens_per_attempt
     price = {p.name: p.gpu_hour_cost for p in inst.gpu_pools}
-    train = price[inst.training.pool] * pairs.groups * inst.training.gpus_per_group
-    per_attempt = np.full(pairs.size, np.inf)
-    for i, s in enumerate(inst.inference.shapes):
-        supply = pairs.supply_per_replica[:, i] / tok  # attempts/s one replica delivers
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(supply > 0, price[s.pool] * s.gpus_per_replica / supply, np.inf)
-        per_attempt = np.minimum(per_attempt, ratio)
-    inference = np.where(pairs.attempts > 0, pairs.attempts * per_attempt, 0.0)
+    train_gpus = pairs.groups * inst.training.gpus_per_group
+    train = price[inst.training.pool] * train_gpus
+    # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
+    # cheapest shape per attempt is also the one with the most attempts per GPU, so each pool offers one
+    # rate; across pools, filling the cheapest first is optimal (a fractional knapsack).
+    offers = []  # (cost per attempt, attempts/s the pool can give) per pool, each (pairs,)
+    for pool in inst.gpu_pools:
+        per_gpu = np.zeros(pairs.size)  # attempts/s per GPU of the pool's best shape
+        for i, s in enumerate(inst.inference.shapes):
+            if s.pool == pool.name:
+                per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
+        free = np.maximum(pool.gpus - (train_gpus if pool.name == inst.training.pool else 0), 0)
+        with np.errstate(divide="ignore"):
+            cost = np.where(per_gpu > 0, pool.gpu_hour_cost / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
+        offers.append((cost, free * per_gpu))
+    costs = np.stack([c for c, _ in offers], axis=1) if offers else np.zeros((pairs.size, 0))
+    caps = np.stack([c for _, c in offers], axis=1) if offers else np.zeros((pairs.size, 0))
+    order = np.argsort(costs, axis=1, kind="stable")
+    need = pairs.attempts.astype(float).copy()
+    inference = np.zeros(pairs.size)
+    for j in range(costs.shape[1]):
+        pick = order[:, j]
+        cost = np.take_along_axis(costs, pick[:, None], axis=1)[:, 0]
+        cap = np.take_along_axis(caps, pick[:, None], axis=1)[:, 0]
+        take = np.where(np.isfinite(cost), np.minimum(need, cap), 0.0)
+        inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
+        need -= take
+    inference = np.where(need > 1e-9 * np.maximum(pairs.attempts, 1.0), np.inf, inference)
     sandbox = np.zeros(pairs.size)
     for j, b in enumerate(env.backends):
         if b.share <= 0:
