@@ -144,8 +144,12 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
 
 
 def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, planner: Planner | None = None,
-              on_progress: Progress | None = None) -> Frontiers:
-    """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model."""
+              on_progress: Progress | None = None, diagnose: bool = True) -> Frontiers:
+    """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
+
+    ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
+    expected infeasible solves are never diagnosed).
+    """
     planner = planner or Planner(inst)
     spans = np.unique(planner.pairs.makespan)
     out = Frontiers(instance=inst.name or "", deadline_s=inst.schedule.deadline,
@@ -156,12 +160,13 @@ def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, planner: 
             if on_progress is not None:
                 on_progress(k * max(1, spans.size) + done, total)
 
-        out.frontiers[criterion], solves = walk(planner, criterion, spans, step)
+        out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose)
         out.solves += solves
     return out
 
 
-def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None]) -> tuple[Frontier, int]:
+def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None],
+         diagnose: bool = True) -> tuple[Frontier, int]:
     """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took."""
     found: list[Result] = []
     cap: float | None = None
@@ -169,7 +174,7 @@ def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[in
     stopped = "grid"
     solves = 0
     while True:
-        result = planner.solve(criterion, max_makespan=cap, diagnose=not found)
+        result = planner.solve(criterion, max_makespan=cap, diagnose=diagnose and not found)
         solves += 1
         if result.status != "optimal":
             end, stopped = result, result.status

@@ -172,11 +172,13 @@ def _table(block, name: str, values: dict, mutable: bool):
     if not mutable:
         return values
     keys = list(values)
-    index = None if keys == [None] else keys
-    param = pyo.Param(*([index] if index is not None else []), mutable=True, initialize=values if index else values[None],
-                      within=pyo.Any)
+    if keys == [None]:
+        param = pyo.Param(mutable=True, initialize=values[None], within=pyo.Any)
+        block.add_component(f"k_{name}", param)
+        return {None: param}
+    param = pyo.Param(keys, mutable=True, initialize=values, within=pyo.Any)
     block.add_component(f"k_{name}", param)
-    return param if index is not None else {None: param}
+    return param
 
 
 # ---------------------------------------------------------------- the model

@@ -19,6 +19,7 @@ FRONTIER_PX = (1200, 500)
 SWEEP_PX = (1200, 760)
 HEATMAP_PX = (1200, 900)
 GROUPS_IN_LEGEND = 8  # more series than this are drawn alike, without a legend
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 _LABELS = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "makespan"}
 
@@ -136,18 +137,22 @@ def _positions(axis: Axis) -> tuple[list[float], bool]:
 
 
 def sweep_pngs(report: SweepReport) -> dict[str, bytes]:
-    """One figure per swept path (objective and key decisions against it) and, for two paths, a heatmap."""
-    out = {f"sweep-{slug(axis.path)}.png": _axis_png(report, i) for i, axis in enumerate(report.axes)}
-    if len(report.axes) == 2:
-        out["sweep-heatmap.png"] = _heatmap_png(report)
+    """One figure per swept path (objective and key decisions against it) and, for two, a heatmap.
+
+    Paths given a single value are plain edits: they get no figure of their own.
+    """
+    varying = [i for i, axis in enumerate(report.axes) if len(axis.texts) > 1]
+    out = {f"sweep-{slug(report.axes[i].path)}.png": _axis_png(report, i, varying) for i in varying}
+    if len(varying) == 2:
+        out["sweep-heatmap.png"] = _heatmap_png(report, *(report.axes[i] for i in varying))
     return out
 
 
-def _axis_png(report: SweepReport, k: int) -> bytes:
+def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
     axis = report.axes[k]
     xs, numeric = _positions(axis)
     where = {text: x for text, x in zip(axis.texts, xs)}
-    others = [i for i in range(len(report.axes)) if i != k]
+    others = [i for i in varying if i != k]
     groups: dict[tuple[str, ...], list[dict]] = {}
     for row in report.rows:
         key = tuple(row["edits"][report.axes[i].path] for i in others)
@@ -164,9 +169,16 @@ def _axis_png(report: SweepReport, k: int) -> bytes:
             pts = sorted((where[r["edits"][axis.path]], r[key] * scale if r[key] is not None else math.nan)
                          for r in rows)
             label = ", ".join(f"{report.axes[i].path.split('.')[-1]}={v}" for i, v in zip(others, group))
-            style = {"color": f"C{n % 10}"} if legend or len(groups) == 1 else {"color": "tab:blue", "alpha": 0.35}
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3 if len(pts) < 60 else 0,
-                    linewidth=1.0, label=label if legend else None, **style)
+            if legend:  # distinct, shrinking markers: series that coincide stay visible under each other
+                style = {"color": f"C{n % 10}", "marker": MARKERS[n % len(MARKERS)],
+                         "markersize": max(3.0, 8.0 - 1.5 * n), "markerfacecolor": "none"}
+            elif len(groups) == 1:
+                style = {"color": "tab:blue", "marker": "o", "markersize": 3}
+            else:
+                style = {"color": "tab:blue", "alpha": 0.35, "marker": "o", "markersize": 2}
+            if len(pts) >= 60:
+                style["markersize"] = 0
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1.0, label=label if legend else None, **style)
         if key == "objective_value":
             _mark_failures(ax, report.rows, axis.path, where)
         if key == "objective_value" and not objective_title.startswith("makespan"):
@@ -196,11 +208,11 @@ def _mark_failures(ax, rows: Sequence[dict], path: str, where: dict) -> None:
                     label=status, clip_on=False)
 
 
-def _heatmap_png(report: SweepReport) -> bytes:
+def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
+    import matplotlib
     import numpy as np
     from matplotlib.ticker import FuncFormatter
 
-    first, second = report.axes
     index = {(r["edits"][first.path], r["edits"][second.path]): r for r in report.rows}
     objective_title, objective_scale = _objective_title(report)
     fig = _figure(HEATMAP_PX)
@@ -215,8 +227,8 @@ def _heatmap_png(report: SweepReport) -> bytes:
                 if value is not None:
                     grid[i, j] = value * scale
         masked = np.ma.masked_invalid(grid)
-        image = ax.imshow(masked, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
-        image.cmap.set_bad("0.85")
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.85")
+        image = ax.imshow(masked, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
         money = key == "objective_value" and not objective_title.startswith("makespan")
         fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(_money) if money else None)
         ax.set_title(title, fontsize=10)

@@ -14,6 +14,7 @@ Nothing here prints: progress goes to a callback, the rows come back in a :class
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import multiprocessing
 import os
@@ -146,24 +147,28 @@ class SweepReport:
 
 
 def run_sweep(file: str | Path, axes: Sequence[Axis], objective: str | None = None, *, workers: int = 1,
-              on_progress: Progress | None = None) -> SweepReport:
-    """Solve every point of the axes' product on ``file``; one row per point, in product order."""
+              on_progress: Progress | None = None, reuse: bool = True) -> SweepReport:
+    """Solve every point of the axes' product on ``file``; one row per point, in product order.
+
+    ``reuse=False`` builds a fresh model for every point (the baseline the benchmark compares with).
+    """
     file = str(file)
     document = read_document(Path(file))
     points = grid_points(axes)
     clock = time.perf_counter()
     workers = max(1, min(workers, len(points)))
     if workers == 1:
-        rows, builds = solve_points(file, document, axes, list(enumerate(points)), objective, on_progress)
+        rows, builds = solve_points(file, document, axes, list(enumerate(points)), objective, on_progress, reuse)
     else:
-        rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress)
+        rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse)
     name = document.get("name") if isinstance(document.get("name"), str) else Path(file).stem
     return SweepReport(instance=name, file=file, objective=objective, axes=list(axes), rows=rows, builds=builds,
                        workers=workers, seconds=time.perf_counter() - clock)
 
 
 def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequence[tuple[int, tuple[str, ...]]],
-                 objective: str | None, on_point: Callable[[int, int], None] | None = None) -> tuple[list[dict], int]:
+                 objective: str | None, on_point: Callable[[int, int], None] | None = None,
+                 reuse: bool = True) -> tuple[list[dict], int]:
     """Solve ``points`` in order, re-solving one model across them where it can be retargeted.
 
     Returns the rows and the number of models built. Never raises for a point: an
@@ -171,6 +176,7 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
     """
     from solver.solve import Planner
 
+    reusable = {"reusable": True} if reuse and "reusable" in inspect.signature(Planner).parameters else {}
     planner = None
     builds = 0
     rows = []
@@ -185,9 +191,9 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                              seconds=time.perf_counter() - clock))
         else:
             try:
-                retarget = getattr(planner, "retarget", None)
+                retarget = getattr(planner, "retarget", None) if reuse else None
                 if retarget is None or not retarget(inst):
-                    planner = Planner(inst)
+                    planner = Planner(inst, **reusable)
                     builds += 1
                 result = planner.solve(objective)
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
@@ -238,22 +244,21 @@ def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
 
 
 def diagnosis_summary(diagnosis: dict | None, message: str | None = None) -> str:
-    """One line from a diagnosis: the conflict and the first repair, else what cut the grid."""
+    """One line from a diagnosis: what conflicts and the single-input changes that restore a plan."""
     if not diagnosis:
         return message or ""
     parts = []
-    if diagnosis.get("conflict"):
+    if diagnosis.get("relaxations"):
+        parts.append("conflict: " + ", ".join(map(str, diagnosis["relaxations"])))
+    elif diagnosis.get("conflict"):
         parts.append(str(diagnosis["conflict"]))
-    changes = diagnosis.get("changes") or []
-    if changes:
-        first = changes[0]
-        parts.append("feasible with " + str(first.get("change", first) if isinstance(first, dict) else first))
-    if not parts and diagnosis.get("rejected_by"):
-        cut = ", ".join(f"{name} {count:,}" for name, count in diagnosis["rejected_by"].items())
-        parts.append(f"grid points or pairs cut by: {cut}")
-    if not parts:
-        notes = diagnosis.get("notes") or []
-        parts.extend(str(n) for n in notes[:1])
+    repairs = [c.get("change") for c in diagnosis.get("changes") or []
+               if isinstance(c, dict) and c.get("value") is not None and c.get("change")]
+    if repairs:
+        parts.append("feasible with " + " | ".join(map(str, repairs)))
+    cut = diagnosis.get("rejected_pairs") or diagnosis.get("rejected_by")
+    if not parts and cut:
+        parts.append("every (cadence, K) cut by: " + ", ".join(f"{name} {count:,}" for name, count in cut.items()))
     text = "; ".join(parts) or (message or "")
     return text if len(text) <= 300 else text[:297] + "..."
 
@@ -279,12 +284,12 @@ def _worker_init(progress) -> None:
 
 
 def _solve_chunk(file: str, document: dict, axes: list[Axis], chunk: list[tuple[int, tuple[str, ...]]],
-                 objective: str | None) -> tuple[list[dict], int]:
+                 objective: str | None, reuse: bool) -> tuple[list[dict], int]:
     def tick(done: int, total: int) -> None:
         if _progress_queue is not None:
             _progress_queue.put(1)
 
-    return solve_points(file, document, axes, chunk, objective, tick)
+    return solve_points(file, document, axes, chunk, objective, tick, reuse)
 
 
 def chunks(items: Sequence, count: int) -> list[list]:
@@ -298,7 +303,7 @@ def chunks(items: Sequence, count: int) -> list[list]:
     return [c for c in out if c]
 
 
-def _solve_in_pool(file, document, axes, points, objective, workers, on_progress) -> tuple[list[dict], int]:
+def _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse) -> tuple[list[dict], int]:
     context = multiprocessing.get_context("spawn")
     progress = context.Queue()
     parts = chunks(list(enumerate(points)), workers)
@@ -321,7 +326,7 @@ def _solve_in_pool(file, document, axes, points, objective, workers, on_progress
     try:
         with ProcessPoolExecutor(len(parts), mp_context=context, initializer=_worker_init,
                                  initargs=(progress,)) as pool:
-            futures = [pool.submit(_solve_chunk, file, document, list(axes), part, objective) for part in parts]
+            futures = [pool.submit(_solve_chunk, file, document, list(axes), part, objective, reuse) for part in parts]
             results = [f.result() for f in futures]
     finally:
         stop.set()

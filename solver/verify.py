@@ -14,7 +14,7 @@ from models.instance import Instance
 from models.result import Metrics, Plan
 from solver import calculus as calc
 
-ROW_TOL = 1e-6  # relative (and absolute, in environments or nodes) slack for rows solved in floating point
+ROW_TOL = 1e-8  # relative (and absolute, in environments or nodes) slack for rows HiGHS solves to 1e-9
 COST_TOL = 1e-7
 
 

@@ -1,0 +1,342 @@
+"""The independent plan verifier (solver/verify.py) against MODEL.md §3–§4.
+
+Every plan the MIP returns for the bundled instances passes it; a plan corrupted in one
+decision fails it on exactly the constraint that decision breaks. A corruption recomputes
+the plan's costs and GPU counts from its (changed) counts, so that the violation found is
+the constraint under test, not a stale cost. Time limits: a tiny one never crashes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from cli import main
+from models.load import load_instance, read_document, validate
+from models.result import Count, CostTerms, Placement, PoolUse, ShapeReplicas
+from solver import calculus as calc
+from solver.solve import solve_instance
+from solver.verify import verify_plan
+from tests.test_known_optima import base, cloud_instance
+
+INSTANCES = sorted(p for p in (Path(__file__).resolve().parents[1] / "instances").iterdir()
+                   if p.suffix in (".yaml", ".yml", ".toml", ".json"))
+IDS = [p.name for p in INSTANCES]
+SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
+
+
+@pytest.fixture(scope="module")
+def solved() -> dict:
+    """{file name: (instance, result)}, each bundled instance solved once under its own objective."""
+    out = {}
+    for path in INSTANCES:
+        inst = load_instance(path)
+        out[path.name] = (inst, solve_instance(inst, diagnose=False))
+    return out
+
+
+def recosted(inst, plan, **update):
+    """``plan`` with ``update`` applied and every derived field (GPUs, pools, costs) recomputed from its counts."""
+    plan = plan.model_copy(update=copy.deepcopy(update), deep=True)
+    shapes = {s.name: s for s in inst.inference.shapes}
+    inference = [ShapeReplicas(shape=r.shape, pool=r.pool, replicas=r.replicas,
+                               gpus=r.replicas * shapes[r.shape].gpus_per_replica) for r in plan.inference]
+    training_gpus = plan.training_groups * inst.training.gpus_per_group
+    used = {p.name: 0 for p in inst.gpu_pools}
+    for r in inference:
+        used[r.pool] += r.gpus
+    used[inst.training.pool] += training_gpus
+    nodes = {n.type: n.count for n in plan.local_nodes}
+    vms = {v.type: v.count for v in plan.cloud_vms}
+    gpu = sum(p.gpu_hour_cost * used[p.name] for p in inst.gpu_pools)
+    node = sum(k.hour_cost * nodes.get(k.name, 0) for k in inst.environment.node_types)
+    vm = sum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in inst.environment.cloud.vm_types)
+    span = float(calc.makespan(inst, plan.cadence_s))
+    hourly = gpu + node + vm
+    return plan.model_copy(update={
+        "inference": inference, "inference_gpus": sum(r.gpus for r in inference), "training_gpus": training_gpus,
+        "pools": [PoolUse(pool=p.name, gpus_used=used[p.name], gpus=p.gpus) for p in inst.gpu_pools],
+        "cost_terms": CostTerms(gpu=gpu, node=node, vm=vm), "hourly_cost": hourly, "makespan_s": span,
+        "total_cost": hourly * span / 3600.0,
+    })
+
+
+def violated(check, family: str) -> bool:
+    return any(family in v for v in check.violations)
+
+
+# --- returned plans pass ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_returned_plan_passes(solved, name):
+    inst, result = solved[name]
+    assert result.status in ("optimal", "infeasible"), (result.status, result.message)
+    if result.status == "infeasible":
+        assert result.plan is None
+        return
+    check = verify_plan(inst, result.plan)
+    assert check.ok, check.violations
+    assert check.binding == result.binding
+    # The recomputation helper changes nothing on an untouched plan.
+    again = recosted(inst, result.plan)
+    assert again.total_cost == pytest.approx(result.plan.total_cost, rel=1e-12)
+    assert verify_plan(inst, again).ok
+
+
+@pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
+def test_seed_plans_pass_under_every_objective(solved, objective):
+    inst, _ = solved["seed-week-75.yaml"]
+    result = solve_instance(inst, objective, diagnose=False)
+    assert result.status == "optimal"
+    assert verify_plan(inst, result.plan).ok
+
+
+# --- corrupted plans fail ---------------------------------------------------------------------
+
+
+def _feasible(solved):
+    return [(name, *solved[name]) for name in IDS if solved[name][1].plan is not None]
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_one_replica_fewer_breaks_throughput(solved, name):
+    inst, result = solved[name]
+    if result.plan is None or "throughput" not in result.binding:
+        pytest.skip("no plan with binding throughput")  # not a bug: nothing to corrupt
+    plan = result.plan
+    for i, item in enumerate(plan.inference):
+        if item.replicas == 0:
+            continue
+        inference = [r.model_copy() for r in plan.inference]
+        inference[i] = item.model_copy(update={"replicas": item.replicas - 1})
+        check = verify_plan(inst, recosted(inst, plan, inference=inference))
+        assert violated(check, "throughput"), (item.shape, check.violations)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_one_node_fewer_breaks_sandbox(solved, name):
+    inst, result = solved[name]
+    plan = result.plan
+    if plan is None:
+        pytest.skip("infeasible instance")
+    tested = 0
+    for i, node in enumerate(plan.local_nodes):
+        if node.count == 0 or f"sandbox_nodes[{node.type}]" not in result.binding:
+            continue
+        nodes = [n.model_copy() for n in plan.local_nodes]
+        nodes[i] = Count(type=node.type, count=node.count - 1)
+        check = verify_plan(inst, recosted(inst, plan, local_nodes=nodes))
+        assert violated(check, f"sandbox[{node.type}]"), (node.type, check.violations)
+        tested += 1
+    assert tested, "every bundled plan uses local nodes at their capacity"
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_one_group_fewer_breaks_update_time(solved, name):
+    inst, result = solved[name]
+    plan = result.plan
+    if plan is None or "update_time" not in result.binding:
+        pytest.skip("no plan with binding update time")
+    assert plan.training_groups > inst.training.min_groups
+    check = verify_plan(inst, recosted(inst, plan, training_groups=plan.training_groups - 1))
+    assert violated(check, "update_time"), check.violations
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_cadence_off_grid(solved, name):
+    inst, result = solved[name]
+    plan = result.plan
+    if plan is None:
+        pytest.skip("infeasible instance")
+    step = inst.schedule.cadence.step
+    check = verify_plan(inst, recosted(inst, plan, cadence_s=plan.cadence_s - step / 2))
+    assert violated(check, "not on the grid"), check.violations
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_wrong_costs(solved, name):
+    inst, result = solved[name]
+    plan = result.plan
+    if plan is None:
+        pytest.skip("infeasible instance")
+    check = verify_plan(inst, plan.model_copy(update={"total_cost": plan.total_cost * (1 + 1e-4)}))
+    assert violated(check, "total_cost"), check.violations
+    check = verify_plan(inst, plan.model_copy(update={"hourly_cost": plan.hourly_cost + 1.0}))
+    assert violated(check, "hourly_cost"), check.violations
+
+
+def test_corruptions_cover_every_family(solved):
+    # The skips above are conditions, not gaps: the bundled set exercises each corruption somewhere.
+    feasible = _feasible(solved)
+    assert any("throughput" in r.binding for _, _, r in feasible)
+    assert any("update_time" in r.binding and r.plan.training_groups > i.training.min_groups for _, i, r in feasible)
+    assert any(any(b.startswith("sandbox_nodes[") for b in r.binding) for _, _, r in feasible)
+
+
+def test_cloud_placement_above_eligible_share():
+    # tests/test_known_optima.py: steady 2, peak 3 = 2 on nodes + 1 on a VM, eligible share 0.5 (≤ 1.5).
+    inst = validate(cloud_instance(0.5), "hand.yaml")
+    result = solve_instance(inst)
+    plan = result.plan
+    assert verify_plan(inst, plan).ok
+    # Move one more environment from the nodes to a second VM: 2 on VMs > 0.5·3, though every VM and
+    # node row still holds (2 VMs hold 2, 1 node-environment on 2 nodes).
+    placement = Placement(steady=plan.placement.steady, peak={"std": {"ctr": 1.0}}, cloud={"burst": {"ctr": 2.0}})
+    bad = recosted(inst, plan, placement=placement, cloud_vms=[Count(type="burst", count=2)])
+    check = verify_plan(inst, bad)
+    assert violated(check, "cloud_eligible[ctr]"), check.violations
+    assert not violated(check, "cloud_vms[burst]")
+
+
+def two_backend_instance() -> dict:
+    # Grid {25}: E = 2 environments, half 'ctr', half 'gpuvm'. Node 'both' runs both (1 each, 2 $/h);
+    # node 'ctronly' runs only 'ctr' (4 per node, 1 $/h).
+    data = base()
+    data["schedule"]["cadence"]["min"] = 25
+    data["environment"]["backends"] = [{"name": "ctr", "share": 0.5}, {"name": "gpuvm", "share": 0.5}]
+    data["environment"]["node_types"] = [
+        {"name": "both", "density": {"ctr": 1, "gpuvm": 1}, "hour_cost": 2.0},
+        {"name": "ctronly", "density": {"ctr": 4}, "hour_cost": 1.0},
+    ]
+    return data
+
+
+def test_placement_on_a_node_without_the_backend_density():
+    inst = validate(two_backend_instance(), "hand.yaml")
+    result = solve_instance(inst)
+    assert result.status == "optimal"
+    plan = result.plan
+    assert verify_plan(inst, plan).ok
+    # Optimal: 'ctr' (1 env) on one 'ctronly' node (1 $/h), 'gpuvm' (1 env) on one 'both' node (2 $/h).
+    assert {n.type: n.count for n in plan.local_nodes} == {"both": 1, "ctronly": 1}
+    # Put the 'gpuvm' environment on the 'ctronly' node, which has no density for it.
+    moved = {"both": {"ctr": 0.0, "gpuvm": 0.0}, "ctronly": {"ctr": 1.0, "gpuvm": 1.0}}
+    bad = recosted(inst, plan, placement=Placement(steady=moved, peak=moved, cloud={}))
+    check = verify_plan(inst, bad)
+    assert violated(check, "cannot run"), check.violations
+    assert any("ctronly" in v and "gpuvm" in v for v in check.violations)
+
+
+def test_verifier_rejects_counts_out_of_domain(solved):
+    inst, result = solved["seed-week-75.yaml"]
+    plan = result.plan
+    assert violated(verify_plan(inst, plan.model_copy(update={"versions_kept": 0})), "versions_kept")
+    assert violated(verify_plan(inst, plan.model_copy(update={"versions_kept": 11})), "versions_kept")
+    vms = [Count(type="burst", count=201)]
+    assert violated(verify_plan(inst, recosted(inst, plan, cloud_vms=vms)), "cloud_vms[burst]")
+    long = recosted(inst, plan, cadence_s=605.0)  # on the 1 s grid, but 1000·605 s > 7 d = 604,800 s
+    check = verify_plan(inst, long)
+    assert violated(check, "deadline") or violated(check, "not on the grid"), check.violations
+
+
+# --- time limits ------------------------------------------------------------------------------
+
+
+def hard_instance() -> dict:
+    """The seed baseline made harder: 3 shapes with slowdowns in 2 pools (every K a candidate), 2 backends
+    on 3 node types and 2 VM types, a utilisation cap and a peak, a 0.5 s cadence grid (600+ points)."""
+    d = read_document(SEED)
+    d["name"] = "seed-hard"
+    d["schedule"]["cadence"] = {"min": "300s", "step": "0.5s"}
+    d["gpu_pools"] = [{"name": "main", "gpus": 10000, "gpu_hour_cost": 2.0},
+                      {"name": "old", "gpus": 3000, "gpu_hour_cost": 1.1}]
+    d["inference"]["shapes"] = [
+        {"name": "tp8", "pool": "main", "gpus_per_replica": 8, "tokens_per_gpu_s": 75, "version_slowdown": 0.01},
+        {"name": "tp4", "pool": "main", "gpus_per_replica": 4, "tokens_per_gpu_s": 61, "version_slowdown": 0.02},
+        {"name": "old8", "pool": "old", "gpus_per_replica": 8, "tokens_per_gpu_s": 40, "version_slowdown": 0.005},
+    ]
+    env = d["environment"]
+    env["backends"] = [{"name": "container", "share": 0.7, "cores": 0.05, "memory_gb": 0.5},
+                       {"name": "microvm", "share": 0.3, "cores": 0.5, "memory_gb": 2.0}]
+    env["node_types"] = [
+        {"name": "standard", "cores": 188, "memory_gb": 1560, "density": {"container": 1048, "microvm": 120},
+         "hour_cost": 12.0},
+        {"name": "dense", "cores": 384, "memory_gb": 3000, "density": {"container": 3200}, "hour_cost": 30.0},
+        {"name": "small", "cores": 64, "memory_gb": 512, "density": {"container": 300, "microvm": 50}, "hour_cost": 4.1},
+    ]
+    env["peak_to_mean"] = 1.4
+    env["utilisation_cap"] = 0.85
+    env["cloud"] = {
+        "eligible_share": {"container": 0.6, "microvm": 0.3},
+        "vm_types": [
+            {"name": "burst", "density": {"container": 64, "microvm": 8}, "cores": 16, "memory_gb": 64,
+             "hour_cost": 1.0, "billed_fraction": 0.2, "max_vms": 400},
+            {"name": "big", "density": {"container": 256, "microvm": 30}, "cores": 64, "memory_gb": 256,
+             "hour_cost": 3.7, "billed_fraction": 0.3, "max_vms": 100},
+        ],
+    }
+    return d
+
+
+@pytest.fixture(scope="module")
+def hard():
+    inst = validate(hard_instance(), "seed-hard.yaml")
+    optimum = {objective: solve_instance(inst, objective, diagnose=False)
+               for objective in ("total_cost", "hourly_cost", "makespan")}
+    return inst, optimum
+
+
+@pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
+def test_hard_instance_plan_passes(hard, objective):
+    inst, optimum = hard
+    result = optimum[objective]
+    assert result.status == "optimal"
+    check = verify_plan(inst, result.plan)
+    assert check.ok, check.violations
+    assert check.binding == result.binding
+
+
+LIMITS = (1e-4, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+def check_time_limited(inst, result, best=None) -> None:
+    assert result.status in ("optimal", "time_limit"), (result.status, result.message)
+    if result.status == "optimal":
+        assert result.mip_gap == 0.0
+        if best is not None:
+            assert result.objective_value == pytest.approx(best.objective_value, rel=1e-9)
+    if result.plan is None:
+        assert result.status == "time_limit" and result.message
+        return
+    check = verify_plan(inst, result.plan)
+    assert check.ok, check.violations
+    assert isinstance(result.mip_gap, float) and math.isfinite(result.mip_gap) and result.mip_gap >= 0
+    if best is not None:
+        # An incumbent never beats the optimum, and its gap is a valid bound on how far it is from it.
+        value = result.objective_value
+        assert value >= best.objective_value * (1 - 1e-9)
+        assert value * (1 - result.mip_gap) <= best.objective_value * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", ["seed-2week-60.yaml", "seed-week-75.yaml"])
+def test_tiny_time_limits_never_crash(name):
+    inst = load_instance(next(p for p in INSTANCES if p.name == name))
+    for limit in LIMITS:
+        check_time_limited(inst, solve_instance(inst, time_limit=limit, diagnose=False))
+
+
+@pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
+def test_tiny_time_limits_on_a_harder_instance(hard, objective):
+    inst, optimum = hard
+    for limit in LIMITS:
+        result = solve_instance(inst, objective, time_limit=limit, diagnose=False)
+        check_time_limited(inst, result, optimum[objective])
+
+
+def test_cli_tiny_time_limit_exit_code(tmp_path):
+    path = tmp_path / "seed-hard.yaml"
+    path.write_text(yaml.safe_dump(hard_instance(), sort_keys=False))
+    for limit in ("0.001", "0.05", "0.3"):
+        res = CliRunner().invoke(main, ["solve", str(path), "--json", "--time-limit", limit], catch_exceptions=False)
+        assert res.exit_code in (0, 4), (limit, res.exit_code, res.output)
+        out = json.loads(res.stdout)
+        assert out["status"] == {0: "optimal", 4: "time_limit"}[res.exit_code]
+        if out["plan"] is not None:
+            assert isinstance(out["mip_gap"], float) and out["mip_gap"] >= 0
