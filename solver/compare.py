@@ -106,10 +106,17 @@ class Comparison:
 
 def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None,
             planner: Planner | None = None) -> Comparison:
-    """The §4 comparison for ``inst``; ``cadence`` pins every plan (and the shorter arithmetic) to one grid point."""
+    """The §4 comparison for ``inst``.
+
+    ``cadence`` pins the plans to that one cadence (the grid becomes that single point, as
+    ``--set schedule.cadence.min=...,max=...`` would make it), so an infeasible plan's
+    diagnosis is about the pinned run; the baseline stays at the deadline pace.
+    """
+    if cadence is not None:
+        inst = pinned(inst, cadence)
+        planner = None
     planner = planner or Planner(inst)
-    pin = {"cadence": cadence} if cadence is not None else {}
-    fewer = planner.solve("total_cost", **pin)
+    fewer = planner.solve("total_cost")
     if baseline_gpus is not None:
         gpus, source = int(baseline_gpus), "given"
     elif fewer.status == "optimal":
@@ -122,14 +129,17 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
                                  "deadline pace, " + f"{gpus:,} inference GPUs ({source})")]
     columns.append(plan_column(inst, ("fewer_cards", "fewer cards: the cheapest plan meeting the deadline",
                                       "fewer cards"), fewer))
-    same_cards = planner.solve("makespan", max_inference_gpus=gpus, **pin)
+    # Capped solves are not diagnosed: a diagnosis explains the instance, not the cap.
+    same_cards = planner.solve("makespan", max_inference_gpus=gpus, diagnose=False)
     columns.append(plan_column(inst, ("shorter_same_cards", f"shorter schedule: the fastest plan on ≤ {gpus:,} "
-                                      "inference GPUs", "shorter, same cards"), same_cards))
+                                      "inference GPUs", "shorter, same cards"), same_cards,
+                               f"no plan on ≤ {gpus:,} inference GPUs"))
     key = ("shorter_same_hourly", "shorter schedule: the fastest plan at ≤ the fewer-cards plan's hourly cost",
            "shorter, same $/h")
     if fewer.status == "optimal":
-        same_hourly = planner.solve("makespan", max_hourly_cost=fewer.plan.hourly_cost * (1 + 1e-9), **pin)
-        columns.append(plan_column(inst, key, same_hourly))
+        hourly = fewer.plan.hourly_cost
+        same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + 1e-9), diagnose=False)
+        columns.append(plan_column(inst, key, same_hourly, f"no plan at ≤ ${hourly:,.2f}/h"))
     else:
         columns.append(Column(*key, "plan", "skipped", note="no fewer-cards plan to take the hourly cost from"))
     if same_cards.status == "optimal":
@@ -143,6 +153,12 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
                                      f"{pace:g} s ({why}), {gpus:,} inference GPUs"))
     return Comparison(instance=inst.name or "", baseline_gpus=gpus, baseline_source=source, pinned_cadence=cadence,
                       columns=columns)
+
+
+def pinned(inst: Instance, cadence: float) -> Instance:
+    """``inst`` with its cadence grid reduced to the single point ``cadence`` (seconds)."""
+    grid = inst.schedule.cadence.model_copy(update={"min": float(cadence), "max": float(cadence)})
+    return inst.model_copy(update={"schedule": inst.schedule.model_copy(update={"cadence": grid})})
 
 
 def _fastest_cadence(inst: Instance, planner: Planner) -> tuple[float, str]:
@@ -203,11 +219,13 @@ def arithmetic_column(inst: Instance, names: tuple[str, str, str], cadence: floa
     return Column(*names, "arithmetic", "arithmetic", figures, note=note)
 
 
-def plan_column(inst: Instance, names: tuple[str, str, str], result: Result) -> Column:
-    """A MIP plan's figures; an infeasible plan keeps its diagnosis as the note. ``names``: key, title, heading."""
+def plan_column(inst: Instance, names: tuple[str, str, str], result: Result, why_none: str = "") -> Column:
+    """A MIP plan's figures (``names``: key, title, heading). Without a plan, the note is the
+    diagnosis, or ``why_none`` for a capped solve (whose diagnosis would be the instance's)."""
     if result.status != "optimal" or result.plan is None:
-        return Column(*names, "plan", result.status, result=result,
-                      note=diagnosis_summary(result.diagnosis, result.message))
+        note = why_none if result.status == "infeasible" and why_none else diagnosis_summary(result.diagnosis,
+                                                                                             result.message)
+        return Column(*names, "plan", result.status, result=result, note=note)
     plan, met, w = result.plan, result.metrics, inst.workload
     occ = calc.occupancy_of(inst.environment.occupancy)
     figures = {

@@ -14,7 +14,8 @@ Nothing here prints: progress goes to a callback, the rows come back in a :class
 
 from __future__ import annotations
 
-import inspect
+import copy
+import functools
 import itertools
 import multiprocessing
 import os
@@ -31,7 +32,7 @@ from typing import Any
 import yaml
 
 from models.edits import apply_edit, parse_path, parse_value
-from models.load import InstanceError, read_document, validate
+from models.load import InstanceError, Problem, read_document, validate
 
 STATUSES = ("optimal", "infeasible", "time_limit", "invalid", "error")
 ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
@@ -176,7 +177,6 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
     """
     from solver.solve import Planner
 
-    reusable = {"reusable": True} if reuse and "reusable" in inspect.signature(Planner).parameters else {}
     planner = None
     builds = 0
     rows = []
@@ -191,9 +191,8 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                              seconds=time.perf_counter() - clock))
         else:
             try:
-                retarget = getattr(planner, "retarget", None) if reuse else None
-                if retarget is None or not retarget(inst):
-                    planner = Planner(inst, **reusable)
+                if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
+                    planner = Planner(inst, reusable=reuse)
                     builds += 1
                 result = planner.solve(objective)
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
@@ -209,15 +208,23 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
 
 def edited(document: dict, edits: dict[str, str], file: str) -> dict:
     """The base document with each edit applied; a bad value or path becomes an InstanceError."""
-    from models.load import Problem
-
     data = document
     for path, text in edits.items():
         try:
-            data = apply_edit(data, path, parse_value(text))
+            data = apply_edit(data, path, _parsed(text))
         except (ValueError, yaml.YAMLError) as exc:
             raise InstanceError(file, [Problem(f"--set {path}={text}", str(exc).splitlines()[0])]) from None
     return data
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_cached(text: str) -> Any:
+    return parse_value(text)
+
+
+def _parsed(text: str) -> Any:
+    """A value text read as YAML once per sweep, however many points share it (a fresh copy each time)."""
+    return copy.deepcopy(_parsed_cached(text))
 
 
 def _row(index: int, edits: dict, status: str, objective: str | None, **extra: Any) -> dict:

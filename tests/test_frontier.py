@@ -1,0 +1,145 @@
+"""The makespan–cost frontier: exact, non-dominated, its ends the single-objective optima (MODEL.md §4)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, event, given, settings
+
+from cli import main
+from models.load import load_instance
+from solver.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from solver.plots import FRONTIER_PX
+from solver.solve import solve_instance
+from tests import reference
+from tests.strategies import instance_of, small_instances
+
+SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
+REL = 1e-9
+
+
+def _close(a: float, b: float, rel: float = REL) -> bool:
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (the first, right after the 8-byte signature)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def seed_frontiers():
+    inst = load_instance(SEED)
+    return inst, frontiers(inst)
+
+
+@pytest.mark.parametrize("criterion", CRITERIA)
+def test_points_are_mutually_nondominated(seed_frontiers, criterion):
+    _, found = seed_frontiers
+    front = found.frontiers[criterion]
+    pts = [(r.plan.makespan_s, cost_of(r, criterion)) for r in front.points]
+    assert len(pts) > 10
+    for i, (ti, ci) in enumerate(pts):
+        for j, (tj, cj) in enumerate(pts):
+            if i != j:
+                assert not (tj <= ti and cj <= ci), (pts[i], pts[j])
+    spans = [t for t, _ in pts]
+    assert spans == sorted(spans), "fastest first"
+    assert front.corners[0] == 0 and front.corners[-1] == len(pts) - 1
+
+
+def test_ends_are_the_single_objective_optima(seed_frontiers):
+    inst, found = seed_frontiers
+    cheapest = solve_instance(inst, "total_cost", diagnose=False).plan
+    fastest = solve_instance(inst, "makespan", diagnose=False).plan
+    hourly = solve_instance(inst, "hourly_cost", diagnose=False).plan
+    total = found.frontiers["total_cost"]
+    assert _close(total.cheapest.plan.total_cost, cheapest.total_cost)
+    assert _close(total.cheapest.plan.makespan_s, cheapest.makespan_s)
+    assert _close(total.fastest.plan.makespan_s, fastest.makespan_s)
+    assert _close(total.fastest.plan.total_cost, fastest.total_cost)
+    by_hour = found.frontiers["hourly_cost"]
+    assert _close(by_hour.cheapest.plan.hourly_cost, hourly.hourly_cost)
+    assert _close(by_hour.fastest.plan.makespan_s, fastest.makespan_s)
+    assert _close(by_hour.fastest.plan.total_cost, fastest.total_cost)
+
+
+def test_every_point_is_the_cheapest_plan_at_its_makespan(seed_frontiers):
+    """Spot-check interior points against a fresh solve capped at that makespan."""
+    inst, found = seed_frontiers
+    front = found.frontiers["total_cost"]
+    from solver.solve import Planner
+
+    planner = Planner(inst)
+    for r in front.points[1:-1:15]:
+        again = planner.solve("total_cost", max_makespan=r.plan.makespan_s, diagnose=False)
+        assert _close(again.plan.total_cost, r.plan.total_cost)
+
+
+def brute_frontier(points: list[reference.Point], key: str) -> list[tuple[float, float]]:
+    """Non-dominated (makespan, cost) pairs of an enumeration, fastest first (ties within 1e-9)."""
+    best_at: dict[float, float] = {}
+    for p in points:
+        best_at[p.makespan] = min(best_at.get(p.makespan, float("inf")), getattr(p, key))
+    out: list[tuple[float, float]] = []
+    for span in sorted(best_at):
+        cost = best_at[span]
+        if not out or cost < out[-1][1] - REL * max(1.0, abs(out[-1][1])):
+            out.append((span, cost))
+    return out
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(small_instances())
+def test_frontier_matches_brute_force(data):
+    inst = instance_of(data)
+    points = reference.feasible_points(inst)
+    assume(points)  # an instance without any plan has an empty frontier: count only those that have one
+    found = frontiers(inst, diagnose=False)
+    for criterion, key in (("total_cost", "total"), ("hourly_cost", "hourly")):
+        expected = brute_frontier(points, key)
+        got = [(r.plan.makespan_s, cost_of(r, criterion)) for r in found.frontiers[criterion].points]
+        event(f"{criterion}: {min(len(expected), 3)}{'+' if len(expected) >= 3 else ''} frontier points")
+        assert len(got) == len(expected), (criterion, got, expected)
+        for (t1, c1), (t2, c2) in zip(got, expected):
+            assert _close(t1, t2) and _close(c1, c2, 1e-7), (criterion, got, expected)
+
+
+def test_hull_corners_are_where_the_slope_changes():
+    assert hull_corners([], []) == []
+    assert hull_corners([1.0], [5.0]) == [0]
+    assert hull_corners([1, 2, 3], [3, 2, 1]) == [0, 2]  # one straight segment
+    assert hull_corners([1, 2, 3, 4], [10, 6, 4, 3]) == [0, 1, 2, 3]  # slope changes at every point
+    assert hull_corners([1, 2, 3, 4], [10, 9, 4, 3]) == [0, 2, 3]  # (2, 9) lies above the chord
+
+
+def test_cli_writes_csv_json_and_png(tmp_path):
+    out = tmp_path / "front"
+    args = ["frontier", str(SEED), "--out", str(out), "--set", "schedule.cadence.min=590s"]
+    run = CliRunner().invoke(main, args + ["--json"])
+    assert run.exit_code == 0, run.output
+    printed = json.loads(run.output)
+    saved = json.loads((out / "frontier.json").read_text())
+    assert printed == saved
+    total = saved["frontiers"]["total_cost"]
+    assert total["points"] and total["points"][0]["result"]["status"] == "optimal"
+    lines = (out / "frontier.csv").read_text().splitlines()
+    assert len(lines) == 1 + sum(len(f["points"]) for f in saved["frontiers"].values())
+    assert png_size((out / "frontier.png").read_bytes()) == FRONTIER_PX
+    human = CliRunner().invoke(main, args)
+    assert human.exit_code == 0, human.output
+    assert "corners" in human.output and "$/day saved" in human.output
+
+
+def test_cli_infeasible_instance_exits_3(tmp_path):
+    run = CliRunner().invoke(main, ["frontier", str(SEED), "--out", str(tmp_path),
+                                    "--set", "inference.shapes[0].tokens_per_gpu_s=1"])
+    assert run.exit_code == 3, run.output
+    assert "no feasible plan" in run.output
+    assert png_size((tmp_path / "frontier.png").read_bytes()) == FRONTIER_PX
