@@ -217,23 +217,27 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     return blk
 
 
-def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict) -> None:
+def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict) -> set[int]:
     """Retarget a reusable model: global coefficients from ``inst``, each built block's from row
-    ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the caller keeps them closed)."""
+    ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the caller keeps them closed).
+    Returns the ids of the Params whose value changed."""
     m.inst, m.pairs = inst, pairs
+    changed: set[int] = set()
     for name, values in global_values(inst, m.ix).items():
-        _store(m.k[name], values)
+        _store(m.k[name], values, changed)
     for key, blk in m.blocks.items():
         if key in where:
             for name, values in pair_values(inst, pairs, m.ix, where[key]).items():
-                _store(blk.k[name], values)
+                _store(blk.k[name], values, changed)
+    return changed
 
 
-def _store(table, values: dict) -> None:
+def _store(table, values: dict, changed: set[int]) -> None:
     for key, value in values.items():
         entry = table[key]
         if entry.value != value:
             entry.set_value(value)
+            changed.add(id(entry))
 
 
 def declare_decisions(m: pyo.ConcreteModel, blk: pyo.Block) -> None:

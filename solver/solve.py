@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.common.timing import HierarchicalTimer
+from pyomo.core.expr.visitor import identify_mutable_parameters
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
@@ -45,6 +47,7 @@ HIGHS_OPTIONS = {
 # (probing every selection binary) slows 25x on the seed baseline (225 ms -> 8 ms without it), while
 # the cost criteria gain 5x from it (115 ms -> 21 ms). Measured by bench/solve.py.
 STAGE_OPTIONS = {"makespan": {"presolve": "off"}, "total_cost": {"presolve": "on"}, "hourly_cost": {"presolve": "on"}}
+MAX_REUSED_BLOCKS = 48  # a reusable model that has built more pairs is rebuilt: rows over all pairs grow with it
 PROBE_PAIRS = 6  # pairs opened by the first HiGHS run of a search (doubling while it finds no plan)
 
 
@@ -55,11 +58,12 @@ class PlanRejected(Exception):
 class ExplicitHighs(Highs):
     """pyomo's persistent HiGHS interface, told about every model change explicitly.
 
-    Two costs of the stock interface are dropped, measured as most of a re-solve of the seed
+    Costs of the stock interface dropped here, measured as most of a re-solve of the seed
     baseline: ``update()`` walks every constraint of the model before each solve even with all
-    auto-updates off, and each run captures the C-level output through a thread although HiGHS's
-    output is switched off here. Callers use add_constraints, remove_constraints,
-    update_variables, update_parameters and set_objective instead.
+    auto-updates off; each run copies the whole solver configuration and captures the C-level
+    output through a thread although HiGHS's output is off; and ``update_parameters`` re-evaluates
+    every mutable coefficient although a sweep point changes a few. Callers use add_constraints,
+    remove_constraints, update_variables, update_changed_parameters and set_objective instead.
     """
 
     def update(self, timer=None) -> None:
@@ -68,23 +72,64 @@ class ExplicitHighs(Highs):
     def set_instance(self, model) -> None:
         super().set_instance(model)
         self._solver_model.setOptionValue("output_flag", False)  # later row additions log otherwise
+        self._param_index = None
 
-    def _solve(self):
-        config = self._active_config
+    def solve(self, model, time_limit: float | None = None, solver_options: dict | None = None):
+        """One HiGHS run of ``model`` as it stands, with per-run options over the configured ones."""
+        if model is not self._model:
+            self.set_instance(model)
+        if self._last_results_object is not None:
+            self._last_results_object.solution_loader.invalidate()
+        self._active_config = self.config
         highs = self._solver_model
-        if config.threads is not None:
-            highs.setOptionValue("threads", config.threads)
-        highs.setOptionValue("time_limit", config.time_limit if config.time_limit is not None else float("inf"))
-        for key, option in config.solver_options.items():
+        if self.config.threads is not None:
+            highs.setOptionValue("threads", self.config.threads)
+        highs.setOptionValue("time_limit", time_limit if time_limit is not None else float("inf"))
+        for key, option in {**self.config.solver_options, **(solver_options or {})}.items():
             highs.setOptionValue(key, option)
         highs.HandleKeyboardInterrupt = True
         highs.run()
-        return self._postsolve(io.StringIO())
+        results = self._postsolve(io.StringIO())
+        self._last_results_object = results
+        return results
+
+    def update_changed_parameters(self, changed: set[int]) -> None:
+        """Push to HiGHS only the coefficients and bounds whose expressions hold a changed Param
+        (``changed``: ids of ParamData). The index of which helper reads which Param is rebuilt
+        when rows were added or removed since it was made."""
+        self._sol = None
+        if self._last_results_object is not None:
+            self._last_results_object.solution_loader.invalidate()
+        for helper, params in self._parameter_index():
+            if params & changed:
+                helper.update()
+
+    def _parameter_index(self):
+        objective = self._mutable_objective
+        key = (len(self._mutable_helpers), len(self._mutable_bounds), id(objective))
+        if getattr(self, "_param_index", None) is not None and self._param_index[0] == key:
+            return self._param_index[1]
+        entries = []
+        for helpers in self._mutable_helpers.values():
+            for helper in helpers:
+                exprs = [getattr(helper, name) for name in ("expr", "lower_expr", "upper_expr") if hasattr(helper, name)]
+                params = {id(p) for e in exprs if e is not None for p in identify_mutable_parameters(e)}
+                entries.append((helper, params))
+        for _, helper in self._mutable_bounds.values():
+            params = {id(p) for e in (helper.lower_expr, helper.upper_expr) if e is not None
+                      for p in identify_mutable_parameters(e)}
+            entries.append((helper, params))
+        if objective is not None:
+            for helper in [objective.constant, *objective.linear_coefs]:
+                entries.append((helper, {id(p) for p in identify_mutable_parameters(helper.expr)}))
+        self._param_index = (key, entries)
+        return entries
 
 
 def make_solver(threads: int = 1) -> Highs:
     """The one place HiGHS is created and configured (threads: HiGHS fixes its pool at the first run of a process)."""
     opt = ExplicitHighs()
+    opt.config.timer = HierarchicalTimer()
     opt.config.load_solutions = False
     opt.config.raise_exception_on_nonoptimal_result = False
     opt.config.threads = threads
@@ -158,15 +203,15 @@ class Planner:
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable model at another instance of the same structure: a parameter update of the
         built pairs, not a rebuild. False when it cannot (not reusable, or another structure)."""
-        if not self.reusable or index_of(inst) != self.model.ix:
+        if not self.reusable or index_of(inst) != self.model.ix or len(self.model.blocks) > MAX_REUSED_BLOCKS:
             return False
         clock = time.perf_counter()
         self._use(inst, coefficients.build(inst))
         where = {key: self.row_of[key] for key in self.model.blocks if key in self.row_of}
-        set_pair_coefficients(self.model, inst, self.pairs, where)
+        changed = set_pair_coefficients(self.model, inst, self.pairs, where)
         self._block_rows = where
-        if self._opt is not None:
-            self._opt.update_parameters()
+        if self._opt is not None and changed:
+            self._opt.update_changed_parameters(changed)
         self.build_seconds += time.perf_counter() - clock
         return True
 
