@@ -187,7 +187,8 @@ def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: 
 # ---------------------------------------------------------------- one file, in a worker
 
 
-def solve_file(path: str, objective: str | None = None, time_limit: float | None = None, label: str | None = None) -> dict:
+def solve_file(path: str, objective: str | None = None, time_limit: float | None = None,
+               label: str | None = None) -> dict:
     """Load and solve one file; return its §6 result with ``file`` and ``input_hash``. Never raises.
 
     An unusable file becomes status ``invalid`` with the loader's message; an infeasible or
@@ -288,20 +289,15 @@ def _died(task: Task, objective: str | None, why: str) -> dict:
     return _failure(Path(task.file).stem, "error", why, objective, task.file, task.input_hash)
 
 
-def _worker_context():
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["solver.batch", "solver.solve"])
-    return context
-
-
 class _LocalPool:
     """A spawn-started process pool whose workers are ended (by pid) if the batch is interrupted."""
 
     def __init__(self, workers: int):
         self._before = set(multiprocessing.active_children())
-        self.executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_worker_init)
+        # spawn, not forkserver: a forkserver child outlives a killed batch (each holds the server's
+        # alive-pipe open), while a spawned worker sees its parent go and ends (see _worker_init)
+        self.executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init)
 
     def __enter__(self) -> ProcessPoolExecutor:
         return self.executor
@@ -471,8 +467,8 @@ def run_batch(
         interrupted = True
     finally:
         stream.close()
-    return BatchReport(tally=tally, rows=write_summaries(out, tasks, rows), summary_csv=out / SUMMARY_CSV, summary_jsonl=out / SUMMARY_JSONL,
-                       interrupted=interrupted)
+    return BatchReport(tally=tally, rows=write_summaries(out, tasks, rows), summary_csv=out / SUMMARY_CSV,
+                       summary_jsonl=out / SUMMARY_JSONL, interrupted=interrupted)
 
 
 def read_result(path: Path) -> dict | None:
