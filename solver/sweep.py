@@ -194,7 +194,8 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                 if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
                     planner = Planner(inst, reusable=reuse)
                     builds += 1
-                result = planner.solve(objective)
+                # Per point, say which families conflict (a few re-solves), not the full bisection.
+                result = planner.solve(objective, diagnose="conflict")
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
                 rows.append(_row(index, edits, "error", objective or inst.objective, message=_one_line(exc),
