@@ -163,6 +163,12 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
     higher and every shape's supply multiplier no lower; among exact equals the smaller K is kept.
     """
     n_k = attempts.shape[1]
+    if n_k == 0 or np.all(mult == mult[0]):
+        # No slowdown difference between the K: only the lowest attempt rate (smallest such K) survives.
+        best = np.argmin(attempts, axis=1) if n_k else np.zeros(attempts.shape[0], dtype=int)
+        keep = np.zeros(attempts.shape, dtype=bool)
+        keep[np.arange(attempts.shape[0]), best] = True
+        return keep & np.isfinite(attempts)
     ks = np.arange(n_k)
     mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)  # [k2, k]: k2's supply >= k's
     mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
