@@ -222,3 +222,14 @@ def min_groups_for(inst: Instance, cadence) -> np.ndarray:
 def supply_multiplier(slowdown: float, kept):
     """Throughput kept with K resident versions: 1 - slowdown·(K-1), clipped at 0."""
     return np.maximum(0.0, 1.0 - slowdown * (np.asarray(kept, dtype=float) - 1.0))
+
+
+def host_footprint(host, backend) -> float:
+    """Share of one node or VM that one environment of ``backend`` takes: its density slot, or its
+    cores or memory where both host and backend give them, whichever is largest."""
+    share = 1.0 / host.density[backend.name]
+    if host.cores and backend.cores:
+        share = max(share, backend.cores / host.cores)
+    if host.memory_gb and backend.memory_gb:
+        share = max(share, backend.memory_gb / host.memory_gb)
+    return share

@@ -225,14 +225,8 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
             continue
         cheapest = np.inf
         for k in env.node_types:
-            if b.name not in k.density:
-                continue
-            per = 1.0 / k.density[b.name]
-            if k.cores and b.cores:
-                per = max(per, b.cores / k.cores)
-            if k.memory_gb and b.memory_gb:
-                per = max(per, b.memory_gb / k.memory_gb)
-            cheapest = min(cheapest, k.hour_cost * per / env.utilisation_cap)
+            if b.name in k.density:
+                cheapest = min(cheapest, k.hour_cost * calc.host_footprint(k, b) / env.utilisation_cap)
         local = np.maximum(pairs.inflight[:, j], (1 - env.cloud.eligible_share.get(b.name, 0.0)) * pairs.peak[:, j])
         with np.errstate(invalid="ignore"):
             sandbox += np.where(local > 0, local * cheapest, 0.0)

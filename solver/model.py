@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from models.instance import Instance
+from solver.calculus import host_footprint
 from solver.coefficients import Pairs
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
@@ -157,12 +158,7 @@ def _host_cap(inst: Instance, pairs: Pairs, ix: Index, p: int, kind: str, name: 
     need = 0.0
     for b in hosted:
         load = pairs.peak[p, col[b]] * (env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0)
-        per = 1.0 / host.density[b]
-        if host.cores and backends[b].cores:
-            per = max(per, backends[b].cores / host.cores)
-        if host.memory_gb and backends[b].memory_gb:
-            per = max(per, backends[b].memory_gb / host.memory_gb)
-        need += load * per
+        need += load * host_footprint(host, backends[b])
     bound = math.ceil(need / cap * (1 + 1e-9)) + 1
     return bound if limit is None else min(bound, limit)
 

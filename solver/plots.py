@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from solver.frontier import DAY_S, Frontiers, cost_of
+from solver.frontier import DAY_S, Frontiers
 from solver.sweep import Axis, SweepReport
 
 DPI = 100

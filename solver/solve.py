@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import pyomo.environ as pyo
 from pyomo.common.timing import HierarchicalTimer
 from pyomo.core.expr.visitor import identify_mutable_parameters
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
