@@ -201,7 +201,8 @@ class Planner:
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable model at another instance of the same structure: a parameter update of the
-        built pairs, not a rebuild. False when it cannot (not reusable, or another structure)."""
+        built pairs, not a rebuild. False when it cannot (not reusable, another structure, or more
+        than MAX_REUSED_BLOCKS pairs built, past which a fresh model is cheaper); the caller rebuilds."""
         if not self.reusable or index_of(inst) != self.model.ix or len(self.model.blocks) > MAX_REUSED_BLOCKS:
             return False
         clock = time.perf_counter()
