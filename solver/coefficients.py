@@ -184,9 +184,9 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
     """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
 
     Training: the pair's fewest groups at the training pool's price. Inference: the LP relaxation over
-    shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must
-    stay on local nodes — steady E_b, and the non-eligible share of the peak — at the cheapest node price
-    per environment (density, cores and memory each bind on their own). VMs cost at least 0.
+    shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must stay on local
+    nodes — the steady load, and the non-eligible share of the peak — at the cheapest node price per
+    environment of one resource row at a time. VMs cost at least 0.
     """
     env = inst.environment
     tok = inst.workload.tokens_per_attempt
@@ -219,15 +219,37 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
         inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
         need -= take
     inference = np.where(need > 1e-9 * np.maximum(pairs.attempts, 1.0), np.inf, inference)
+    # Sandboxes: the steady split and the local part of the peak split each need their environments on
+    # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
+    # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
+    # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
+    from solver.model import index_of  # the rows the model builds, by the same test of given data
+
+    rows = {(h, r) for (kind, h, r) in index_of(inst).rows if kind == "node"}
+    active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
+    splits = {
+        "steady": {b.name: pairs.inflight[:, j] for j, b in active},
+        "peak": {b.name: (1 - env.cloud.eligible_share.get(b.name, 0.0)) * pairs.peak[:, j] for j, b in active},
+    }
     sandbox = np.zeros(pairs.size)
-    for j, b in enumerate(env.backends):
-        if b.share <= 0:
-            continue
-        cheapest = np.inf
-        for k in env.node_types:
-            if b.name in k.density:
-                cheapest = min(cheapest, k.hour_cost * calc.host_footprint(k, b) / env.utilisation_cap)
-        local = np.maximum(pairs.inflight[:, j], (1 - env.cloud.eligible_share.get(b.name, 0.0)) * pairs.peak[:, j])
-        with np.errstate(invalid="ignore"):
-            sandbox += np.where(local > 0, local * cheapest, 0.0)
+    for resource in ("density", "cores", "memory"):
+        cheapest = {}
+        for _, b in active:
+            best = np.inf
+            for k in env.node_types:
+                if b.name not in k.density:
+                    continue
+                if (k.name, resource) not in rows:
+                    best = 0.0  # this node type has no such row: the row costs nothing there
+                    continue
+                coef = {"density": 1.0 / k.density[b.name], "cores": (b.cores or 0.0) / (k.cores or 1.0),
+                        "memory": (b.memory_gb or 0.0) / (k.memory_gb or 1.0)}[resource]
+                best = min(best, k.hour_cost * coef / env.utilisation_cap)
+            cheapest[b.name] = best
+        for loads in splits.values():
+            bound = np.zeros(pairs.size)
+            for name, load in loads.items():
+                with np.errstate(invalid="ignore"):
+                    bound += np.where(load > 0, load * cheapest[name], 0.0)
+            sandbox = np.maximum(sandbox, bound)
     return train + inference + sandbox

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from models.instance import Instance
-from solver.calculus import host_footprint
+from solver.calculus import REL_TOL, host_footprint
 from solver.coefficients import Pairs
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
@@ -126,17 +126,20 @@ def pair_values(inst: Instance, pairs: Pairs, ix: Index, p: int) -> dict[str, di
     def free(pool: str) -> int:
         return max(pools[pool] - (train if pool == ix.training_pool else 0), 0)
 
-    peak = {b: float(pairs.peak[p, col[b]]) if on else 0.0 for b in ix.backends}
+    # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
+    # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
+    slack = 1.0 - REL_TOL
+    peak = {b: float(pairs.peak[p, col[b]]) * slack if on else 0.0 for b in ix.backends}
     return {
         "supply": {s.name: float(pairs.supply_per_replica[p, i]) / tok for i, s in enumerate(inst.inference.shapes)},
-        "attempts": {None: float(pairs.attempts[p]) if on else 0.0},
+        "attempts": {None: float(pairs.attempts[p]) * slack if on else 0.0},
         "replica_cap": {s.name: free(s.pool) // s.gpus_per_replica if on else 0 for s in inst.inference.shapes},
         "node_cap": {k: _host_cap(inst, pairs, ix, p, "node", k) for k in ix.nodes},
         "vm_cap": {v: _host_cap(inst, pairs, ix, p, "vm", v) for v in ix.vms},
         "train_gpus": {None: train},
-        "inflight": {b: float(pairs.inflight[p, col[b]]) if on else 0.0 for b in ix.backends},
+        "inflight": {b: float(pairs.inflight[p, col[b]]) * slack if on else 0.0 for b in ix.backends},
         "peak": peak,
-        "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] for b in ix.backends},
+        "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] / slack for b in ix.backends},
         "hours": {None: float(pairs.makespan[p]) / 3600.0},
         "makespan": {None: float(pairs.makespan[p])},
     }

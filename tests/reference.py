@@ -253,7 +253,7 @@ def feasible_points(inst: Instance) -> list[Point]:
                 best_gpu = min(best_gpu, float(inference_cost[ok].min()) + train_cost)
         if not math.isfinite(best_gpu):
             continue
-        fits = [cost for cost, cap in sandbox if cap >= attempts * (1 - 1e-7)]
+        fits = [cost for cost, cap in sandbox if cap >= attempts * (1 - TOL)]
         if not fits:
             continue
         hourly = best_gpu + min(fits)
