@@ -156,6 +156,14 @@ def table(inst: Instance) -> Pairs:
     )
 
 
+def _ceil_safe(x: np.ndarray) -> np.ndarray:
+    """Round up, but never past a value that floating noise (or HiGHS's 1e-9 tolerance) pushed just
+    above an integer: a lower bound must stay a lower bound."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(x), np.ceil(x - 1e-7 * np.maximum(1.0, np.abs(x))), x)
+
+
 def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
     """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
 
@@ -219,6 +227,13 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
         inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
         need -= take
     inference = np.where(need > 1e-9 * np.maximum(pairs.attempts, 1.0), np.inf, inference)
+    shapes = inst.inference.shapes
+    if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
+        per_replica = pairs.supply_per_replica[:, 0] / tok
+        with np.errstate(divide="ignore", invalid="ignore"):
+            replicas = _ceil_safe(np.where(per_replica > 0, pairs.attempts * (1 - calc.REL_TOL) / per_replica, np.inf))
+        price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
+        inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
     # Sandboxes: the steady split and the local part of the peak split each need their environments on
     # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
     # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
@@ -251,5 +266,9 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
             for name, load in loads.items():
                 with np.errstate(invalid="ignore"):
                     bound += np.where(load > 0, load * cheapest[name], 0.0)
+            if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
+                # one node type: the bound is its price times a node count, which is an integer
+                price_node = env.node_types[0].hour_cost
+                bound = _ceil_safe(bound / price_node) * price_node
             sandbox = np.maximum(sandbox, bound)
     return train + inference + sandbox
