@@ -1,4 +1,5 @@
-"""Solve one instance: coefficients → build → HiGHS (with the tie-break stage) → extract → verify.
+"""Solve one instance: coefficients → pair blocks built on demand → HiGHS (probe, final and tie-break
+runs) → extract → verify.
 
 The HiGHS options live here and nowhere else; every HiGHS outcome is mapped once to
 the project's status vocabulary (MODEL.md §6); values are read only when HiGHS
@@ -43,8 +44,9 @@ HIGHS_OPTIONS = {
     "output_flag": False,
 }
 # Per criterion: finding the shortest feasible cadence is a feasibility search that HiGHS's presolve
-# (probing every selection binary) slows 25x on the seed baseline (225 ms -> 8 ms without it), while
-# the cost criteria gain 5x from it (115 ms -> 21 ms). Measured by bench/solve.py.
+# (probing every selection binary) slows (seed baseline, bench/solve.py: 6.3 ms with it, 1.6 ms
+# without; 225 ms vs 8 ms when all 81 pairs were in one model), while the cost criteria gain from it
+# (1.4 ms with, 8.3 ms without; 21 ms vs 115 ms with all pairs).
 STAGE_OPTIONS = {"makespan": {"presolve": "off"}, "total_cost": {"presolve": "on"}, "hourly_cost": {"presolve": "on"}}
 MAX_REUSED_BLOCKS = 48  # a reusable model that has built more pairs is rebuilt: rows over all pairs grow with it
 PROBE_PAIRS = 6  # pairs opened by the first HiGHS run of a search (doubling while it finds no plan)
