@@ -22,7 +22,7 @@ from models.load import load_instance  # noqa: E402
 from solver import coefficients  # noqa: E402
 from solver import solve as solve_module  # noqa: E402
 from solver.model import add_pair, build_model, refresh_globals  # noqa: E402
-from solver.solve import Planner, make_solver, outcome_of  # noqa: E402
+from solver.solve import Planner, make_solver  # noqa: E402
 
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 LARGE = ROOT / "instances" / "large-three-pools.yaml"
@@ -67,7 +67,7 @@ def enumerate_grid(path: Path, objective: str) -> tuple[float, float, int]:
         refresh_globals(model)
         getattr(model, f"objective_{objective}").activate()
         opt = make_solver()
-        outcome = outcome_of(opt.solve(model, solver_options={**solve_module.STAGE_OPTIONS[objective]}))
+        outcome = opt.solve(model, solver_options={**solve_module.STAGE_OPTIONS[objective]})
         if outcome.status == "optimal" and (best is None or outcome.objective_value < best):
             best = outcome.objective_value
     return time.perf_counter() - start, best, len(cadences)

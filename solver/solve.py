@@ -12,10 +12,9 @@ import io
 import time
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
-from pyomo.common.timing import HierarchicalTimer
 from pyomo.core.expr.visitor import identify_mutable_parameters
-from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.solvers.highs import Highs
 
 from models.instance import Instance
@@ -75,13 +74,11 @@ class ExplicitHighs(Highs):
         self._solver_model.setOptionValue("output_flag", False)  # later row additions log otherwise
         self._param_index = None
 
-    def solve(self, model, time_limit: float | None = None, solver_options: dict | None = None):
-        """One HiGHS run of ``model`` as it stands, with per-run options over the configured ones."""
+    def solve(self, model, time_limit: float | None = None, solver_options: dict | None = None) -> "Outcome":
+        """One HiGHS run of ``model`` as it stands, with per-run options over the configured ones;
+        the outcome is read straight from HiGHS (no pyomo Results object per run)."""
         if model is not self._model:
             self.set_instance(model)
-        if self._last_results_object is not None:
-            self._last_results_object.solution_loader.invalidate()
-        self._active_config = self.config
         highs = self._solver_model
         if self.config.threads is not None:
             highs.setOptionValue("threads", self.config.threads)
@@ -90,17 +87,12 @@ class ExplicitHighs(Highs):
             highs.setOptionValue(key, option)
         highs.HandleKeyboardInterrupt = True
         highs.run()
-        results = self._postsolve(io.StringIO())
-        self._last_results_object = results
-        return results
+        return outcome_of(highs, self._pyomo_var_to_solver_var_map)
 
     def update_changed_parameters(self, changed: set[int]) -> None:
         """Push to HiGHS only the coefficients and bounds whose expressions hold a changed Param
         (``changed``: ids of ParamData). The index of which helper reads which Param is rebuilt
         when rows were added or removed since it was made."""
-        self._sol = None
-        if self._last_results_object is not None:
-            self._last_results_object.solution_loader.invalidate()
         for helper, params in self._parameter_index():
             if params & changed:
                 helper.update()
@@ -130,7 +122,6 @@ class ExplicitHighs(Highs):
 def make_solver(threads: int = 1) -> Highs:
     """The one place HiGHS is created and configured (threads: HiGHS fixes its pool at the first run of a process)."""
     opt = ExplicitHighs()
-    opt.config.timer = HierarchicalTimer()
     opt.config.load_solutions = False
     opt.config.raise_exception_on_nonoptimal_result = False
     opt.config.threads = threads
@@ -144,27 +135,48 @@ class Outcome:
     has_solution: bool
     objective_value: float | None
     bound: float | None
-    highs_seconds: float
+    highs_seconds: float  # HiGHS's run time, cumulated over the handle's life
+    values: "Solution | None" = None
 
 
-def outcome_of(results) -> Outcome:
-    """The single map from a HiGHS outcome (via pyomo's Results) to the project's statuses."""
-    term = results.termination_condition
-    has_solution = results.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    if term == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
-        status = "optimal"
-    elif term in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        status = "infeasible"
-    elif term in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
-        status = "time_limit"
+class Solution:
+    """Variable values of one HiGHS run, looked up by pyomo variable (``values.get(var)``)."""
+
+    def __init__(self, columns: dict[int, int], col_value):
+        self._columns = dict(columns)
+        self._col_value = col_value
+
+    def get(self, var, default=None):
+        col = self._columns.get(id(var))
+        return default if col is None else self._col_value[col]
+
+
+_TIME_LIMITS = {highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
+                getattr(highspy.HighsModelStatus, "kSolutionLimit", highspy.HighsModelStatus.kTimeLimit)}
+_NO_PLAN = {highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible,
+            highspy.HighsModelStatus.kObjectiveBound}  # the last: nothing within a tie run's cut-off
+
+
+def outcome_of(highs, columns: dict[int, int]) -> Outcome:
+    """The single map from a HiGHS model status to the project's statuses; values only with a solution."""
+    status = highs.getModelStatus()
+    info = highs.getInfo()
+    has_solution = info.primal_solution_status == 2
+    if status == highspy.HighsModelStatus.kOptimal and has_solution:
+        mapped = "optimal"
+    elif status in _NO_PLAN:
+        mapped = "infeasible"
+    elif status in _TIME_LIMITS:
+        mapped = "time_limit"
     else:
-        status = "error"
+        mapped = "error"
     return Outcome(
-        status=status,
+        status=mapped,
         has_solution=has_solution,
-        objective_value=results.incumbent_objective if has_solution else None,
-        bound=results.objective_bound,
-        highs_seconds=float(getattr(results.timing_info, "highs_time", 0.0) or 0.0),  # cumulative per handle
+        objective_value=info.objective_function_value if has_solution else None,
+        bound=info.mip_dual_bound if info.mip_node_count >= 0 else None,
+        highs_seconds=float(highs.getRunTime()),
+        values=Solution(columns, highs.getSolution().col_value) if has_solution else None,
     )
 
 
@@ -388,20 +400,18 @@ class Planner:
         self._open(set(rows))
         self._set_objective(objective)
         options = {**STAGE_OPTIONS[objective], "objective_bound": bound}
-        results = self.opt.solve(self.model, time_limit=_remaining(stop), solver_options=options)
-        outcome = outcome_of(results)
+        outcome = self.opt.solve(self.model, time_limit=_remaining(stop), solver_options=options)
         if outcome.status == "error" and options["presolve"] == "on":
             # HiGHS's postsolve can stop with a solve error on rows that sit a hair above an integer
             # (seen at 1e-6 over): the same run without presolve is exact, only slower.
             search.runs += 1
-            results = self.opt.solve(self.model, time_limit=_remaining(stop), solver_options={**options, "presolve": "off"})
-            outcome = outcome_of(results)
+            outcome = self.opt.solve(self.model, time_limit=_remaining(stop), solver_options={**options, "presolve": "off"})
         search.runs += 1
         search.highs_total = max(search.highs_total, outcome.highs_seconds)
         search.status = outcome.status
         search.bound = outcome.bound
         search.value = outcome.objective_value
-        search.values = results.solution_loader.get_vars() if outcome.has_solution else None
+        search.values = outcome.values
 
     # -- model upkeep -----------------------------------------------------------
 
