@@ -32,6 +32,7 @@ from click.testing import CliRunner
 from cli import main
 from models.load import validate
 from solver.solve import solve_instance
+from tests.plans import decisions
 
 
 def base() -> dict:
@@ -61,18 +62,6 @@ def base() -> dict:
 
 def solve(data: dict, objective: str | None = None):
     return solve_instance(validate(copy.deepcopy(data), "hand.yaml"), objective)
-
-
-def decisions(result) -> dict:
-    plan = result.plan
-    return {
-        "cadence": plan.cadence_s,
-        "K": plan.versions_kept,
-        "replicas": {r.shape: r.replicas for r in plan.inference},
-        "groups": plan.training_groups,
-        "nodes": {n.type: n.count for n in plan.local_nodes},
-        "vms": {v.type: v.count for v in plan.cloud_vms},
-    }
 
 
 def assert_plan(result, *, cadence, K, replicas, groups, nodes, vms=None, hourly, total):

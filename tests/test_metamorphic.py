@@ -20,6 +20,7 @@ from models.edits import apply_edit
 from models.load import read_document, validate
 from solver.solve import solve_instance
 from solver.verify import verify_plan
+from tests.plans import decisions
 from tests.strategies import small_instances
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
@@ -28,18 +29,6 @@ REL = 1e-9
 
 def solve(data: dict, objective: str | None = None):
     return solve_instance(validate(copy.deepcopy(data), "variant.yaml"), objective, diagnose=False)
-
-
-def decisions(result) -> dict:
-    plan = result.plan
-    return {
-        "cadence": plan.cadence_s,
-        "K": plan.versions_kept,
-        "replicas": {r.shape: r.replicas for r in plan.inference},
-        "groups": plan.training_groups,
-        "nodes": {n.type: n.count for n in plan.local_nodes},
-        "vms": {v.type: v.count for v in plan.cloud_vms},
-    }
 
 
 # --- transformations on a raw instance document ---------------------------------------------------
