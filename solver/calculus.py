@@ -34,10 +34,12 @@ Z_99 = ndtri(0.99)
 REL_TOL = 1e-9  # relative slack allowed when comparing precomputed quantities with their limits
 
 
-def ceil_tol(x):
-    """Ceiling that does not round 13.000000000001 up to 14 (floating noise from products of inputs)."""
+def ceil_tol(x, rel: float = 1e-9):
+    """Ceiling that does not round 13.000000000001 up to 14 (floating noise from products of inputs):
+    values within ``rel`` (relative, at least absolute) above an integer round down to it; inf stays."""
     x = np.asarray(x, dtype=float)
-    return np.ceil(x - 1e-9 * np.maximum(1.0, np.abs(x)))
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(x), np.ceil(x - rel * np.maximum(1.0, np.abs(x))), x)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,6 @@ class Pairs:
     inflight: np.ndarray  # (pairs, backends) E_b
     peak: np.ndarray  # (pairs, backends) E^pk_b
     supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
-    demand: np.ndarray  # token demand R_raw · tokens_per_attempt, tokens/s
     admissible: np.ndarray  # passes every pair-level constraint and is not dominated
     rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
     grid_points: int = 0
@@ -52,7 +51,7 @@ class Pairs:
         columns = {
             name: getattr(self, name)[keep]
             for name in ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
-                         "supply_per_replica", "demand", "admissible")
+                         "supply_per_replica", "admissible")
         }
         return Pairs(**columns, rejected=dict(self.rejected), grid_points=self.grid_points)
 
@@ -72,6 +71,9 @@ def _exceedance_cached(spec_json: str, grid_bytes: bytes, kept: int) -> np.ndarr
 def _exceedance_table(spec, grid: np.ndarray, kept: int) -> np.ndarray:
     """q(L, K) over the grid × 1..kept; cached, since sweeps change it rarely and it dominates the table."""
     return _exceedance_cached(spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
+
+
+BOUND_SLACK = 1e-7  # a cost bound rounds up only past this: HiGHS's 1e-9 tolerance must not make it invalid
 
 
 def build(inst: Instance) -> Pairs:
@@ -149,19 +151,10 @@ def table(inst: Instance) -> Pairs:
         inflight=inflight,
         peak=inflight * env.peak_to_mean,
         supply_per_replica=per_replica[None, :] * np.tile(mult, (grid.size, 1)),
-        demand=flat_attempts * w.tokens_per_attempt,
         admissible=keep.ravel(),
         rejected=rejected,
         grid_points=int(grid.size),
     )
-
-
-def _ceil_safe(x: np.ndarray) -> np.ndarray:
-    """Round up, but never past a value that floating noise (or HiGHS's 1e-9 tolerance) pushed just
-    above an integer: a lower bound must stay a lower bound."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(x), np.ceil(x - 1e-7 * np.maximum(1.0, np.abs(x))), x)
 
 
 def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
@@ -231,7 +224,8 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
     if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
         per_replica = pairs.supply_per_replica[:, 0] / tok
         with np.errstate(divide="ignore", invalid="ignore"):
-            replicas = _ceil_safe(np.where(per_replica > 0, pairs.attempts * (1 - calc.REL_TOL) / per_replica, np.inf))
+            needed = np.where(per_replica > 0, pairs.attempts * (1 - calc.REL_TOL) / per_replica, np.inf)
+            replicas = calc.ceil_tol(needed, BOUND_SLACK)
         price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
         inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
     # Sandboxes: the steady split and the local part of the peak split each need their environments on
@@ -269,6 +263,6 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
             if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
                 # one node type: the bound is its price times a node count, which is an integer
                 price_node = env.node_types[0].hour_cost
-                bound = _ceil_safe(bound / price_node) * price_node
+                bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
             sandbox = np.maximum(sandbox, bound)
     return train + inference + sandbox

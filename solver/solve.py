@@ -8,7 +8,6 @@ reports a primal solution.
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass
 
