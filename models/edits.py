@@ -33,8 +33,20 @@ def parse_path(path: str) -> list[str | int]:
     return tokens
 
 
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_PLAIN_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]*")
+
+
 def parse_value(text: str) -> Any:
-    """A value as YAML reads it: numbers, strings ('7d'), null, lists, mappings."""
+    """A value as YAML reads it: numbers, strings ('7d'), null, lists, mappings.
+
+    Plain integers and decimals without exponent (a sweep's usual values) are read directly, as
+    YAML reads them, without the cost of the YAML parser; anything else goes through YAML.
+    """
+    if _PLAIN_INT.fullmatch(text):
+        return int(text)
+    if _PLAIN_DECIMAL.fullmatch(text):
+        return float(text)
     return yaml.safe_load(text) if text.strip() else ""
 
 
@@ -46,20 +58,24 @@ def split_edit(edit: str) -> tuple[str, str]:
 
 
 def apply_edit(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """Return a copy of ``data`` with the field at ``path`` set to ``value``."""
-    out = copy.deepcopy(data)
+    """Return ``data`` with the field at ``path`` set to ``value``, leaving ``data`` itself unchanged.
+
+    Only the mappings and lists on the path are copied; the rest is shared with ``data`` (a sweep
+    edits one field of the same document per point, and validation never mutates its input).
+    """
     tokens = parse_path(path)
+    out = _shallow(data)
     node: Any = out
     for depth, token in enumerate(tokens[:-1]):
         where = _render(tokens[: depth + 1])
         if isinstance(token, int):
             if not isinstance(node, list) or token >= len(node):
                 raise ValueError(f"{where}: no such list item")
-            node = node[token]
-        else:
-            if not isinstance(node, dict):
-                raise ValueError(f"{where}: not a mapping")
-            node = node.setdefault(token, {})
+        elif not isinstance(node, dict):
+            raise ValueError(f"{where}: not a mapping")
+        child = _shallow(node[token]) if isinstance(token, int) or token in node else {}
+        node[token] = child
+        node = child
     last = tokens[-1]
     if isinstance(last, int):
         if not isinstance(node, list) or last >= len(node):
@@ -68,6 +84,10 @@ def apply_edit(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         raise ValueError(f"{path}: not a mapping")
     node[last] = value
     return out
+
+
+def _shallow(node: Any) -> Any:
+    return dict(node) if isinstance(node, dict) else list(node) if isinstance(node, list) else node
 
 
 def _render(tokens: list[str | int]) -> str:
