@@ -29,6 +29,7 @@ NO_BOUND = float("inf")  # HiGHS objective_bound when no cut-off applies
 # Tuned on the bundled seed instances (see bench/solve.py and the README): these models are
 # small and their LP relaxation is the convex hull of the cadence choice, so HiGHS's primal
 # heuristics and extra threads cost more time than they save; the optimum is unchanged.
+PRESOLVE_PROBING, PRESOLVE_ENUMERATION = 1 << 15, 1 << 16  # HiGHS presolve rule bits (presolve_rule_off)
 HIGHS_OPTIONS = {
     "presolve": "on",
     "mip_rel_gap": 0.0,
@@ -39,6 +40,10 @@ HIGHS_OPTIONS = {
     "primal_feasibility_tolerance": 1e-9,
     "mip_heuristic_run_feasibility_jump": False,
     "mip_heuristic_effort": 0.0,
+    # Presolve without probing and enumeration (exact reductions, so optimal values are unchanged):
+    # on these models they find nothing to fix, while being a quarter of a small solve's time
+    # (seed baseline: HiGHS 1.6 -> 1.2 ms per run; large three-pool instance 1.37 -> 1.32 s).
+    "presolve_rule_off": PRESOLVE_PROBING | PRESOLVE_ENUMERATION,
     "output_flag": False,
 }
 # Per criterion: finding the shortest feasible cadence is a feasibility search that HiGHS's presolve
@@ -331,7 +336,8 @@ class Planner:
         """Cost criteria: probe the pairs with the lowest bounds (doubling the probe while it is
         infeasible); close every pair whose bound exceeds the probe's optimum; solve over the rest;
         then break ties by makespan (MODEL §4)."""
-        order = [int(r) for r in np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")]]
+        rows = np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")]
+        order = rows.tolist()
         size, start = PROBE_PAIRS, 0
         while start < len(order):
             probe = order[start:start + size]
@@ -343,7 +349,7 @@ class Planner:
         if search.status != "optimal":
             return
         best = search.value
-        needed = [r for r in order if lower[r] <= best + TIE_TOL * max(1.0, abs(best))]
+        needed = rows[lower[rows] <= best + TIE_TOL * max(1.0, abs(best))].tolist()
         if not set(needed) <= set(probe):
             self._run_over(objective, needed, search, stop)
             if search.status != "optimal":
@@ -354,7 +360,7 @@ class Planner:
         span = self.pairs.makespan
         while True:
             chosen = self._block_rows[selected(self.model, search.values).key]
-            shorter = [r for r in order if span[r] < span[chosen] * (1 - 1e-12) and lower[r] <= bound]
+            shorter = rows[(span[rows] < span[chosen] * (1 - 1e-12)) & (lower[rows] <= bound)].tolist()
             if not shorter:
                 return
             tie = Search(highs_start=search.highs_total)
