@@ -77,8 +77,9 @@ def with_options(path: Path, objective: str, options: dict, repeats: int) -> flo
     saved_base, saved_stage = dict(solve_module.HIGHS_OPTIONS), {k: dict(v) for k, v in solve_module.STAGE_OPTIONS.items()}
     try:
         solve_module.HIGHS_OPTIONS.update(options.get("base", {}))
-        for key in solve_module.STAGE_OPTIONS:
-            solve_module.STAGE_OPTIONS[key] = dict(options.get("stage", {}))
+        if "stage" in options:  # else each criterion keeps its shipped presolve setting
+            for key in solve_module.STAGE_OPTIONS:
+                solve_module.STAGE_OPTIONS[key] = dict(options["stage"])
         return in_process(path, objective, repeats)["highs"]
     finally:
         solve_module.HIGHS_OPTIONS.clear()
@@ -112,7 +113,9 @@ def main() -> None:
     variants = {
         "tuned (as shipped)": {},
         "stock HiGHS (presolve on, heuristics on)": {
-            "base": {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05}, "stage": {"presolve": "on"}},
+            "base": {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05, "presolve_rule_off": 0},
+            "stage": {"presolve": "on"}},
+        "with presolve probing and enumeration": {"base": {"presolve_rule_off": 0}},
         "presolve off everywhere": {"stage": {"presolve": "off"}},
     }
     for name, options in variants.items():
