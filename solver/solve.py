@@ -42,7 +42,7 @@ HIGHS_OPTIONS = {
     "mip_heuristic_effort": 0.0,
     # Presolve without probing and enumeration (exact reductions, so optimal values are unchanged):
     # on these models they find nothing to fix, while being a quarter of a small solve's time
-    # (seed baseline: HiGHS 1.6 -> 1.2 ms per run; large three-pool instance 1.37 -> 1.32 s).
+    # (bench/solve.py: seed total cost 1.5 -> 1.1 ms of HiGHS per solve; large three-pool instance 1.34 -> 1.28 s).
     "presolve_rule_off": PRESOLVE_PROBING | PRESOLVE_ENUMERATION,
     "output_flag": False,
 }
