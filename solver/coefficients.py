@@ -13,7 +13,6 @@ and left out: it can never be strictly better.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -56,21 +55,23 @@ class Pairs:
         return Pairs(**columns, rejected=dict(self.rejected), grid_points=self.grid_points)
 
 
-@lru_cache(maxsize=16)
-def _exceedance_cached(spec_json: str, grid_bytes: bytes, kept: int) -> np.ndarray:
-    from models.instance import Empirical, Lognormal
+_EXCEEDANCE: dict[tuple[str, bytes, int], np.ndarray] = {}  # q tables by (occupancy spec, grid, K), oldest first
+EXCEEDANCE_CACHE_SIZE = 16
 
-    spec = (Lognormal if '"lognormal"' in spec_json else Empirical).model_validate_json(spec_json)
-    grid = np.frombuffer(grid_bytes)
-    LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
-    table = calc.exceedance(calc.occupancy_of(spec), LL, KK) if grid.size else np.zeros(LL.shape)
-    table.setflags(write=False)
+
+def _exceedance_table(spec, occ, grid: np.ndarray, kept: int) -> np.ndarray:
+    """q(L, K) over the grid × 1..kept for occupancy ``occ`` (the distribution of ``spec``); cached by
+    the spec's JSON, since sweeps change it rarely and it dominates the table."""
+    key = (spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
+    table = _EXCEEDANCE.get(key)
+    if table is None:
+        LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
+        table = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
+        table.setflags(write=False)
+        if len(_EXCEEDANCE) >= EXCEEDANCE_CACHE_SIZE:
+            del _EXCEEDANCE[next(iter(_EXCEEDANCE))]
+        _EXCEEDANCE[key] = table
     return table
-
-
-def _exceedance_table(spec, grid: np.ndarray, kept: int) -> np.ndarray:
-    """q(L, K) over the grid × 1..kept; cached, since sweeps change it rarely and it dominates the table."""
-    return _exceedance_cached(spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
 
 
 BOUND_SLACK = 1e-7  # a cost bound rounds up only past this: HiGHS's 1e-9 tolerance must not make it invalid
@@ -109,7 +110,7 @@ def table(inst: Instance) -> Pairs:
         gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
         cut(gap <= fr.max_mean_gap * (1 + calc.REL_TOL), "max_mean_gap")
 
-    q = _exceedance_table(env.occupancy, grid, fr.max_versions_kept)
+    q = _exceedance_table(env.occupancy, occ, grid, fr.max_versions_kept)
     drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")

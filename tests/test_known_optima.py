@@ -394,6 +394,21 @@ def test_cli_objective_override(tmp_path):
     assert out["objective_value"] == pytest.approx(2160.0)
 
 
+@pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
+def test_cli_occupancy_from_a_csv_solves_like_inline_samples(tmp_path, objective):
+    # The hand instance's occupancy read from a CSV file instead of inline samples: same plan.
+    (tmp_path / "occupancy.csv").write_text("seconds\n10\n10\n")
+    data = base()
+    data["environment"]["occupancy"] = {"distribution": "empirical", "csv": "occupancy.csv"}
+    res = run_solve(write_yaml(tmp_path / "from-csv.yaml", data), "--json", "--objective", objective)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    inline = solve(base(), objective)
+    assert out["status"] == "optimal"
+    assert out["objective_value"] == pytest.approx(inline.objective_value, rel=1e-12)
+    assert out["plan"]["cadence_s"] == inline.plan.cadence_s
+
+
 def test_cli_infeasible_exit_3(tmp_path):
     path = write_yaml(tmp_path / "tight.yaml", infeasible_instance())
     res = run_solve(path, "--json")
