@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from models.load import InstanceError, load_instance
+from models.result import STATUSES
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
 
@@ -176,11 +177,11 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
     if as_json:
         click.echo(json.dumps({
             "instances": tally.total, "done": tally.done, "reused": tally.reused, "interrupted": report.interrupted,
-            "counts": {status: tally.counts[status] for status in driver.STATUSES},
+            "counts": {status: tally.counts[status] for status in STATUSES},
             "summary_csv": str(report.summary_csv), "summary_jsonl": str(report.summary_jsonl), "exit_code": code,
         }, indent=2))
     elif not quiet:
-        render_batch(_console(), report, driver.STATUSES)
+        render_batch(_console(), report, STATUSES)
     sys.exit(code)
 
 
@@ -591,8 +592,6 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
 
 def render_sweep(console, report, files) -> None:
     from rich.table import Table
-
-    from solver.sweep import STATUSES
 
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("#", justify="right", no_wrap=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["optimal", "infeasible", "time_limit", "invalid", "error"]
+STATUSES: tuple[str, ...] = get_args(Status)  # in the order reports count them
 
 
 class Out(BaseModel):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from models.load import EXTENSIONS
 from solver.output import write_atomic, write_json
+from solver.workers import one_line, prepare_worker
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"
@@ -38,11 +39,9 @@ SUMMARY_COLUMNS = (
     "inference_gpus", "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
     "solve_seconds", "message", "result",
 )
-STATUSES = ("optimal", "infeasible", "time_limit", "invalid", "error")
 SUMMARY_EVERY_S = 10.0  # rewrite the summaries at most this often while a batch runs
 PARENT_CHECK_S = 0.5  # how often a local worker checks that the batch that started it still runs
 _HASH_VERSION = b"trainground-batch/1"
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class BatchError(Exception):
@@ -226,12 +225,6 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
     return payload
 
 
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    return message if len(message) <= 400 else message[:397] + "..."
-
-
 def _declared_objective(path: str) -> str | None:
     from models.load import InstanceError, read_document
 
@@ -263,11 +256,9 @@ def _worker_init() -> None:
     left to flush.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for var in _THREAD_VARS:
-        os.environ.setdefault(var, "1")
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     atexit.register(os._exit, 0)
-    import solver.solve  # noqa: F401  (pyomo and HiGHS load once per worker, not per file)
+    prepare_worker()
 
 
 def _exit_with_parent(parent: int) -> None:

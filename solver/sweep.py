@@ -18,7 +18,6 @@ import copy
 import functools
 import itertools
 import multiprocessing
-import os
 import queue
 import threading
 import time
@@ -33,12 +32,12 @@ import yaml
 
 from models.edits import apply_edit, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
+from models.result import STATUSES
+from solver.workers import clip, one_line, prepare_worker
 
-STATUSES = ("optimal", "infeasible", "time_limit", "invalid", "error")
 ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
                "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s", "time_margin",
                "exceedance", "group_drop_rate", "seconds", "highs_seconds", "message")
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
 
@@ -198,7 +197,7 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                 result = planner.solve(objective, diagnose="conflict")
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
-                rows.append(_row(index, edits, "error", objective or inst.objective, message=_one_line(exc),
+                rows.append(_row(index, edits, "error", objective or inst.objective, message=one_line(exc, 300),
                                  seconds=time.perf_counter() - clock))
             else:
                 rows.append(_result_row(index, edits, result, time.perf_counter() - clock))
@@ -267,14 +266,7 @@ def diagnosis_summary(diagnosis: dict | None, message: str | None = None) -> str
     cut = diagnosis.get("rejected_pairs") or diagnosis.get("rejected_by")
     if not parts and cut:
         parts.append("every (cadence, K) cut by: " + ", ".join(f"{name} {count:,}" for name, count in cut.items()))
-    text = "; ".join(parts) or (message or "")
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return clip("; ".join(parts) or (message or ""), 300)
 
 
 # ---------------------------------------------------------------- several processes
@@ -285,10 +277,8 @@ _progress_queue = None
 def _worker_init(progress) -> None:
     """Once per worker: one solver thread, pyomo imported now, progress reported through ``progress``."""
     global _progress_queue
-    for var in _THREAD_VARS:
-        os.environ.setdefault(var, "1")
     _progress_queue = progress
-    import solver.solve  # noqa: F401
+    prepare_worker()
 
 
 def _solve_chunk(file: str, document: dict, axes: list[Axis], chunk: list[tuple[int, tuple[str, ...]]],

@@ -1,0 +1,26 @@
+"""What the worker processes of `batch` and `sweep` share: their set-up, and failures told in one line."""
+
+from __future__ import annotations
+
+import os
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def prepare_worker() -> None:
+    """Once per worker process: one BLAS/OpenMP thread (workers run side by side, HiGHS single-threaded),
+    and pyomo and HiGHS imported now, once per worker rather than per task."""
+    for var in THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    import solver.solve  # noqa: F401
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(exc: BaseException, limit: int = 400) -> str:
+    """An exception as ``Type: first line of its message``, clipped to ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    return clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__, limit)
