@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from models.load import InstanceError, load_instance
+from models.instance import OBJECTIVES
 from models.result import STATUSES
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
@@ -87,7 +88,7 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     render_explanation(_console(), result)
 
 
-OBJECTIVE = click.Choice(["total_cost", "hourly_cost", "makespan"])
+OBJECTIVE = click.Choice(OBJECTIVES)
 STATUS_EXIT = {"optimal": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "time_limit": EXIT_TIME_LIMIT,
                "invalid": EXIT_INVALID, "error": EXIT_INTERNAL}
 

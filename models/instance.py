@@ -8,7 +8,8 @@ Cross-references (pools, backends, node densities) are checked by
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from statistics import NormalDist
+from typing import Annotated, Literal, Union, get_args
 
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from pydantic import (
 
 from models.units import _DURATION, parse_duration
 
-Z_99 = 2.3263478740408408  # standard normal quantile at 0.99
+Z_99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99
 
 
 class FieldError(ValueError):
@@ -337,6 +338,7 @@ class Limits(Strict):
 
 
 Objective = Literal["total_cost", "hourly_cost", "makespan"]
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
 
 
 class Instance(Strict):

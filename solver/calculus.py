@@ -13,7 +13,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
 
 _STANDARD_NORMAL = NormalDist()
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -30,7 +30,6 @@ def ndtri(p: float) -> float:
     return _STANDARD_NORMAL.inv_cdf(p)
 
 
-Z_99 = ndtri(0.99)
 REL_TOL = 1e-9  # relative slack allowed when comparing precomputed quantities with their limits
 
 

@@ -29,7 +29,7 @@ from models.instance import Instance
 from models.result import Result
 from solver import calculus as calc
 from solver.explain import explain
-from solver.solve import Planner
+from solver.solve import TIE_TOL, Planner
 from solver.sweep import diagnosis_summary
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is
@@ -104,8 +104,7 @@ class Comparison:
                 "columns": [c.to_json() for c in self.columns], "deltas": self.deltas()}
 
 
-def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None,
-            planner: Planner | None = None) -> Comparison:
+def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None) -> Comparison:
     """The §4 comparison for ``inst``.
 
     ``cadence`` pins the plans to that one cadence (the grid becomes that single point, as
@@ -114,8 +113,7 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
     """
     if cadence is not None:
         inst = pinned(inst, cadence)
-        planner = None
-    planner = planner or Planner(inst)
+    planner = Planner(inst)
     fewer = planner.solve("total_cost")
     if baseline_gpus is not None:
         gpus, source = int(baseline_gpus), "given"
@@ -138,7 +136,7 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
            "shorter, same $/h")
     if fewer.status == "optimal":
         hourly = fewer.plan.hourly_cost
-        same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + 1e-9), diagnose=False)
+        same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + TIE_TOL), diagnose=False)
         columns.append(plan_column(inst, key, same_hourly, f"no plan at ≤ ${hourly:,.2f}/h"))
     else:
         columns.append(Column(*key, "plan", "skipped", note="no fewer-cards plan to take the hourly cost from"))

@@ -21,10 +21,9 @@ import numpy as np
 
 from models.instance import Instance
 from models.result import Result
-from solver.solve import Planner
+from solver.solve import TIE_TOL, Planner
 
 CRITERIA = ("total_cost", "hourly_cost")
-REL_TOL = 1e-9  # MODEL.md §4: costs within this relative distance tie
 DAY_S = 86400.0
 
 Progress = Callable[[int, int], None]  # (models solved or skipped so far, upper bound on the total)
@@ -143,14 +142,14 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
     return rows
 
 
-def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, planner: Planner | None = None,
-              on_progress: Progress | None = None, diagnose: bool = True) -> Frontiers:
+def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progress: Progress | None = None,
+              diagnose: bool = True) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
     expected infeasible solves are never diagnosed).
     """
-    planner = planner or Planner(inst)
+    planner = Planner(inst)
     spans = np.unique(planner.pairs.makespan)
     out = Frontiers(instance=inst.name or "", deadline_s=inst.schedule.deadline,
                     budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost})
@@ -193,13 +192,13 @@ def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[in
 
 
 def nondominated(results: list[Result], criterion: str) -> list[Result]:
-    """Plans no other plan beats on both makespan and cost (ties within REL_TOL), fastest first."""
+    """Plans no other plan beats on both makespan and cost (ties within TIE_TOL), fastest first."""
     ordered = sorted(results, key=lambda r: (r.plan.makespan_s, cost_of(r, criterion)))
     kept: list[Result] = []
     best = float("inf")
     for r in ordered:
         cost = cost_of(r, criterion)
-        if not kept or cost < best - REL_TOL * max(1.0, abs(best)):
+        if not kept or cost < best - TIE_TOL * max(1.0, abs(best)):
             kept.append(r)
             best = cost
     return kept

@@ -25,12 +25,10 @@ from dataclasses import dataclass
 
 import pyomo.environ as pyo
 
-from models.instance import Instance
+from models.instance import OBJECTIVES, Instance
 from solver.calculus import REL_TOL, host_footprint
 from solver.coefficients import Pairs
 
-OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
-TIE_BREAKS = {"total_cost": "makespan", "hourly_cost": "makespan", "makespan": "total_cost"}
 NO_LIMIT = 1e30  # HiGHS reads any bound beyond 1e20 as infinite
 
 

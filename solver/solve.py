@@ -16,11 +16,10 @@ import numpy as np
 from pyomo.core.expr.visitor import identify_mutable_parameters
 from pyomo.contrib.solver.solvers.highs import Highs
 
-from models.instance import Instance
+from models.instance import OBJECTIVES, Instance
 from models.result import Count, CostTerms, Placement, Plan, PoolUse, Result, ShapeReplicas, Timings
 from solver import coefficients
-from solver.model import (OBJECTIVES, add_pair, build_model, index_of, refresh_globals,
-                          set_pair_coefficients)
+from solver.model import add_pair, build_model, index_of, refresh_globals, set_pair_coefficients
 from solver.verify import verify_plan
 
 TIE_TOL = 1e-9  # MODEL §4: plans within this relative distance of the optimum tie on the primary criterion
@@ -136,7 +135,6 @@ def make_solver(threads: int = 1) -> Highs:
 @dataclass
 class Outcome:
     status: str  # optimal | infeasible | time_limit | error
-    has_solution: bool
     objective_value: float | None
     bound: float | None
     highs_seconds: float  # HiGHS's run time, cumulated over the handle's life
@@ -176,7 +174,6 @@ def outcome_of(highs, columns: dict[int, int]) -> Outcome:
         mapped = "error"
     return Outcome(
         status=mapped,
-        has_solution=has_solution,
         objective_value=info.objective_function_value if has_solution else None,
         bound=info.mip_dual_bound if info.mip_node_count >= 0 else None,
         highs_seconds=float(highs.getRunTime()),
