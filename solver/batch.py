@@ -11,10 +11,8 @@ progress goes to a callback, the outcome comes back as a :class:`BatchReport`.
 from __future__ import annotations
 
 import atexit
-import csv
 import glob
 import hashlib
-import io
 import json
 import multiprocessing
 import os
@@ -29,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.load import EXTENSIONS
-from solver.output import write_atomic, write_json
+from solver.output import write_atomic, write_csv, write_json
 from solver.workers import one_line, prepare_worker
 
 SUMMARY_CSV = "summary.csv"
@@ -500,10 +498,6 @@ def summary_row(task: Task, payload: dict) -> dict:
 def write_summaries(out: Path, tasks: Sequence[Task], rows_by_task: dict[Task, dict]) -> list[dict]:
     """Rewrite summary.csv and summary.jsonl (atomically): one row per finished task, in input order."""
     rows = [rows_by_task[task] for task in tasks if task in rows_by_task]
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(out / SUMMARY_CSV, text.getvalue())
+    write_csv(out / SUMMARY_CSV, SUMMARY_COLUMNS, rows)
     write_atomic(out / SUMMARY_JSONL, "".join(json.dumps(row) + "\n" for row in rows))
     return rows

@@ -50,10 +50,10 @@ def write_json(path: str | Path, data: object) -> None:
 
 
 def write_csv(path: str | Path, columns: Sequence[str], rows: Iterable[dict]) -> None:
-    """A CSV with a header of ``columns``, one line per row (missing keys empty), written atomically."""
+    """A CSV with a header of ``columns``, one line per row (other keys left out; missing keys and None
+    empty), written atomically."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({key: ("" if row.get(key) is None else row.get(key)) for key in columns})
+    writer.writerows(rows)
     write_atomic(path, buffer.getvalue())
