@@ -461,8 +461,8 @@ def render_frontier(console, found, folder: Path) -> None:
             plan, met = front.points[i].plan, front.points[i].metrics
             table.add_row(
                 str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
-                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", f"{sum(c.count for c in plan.local_nodes):,}",
-                f"{sum(c.count for c in plan.cloud_vms):,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
+                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", f"{plan.node_count:,}",
+                f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
                 f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}")
         _fitted(console, table)
     console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "

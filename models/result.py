@@ -62,6 +62,16 @@ class Plan(Out):
     pools: list[PoolUse]
     placement: Placement
 
+    @property
+    def node_count(self) -> int:
+        """Local sandbox nodes of every type."""
+        return sum(c.count for c in self.local_nodes)
+
+    @property
+    def vm_count(self) -> int:
+        """Cloud VMs of every type."""
+        return sum(c.count for c in self.cloud_vms)
+
 
 class Metrics(Out):
     effective_trajectories_per_s: float
@@ -107,3 +117,12 @@ class Result(Out):
 
     def to_json(self) -> dict:
         return self.model_dump(mode="json")
+
+
+def key_columns(plan: Plan, metrics: Metrics) -> dict:
+    """A plan's key decisions and metrics, one column each: what a sweep row and a frontier CSV line show."""
+    return {"cadence_s": plan.cadence_s, "versions_kept": plan.versions_kept, "inference_gpus": plan.inference_gpus,
+            "training_gpus": plan.training_gpus, "nodes": plan.node_count, "vms": plan.vm_count,
+            "hourly_cost": plan.hourly_cost, "total_cost": plan.total_cost, "makespan_s": plan.makespan_s,
+            "time_margin": metrics.time_margin, "exceedance": metrics.exceedance,
+            "group_drop_rate": metrics.group_drop_rate}

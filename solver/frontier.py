@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.instance import Instance
-from models.result import Result
+from models.result import Result, key_columns
 from solver.solve import TIE_TOL, Planner
 
 CRITERIA = ("total_cost", "hourly_cost")
@@ -129,16 +129,8 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
     for name, front in frontiers.frontiers.items():
         corner = set(front.corners)
         for i, r in enumerate(front.points):
-            plan, met = r.plan, r.metrics
-            rows.append({
-                "frontier": name, "makespan_s": plan.makespan_s, "makespan_days": plan.makespan_s / DAY_S,
-                "cost": cost_of(r, name), "corner": int(i in corner), "cadence_s": plan.cadence_s,
-                "versions_kept": plan.versions_kept, "inference_gpus": plan.inference_gpus,
-                "training_gpus": plan.training_gpus, "nodes": sum(c.count for c in plan.local_nodes),
-                "vms": sum(c.count for c in plan.cloud_vms), "hourly_cost": plan.hourly_cost,
-                "total_cost": plan.total_cost, "time_margin": met.time_margin, "exceedance": met.exceedance,
-                "group_drop_rate": met.group_drop_rate,
-            })
+            rows.append({"frontier": name, "makespan_s": r.plan.makespan_s, "makespan_days": r.plan.makespan_s / DAY_S,
+                         "cost": cost_of(r, name), "corner": int(i in corner), **key_columns(r.plan, r.metrics)})
     return rows
 
 

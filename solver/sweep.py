@@ -32,7 +32,7 @@ import yaml
 
 from models.edits import apply_edit, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
-from models.result import STATUSES
+from models.result import STATUSES, key_columns
 from solver.workers import clip, one_line, prepare_worker
 
 ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
@@ -236,14 +236,8 @@ def _row(index: int, edits: dict, status: str, objective: str | None, **extra: A
 def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
     row = _row(index, edits, result.status, result.objective, objective_value=result.objective_value,
                seconds=seconds, highs_seconds=result.timings.highs)
-    plan, met = result.plan, result.metrics
-    if plan is not None:
-        row.update(cadence_s=plan.cadence_s, versions_kept=plan.versions_kept, inference_gpus=plan.inference_gpus,
-                   training_gpus=plan.training_gpus, nodes=sum(c.count for c in plan.local_nodes),
-                   vms=sum(c.count for c in plan.cloud_vms), hourly_cost=plan.hourly_cost,
-                   total_cost=plan.total_cost, makespan_s=plan.makespan_s)
-    if met is not None:
-        row.update(time_margin=met.time_margin, exceedance=met.exceedance, group_drop_rate=met.group_drop_rate)
+    if result.plan is not None:
+        row.update(key_columns(result.plan, result.metrics))
     if result.status != "optimal":
         row["message"] = diagnosis_summary(result.diagnosis, result.message)
     row["result"] = result.to_json()
