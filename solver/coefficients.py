@@ -233,9 +233,10 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
     # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
     # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
     # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
-    from solver.model import index_of  # the rows the model builds, by the same test of given data
+    from solver.model import global_values, index_of  # the rows and coefficients the model builds
 
-    rows = {(h, r) for (kind, h, r) in index_of(inst).rows if kind == "node"}
+    shared = global_values(inst, index_of(inst))
+    row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
     active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
     splits = {
         "steady": {b.name: pairs.inflight[:, j] for j, b in active},
@@ -249,12 +250,11 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
             for k in env.node_types:
                 if b.name not in k.density:
                     continue
-                if (k.name, resource) not in rows:
+                row = ("node", k.name, resource)
+                if row not in row_cap:
                     best = 0.0  # this node type has no such row: the row costs nothing there
                     continue
-                coef = {"density": 1.0 / k.density[b.name], "cores": (b.cores or 0.0) / (k.cores or 1.0),
-                        "memory": (b.memory_gb or 0.0) / (k.memory_gb or 1.0)}[resource]
-                best = min(best, k.hour_cost * coef / env.utilisation_cap)
+                best = min(best, k.hour_cost * row_load[(*row, b.name)] / row_cap[row])
             cheapest[b.name] = best
         for loads in splits.values():
             bound = np.zeros(pairs.size)
