@@ -192,13 +192,8 @@ def _check_sandbox(inst, plan, nodes, vms, inflight, peak, out: Check) -> None:
                 bad(f"{kind}[{host.name}][{b}]: negative placement {envs}")
             if envs > ROW_TOL and b not in host.density:
                 bad(f"{kind}[{host.name}]: places backend {b} it cannot run")
-        hosted = {b: e for b, e in load.items() if b in host.density}
-        rows = [("density", sum(e / host.density[b] for b, e in hosted.items()), cap * count)]
-        if host.cores and all(backends[b].cores for b in hosted):
-            rows.append(("cores", sum(e * backends[b].cores for b, e in hosted.items()), cap * count * host.cores))
-        if host.memory_gb and all(backends[b].memory_gb for b in hosted):
-            rows.append(("memory", sum(e * backends[b].memory_gb for b, e in hosted.items()), cap * count * host.memory_gb))
-        for row, lhs, rhs in rows:
+        for row, lhs, per_host in _resource_rows(host, load, backends):
+            rhs = cap * count * per_host
             if not _leq(lhs, rhs):
                 bad(f"{kind}[{host.name}].{row}: {lhs:.6g} > {rhs:.6g}")
 
@@ -242,11 +237,18 @@ def _check_sandbox(inst, plan, nodes, vms, inflight, peak, out: Check) -> None:
             out.binding.append(f"max_vms[{v.name}]")
 
 
-def _nodes_needed(host, load: dict[str, float], backends, cap: float) -> float:
+def _resource_rows(host, load: dict[str, float], backends) -> list[tuple[str, float, float]]:
+    """The resource rows of one node or VM type holding ``load`` (environments per backend it runs):
+    (row, what the load takes, what one host gives) for density, and cores and memory where given."""
     hosted = {b: e for b, e in load.items() if b in host.density}
-    need = sum(e / host.density[b] for b, e in hosted.items()) / cap
+    rows = [("density", sum(e / host.density[b] for b, e in hosted.items()), 1.0)]
     if host.cores and all(backends[b].cores for b in hosted):
-        need = max(need, sum(e * backends[b].cores for b, e in hosted.items()) / (cap * host.cores))
+        rows.append(("cores", sum(e * backends[b].cores for b, e in hosted.items()), host.cores))
     if host.memory_gb and all(backends[b].memory_gb for b in hosted):
-        need = max(need, sum(e * backends[b].memory_gb for b, e in hosted.items()) / (cap * host.memory_gb))
-    return need
+        rows.append(("memory", sum(e * backends[b].memory_gb for b, e in hosted.items()), host.memory_gb))
+    return rows
+
+
+def _nodes_needed(host, load: dict[str, float], backends, cap: float) -> float:
+    """Hosts (fractional) that ``load`` fills under the cap ``cap``, by its fullest row."""
+    return max(lhs / (cap * per_host) for _, lhs, per_host in _resource_rows(host, load, backends))
