@@ -201,7 +201,8 @@ class Planner:
         self._active: str | None = None
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
         self._dirty = True  # blocks were added since the global rows were last built
-        self._caps: list = []
+        self._caps: list = []  # this solve's extra restrictions (kind, limit)
+        self._caps_rows: list = []  # their rows in the model, while a solve runs
         self._use(inst, coefficients.build(inst))
         self.model = build_model(inst, self.pairs, reusable)
         self._block_rows: dict[tuple[float, int], int] = {}  # key of a built block -> its row in self.pairs
@@ -270,10 +271,9 @@ class Planner:
             if limit is not None:
                 candidates &= bound <= limit * (1 + 1e-9)
         self._caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
-        self._caps_rows: list = []
         self._build_time = build_before = self.build_seconds
         self.build_seconds = 0.0
-        search = Search(highs_start=self._highs_seen)
+        search = Search(highs_total=self._highs_seen)
         try:
             if candidates.any():
                 if objective == "makespan":
@@ -360,11 +360,9 @@ class Planner:
             shorter = rows[(span[rows] < span[chosen] * (1 - 1e-12)) & (lower[rows] <= bound)].tolist()
             if not shorter:
                 return
-            tie = Search(highs_start=search.highs_total)
+            tie = Search(highs_total=search.highs_total)
             self._run_over(objective, shorter, tie, stop, bound)
-            search.highs_total, search.runs = tie.highs_total, search.runs + tie.runs
-            if tie.status in ("time_limit", "error"):
-                search.status = tie.status  # the tie-break is unproven: say so, keep the plan found
+            search.absorb(tie)
             if tie.values is None or tie.value > bound:
                 return
             search.values = tie.values
@@ -387,13 +385,11 @@ class Planner:
             return
         chosen = self._block_rows[selected(self.model, search.values).key]
         same = [r for r in order if abs(span[r] - span[chosen]) <= 1e-9 * span[chosen]]
-        tie = Search(highs_start=search.highs_total)
+        tie = Search(highs_total=search.highs_total)
         self._run_over("total_cost", same, tie, stop)
-        search.highs_total, search.runs = tie.highs_total, search.runs + tie.runs
+        search.absorb(tie)
         if tie.values is not None:
             search.values = tie.values
-        if tie.status in ("time_limit", "error"):
-            search.status = tie.status
 
     def _run_over(self, objective: str, rows: list[int], search: "Search", stop, bound: float = NO_BOUND) -> None:
         """One HiGHS run with exactly ``rows`` open (built first if needed), under ``objective``."""
@@ -464,7 +460,7 @@ class Planner:
         self._caps_rows = rows
 
     def _drop_caps(self) -> None:
-        rows = getattr(self, "_caps_rows", [])
+        rows = self._caps_rows
         if rows:
             self.opt.remove_constraints(rows)
             self.model.caps.clear()
@@ -497,16 +493,19 @@ class Planner:
 class Search:
     """What the HiGHS runs of one solve found so far."""
 
-    highs_start: float = 0.0
     status: str | None = None
     value: float | None = None
     bound: float | None = None
     values: object = None
     runs: int = 0
-    highs_total: float = 0.0
+    highs_total: float = 0.0  # HiGHS's cumulated run time after the last run (it counts over the handle's life)
 
-    def __post_init__(self):
-        self.highs_total = self.highs_start
+    def absorb(self, tie: "Search") -> None:
+        """Take in a tie-breaking run's HiGHS time and runs; a tie-break that ended unproven (time
+        limit, error) marks this search so, which keeps the plan found."""
+        self.highs_total, self.runs = tie.highs_total, self.runs + tie.runs
+        if tie.status in ("time_limit", "error"):
+            self.status = tie.status
 
 
 def _remaining(stop: float | None) -> float | None:
