@@ -176,11 +176,17 @@ def update_time(law: InverseLaw | AmdahlLaw | TableLaw, gpus):
 def cadence_grid(inst: Instance) -> np.ndarray:
     """The cadence grid of MODEL.md §2: min + j·step up to max (default the deadline pace)."""
     c = inst.schedule.cadence
-    top = c.max if c.max is not None else deadline_pace(inst)
+    top = cadence_top(inst)
     if top < c.min * (1 - REL_TOL):
         return np.empty(0)
     count = int(math.floor((top - c.min) / c.step * (1 + 1e-12) + 1e-9)) + 1
     return c.min + c.step * np.arange(count)
+
+
+def cadence_top(inst: Instance) -> float:
+    """The grid's largest cadence: cadence.max, or by default the deadline pace."""
+    c = inst.schedule.cadence
+    return c.max if c.max is not None else deadline_pace(inst)
 
 
 def deadline_pace(inst: Instance) -> float:

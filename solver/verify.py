@@ -43,7 +43,7 @@ def verify_plan(inst: Instance, plan: Plan) -> Check:
 
     # Domains (MODEL §1).
     c = sched.cadence
-    top = c.max if c.max is not None else calc.deadline_pace(inst)
+    top = calc.cadence_top(inst)
     j = (L - c.min) / c.step
     if abs(j - round(j)) > 1e-6 or L < c.min * (1 - 1e-12) or L > top * (1 + calc.REL_TOL):
         bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
