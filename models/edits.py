@@ -65,23 +65,22 @@ def apply_edit(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     tokens = parse_path(path)
     out = _shallow(data)
     node: Any = out
-    for depth, token in enumerate(tokens[:-1]):
-        where = _render(tokens[: depth + 1])
+    last = len(tokens) - 1
+    for depth, token in enumerate(tokens):
+        problem = None
         if isinstance(token, int):
             if not isinstance(node, list) or token >= len(node):
-                raise ValueError(f"{where}: no such list item")
+                problem = "no such list item"
         elif not isinstance(node, dict):
-            raise ValueError(f"{where}: not a mapping")
-        child = _shallow(node[token]) if isinstance(token, int) or token in node else {}
-        node[token] = child
-        node = child
-    last = tokens[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or last >= len(node):
-            raise ValueError(f"{path}: no such list item")
-    elif not isinstance(node, dict):
-        raise ValueError(f"{path}: not a mapping")
-    node[last] = value
+            problem = "not a mapping"
+        if problem is not None:  # named by the path up to here (only now rendered: sweeps call this per point)
+            raise ValueError(f"{path if depth == last else _render(tokens[: depth + 1])}: {problem}")
+        if depth == last:
+            node[token] = value
+        else:
+            child = _shallow(node[token]) if isinstance(token, int) or token in node else {}
+            node[token] = child
+            node = child
     return out
 
 
