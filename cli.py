@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from models.load import InstanceError, load_instance
+from models.edits import load_edited
+from models.load import InstanceError
 from models.instance import OBJECTIVES
 from models.result import STATUSES
 
@@ -53,10 +54,6 @@ def _edits_option(func):
 
 
 def load_with_edits(path: str, edits: tuple[str, ...] = ()):
-    if not edits:
-        return load_instance(path)
-    from models.edits import load_edited
-
     return load_edited(Path(path), list(edits))
 
 

@@ -13,11 +13,14 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from models.instance import AmdahlLaw, Empirical, FieldError, Instance, InverseLaw, Lognormal, TableLaw
+from models.instance import FieldError, Instance, Occupancy, UpdateTime
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 _UNION_TAGS = {"occupancy", "update_time"}
-_TAG_MODELS = {"lognormal": Lognormal, "empirical": Empirical, "inverse": InverseLaw, "amdahl": AmdahlLaw, "table": TableLaw}
+# Each model of a tagged union by its tag ("lognormal" -> Lognormal): pydantic puts the tag into error locations.
+_TAG_MODELS = {get_args(model.model_fields[tag].annotation)[0]: model
+               for union, tag in ((Occupancy, "distribution"), (UpdateTime, "law"))
+               for model in get_args(get_args(union)[0])}
 
 
 @dataclass(frozen=True)
