@@ -574,14 +574,14 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
     folder = Path(out)
     files = [folder / "sweep.csv", folder / "sweep.json"]
     write_csv(files[0], report.csv_columns(), report.csv_rows())
-    write_json(files[1], report.to_json())
+    document = report.to_json()
+    write_json(files[1], document)
     for name, png in sweep_pngs(report).items():
         write_atomic_bytes(folder / name, png)
         files.append(folder / name)
     if as_json:
-        payload = report.to_json()
-        payload["points"] = [{k: v for k, v in row.items() if k != "result"} for row in report.rows]
-        payload["files"] = [str(f) for f in files]
+        payload = {**document, "points": [{k: v for k, v in row.items() if k != "result"} for row in report.rows],
+                   "files": [str(f) for f in files]}
         click.echo(json.dumps(payload, indent=2))
     else:
         render_sweep(_console(), report, files)

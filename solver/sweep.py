@@ -134,12 +134,13 @@ class SweepReport:
         return [{"index": row["index"], **row["edits"], **{k: row.get(k) for k in ROW_COLUMNS}} for row in self.rows]
 
     def to_json(self) -> dict:
+        counts = self.counts
         return {
             "instance": self.instance,
             "file": self.file,
             "objective": self.objective,
             "axes": [{"path": a.path, "values": list(a.texts)} for a in self.axes],
-            "counts": {status: self.counts.get(status, 0) for status in STATUSES},
+            "counts": {status: counts.get(status, 0) for status in STATUSES},
             "builds": self.builds,
             "workers": self.workers,
             "points": self.rows,
