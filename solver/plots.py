@@ -71,7 +71,7 @@ def frontier_png(frontiers: Frontiers) -> bytes:
             ax.axhline(budget, color="tab:purple", linestyle=":", linewidth=1.2, label=f"budget {_money(budget)}")
         ax.set_title(f"{frontiers.instance}: makespan vs {_LABELS[name]}", fontsize=11)
         ax.set_xlabel("makespan (days)")
-        ax.set_ylabel(_LABELS[name] + (" ($/h)" if name == "hourly_cost" else " ($)"))
+        ax.set_ylabel(_cost_label(name))
         ax.yaxis.set_major_formatter(FuncFormatter(_money))
         ax.grid(True, alpha=0.3)
         if not front.points:
@@ -125,11 +125,16 @@ def slug(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-").lower()
 
 
-def _objective_title(report: SweepReport) -> tuple[str, float]:
+def _cost_label(name: str) -> str:
+    return _LABELS.get(name, name) + (" ($/h)" if name == "hourly_cost" else " ($)")
+
+
+def _objective_title(report: SweepReport) -> tuple[str, float, bool]:
+    """The objective's axis title, the scale of its values and whether they are money."""
     objective = report.objective or next((r["objective"] for r in report.rows if r["objective"]), "total_cost")
     if objective == "makespan":
-        return "makespan (days)", 1.0 / DAY_S
-    return _LABELS.get(objective, objective) + (" ($/h)" if objective == "hourly_cost" else " ($)"), 1.0
+        return "makespan (days)", 1.0 / DAY_S, False
+    return _cost_label(objective), 1.0, True
 
 
 def _positions(axis: Axis) -> tuple[list[float], bool]:
@@ -158,7 +163,7 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
         key = tuple(row["edits"][report.axes[i].path] for i in others)
         groups.setdefault(key, []).append(row)
     legend = 1 < len(groups) <= GROUPS_IN_LEGEND
-    objective_title, objective_scale = _objective_title(report)
+    objective_title, objective_scale, objective_money = _objective_title(report)
     fig = _figure(SWEEP_PX)
     panels = fig.subplots(2, 3, sharex=True).ravel()
     for ax, (key, title) in zip(panels, PANELS):
@@ -181,7 +186,7 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], linewidth=1.0, label=label if legend else None, **style)
         if key == "objective_value":
             _mark_failures(ax, report.rows, axis.path, where)
-        if key == "objective_value" and not objective_title.startswith("makespan"):
+        if key == "objective_value" and objective_money:
             from matplotlib.ticker import FuncFormatter
 
             ax.yaxis.set_major_formatter(FuncFormatter(_money))
@@ -214,7 +219,7 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
     from matplotlib.ticker import FuncFormatter
 
     index = {(r["edits"][first.path], r["edits"][second.path]): r for r in report.rows}
-    objective_title, objective_scale = _objective_title(report)
+    objective_title, objective_scale, objective_money = _objective_title(report)
     fig = _figure(HEATMAP_PX)
     panels = fig.subplots(2, 2).ravel()
     shown = (("objective_value", objective_title, objective_scale), ("cadence_s", "cadence (s)", 1.0),
@@ -229,7 +234,7 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
         masked = np.ma.masked_invalid(grid)
         cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.85")
         image = ax.imshow(masked, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
-        money = key == "objective_value" and not objective_title.startswith("makespan")
+        money = key == "objective_value" and objective_money
         fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(_money) if money else None)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(second.path, fontsize=8)
