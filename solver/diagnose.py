@@ -4,12 +4,12 @@ each main input that restores feasibility (found by bisection over re-solves of 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
 from models.edits import edited
 from models.instance import AmdahlLaw, Instance, InverseLaw
 from models.load import InstanceError
+from solver.solve import Planner
 
 REL = 1e-3  # bisection stops when the bracket is this narrow, relative to its feasible end
 FAMILY_TEXT = {
@@ -23,16 +23,11 @@ FAMILY_TEXT = {
 }
 
 
-@dataclass
 class Feasibility:
     """Re-solves edited copies of one instance, reusing one model while the structure allows."""
 
-    base: Instance
-
-    def __post_init__(self):
-        from solver.solve import Planner
-
-        self._planner_type = Planner
+    def __init__(self, base: Instance):
+        self.base = base
         self._planner = None
         self.solves = 0
 
@@ -43,7 +38,7 @@ class Feasibility:
         except InstanceError:
             return None
         if self._planner is None or not self._planner.retarget(inst):
-            self._planner = self._planner_type(inst, reusable=True)
+            self._planner = Planner(inst, reusable=True)
         self.solves += 1
         return self._planner.solve(objective, diagnose=False)
 
