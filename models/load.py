@@ -201,6 +201,9 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return found.pop() if len(found) == 1 else None
 
 
+_SIGNS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
 def _problem(err: dict[str, Any]) -> Problem:
     loc = tuple(err["loc"])
     kind = err["type"]
@@ -213,8 +216,8 @@ def _problem(err: dict[str, Any]) -> Problem:
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         rule = f"unknown key '{loc[-1]}'" + (f"; did you mean '{close[0]}'?" if close else "")
         rule += f" (allowed here: {', '.join(allowed)})" if allowed else ""
-    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
+    elif kind in _SIGNS:
+        sign = _SIGNS[kind]
         bound = next(iter(ctx.values()))
         rule = f"must be {sign} {_fmt(float(bound)) if isinstance(bound, (int, float)) else bound}, got {_fmt(given)}"
     elif kind == "finite_number":
