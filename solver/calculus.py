@@ -226,6 +226,13 @@ def min_groups_for(inst: Instance, cadence) -> np.ndarray:
     return np.where(first < groups.size, groups[np.minimum(first, groups.size - 1)], 0)
 
 
+def free_gpus(inst: Instance, pool, groups):
+    """GPUs of ``pool`` left for inference beside ``groups`` training groups (which use the training pool)."""
+    groups = np.asarray(groups)
+    train = groups * inst.training.gpus_per_group if pool.name == inst.training.pool else np.zeros_like(groups)
+    return np.maximum(pool.gpus - train, 0)
+
+
 def supply_multiplier(slowdown: float, kept):
     """Throughput kept with K resident versions: 1 - slowdown·(K-1), clipped at 0."""
     return np.maximum(0.0, 1.0 - slowdown * (np.asarray(kept, dtype=float) - 1.0))

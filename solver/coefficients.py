@@ -131,9 +131,7 @@ def table(inst: Instance) -> Pairs:
         rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
         if not rates:
             continue
-        train = groups * inst.training.gpus_per_group if pool.name == inst.training.pool else np.zeros(groups.size)
-        free = pool.gpus - train
-        best += np.maximum(free, 0)[:, None] * np.max(rates, axis=0)[None, :]
+        best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
     cut(best >= demand * (1 - calc.REL_TOL), "pool_capacity")
     keep &= _undominated(np.where(keep, attempts, np.inf), mult)
 
@@ -204,7 +202,7 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
         for i, s in enumerate(inst.inference.shapes):
             if s.pool == pool.name:
                 per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
-        free = np.maximum(pool.gpus - (train_gpus if pool.name == inst.training.pool else 0), 0)
+        free = calc.free_gpus(inst, pool, pairs.groups)
         with np.errstate(divide="ignore"):
             cost = np.where(per_gpu > 0, pool.gpu_hour_cost / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
         offers.append((cost, free * per_gpu))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from models.instance import OBJECTIVES, Instance
-from solver.calculus import REL_TOL, host_footprint
+from solver.calculus import REL_TOL, free_gpus, host_footprint
 from solver.coefficients import Pairs
 
 NO_LIMIT = 1e30  # HiGHS reads any bound beyond 1e20 as infinite
@@ -117,12 +117,10 @@ def pair_values(inst: Instance, pairs: Pairs, ix: Index, p: int) -> dict[str, di
     tok = inst.workload.tokens_per_attempt
     on = bool(pairs.admissible[p])
     col = {b.name: i for i, b in enumerate(env.backends)}
-    gpg = inst.training.gpus_per_group
-    train = int(pairs.groups[p]) * gpg
-    pools = {pool.name: pool.gpus for pool in inst.gpu_pools}
+    train = int(pairs.groups[p]) * inst.training.gpus_per_group
 
     def free(pool: str) -> int:
-        return max(pools[pool] - (train if pool == ix.training_pool else 0), 0)
+        return int(free_gpus(inst, inst.pool(pool), pairs.groups[p]))
 
     # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
     # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
