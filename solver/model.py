@@ -186,7 +186,8 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False) -> pyo.Con
     m = pyo.ConcreteModel(name=inst.name)
     m.inst, m.pairs, m.ix, m.mutable = inst, pairs, index_of(inst), reusable
     m.blocks = {}  # pair index -> its block
-    m.k = {name: _table(m, name, values, reusable) for name, values in global_values(inst, m.ix).items()}
+    m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
+    m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}
     m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (budgets, cards), refreshed per solve
     return m
 
@@ -197,7 +198,8 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     blk = pyo.Block(concrete=True)
     m.add_component(f"pair_{len(m.blocks)}", blk)
     blk.key = key
-    blk.k = {name: _table(blk, name, values, m.mutable) for name, values in pair_values(m.inst, m.pairs, m.ix, p).items()}
+    blk.k_values = pair_values(m.inst, m.pairs, m.ix, p)
+    blk.k = {name: _table(blk, name, values, m.mutable) for name, values in blk.k_values.items()}
     declare_decisions(m, blk)
     add_selection(m, blk)
     add_pool_capacity(m, blk)
@@ -218,16 +220,23 @@ def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, wh
     Returns the ids of the Params whose value changed."""
     m.inst, m.pairs = inst, pairs
     changed: set[int] = set()
-    for name, values in global_values(inst, m.ix).items():
-        _store(m.k[name], values, changed)
+    _store(m, global_values(inst, m.ix), changed)
     for key, blk in m.blocks.items():
         if key in where:
-            for name, values in pair_values(inst, pairs, m.ix, where[key]).items():
-                _store(blk.k[name], values, changed)
+            _store(blk, pair_values(inst, pairs, m.ix, where[key]), changed)
     return changed
 
 
-def _store(table, values: dict, changed: set[int]) -> None:
+def _store(holder, tables: dict[str, dict], changed: set[int]) -> None:
+    """Set the Params of ``holder`` (the model or a block) to ``tables``, skipping the tables equal to
+    the numbers they hold (most of them, in a sweep that edits one field)."""
+    for name, values in tables.items():
+        if values != holder.k_values[name]:
+            _store_table(holder.k[name], values, changed)
+            holder.k_values[name] = values
+
+
+def _store_table(table, values: dict, changed: set[int]) -> None:
     for key, value in values.items():
         entry = table[key]
         if entry.value != value:
