@@ -180,13 +180,14 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
     return np.isfinite(attempts) & ~wins.any(axis=1)
 
 
-def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
+def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None) -> np.ndarray:
     """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
 
     Training: the pair's fewest groups at the training pool's price. Inference: the LP relaxation over
     shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must stay on local
     nodes — the steady load, and the non-eligible share of the peak — at the cheapest node price per
-    environment of one resource row at a time. VMs cost at least 0.
+    environment of one resource row at a time. VMs cost at least 0. ``shared``: the model's
+    ``global_values`` of ``inst``, when the caller has them.
     """
     env = inst.environment
     tok = inst.workload.tokens_per_attempt
@@ -233,7 +234,8 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs) -> np.ndarray:
     # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
     from solver.model import global_values, index_of  # the rows and coefficients the model builds
 
-    shared = global_values(inst, index_of(inst))
+    if shared is None:
+        shared = global_values(inst, index_of(inst))
     row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
     active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
     splits = {

@@ -111,55 +111,62 @@ def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
     }
 
 
-def pair_values(inst: Instance, pairs: Pairs, ix: Index, p: int) -> dict[str, dict]:
-    """Numbers of one pair (units in each row's docstring); zeros for an inadmissible pair."""
-    env = inst.environment
-    tok = inst.workload.tokens_per_attempt
-    on = bool(pairs.admissible[p])
-    col = {b.name: i for i, b in enumerate(env.backends)}
-    train = int(pairs.groups[p]) * inst.training.gpus_per_group
+class PairValues:
+    """The numbers of one pair (units in each row's docstring), read from a row of ``pairs``; zeros for
+    an inadmissible pair. The per-instance lookups (columns, hosts, footprints) are made once."""
 
-    def free(pool: str) -> int:
-        return int(free_gpus(inst, inst.pool(pool), pairs.groups[p]))
+    def __init__(self, inst: Instance, ix: Index):
+        env = inst.environment
+        self.inst, self.ix = inst, ix
+        self.col = {b.name: i for i, b in enumerate(env.backends)}
+        self.tok = inst.workload.tokens_per_attempt
+        self.pools = {s.pool: inst.pool(s.pool) for s in inst.inference.shapes}
+        backends = {b.name: b for b in env.backends}
+        # Per host type: (backend column, eligible share it may take, its footprint) of each backend it runs,
+        # its utilisation cap and its count limit.
+        self.hosts = {}
+        for kind, hosts, hosted_pairs, cap in (("node", env.node_types, ix.node_backends, env.utilisation_cap),
+                                               ("vm", env.cloud.vm_types, ix.vm_backends, 1.0)):
+            for host in hosts:
+                terms = [(self.col[b], env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0,
+                          host_footprint(host, backends[b])) for (h, b) in hosted_pairs if h == host.name]
+                limit = host.max_nodes if kind == "node" else host.max_vms
+                self.hosts[kind, host.name] = (terms, cap, limit)
 
-    # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
-    # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
-    slack = 1.0 - REL_TOL
-    peak = {b: float(pairs.peak[p, col[b]]) * slack if on else 0.0 for b in ix.backends}
-    return {
-        "supply": {s.name: float(pairs.supply_per_replica[p, i]) / tok for i, s in enumerate(inst.inference.shapes)},
-        "attempts": {None: float(pairs.attempts[p]) * slack if on else 0.0},
-        "replica_cap": {s.name: free(s.pool) // s.gpus_per_replica if on else 0 for s in inst.inference.shapes},
-        "node_cap": {k: _host_cap(inst, pairs, ix, p, "node", k) for k in ix.nodes},
-        "vm_cap": {v: _host_cap(inst, pairs, ix, p, "vm", v) for v in ix.vms},
-        "train_gpus": {None: train},
-        "inflight": {b: float(pairs.inflight[p, col[b]]) * slack if on else 0.0 for b in ix.backends},
-        "peak": peak,
-        "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] / slack for b in ix.backends},
-        "hours": {None: float(pairs.makespan[p]) / 3600.0},
-        "makespan": {None: float(pairs.makespan[p])},
-    }
+    def __call__(self, pairs: Pairs, p: int) -> dict[str, dict]:
+        inst, ix, col = self.inst, self.ix, self.col
+        env = inst.environment
+        on = bool(pairs.admissible[p])
+        groups = pairs.groups[p]
+        free = {name: int(free_gpus(inst, pool, groups)) for name, pool in self.pools.items()}
+        # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
+        # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
+        slack = 1.0 - REL_TOL
+        peak = {b: float(pairs.peak[p, col[b]]) * slack if on else 0.0 for b in ix.backends}
+        return {
+            "supply": {s.name: float(pairs.supply_per_replica[p, i]) / self.tok for i, s in enumerate(inst.inference.shapes)},
+            "attempts": {None: float(pairs.attempts[p]) * slack if on else 0.0},
+            "replica_cap": {s.name: free[s.pool] // s.gpus_per_replica if on else 0 for s in inst.inference.shapes},
+            "node_cap": {k: self._host_cap(pairs, p, on, "node", k) for k in ix.nodes},
+            "vm_cap": {v: self._host_cap(pairs, p, on, "vm", v) for v in ix.vms},
+            "train_gpus": {None: int(groups) * inst.training.gpus_per_group},
+            "inflight": {b: float(pairs.inflight[p, col[b]]) * slack if on else 0.0 for b in ix.backends},
+            "peak": peak,
+            "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] / slack for b in ix.backends},
+            "hours": {None: float(pairs.makespan[p]) / 3600.0},
+            "makespan": {None: float(pairs.makespan[p])},
+        }
 
-
-def _host_cap(inst: Instance, pairs: Pairs, ix: Index, p: int, kind: str, name: str) -> int:
-    """Hosts of one type worth having at pair p: enough to hold, alone, every peak environment it can run."""
-    if not pairs.admissible[p]:
-        return 0
-    env = inst.environment
-    if kind == "node":
-        host = next(n for n in env.node_types if n.name == name)
-        hosted, cap, limit = [b for (h, b) in ix.node_backends if h == name], env.utilisation_cap, host.max_nodes
-    else:
-        host = next(v for v in env.cloud.vm_types if v.name == name)
-        hosted, cap, limit = [b for (h, b) in ix.vm_backends if h == name], 1.0, host.max_vms
-    backends = {b.name: b for b in env.backends}
-    col = {b.name: i for i, b in enumerate(env.backends)}
-    need = 0.0
-    for b in hosted:
-        load = pairs.peak[p, col[b]] * (env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0)
-        need += load * host_footprint(host, backends[b])
-    bound = math.ceil(need / cap * (1 + 1e-9)) + 1
-    return bound if limit is None else min(bound, limit)
+    def _host_cap(self, pairs: Pairs, p: int, on: bool, kind: str, name: str) -> int:
+        """Hosts of one type worth having at pair p: enough to hold, alone, every peak environment it can run."""
+        if not on:
+            return 0
+        terms, cap, limit = self.hosts[kind, name]
+        need = 0.0
+        for column, share, footprint in terms:
+            need += pairs.peak[p, column] * share * footprint
+        bound = math.ceil(need / cap * (1 + 1e-9)) + 1
+        return bound if limit is None else min(bound, limit)
 
 
 def _table(block, name: str, values: dict, mutable: bool):
@@ -186,6 +193,7 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False) -> pyo.Con
     m = pyo.ConcreteModel(name=inst.name)
     m.inst, m.pairs, m.ix, m.mutable = inst, pairs, index_of(inst), reusable
     m.blocks = {}  # pair index -> its block
+    m.pair_values = PairValues(inst, m.ix)
     m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
     m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}
     m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (budgets, cards), refreshed per solve
@@ -198,7 +206,7 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     blk = pyo.Block(concrete=True)
     m.add_component(f"pair_{len(m.blocks)}", blk)
     blk.key = key
-    blk.k_values = pair_values(m.inst, m.pairs, m.ix, p)
+    blk.k_values = m.pair_values(m.pairs, p)
     blk.k = {name: _table(blk, name, values, m.mutable) for name, values in blk.k_values.items()}
     declare_decisions(m, blk)
     add_selection(m, blk)
@@ -214,16 +222,17 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     return blk
 
 
-def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict) -> set[int]:
-    """Retarget a reusable model: global coefficients from ``inst``, each built block's from row
-    ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the caller keeps them closed).
-    Returns the ids of the Params whose value changed."""
-    m.inst, m.pairs = inst, pairs
+def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict,
+                          shared: dict[str, dict] | None = None) -> set[int]:
+    """Retarget a reusable model: global coefficients from ``inst`` (``shared``, its global_values, when
+    the caller has them), each built block's from row ``where[key]`` of ``pairs`` (blocks absent from
+    ``where`` keep theirs; the caller keeps them closed). Returns the ids of the Params whose value changed."""
+    m.inst, m.pairs, m.pair_values = inst, pairs, PairValues(inst, m.ix)
     changed: set[int] = set()
-    _store(m, global_values(inst, m.ix), changed)
+    _store(m, shared if shared is not None else global_values(inst, m.ix), changed)
     for key, blk in m.blocks.items():
         if key in where:
-            _store(blk, pair_values(inst, pairs, m.ix, where[key]), changed)
+            _store(blk, m.pair_values(pairs, where[key]), changed)
     return changed
 
 

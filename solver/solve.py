@@ -19,7 +19,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 from models.instance import OBJECTIVES, Instance
 from models.result import Count, CostTerms, Placement, Plan, PoolUse, Result, ShapeReplicas, Timings
 from solver import coefficients
-from solver.model import add_pair, build_model, index_of, refresh_globals, set_pair_coefficients
+from solver.model import add_pair, build_model, global_values, index_of, refresh_globals, set_pair_coefficients
 from solver.verify import verify_plan
 
 TIE_TOL = 1e-9  # MODEL §4: plans within this relative distance of the optimum tie on the primary criterion
@@ -94,32 +94,35 @@ class ExplicitHighs(Highs):
 
     def update_changed_parameters(self, changed: set[int]) -> None:
         """Push to HiGHS only the coefficients and bounds whose expressions hold a changed Param
-        (``changed``: ids of ParamData). The index of which helper reads which Param is rebuilt
+        (``changed``: ids of ParamData). The index of which helpers read which Param is rebuilt
         when rows were added or removed since it was made."""
-        for helper, params in self._parameter_index():
-            if params & changed:
-                helper.update()
+        readers = self._parameter_index()
+        helpers = {id(h): h for param in changed for h in readers.get(param, ())}
+        for helper in helpers.values():
+            helper.update()
 
-    def _parameter_index(self):
+    def _parameter_index(self) -> dict[int, list]:
+        """id of each mutable Param -> the helpers (coefficients, bounds, objective terms) that read it."""
         objective = self._mutable_objective
         key = (len(self._mutable_helpers), len(self._mutable_bounds), id(objective))
         if getattr(self, "_param_index", None) is not None and self._param_index[0] == key:
             return self._param_index[1]
-        entries = []
+        readers: dict[int, list] = {}
+
+        def read(helper, *exprs) -> None:
+            for param in {id(p) for e in exprs if e is not None for p in identify_mutable_parameters(e)}:
+                readers.setdefault(param, []).append(helper)
+
         for helpers in self._mutable_helpers.values():
             for helper in helpers:
-                exprs = [getattr(helper, name) for name in ("expr", "lower_expr", "upper_expr") if hasattr(helper, name)]
-                params = {id(p) for e in exprs if e is not None for p in identify_mutable_parameters(e)}
-                entries.append((helper, params))
+                read(helper, *(getattr(helper, name) for name in ("expr", "lower_expr", "upper_expr") if hasattr(helper, name)))
         for _, helper in self._mutable_bounds.values():
-            params = {id(p) for e in (helper.lower_expr, helper.upper_expr) if e is not None
-                      for p in identify_mutable_parameters(e)}
-            entries.append((helper, params))
+            read(helper, helper.lower_expr, helper.upper_expr)
         if objective is not None:
             for helper in [objective.constant, *objective.linear_coefs]:
-                entries.append((helper, {id(p) for p in identify_mutable_parameters(helper.expr)}))
-        self._param_index = (key, entries)
-        return entries
+                read(helper, helper.expr)
+        self._param_index = (key, readers)
+        return readers
 
 
 def make_solver(threads: int = 1) -> Highs:
@@ -203,8 +206,9 @@ class Planner:
         self._dirty = True  # blocks were added since the global rows were last built
         self._caps: list = []  # this solve's extra restrictions (kind, limit)
         self._caps_rows: list = []  # their rows in the model, while a solve runs
-        self._use(inst, coefficients.build(inst))
-        self.model = build_model(inst, self.pairs, reusable)
+        pairs = coefficients.build(inst)
+        self.model = build_model(inst, pairs, reusable)
+        self._use(inst, pairs)
         self._block_rows: dict[tuple[float, int], int] = {}  # key of a built block -> its row in self.pairs
         self._z_upper: dict[tuple[float, int], int] = {}
         self.build_seconds = time.perf_counter() - clock
@@ -213,7 +217,8 @@ class Planner:
         self.inst, self.pairs = inst, pairs
         self.keys = pairs.keys()
         self.row_of = {key: row for row, key in enumerate(self.keys)}
-        self.hourly_lb = coefficients.hourly_lower_bound(inst, pairs)
+        self.shared = global_values(inst, self.model.ix)  # prices, pool sizes, host rows (shared by every pair)
+        self.hourly_lb = coefficients.hourly_lower_bound(inst, pairs, self.shared)
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable model at another instance of the same structure: a parameter update of the
@@ -224,7 +229,7 @@ class Planner:
         clock = time.perf_counter()
         self._use(inst, coefficients.build(inst))
         where = {key: self.row_of[key] for key in self.model.blocks if key in self.row_of}
-        changed = set_pair_coefficients(self.model, inst, self.pairs, where)
+        changed = set_pair_coefficients(self.model, inst, self.pairs, where, self.shared)
         self._block_rows = where
         if self._opt is not None and changed:
             self._opt.update_changed_parameters(changed)
