@@ -34,7 +34,6 @@ class Pairs:
     inflight: np.ndarray  # (pairs, backends) E_b
     peak: np.ndarray  # (pairs, backends) E^pk_b
     supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
-    admissible: np.ndarray  # passes every pair-level constraint and is not dominated
     rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
     grid_points: int = 0
 
@@ -45,14 +44,6 @@ class Pairs:
     def keys(self) -> list[tuple[float, int]]:
         """(cadence, K) of each pair, cadence rounded so equal grid points compare equal."""
         return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist()))
-
-    def subset(self, keep: np.ndarray) -> "Pairs":
-        columns = {
-            name: getattr(self, name)[keep]
-            for name in ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
-                         "supply_per_replica", "admissible")
-        }
-        return Pairs(**columns, rejected=dict(self.rejected), grid_points=self.grid_points)
 
 
 _EXCEEDANCE: dict[tuple[str, bytes, int], np.ndarray] = {}  # q tables by (occupancy spec, grid, K), oldest first
@@ -77,30 +68,59 @@ def _exceedance_table(spec, occ, grid: np.ndarray, kept: int) -> np.ndarray:
 BOUND_SLACK = 1e-7  # a cost bound rounds up only past this: HiGHS's 1e-9 tolerance must not make it invalid
 
 
-def build(inst: Instance) -> Pairs:
-    """The admissible, undominated pairs of an instance: the model's index."""
-    full = table(inst)
-    return full.subset(full.admissible)
+@dataclass(frozen=True)
+class Demand:
+    """The (grid, K) quantities set by the run alone — workload, schedule, training, freshness and
+    occupancy — before any inference shape or pool size is looked at; arrays are (grid, K), read-only."""
+
+    grid: np.ndarray  # cadence grid, s
+    kept: np.ndarray  # 1..max_versions_kept
+    span: np.ndarray  # (grid,) makespan, s
+    groups: np.ndarray  # (grid,) fewest training groups with U <= L
+    exceedance: np.ndarray
+    drop: np.ndarray
+    attempts: np.ndarray  # R_raw, 1/s; inf where the effective intake is 0
+    keep: np.ndarray  # passes deadline, update time, freshness and effective intake
+    rejected: dict[str, int]  # entries cut so far, by constraint family
 
 
-def table(inst: Instance) -> Pairs:
-    """Coefficients of every (grid cadence, K) pair, admissible or not (``admissible`` says which)."""
+def _demand_inputs(inst: Instance) -> tuple:
+    """Everything :func:`_demand` reads (a sweep point with equal inputs reuses its Demand)."""
+    env = inst.environment
+    return (inst.workload, inst.schedule, inst.training, inst.freshness, env.occupancy, env.littles_law_uses,
+            inst.pool(inst.training.pool).gpus)
+
+
+_DEMAND: list[tuple[tuple, Demand]] = []  # (inputs, demand), most recent last
+DEMAND_CACHE_SIZE = 4
+
+
+def demand(inst: Instance) -> Demand:
+    """The run's Demand, computed once per set of inputs (a throughput or price sweep reuses it)."""
+    inputs = _demand_inputs(inst)
+    for seen, found in reversed(_DEMAND):
+        if seen == inputs:
+            return found
+    found = _demand(inst)
+    if len(_DEMAND) >= DEMAND_CACHE_SIZE:
+        del _DEMAND[0]
+    _DEMAND.append((inputs, found))
+    return found
+
+
+def _demand(inst: Instance) -> Demand:
     w, env, fr = inst.workload, inst.environment, inst.freshness
     occ = calc.occupancy_of(env.occupancy)
     w_use = calc.occupancy_used(occ, env.littles_law_uses)
     grid = calc.cadence_grid(inst)
     rejected: dict[str, int] = {}
     Ks = np.arange(1, fr.max_versions_kept + 1)
-    LL, KK = np.meshgrid(grid, Ks, indexing="ij")  # (grid, K)
-    keep = np.ones(LL.shape, dtype=bool)
+    shape = (grid.size, Ks.size)
+    keep = np.ones(shape, dtype=bool)
 
     def cut(mask: np.ndarray, family: str) -> None:
         nonlocal keep
-        mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
-        lost = int(np.count_nonzero(keep & ~mask))
-        if lost:
-            rejected[family] = rejected.get(family, 0) + lost
-        keep = keep & mask
+        keep = _cut(keep, mask, family, rejected)
 
     span = calc.makespan(inst, grid)
     cut(span <= inst.schedule.deadline * (1 + calc.REL_TOL), "deadline")
@@ -119,38 +139,59 @@ def table(inst: Instance) -> Pairs:
     if fr.max_group_drop is not None:
         cut(drop <= fr.max_group_drop * (1 + calc.REL_TOL) + 1e-15, "max_group_drop")
     with np.errstate(divide="ignore"):
-        attempts = np.where(intake > 0, w.batch_trajectories / (LL * np.where(intake > 0, intake, 1.0)), np.inf)
+        attempts = np.where(intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
+    found = Demand(grid=grid, kept=Ks, span=span, groups=groups, exceedance=q, drop=np.asarray(drop), attempts=attempts,
+                   keep=keep, rejected=rejected)
+    for name in ("grid", "kept", "span", "groups", "exceedance", "drop", "attempts", "keep"):
+        getattr(found, name).setflags(write=False)
+    return found
 
+
+def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
+    """``keep`` and ``mask`` (per cadence or per (cadence, K)), counting the entries it loses under ``family``."""
+    mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
+    lost = int(np.count_nonzero(keep & ~mask))
+    if lost:
+        rejected[family] = rejected.get(family, 0) + lost
+    return keep & mask
+
+
+def build(inst: Instance) -> Pairs:
+    """The admissible, undominated (cadence, K) pairs of an instance: the model's index."""
+    d = demand(inst)
+    env, w = inst.environment, inst.workload
+    grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
+    rejected = dict(d.rejected)
     shapes = inst.inference.shapes
     a = inst.inference.availability
     mult = np.stack([calc.supply_multiplier(s.version_slowdown, Ks) for s in shapes], axis=1)  # (K, S)
     # Pool bound: even filling every pool with its best shape cannot meet the demand.
-    demand = attempts * w.tokens_per_attempt
-    best = np.zeros(LL.shape)
+    demand_tokens = attempts * w.tokens_per_attempt
+    best = np.zeros(attempts.shape)
     for pool in inst.gpu_pools:
         rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
         if not rates:
             continue
         best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
-    cut(best >= demand * (1 - calc.REL_TOL), "pool_capacity")
+    keep = _cut(d.keep, best >= demand_tokens * (1 - calc.REL_TOL), "pool_capacity", rejected)
     keep &= _undominated(np.where(keep, attempts, np.inf), mult)
 
-    shares = np.array([b.share for b in env.backends])
-    flat_attempts = np.where(keep, attempts, 0.0).ravel()
-    inflight = (flat_attempts * w_use)[:, None] * shares[None, :]
+    at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
+    pair_attempts = attempts[at, k]
+    w_use = calc.occupancy_used(calc.occupancy_of(env.occupancy), env.littles_law_uses)
+    inflight = (pair_attempts * w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
     return Pairs(
-        cadence=LL.ravel(),
-        kept=KK.ravel(),
-        makespan=np.repeat(span, Ks.size),
-        groups=np.repeat(groups, Ks.size),
-        exceedance=q.ravel(),
-        drop=drop.ravel(),
-        attempts=flat_attempts,
+        cadence=grid[at],
+        kept=Ks[k],
+        makespan=d.span[at],
+        groups=groups[at],
+        exceedance=d.exceedance[at, k],
+        drop=d.drop[at, k],
+        attempts=pair_attempts,
         inflight=inflight,
         peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * np.tile(mult, (grid.size, 1)),
-        admissible=keep.ravel(),
+        supply_per_replica=per_replica[None, :] * mult[k],
         rejected=rejected,
         grid_points=int(grid.size),
     )

@@ -112,8 +112,8 @@ def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
 
 
 class PairValues:
-    """The numbers of one pair (units in each row's docstring), read from a row of ``pairs``; zeros for
-    an inadmissible pair. The per-instance lookups (columns, hosts, footprints) are made once."""
+    """The numbers of one pair (units in each row's docstring), read from a row of ``pairs``. The
+    per-instance lookups (columns, hosts, footprints) are made once."""
 
     def __init__(self, inst: Instance, ix: Index):
         env = inst.environment
@@ -136,31 +136,28 @@ class PairValues:
     def __call__(self, pairs: Pairs, p: int) -> dict[str, dict]:
         inst, ix, col = self.inst, self.ix, self.col
         env = inst.environment
-        on = bool(pairs.admissible[p])
         groups = pairs.groups[p]
         free = {name: int(free_gpus(inst, pool, groups)) for name, pool in self.pools.items()}
         # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
         # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
         slack = 1.0 - REL_TOL
-        peak = {b: float(pairs.peak[p, col[b]]) * slack if on else 0.0 for b in ix.backends}
+        peak = {b: float(pairs.peak[p, col[b]]) * slack for b in ix.backends}
         return {
             "supply": {s.name: float(pairs.supply_per_replica[p, i]) / self.tok for i, s in enumerate(inst.inference.shapes)},
-            "attempts": {None: float(pairs.attempts[p]) * slack if on else 0.0},
-            "replica_cap": {s.name: free[s.pool] // s.gpus_per_replica if on else 0 for s in inst.inference.shapes},
-            "node_cap": {k: self._host_cap(pairs, p, on, "node", k) for k in ix.nodes},
-            "vm_cap": {v: self._host_cap(pairs, p, on, "vm", v) for v in ix.vms},
+            "attempts": {None: float(pairs.attempts[p]) * slack},
+            "replica_cap": {s.name: free[s.pool] // s.gpus_per_replica for s in inst.inference.shapes},
+            "node_cap": {k: self._host_cap(pairs, p, "node", k) for k in ix.nodes},
+            "vm_cap": {v: self._host_cap(pairs, p, "vm", v) for v in ix.vms},
             "train_gpus": {None: int(groups) * inst.training.gpus_per_group},
-            "inflight": {b: float(pairs.inflight[p, col[b]]) * slack if on else 0.0 for b in ix.backends},
+            "inflight": {b: float(pairs.inflight[p, col[b]]) * slack for b in ix.backends},
             "peak": peak,
             "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] / slack for b in ix.backends},
             "hours": {None: float(pairs.makespan[p]) / 3600.0},
             "makespan": {None: float(pairs.makespan[p])},
         }
 
-    def _host_cap(self, pairs: Pairs, p: int, on: bool, kind: str, name: str) -> int:
+    def _host_cap(self, pairs: Pairs, p: int, kind: str, name: str) -> int:
         """Hosts of one type worth having at pair p: enough to hold, alone, every peak environment it can run."""
-        if not on:
-            return 0
         terms, cap, limit = self.hosts[kind, name]
         need = 0.0
         for column, share, footprint in terms:

@@ -263,7 +263,7 @@ class Planner:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         clock = time.perf_counter()
         stop = None if time_limit is None else clock + time_limit
-        candidates = pairs.admissible.copy()
+        candidates = np.ones(pairs.size, dtype=bool)
         if max_makespan is not None:
             candidates &= pairs.makespan <= max_makespan * (1 + 1e-12)
         if cadence is not None:

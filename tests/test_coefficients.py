@@ -1,0 +1,115 @@
+"""The pair table's cache: a sweep point reuses the run's Demand (the quantities no inference shape or
+pool price changes), so a cached Demand must equal a fresh computation whatever field a point edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.edits import apply_edit
+from models.load import InstanceError, read_document, validate
+from models.units import parse_duration
+from solver import coefficients
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
+           "supply_per_replica")
+SWAPS = {"mean": "median", "median": "mean", "consumer": "post_publish", "post_publish": "consumer",
+         "drop": "downweight", "downweight": "drop", "independent": "comonotone", "comonotone": "independent"}
+# Fields the bundled files leave unset, and other laws, each edited in as well.
+EXTRA_EDITS = [
+    ("freshness.max_mean_gap", 3.0), ("freshness.max_exceedance", 0.05), ("freshness.max_group_drop", 0.3),
+    ("training.max_groups", 700), ("training.min_groups", 3), ("schedule.cadence.max", 450.0),
+    ("training.update_time", {"law": "table", "points": [{"gpus": 800, "seconds": 900}, {"gpus": 8000, "seconds": 200}]}),
+    ("training.update_time", {"law": "amdahl", "reference_gpus": 7000, "reference_time": 300, "serial_fraction": 0.1}),
+    ("environment.occupancy", {"distribution": "empirical", "samples": [300, 800, 1044, 2000, 9000, 14000]}),
+]
+
+
+def _leaves(node, path: str = ""):
+    """(path, value) of every scalar of a document, in MODEL.md path syntax."""
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from _leaves(child, f"{path}.{key}" if path else key)
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            yield from _leaves(child, f"{path}[{i}]")
+    else:
+        yield path, node
+
+
+def _changed(value):
+    """Another valid-looking value of the same kind, or None for names."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + max(1, value // 10)
+    if isinstance(value, float):
+        return value * 0.9 if value else 0.1
+    if isinstance(value, str):
+        if value in SWAPS:
+            return SWAPS[value]
+        try:
+            return parse_duration(value) * 0.9
+        except ValueError:
+            return None
+    return None
+
+
+def _edits(document: dict):
+    for path, value in _leaves(document):
+        if path in ("schema_version", "name", "objective"):
+            continue
+        new = _changed(value)
+        if new is not None:
+            yield path, new
+    yield from EXTRA_EDITS
+
+
+def _same(a: coefficients.Pairs, b: coefficients.Pairs) -> bool:
+    return (all(np.array_equal(getattr(a, c), getattr(b, c), equal_nan=True) for c in COLUMNS)
+            and a.rejected == b.rejected and a.grid_points == b.grid_points)
+
+
+@pytest.mark.parametrize(("name", "setting"), [
+    ("seed-week-75.yaml", {}),
+    ("seed-week-75.yaml", {"freshness.max_mean_gap": 6.0}),  # the mean gap reads littles_law_uses
+    ("large-three-pools.yaml", {}),
+    ("seed-lossy.yaml", {}),
+])
+def test_a_cached_demand_equals_a_fresh_one_for_every_edit(name, setting):
+    file = ROOT / "instances" / name
+    document = read_document(file)
+    for path, value in setting.items():
+        document = apply_edit(document, path, value)
+    base = validate(document, str(file), file.parent)
+    tried = differ = 0
+    for path, value in _edits(document):
+        try:
+            inst = validate(apply_edit(document, path, value), str(file), file.parent)
+        except InstanceError:
+            continue
+        coefficients._DEMAND.clear()
+        coefficients.build(base)  # the cache holds the base file's Demand, as after a sweep's first point
+        warm = coefficients.build(inst)
+        coefficients._DEMAND.clear()
+        cold = coefficients.build(inst)
+        assert _same(warm, cold), f"{name}: {path}={value!r} reused a stale Demand"
+        tried += 1
+        differ += not _same(cold, coefficients.build(base))
+    assert tried >= 25 and differ >= 10  # the edits reached the fields, and many of them change the table
+
+
+def test_a_throughput_sweep_reuses_the_demand():
+    file = ROOT / "instances" / "seed-week-75.yaml"
+    document = read_document(file)
+    coefficients._DEMAND.clear()
+    first = coefficients.build(validate(document, str(file), file.parent))
+    faster = coefficients.build(validate(apply_edit(document, "inference.shapes[0].tokens_per_gpu_s", 90),
+                                         str(file), file.parent))
+    assert len(coefficients._DEMAND) == 1  # one Demand served both points
+    assert not np.array_equal(first.supply_per_replica[0], faster.supply_per_replica[0])
+    longer = coefficients.build(validate(apply_edit(document, "schedule.deadline", "8d"), str(file), file.parent))
+    assert len(coefficients._DEMAND) == 2 and longer.grid_points > first.grid_points
