@@ -279,32 +279,26 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
         shared = global_values(inst, index_of(inst))
     row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
     active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
-    splits = {
-        "steady": {b.name: pairs.inflight[:, j] for j, b in active},
-        "peak": {b.name: (1 - env.cloud.eligible_share.get(b.name, 0.0)) * pairs.peak[:, j] for j, b in active},
-    }
-    sandbox = np.zeros(pairs.size)
-    for resource in ("density", "cores", "memory"):
-        cheapest = {}
-        for _, b in active:
-            best = np.inf
+    resources = ("density", "cores", "memory")
+    cheapest = np.full((len(active), len(resources)), np.inf)  # $/h per environment of b on row r, best node type
+    for i, (_, b) in enumerate(active):
+        for r, resource in enumerate(resources):
             for k in env.node_types:
                 if b.name not in k.density:
                     continue
                 row = ("node", k.name, resource)
-                if row not in row_cap:
-                    best = 0.0  # this node type has no such row: the row costs nothing there
+                if row not in row_cap:  # this node type has no such row: the row costs nothing there
+                    cheapest[i, r] = 0.0
                     continue
-                best = min(best, k.hour_cost * row_load[(*row, b.name)] / row_cap[row])
-            cheapest[b.name] = best
-        for loads in splits.values():
-            bound = np.zeros(pairs.size)
-            for name, load in loads.items():
-                with np.errstate(invalid="ignore"):
-                    bound += np.where(load > 0, load * cheapest[name], 0.0)
-            if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
-                # one node type: the bound is its price times a node count, which is an integer
-                price_node = env.node_types[0].hour_cost
-                bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
-            sandbox = np.maximum(sandbox, bound)
+                cheapest[i, r] = min(cheapest[i, r], k.hour_cost * row_load[(*row, b.name)] / row_cap[row])
+    columns = [j for j, _ in active]
+    local = np.array([1 - env.cloud.eligible_share.get(b.name, 0.0) for _, b in active])
+    loads = np.stack([pairs.inflight[:, columns], local * pairs.peak[:, columns]])  # (split, pair, backend)
+    with np.errstate(invalid="ignore"):
+        bound = np.where(loads[..., None] > 0, loads[..., None] * cheapest, 0.0).sum(axis=2)  # (split, pair, row)
+    if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
+        # one node type: the bound is its price times a node count, which is an integer
+        price_node = env.node_types[0].hour_cost
+        bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
+    sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
     return train + inference + sandbox
