@@ -76,6 +76,7 @@ class ExplicitHighs(Highs):
         super().set_instance(model)
         self._solver_model.setOptionValue("output_flag", False)  # later row additions log otherwise
         self._param_index = None
+        self._options_set: dict = {}  # options given to this HiGHS object, as last set
 
     def solve(self, model, time_limit: float | None = None, solver_options: dict | None = None) -> "Outcome":
         """One HiGHS run of ``model`` as it stands, with per-run options over the configured ones;
@@ -83,11 +84,15 @@ class ExplicitHighs(Highs):
         if model is not self._model:
             self.set_instance(model)
         highs = self._solver_model
-        if self.config.threads is not None:
-            highs.setOptionValue("threads", self.config.threads)
-        highs.setOptionValue("time_limit", time_limit if time_limit is not None else float("inf"))
-        for key, option in {**self.config.solver_options, **(solver_options or {})}.items():
-            highs.setOptionValue(key, option)
+        config = self.config
+        options = {**config.solver_options, **(solver_options or {}),
+                   "time_limit": time_limit if time_limit is not None else float("inf")}
+        if config.threads is not None:
+            options["threads"] = config.threads
+        for key, option in options.items():  # HiGHS keeps its options between runs: set only what changed
+            if self._options_set.get(key, self) != option:
+                highs.setOptionValue(key, option)
+                self._options_set[key] = option
         highs.HandleKeyboardInterrupt = True
         highs.run()
         return outcome_of(highs, self._pyomo_var_to_solver_var_map)
