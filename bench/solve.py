@@ -1,5 +1,5 @@
 """Benchmark of `trainground solve`: the whole command, model build vs HiGHS, the single MIP vs
-enumerating the cadence grid, and the HiGHS settings. Prints medians and ratios.
+enumerating the cadence grid, the HiGHS settings and the search's probe sizes. Prints medians and ratios.
 
     python bench/solve.py [--repeats 7] [--skip-enumeration]
 """
@@ -87,6 +87,34 @@ def with_options(path: Path, objective: str, options: dict, repeats: int) -> flo
         solve_module.STAGE_OPTIONS.update(saved_stage)
 
 
+def probe_sizes(repeats: int) -> None:
+    """Wall time of every bundled seed instance solved under the three criteria (fresh model each,
+    no diagnosis), and of the large instance's total cost and makespan, per pair of probe sizes."""
+    seeds = [load_instance(p) for p in sorted((ROOT / "instances").glob("*.yaml")) if p != LARGE]
+    large = load_instance(LARGE)
+    saved = solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS
+    try:
+        for cost, makespan in dict.fromkeys((saved, (1, saved[1]), (1, 1), (6, 6))):
+            solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS = cost, makespan
+            walls = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for inst in seeds:
+                    for objective in ("total_cost", "hourly_cost", "makespan"):
+                        Planner(inst).solve(objective, diagnose=False)
+                walls.append(time.perf_counter() - start)
+            large_walls = {}
+            for objective in ("total_cost", "makespan"):
+                start = time.perf_counter()
+                Planner(large).solve(objective, diagnose=False)
+                large_walls[objective] = time.perf_counter() - start
+            label = f"{cost} / {makespan}" + ("  (as shipped)" if (cost, makespan) == saved else "")
+            print(f"{label:22s} {len(seeds) * 3} seed solves {statistics.median(walls):.3f} s (median of {repeats})   "
+                  f"large total cost {large_walls['total_cost']:.2f} s   large makespan {large_walls['makespan']:.3f} s")
+    finally:
+        solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS = saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
@@ -128,6 +156,9 @@ def main() -> None:
                     cells.append(with_options(path, objective, options, n))
         print(f"{name:42s} seed total {cells[0]:.4f}  seed makespan {cells[1]:.4f}  "
               f"large total {cells[2]:.4f}  large makespan {cells[3]:.4f}")
+
+    print("\n== probe sizes: pairs opened by a search's first HiGHS run (cost criteria / makespan)")
+    probe_sizes(3)
 
     if args.skip_enumeration:
         return
