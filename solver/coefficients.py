@@ -75,6 +75,7 @@ class Demand:
 
     grid: np.ndarray  # cadence grid, s
     kept: np.ndarray  # 1..max_versions_kept
+    w_use: float  # the occupancy Little's law uses, s
     span: np.ndarray  # (grid,) makespan, s
     groups: np.ndarray  # (grid,) fewest training groups with U <= L
     exceedance: np.ndarray
@@ -140,8 +141,8 @@ def _demand(inst: Instance) -> Demand:
         cut(drop <= fr.max_group_drop * (1 + calc.REL_TOL) + 1e-15, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
-    found = Demand(grid=grid, kept=Ks, span=span, groups=groups, exceedance=q, drop=np.asarray(drop), attempts=attempts,
-                   keep=keep, rejected=rejected)
+    found = Demand(grid=grid, kept=Ks, w_use=w_use, span=span, groups=groups, exceedance=q, drop=drop,
+                   attempts=attempts, keep=keep, rejected=rejected)
     for name in ("grid", "kept", "span", "groups", "exceedance", "drop", "attempts", "keep"):
         getattr(found, name).setflags(write=False)
     return found
@@ -178,8 +179,7 @@ def build(inst: Instance) -> Pairs:
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     pair_attempts = attempts[at, k]
-    w_use = calc.occupancy_used(calc.occupancy_of(env.occupancy), env.littles_law_uses)
-    inflight = (pair_attempts * w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
+    inflight = (pair_attempts * d.w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
     return Pairs(
         cadence=grid[at],

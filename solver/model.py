@@ -220,13 +220,13 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
 
 
 def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict,
-                          shared: dict[str, dict] | None = None) -> set[int]:
-    """Retarget a reusable model: global coefficients from ``inst`` (``shared``, its global_values, when
-    the caller has them), each built block's from row ``where[key]`` of ``pairs`` (blocks absent from
-    ``where`` keep theirs; the caller keeps them closed). Returns the ids of the Params whose value changed."""
+                          shared: dict[str, dict]) -> set[int]:
+    """Retarget a reusable model: global coefficients ``shared`` (the global_values of ``inst``), each
+    built block's from row ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the
+    caller keeps them closed). Returns the ids of the Params whose value changed."""
     m.inst, m.pairs, m.pair_values = inst, pairs, PairValues(inst, m.ix)
     changed: set[int] = set()
-    _store(m, shared if shared is not None else global_values(inst, m.ix), changed)
+    _store(m, shared, changed)
     for key, blk in m.blocks.items():
         if key in where:
             _store(blk, m.pair_values(pairs, where[key]), changed)
