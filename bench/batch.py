@@ -31,7 +31,7 @@ import yaml
 
 from models.edits import apply_edit
 from models.load import read_document
-from solver import batch as driver
+from drivers import batch as driver
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 

@@ -265,10 +265,9 @@ class Planner:
         max_hourly_cost: float | None = None,
         max_total_cost: float | None = None,
         max_inference_gpus: int | None = None,
-        diagnose: bool | str = True,
     ) -> Result:
-        """The optimal plan under ``objective`` and this call's restrictions; ``diagnose`` (True/"full",
-        "conflict", "brief" or False) says how much to explain when there is none."""
+        """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
+        no diagnosis: drivers.diagnose explains it on request)."""
         inst, pairs = self.inst, self.pairs
         objective = objective or inst.objective
         if objective not in OBJECTIVES:
@@ -305,7 +304,8 @@ class Planner:
         timings.highs = max(0.0, search.highs_total - self._highs_seen)
         self._highs_seen = max(self._highs_seen, search.highs_total)
         if search.status in ("infeasible", None):
-            return _infeasible(inst, objective, timings, pairs, diagnose)
+            return Result(instance=inst.name, status="infeasible", objective=objective,
+                          message="no plan meets every constraint", timings=timings)
         if search.values is None:
             message = "time limit reached before any plan was found" if search.status == "time_limit" else "HiGHS failed"
             return Result(instance=inst.name, status=search.status, objective=objective, message=message,
@@ -534,10 +534,9 @@ def solve_instance(
     objective: str | None = None,
     time_limit: float | None = None,
     threads: int = 1,
-    diagnose: bool | str = True,
 ) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result."""
-    return Planner(inst, threads).solve(objective, time_limit=time_limit, diagnose=diagnose)
+    return Planner(inst, threads).solve(objective, time_limit=time_limit)
 
 
 def selected(model, values):
@@ -600,12 +599,3 @@ def extract_plan(model, blk, row: int, values) -> Plan:
         placement=Placement(steady=steady, peak=peak, cloud=cloud),
     )
 
-
-def _infeasible(inst: Instance, objective: str, timings: Timings, pairs, diagnose: bool | str) -> Result:
-    diagnosis = None
-    if diagnose:
-        from solver.diagnose import diagnose as run_diagnosis
-
-        diagnosis = run_diagnosis(inst, pairs, objective, "full" if diagnose is True else diagnose)
-    return Result(instance=inst.name, status="infeasible", objective=objective, diagnosis=diagnosis,
-                  message="no plan meets every constraint", timings=timings)

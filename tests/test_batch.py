@@ -21,10 +21,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import batch_exit_code, main
+from cli import main
+from commands.batch import batch_exit_code
 from models.edits import apply_edit
 from models.load import read_document
-from solver import batch as driver
+from drivers import batch as driver
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 TRAINGROUND = Path(sys.executable).with_name("trainground")

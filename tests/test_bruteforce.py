@@ -26,7 +26,7 @@ def test_mip_matches_brute_force(data):
     _check_cost_bound(inst, points)
     for objective in OBJECTIVES:
         expected = reference.best(points, objective)
-        result = solve_instance(inst, objective, diagnose=False)
+        result = solve_instance(inst, objective)
         event(f"{objective}: {result.status}")
         if expected is None:
             assert result.status == "infeasible", (objective, result.plan)
@@ -70,6 +70,6 @@ def test_cost_bound_takes_resource_rows_one_at_a_time():
     inst = instance_of(data)
     for objective in OBJECTIVES:
         expected = reference.best(reference.feasible_points(inst), objective)
-        result = solve_instance(inst, objective, diagnose=False)
+        result = solve_instance(inst, objective)
         got = {"total": result.plan.total_cost, "hourly": result.plan.hourly_cost, "makespan": result.plan.makespan_s}
         assert _close(got[VALUE[objective]], getattr(expected, VALUE[objective])), (objective, got, expected)

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 
 from cli import main
 from models.load import load_instance
-from solver.frontier import CRITERIA, cost_of, frontiers, hull_corners
-from solver.plots import FRONTIER_PX
+from drivers.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from render.plots import FRONTIER_PX
 from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of, small_instances
@@ -55,9 +55,9 @@ def test_points_are_mutually_nondominated(seed_frontiers, criterion):
 
 def test_ends_are_the_single_objective_optima(seed_frontiers):
     inst, found = seed_frontiers
-    cheapest = solve_instance(inst, "total_cost", diagnose=False).plan
-    fastest = solve_instance(inst, "makespan", diagnose=False).plan
-    hourly = solve_instance(inst, "hourly_cost", diagnose=False).plan
+    cheapest = solve_instance(inst, "total_cost").plan
+    fastest = solve_instance(inst, "makespan").plan
+    hourly = solve_instance(inst, "hourly_cost").plan
     total = found.frontiers["total_cost"]
     assert _close(total.cheapest.plan.total_cost, cheapest.total_cost)
     assert _close(total.cheapest.plan.makespan_s, cheapest.makespan_s)
@@ -77,7 +77,7 @@ def test_every_point_is_the_cheapest_plan_at_its_makespan(seed_frontiers):
 
     planner = Planner(inst)
     for r in front.points[1:-1:15]:
-        again = planner.solve("total_cost", max_makespan=r.plan.makespan_s, diagnose=False)
+        again = planner.solve("total_cost", max_makespan=r.plan.makespan_s)
         assert _close(again.plan.total_cost, r.plan.total_cost)
 
 
@@ -101,7 +101,7 @@ def test_frontier_matches_brute_force(data):
     inst = instance_of(data)
     points = reference.feasible_points(inst)
     assume(points)  # an instance without any plan has an empty frontier: count only those that have one
-    found = frontiers(inst, diagnose=False)
+    found = frontiers(inst)
     for criterion, key in (("total_cost", "total"), ("hourly_cost", "hourly")):
         expected = brute_frontier(points, key)
         got = [(r.plan.makespan_s, cost_of(r, criterion)) for r in found.frontiers[criterion].points]

@@ -318,7 +318,7 @@ def infeasible_instance() -> dict:
 
 @pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
 def test_infeasible_instance(objective):
-    result = solve_instance(validate(infeasible_instance(), "hand.yaml"), objective, diagnose=False)
+    result = solve_instance(validate(infeasible_instance(), "hand.yaml"), objective)
     assert result.status == "infeasible"
     assert result.plan is None and result.objective_value is None
 
@@ -338,7 +338,7 @@ def test_budget_infeasible():
     # Cheapest plan costs 8 $/h (L = 25); a 7.5 $/h budget leaves nothing.
     data = base()
     data["limits"] = {"max_hourly_cost": 7.5}
-    assert solve_instance(validate(data, "hand.yaml"), diagnose=False).status == "infeasible"
+    assert solve_instance(validate(data, "hand.yaml")).status == "infeasible"
     data["limits"] = {"max_hourly_cost": 8.0}  # exactly the optimum's rate: feasible
     result = solve(data)
     assert_plan(result, cadence=25.0, K=1, replicas={"s1": 2}, groups=2, nodes={"std": 2}, hourly=8.0, total=8.0)

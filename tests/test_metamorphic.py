@@ -28,7 +28,7 @@ REL = 1e-9
 
 
 def solve(data: dict, objective: str | None = None):
-    return solve_instance(validate(copy.deepcopy(data), "variant.yaml"), objective, diagnose=False)
+    return solve_instance(validate(copy.deepcopy(data), "variant.yaml"), objective)
 
 
 # --- transformations on a raw instance document ---------------------------------------------------

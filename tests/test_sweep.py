@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from cli import main
 from models.edits import load_edited
 from models.load import InstanceError
-from solver.plots import HEATMAP_PX, SWEEP_PX
+from render.plots import HEATMAP_PX, SWEEP_PX
 from solver.solve import solve_instance
-from solver.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
+from drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
 from tests.test_frontier import png_size
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
@@ -33,7 +33,7 @@ def _same_as_fresh_solve(row: dict, objective: str | None = None) -> None:
         with pytest.raises(InstanceError):
             load_edited(SEED, edits)
         return
-    fresh = solve_instance(load_edited(SEED, edits), objective, diagnose=False)
+    fresh = solve_instance(load_edited(SEED, edits), objective)
     assert row["status"] == fresh.status, (row["edits"], row["status"], fresh.status)
     if fresh.status == "optimal":
         assert row["objective_value"] == pytest.approx(fresh.objective_value, rel=1e-9), row["edits"]

@@ -37,7 +37,7 @@ def solved() -> dict:
     out = {}
     for path in INSTANCES:
         inst = load_instance(path)
-        out[path.name] = (inst, solve_instance(inst, diagnose=False))
+        out[path.name] = (inst, solve_instance(inst))
     return out
 
 
@@ -93,7 +93,7 @@ def test_returned_plan_passes(solved, name):
 @pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
 def test_seed_plans_pass_under_every_objective(solved, objective):
     inst, _ = solved["seed-week-75.yaml"]
-    result = solve_instance(inst, objective, diagnose=False)
+    result = solve_instance(inst, objective)
     assert result.status == "optimal"
     assert verify_plan(inst, result.plan).ok
 
@@ -278,7 +278,7 @@ def hard_instance() -> dict:
 @pytest.fixture(scope="module")
 def hard():
     inst = validate(hard_instance(), "seed-hard.yaml")
-    optimum = {objective: solve_instance(inst, objective, diagnose=False)
+    optimum = {objective: solve_instance(inst, objective)
                for objective in ("total_cost", "hourly_cost", "makespan")}
     return inst, optimum
 
@@ -319,14 +319,14 @@ def check_time_limited(inst, result, best=None) -> None:
 def test_tiny_time_limits_never_crash(name):
     inst = load_instance(next(p for p in INSTANCES if p.name == name))
     for limit in LIMITS:
-        check_time_limited(inst, solve_instance(inst, time_limit=limit, diagnose=False))
+        check_time_limited(inst, solve_instance(inst, time_limit=limit))
 
 
 @pytest.mark.parametrize("objective", ["total_cost", "hourly_cost", "makespan"])
 def test_tiny_time_limits_on_a_harder_instance(hard, objective):
     inst, optimum = hard
     for limit in LIMITS:
-        result = solve_instance(inst, objective, time_limit=limit, diagnose=False)
+        result = solve_instance(inst, objective, time_limit=limit)
         check_time_limited(inst, result, optimum[objective])
 
 

@@ -11,8 +11,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from solver.frontier import DAY_S, Frontiers
-from solver.sweep import Axis, SweepReport
+from drivers.frontier import DAY_S, Frontiers
+from drivers.sweep import Axis, SweepReport
 
 DPI = 100
 FRONTIER_PX = (1200, 500)
@@ -39,7 +39,7 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def _money(value: float, _pos=None) -> str:
+def money(value: float, _pos=None) -> str:
     if abs(value) >= 1e6:
         return f"${value / 1e6:,.2f}M"
     if abs(value) >= 1e4:
@@ -68,11 +68,11 @@ def frontier_png(frontiers: Frontiers) -> bytes:
         ax.axvline(deadline, color="tab:red", linestyle="--", linewidth=1.2, label=f"deadline {deadline:g} d")
         budget = frontiers.budgets.get(name)
         if budget is not None:
-            ax.axhline(budget, color="tab:purple", linestyle=":", linewidth=1.2, label=f"budget {_money(budget)}")
+            ax.axhline(budget, color="tab:purple", linestyle=":", linewidth=1.2, label=f"budget {money(budget)}")
         ax.set_title(f"{frontiers.instance}: makespan vs {_LABELS[name]}", fontsize=11)
         ax.set_xlabel("makespan (days)")
         ax.set_ylabel(_cost_label(name))
-        ax.yaxis.set_major_formatter(FuncFormatter(_money))
+        ax.yaxis.set_major_formatter(FuncFormatter(money))
         ax.grid(True, alpha=0.3)
         if not front.points:
             ax.text(0.5, 0.5, "no feasible plan", transform=ax.transAxes, ha="center", va="center")
@@ -189,7 +189,7 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
         if key == "objective_value" and objective_money:
             from matplotlib.ticker import FuncFormatter
 
-            ax.yaxis.set_major_formatter(FuncFormatter(_money))
+            ax.yaxis.set_major_formatter(FuncFormatter(money))
         if legend and key == "objective_value":
             ax.legend(fontsize=7, loc="best")
     for ax in panels[3:]:
@@ -235,7 +235,7 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
         cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.85")
         image = ax.imshow(masked, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
         money = key == "objective_value" and objective_money
-        fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(_money) if money else None)
+        fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(money) if money else None)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(second.path, fontsize=8)
         ax.set_ylabel(first.path, fontsize=8)
@@ -265,7 +265,7 @@ def _ticks(setter, texts: Sequence[str]) -> None:
 
 def _short(value: float, key: str) -> str:
     if key == "objective_value" and abs(value) >= 1e4:
-        return _money(value)
+        return money(value)
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"

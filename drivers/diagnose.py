@@ -9,6 +9,8 @@ from typing import Callable
 from models.edits import edited
 from models.instance import AmdahlLaw, Instance, InverseLaw
 from models.load import InstanceError
+from models.result import Result
+from solver import coefficients
 from solver.solve import Planner
 
 REL = 1e-3  # bisection stops when the bracket is this narrow, relative to its feasible end
@@ -40,11 +42,18 @@ class Feasibility:
         if self._planner is None or not self._planner.retarget(inst):
             self._planner = Planner(inst, reusable=True)
         self.solves += 1
-        return self._planner.solve(objective, diagnose=False)
+        return self._planner.solve(objective)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes)
         return result is not None and result.plan is not None
+
+
+def diagnosed(inst: Instance, result: Result, depth: str = "full") -> Result:
+    """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise)."""
+    if result.status != "infeasible":
+        return result
+    return result.model_copy(update={"diagnosis": diagnose(inst, coefficients.build(inst), result.objective, depth)})
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full") -> dict:

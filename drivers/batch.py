@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.load import EXTENSIONS
-from solver.output import write_atomic, write_csv, write_json
-from solver.workers import one_line, prepare_worker
+from drivers.output import write_atomic, write_csv, write_json
+from drivers.workers import one_line, prepare_worker
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"
@@ -201,6 +201,7 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
     digest = input_hash(data, objective, time_limit)
     try:
         from models.load import InstanceError, load_instance
+        from drivers.diagnose import diagnosed
         from solver.solve import solve_instance
 
         clock = time.perf_counter()
@@ -211,7 +212,7 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
             return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
         load_seconds = time.perf_counter() - clock
         try:
-            result = solve_instance(inst, objective, time_limit, threads=1)
+            result = diagnosed(inst, solve_instance(inst, objective, time_limit, threads=1))
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
         result.timings.load = load_seconds

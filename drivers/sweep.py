@@ -33,7 +33,7 @@ import yaml
 from models.edits import apply_edit, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
 from models.result import STATUSES, key_columns
-from solver.workers import clip, one_line, prepare_worker
+from drivers.workers import clip, one_line, prepare_worker
 
 ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
                "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s", "time_margin",
@@ -175,6 +175,7 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
     Returns the rows and the number of models built. Never raises for a point: an
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
+    from drivers.diagnose import diagnosed
     from solver.solve import Planner
 
     planner = None
@@ -195,7 +196,7 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                     planner = Planner(inst, reusable=reuse)
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
-                result = planner.solve(objective, diagnose="conflict")
+                result = diagnosed(inst, planner.solve(objective), "conflict")
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
                 rows.append(_row(index, edits, "error", objective or inst.objective, message=one_line(exc, 300),

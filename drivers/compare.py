@@ -30,7 +30,7 @@ from models.result import Result
 from solver import calculus as calc
 from solver.explain import explain
 from solver.solve import TIE_TOL, Planner
-from solver.sweep import diagnosis_summary
+from drivers.sweep import diagnosis_summary
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is
 # B·tokens/(L·inference GPUs) (lossless); "in flight (mean)" is Little's law with W_use, as the
@@ -128,7 +128,7 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
     columns.append(plan_column(inst, ("fewer_cards", "fewer cards: the cheapest plan meeting the deadline",
                                       "fewer cards"), fewer))
     # Capped solves are not diagnosed: a diagnosis explains the instance, not the cap.
-    same_cards = planner.solve("makespan", max_inference_gpus=gpus, diagnose=False)
+    same_cards = planner.solve("makespan", max_inference_gpus=gpus)
     columns.append(plan_column(inst, ("shorter_same_cards", f"shorter schedule: the fastest plan on ≤ {gpus:,} "
                                       "inference GPUs", "shorter, same cards"), same_cards,
                                f"no plan on ≤ {gpus:,} inference GPUs"))
@@ -136,7 +136,7 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
            "shorter, same $/h")
     if fewer.status == "optimal":
         hourly = fewer.plan.hourly_cost
-        same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + TIE_TOL), diagnose=False)
+        same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + TIE_TOL))
         columns.append(plan_column(inst, key, same_hourly, f"no plan at ≤ ${hourly:,.2f}/h"))
     else:
         columns.append(Column(*key, "plan", "skipped", note="no fewer-cards plan to take the hourly cost from"))

@@ -21,6 +21,7 @@ import numpy as np
 
 from models.instance import Instance
 from models.result import Result, key_columns
+from drivers.diagnose import diagnosed
 from solver.solve import TIE_TOL, Planner
 
 CRITERIA = ("total_cost", "hourly_cost")
@@ -165,7 +166,9 @@ def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[in
     stopped = "grid"
     solves = 0
     while True:
-        result = planner.solve(criterion, max_makespan=cap, diagnose=diagnose and not found)
+        result = planner.solve(criterion, max_makespan=cap)
+        if diagnose and not found:
+            result = diagnosed(planner.inst, result)
         solves += 1
         if result.status != "optimal":
             end, stopped = result, result.status

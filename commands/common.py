@@ -1,0 +1,94 @@
+"""What every command shares: exit codes, the error guard, the console, the --set option, progress bars."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from models.edits import load_edited
+from models.instance import OBJECTIVES
+from models.load import InstanceError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
+
+
+def console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
+
+
+def guarded(func):
+    """Bad input: one message and exit 2; anything unexpected: one line and exit 1, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except InstanceError as exc:
+            click.echo(exc.message, err=True)
+            sys.exit(EXIT_INVALID)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # the one place that turns bugs into a clear exit code
+            if os.environ.get("TRAINGROUND_DEBUG"):
+                raise
+            click.echo(f"trainground: internal error: {type(exc).__name__}: {exc} (set TRAINGROUND_DEBUG=1 for details)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+def edits_option(func):
+    return click.option(
+        "--set", "edits", multiple=True, metavar="PATH=VALUE",
+        help="Edit one field before use, by its MODEL.md path (e.g. environment.littles_law_uses=median).",
+    )(func)
+
+
+def load_with_edits(path: str, edits: tuple[str, ...] = ()):
+    return load_edited(Path(path), list(edits))
+
+
+OBJECTIVE = click.Choice(OBJECTIVES)
+STATUS_EXIT = {"optimal": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "time_limit": EXIT_TIME_LIMIT,
+               "invalid": EXIT_INVALID, "error": EXIT_INTERNAL}
+
+
+HANDFUL = 5  # commands solving more models than this show a progress bar (on a terminal, without --json)
+
+
+class SolvingBar:
+    """A rich progress bar that appears on the first update promising more than a handful of models."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.label, self.enabled = label, enabled
+        self.progress = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or (self.progress is None and total <= HANDFUL):
+            return
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=console(), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def __enter__(self) -> "SolvingBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def show_bar(as_json: bool) -> bool:
+    return sys.stdout.isatty() and not as_json

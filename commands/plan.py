@@ -1,0 +1,77 @@
+"""explain, solve, schema: one instance, one answer."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from render.tables import render_explanation, render_result
+from commands.common import (EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits)
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--cadence", type=float, help="Seconds per outer iteration (default: the deadline pace).")
+@click.option("--inference-gpus", type=int, help="Inference card count, for the per-card thresholds.")
+@click.option("--json", "as_json", is_flag=True, help="Print MODEL.md §6 keys as JSON.")
+@edits_option
+@guarded
+def explain(instance: str, cadence: float | None, inference_gpus: int | None, as_json: bool, edits) -> None:
+    """The seed article's arithmetic on INSTANCE, each figure with its formula (no optimisation)."""
+    from solver.explain import explain as run_explain
+
+    if cadence is not None and not cadence > 0:
+        raise click.BadParameter(f"must be > 0, got {cadence}", param_hint="--cadence")
+    if inference_gpus is not None and inference_gpus <= 0:
+        raise click.BadParameter(f"must be > 0, got {inference_gpus}", param_hint="--inference-gpus")
+    result = run_explain(load_with_edits(instance, edits), cadence, inference_gpus)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    render_explanation(console(), result)
+
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
+@edits_option
+@guarded
+def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None, edits) -> None:
+    """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
+
+    Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
+    """
+    import time
+
+    clock = time.perf_counter()
+    inst = load_with_edits(instance, edits)
+    load_seconds = time.perf_counter() - clock
+    from drivers.diagnose import diagnosed
+    from solver.solve import solve_instance
+
+    result = diagnosed(inst, solve_instance(inst, objective, time_limit))
+    result.timings.load = load_seconds
+    payload = result.to_json()
+    if out:
+        from drivers.output import write_json
+
+        write_json(out, payload)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        render_result(console(), result)
+    sys.exit(STATUS_EXIT[result.status])
+
+
+@click.command()
+@guarded
+def schema() -> None:
+    """Print the JSON Schema of instance files (for editor autocompletion)."""
+    from models.instance import Instance
+
+    click.echo(json.dumps(Instance.model_json_schema(mode="validation"), indent=2))
+

@@ -1,0 +1,125 @@
+"""frontier, compare, sweep: many solves of one instance, to see the trade-offs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from render.tradeoffs import render_comparison, render_frontier, render_sweep
+from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE, SolvingBar, console, edits_option,
+                             guarded, load_with_edits, show_bar)
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--out", default="frontier-out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for frontier.csv, frontier.json and frontier.png.")
+@click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
+@edits_option
+@guarded
+def frontier(instance: str, out: str, as_json: bool, edits) -> None:
+    """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
+
+    Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
+    below the last plan found until no faster plan exists. The tables list the frontier's
+    corners: the plans where its slope changes (the vertices of its lower convex hull, each
+    the cheapest plan for some price put on a day of schedule), plus both ends; "$ per day
+    saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
+    limits.max_total_cost=...). Exit codes: 0, 3 no feasible plan, 2 invalid input.
+    """
+    from drivers.frontier import CSV_COLUMNS, csv_rows, frontiers
+    from drivers.output import write_atomic_bytes, write_csv, write_json
+    from render.plots import frontier_png
+
+    inst = load_with_edits(instance, edits)
+    with SolvingBar("frontier", show_bar(as_json)) as bar:
+        found = frontiers(inst, on_progress=bar)
+    folder = Path(out)
+    payload = found.to_json()
+    write_csv(folder / "frontier.csv", CSV_COLUMNS, csv_rows(found))
+    write_json(folder / "frontier.json", payload)
+    write_atomic_bytes(folder / "frontier.png", frontier_png(found))
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        render_frontier(console(), found, folder)
+    sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
+
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
+              help="The baseline's inference cards [default: the fewer-cards plan's].")
+@click.option("--cadence", type=click.FloatRange(min=0, min_open=True),
+              help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
+                   "stays at the deadline pace.")
+@click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
+@edits_option
+@guarded
+def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool, edits) -> None:
+    """Spend inference slack on fewer cards or a shorter schedule? The article's §4 as a report.
+
+    Side by side: the baseline (the seed's arithmetic at the deadline pace on N inference
+    cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
+    the baseline's card count and the fastest keeping the cheapest plan's hourly cost
+    ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
+    each against the baseline ("time margin 17.3 %, supply +21 %").
+    """
+    from drivers.compare import compare as run_compare
+
+    result = run_compare(load_with_edits(instance, edits), baseline_inference_gpus, cadence=cadence)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        render_comparison(console(), result)
+
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--set", "axes", multiple=True, required=True, metavar="PATH=V1,V2,...",
+              help="A swept field and its values (split on top-level commas: {a: 1, b: 2} and [1,2] stay whole); "
+                   "repeat for a cartesian product.")
+@click.option("--objective", type=OBJECTIVE, help="Override every point's objective.")
+@click.option("--out", default="sweep-out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for sweep.csv, sweep.json and the plots.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes; the points are cut into this many contiguous chunks, each reusing one model.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
+@guarded
+def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool) -> None:
+    """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
+
+    An invalid point is a row with the loader's message, an infeasible one a row with its
+    diagnosis. Writes sweep.csv, sweep.json (every point's MODEL.md §6 result) and plots:
+    the objective and key decisions against each swept field, and a heatmap for two fields.
+    Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
+    internal error, 2 invalid options or base file.
+    """
+    from drivers import sweep as driver
+    from drivers.output import write_atomic_bytes, write_csv, write_json
+    from render.plots import sweep_pngs
+
+    try:
+        parsed = [driver.parse_axis(option) for option in axes]
+    except driver.SweepError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set") from None
+    with SolvingBar("sweep", show_bar(as_json)) as bar:
+        report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
+    folder = Path(out)
+    files = [folder / "sweep.csv", folder / "sweep.json"]
+    write_csv(files[0], report.csv_columns(), report.csv_rows())
+    document = report.to_json()
+    write_json(files[1], document)
+    for name, png in sweep_pngs(report).items():
+        write_atomic_bytes(folder / name, png)
+        files.append(folder / name)
+    if as_json:
+        payload = {**document, "points": [{k: v for k, v in row.items() if k != "result"} for row in report.rows],
+                   "files": [str(f) for f in files]}
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        render_sweep(console(), report, files)
+    sys.exit(EXIT_INTERNAL if report.counts.get("error") else EXIT_OK)
+

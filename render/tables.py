@@ -1,0 +1,142 @@
+"""What a person reads in a terminal: rich tables and phrases for explain, solve and batch."""
+
+from __future__ import annotations
+
+
+
+def fitted(console, table) -> None:
+    """Print ``table``; off a terminal (a file, a pipe), as wide as its content instead of wrapped."""
+    if not console.is_terminal:
+        from rich.measure import Measurement
+
+        console.width = max(console.width, Measurement.get(console, console.options.update(width=10_000), table).maximum)
+    console.print(table)
+
+def _fmt(value: object, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if unit == "share":
+            return f"{value:.4f} ({value:.2%})"
+        return f"{value:,.4f}" if abs(value) < 100 else f"{value:,.1f}"
+    return str(value)
+
+
+def render_explanation(console, result) -> None:
+    from rich.table import Table
+
+    from solver.explain import SECTIONS
+
+    gpus = f", {result.inference_gpus:,} inference GPUs" if result.inference_gpus else ""
+    console.print(f"[bold]{result.instance}[/bold]: the seed's arithmetic at cadence {result.cadence_s:.6g} s{gpus}")
+    for section in SECTIONS:
+        table = Table(title=section, title_justify="left", show_edge=False, pad_edge=False)
+        table.add_column("figure", no_wrap=True)
+        table.add_column("value", justify="right", no_wrap=True)
+        table.add_column("unit", no_wrap=True)
+        table.add_column("formula and inputs")
+        for line in (ln for ln in result.lines if ln.section == section):
+            table.add_row(line.key, _fmt(line.value, line.unit), line.unit, line.formula)
+        console.print(table)
+
+
+def money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def render_result(console, result) -> None:
+    from rich.table import Table
+
+    head = f"[bold]{result.instance}[/bold]: {result.status}"
+    if result.objective_value is not None:
+        value = money(result.objective_value) if result.objective != "makespan" else f"{result.objective_value:,.0f} s"
+        head += f", {result.objective} = {value}"
+    if result.mip_gap:
+        head += f" (gap {result.mip_gap:.3%})"
+    console.print(head)
+    if result.message and result.plan is None:
+        console.print(result.message, markup=False)
+    if result.diagnosis:
+        render_diagnosis(console, result.diagnosis)
+    plan, met = result.plan, result.metrics
+    if plan is None:
+        return
+    decisions = Table(title="Decisions", title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("decision", "value", "detail"):
+        decisions.add_column(col, justify="right" if col == "value" else "left")
+    decisions.add_row("cadence", f"{plan.cadence_s:,.6g} s", f"makespan {plan.makespan_s:,.0f} s = {plan.makespan_s / 86400:.3f} d")
+    decisions.add_row("versions kept", str(plan.versions_kept), "")
+    for item in plan.inference:
+        decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
+    decisions.add_row("training groups", f"{plan.training_groups:,}", f"{plan.training_gpus:,} GPUs")
+    for node in plan.local_nodes:
+        decisions.add_row(f"nodes {node.type}", f"{node.count:,}", "local sandbox nodes")
+    for vm in plan.cloud_vms:
+        decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
+    for pool in plan.pools:
+        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", f"of {pool.gpus:,} GPUs used")
+    console.print(decisions)
+    costs = Table(title="Costs", title_justify="left", show_edge=False, pad_edge=False)
+    costs.add_column("term")
+    costs.add_column("$/hour", justify="right")
+    costs.add_column("over the run", justify="right")
+    hours = plan.makespan_s / 3600
+    for term, value in (("GPU", plan.cost_terms.gpu), ("node", plan.cost_terms.node), ("VM", plan.cost_terms.vm)):
+        costs.add_row(term, money(value), money(value * hours))
+    costs.add_row("[bold]total[/bold]", money(plan.hourly_cost), money(plan.total_cost))
+    console.print(costs)
+    metrics = Table(title="Throughput, sandboxes, freshness", title_justify="left", show_edge=False, pad_edge=False)
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    metrics.add_column("note")
+    rows = [
+        ("effective trajectories/s", f"{met.effective_trajectories_per_s:.4f}", f"B/L; intake {met.effective_intake:.4f}"),
+        ("attempts/s", f"{met.attempts_per_s:.4f}", "R_eff / (p·(1 - drop))"),
+        ("token demand/s", f"{met.token_demand_per_s:,.0f}", ""),
+        ("token supply/s", f"{met.token_supply_per_s:,.0f}", f"margin {met.throughput_margin:+.2%}"),
+        ("update time", f"{met.update_time_s:,.1f} s", f"margin {met.update_margin:+.2%} of the cadence"),
+        ("time margin", f"{met.time_margin:.2%}", "(deadline - makespan)/deadline"),
+        ("in flight (mean / peak)", f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}", f"occupancy mean {met.occupancy_mean_s:,.0f} s"),
+        ("version gap (mean / p99)", f"{met.mean_version_gap:.3f} / {met.p99_version_gap:.2f}", ""),
+        ("exceedance / group drop", f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}", f"at K = {plan.versions_kept}"),
+    ]
+    for row in rows:
+        metrics.add_row(*row)
+    console.print(metrics)
+    console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
+
+
+def render_diagnosis(console, diagnosis: dict) -> None:
+    conflict = diagnosis.get("conflict")
+    if conflict:
+        console.print("conflict: " + conflict, markup=False)
+    for change in diagnosis.get("changes", []):
+        console.print(f"  feasible with {change['change']}", markup=False)
+    for text in diagnosis.get("notes", []):
+        console.print(f"  {text}", markup=False)
+
+
+def render_batch(console, report, statuses) -> None:
+    from rich.table import Table
+
+    tally = report.tally
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("status")
+    table.add_column("instances", justify="right")
+    for status in statuses:
+        if tally.counts[status]:
+            table.add_row(status, f"{tally.counts[status]:,}")
+    table.add_row("[bold]total[/bold]", f"[bold]{tally.done:,}[/bold] of {tally.total:,}")
+    console.print(table)
+    if tally.reused:
+        console.print(f"{tally.reused:,} reused from an earlier run (--resume)")
+    if report.interrupted:
+        console.print(f"interrupted: {tally.done:,} of {tally.total:,} results kept; rerun with --resume to finish")
+    console.print(f"summary: {report.summary_csv}", markup=False)
+

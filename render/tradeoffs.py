@@ -1,0 +1,130 @@
+"""Tables for frontier, compare and sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.result import STATUSES
+from render.tables import fitted, money, render_diagnosis
+
+def render_frontier(console, found, folder: Path) -> None:
+    from rich.table import Table
+
+    from drivers.frontier import DAY_S, cost_of
+
+    for name, front in found.frontiers.items():
+        what = "total cost" if name == "total_cost" else "hourly cost"
+        if not front.points:
+            console.print(f"[bold]{found.instance}[/bold]: makespan vs {what}: no feasible plan")
+            if front.end is not None and front.end.diagnosis:
+                render_diagnosis(console, front.end.diagnosis)
+            continue
+        fast, cheap = front.fastest.plan, front.cheapest.plan
+        console.print(
+            f"[bold]{found.instance}[/bold]: makespan vs {what}: {len(front.points):,} non-dominated plans, "
+            f"{len(front.corners):,} corners (# 1 the fastest, # {len(front.points)} the cheapest): "
+            f"from {money(cost_of(front.cheapest, name))} at {cheap.makespan_s / DAY_S:.3f} d "
+            f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d")
+        table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+        per_day = "$/day saved" if name == "total_cost" else "$/h per day"
+        for col in ("#", "makespan", "cadence", "K", "inference", "training", "nodes", "VMs", "$/hour", "total",
+                    "margin", per_day):
+            table.add_column(col, justify="right", no_wrap=True)
+        for i, price in zip(front.corners, front.price_of_time()):
+            plan, met = front.points[i].plan, front.points[i].metrics
+            table.add_row(
+                str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
+                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", f"{plan.node_count:,}",
+                f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
+                f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}")
+        fitted(console, table)
+    console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
+                  f"{folder / 'frontier.png'}", markup=False)
+
+
+def _figure(value, kind: str) -> str:
+    if value is None:
+        return "—"
+    if kind == "map":
+        if len(value) == 1:
+            return f"{next(iter(value.values())):,}"
+        return ", ".join(f"{k} {v:,}" for k, v in value.items()) or "—"
+    if kind == "count":
+        return f"{value:,.0f}"
+    if kind == "seconds":
+        return f"{value:,.6g} s"
+    if kind == "days":
+        return f"{value / 86400:.3f} d"
+    if kind == "share":
+        return f"{value * 100:.2f} %"
+    if kind == "money":
+        return f"${value:,.0f}"
+    return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def render_comparison(console, result) -> None:
+    from rich.table import Table
+
+    from drivers.compare import ROWS
+
+    console.print(f"[bold]{result.instance}[/bold]: fewer cards, or a shorter schedule? "
+                  f"(baseline {result.baseline_gpus:,} inference GPUs: {result.baseline_source}"
+                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")")
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("figure", no_wrap=True)
+    for n, col in enumerate(result.columns, start=1):
+        table.add_column(f"({n}) {col.heading}", justify="right")
+    table.add_row("status", *(col.status for col in result.columns))
+    for key, label, kind in ROWS:
+        table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
+    console.print(table)
+    for n, col in enumerate(result.columns, start=1):
+        console.print(f"({n}) {col.title}: {col.note}", markup=False)
+    console.print("[bold]Against the baseline[/bold]")
+    for key, phrases in result.deltas().items():
+        n = next(i for i, col in enumerate(result.columns, start=1) if col.key == key)
+        console.print(f"({n}) {result.column(key).heading}:", markup=False)
+        for phrase in phrases:
+            console.print(f"    {phrase}", markup=False)
+
+
+def render_sweep(console, report, files) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("#", justify="right", no_wrap=True)
+    short = [a.path.split(".")[-1] for a in report.axes]
+    for axis, name in zip(report.axes, short):
+        table.add_column(name if short.count(name) == 1 else axis.path, no_wrap=True)
+    for col in ("status", "objective", "cadence", "K", "inference", "training", "nodes", "VMs", "margin",
+                "exceed.", "drop"):
+        table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
+    table.add_column("diagnosis / message", overflow="fold", min_width=20)
+
+    def show(value, fmt: str) -> str:
+        return "—" if value is None else format(value, fmt)
+
+    prefix = f"{report.file}: "
+    for row in report.rows:
+        value = row["objective_value"]
+        if value is None:
+            shown = "—"
+        elif row["objective"] == "makespan":
+            shown = f"{value / 86400:.3f} d"
+        else:
+            shown = f"${value:,.0f}"
+        table.add_row(
+            str(row["index"]), *(row["edits"][a.path] for a in report.axes), row["status"], shown,
+            show(row["cadence_s"], ",.6g"), show(row["versions_kept"], "d"), show(row["inference_gpus"], ",d"),
+            show(row["training_gpus"], ",d"), show(row["nodes"], ",d"), show(row["vms"], ",d"),
+            show(row["time_margin"], ".2%"), show(row["exceedance"], ".2%"), show(row["group_drop_rate"], ".2%"),
+            (row["message"] or "").replace(prefix, ""))
+    fitted(console, table)
+    counts = report.counts
+    tally = ", ".join(f"{counts[s]:,} {s}" for s in STATUSES if counts.get(s))
+    solved = sum(counts[s] for s in ("optimal", "infeasible", "time_limit"))
+    console.print(f"{len(report.rows):,} points: {tally}; {report.builds:,} model{'s' if report.builds != 1 else ''} "
+                  f"built for {solved:,} solved points ({report.workers} worker{'s' if report.workers > 1 else ''}); "
+                  f"{report.seconds:.1f} s", markup=False)
+    console.print("wrote " + ", ".join(str(f) for f in files), markup=False)
+
