@@ -8,52 +8,18 @@ Cross-references (pools, backends, node densities) are checked by
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from statistics import NormalDist
 from typing import Annotated, Literal, Union, get_args
 
-from pathlib import Path
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    WithJsonSchema,
-    model_validator,
-)
-
+from models.base import (NUMBER, WHOLE, AtLeastOne, Count, FieldError, Fraction, Name, NonNegative, Positive,
+                         PositiveFraction, PositiveInt, Strict)
+from models.uncertainty import Uncertainty
 from models.units import _DURATION, parse_duration
 
 Z_99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99
-
-
-class FieldError(ValueError):
-    """A rule checked on a whole model that is about one of its fields.
-
-    ``where`` is that field's path below the model (``("points", 2, "gpus")``), so the
-    error names ``training.update_time.points[2].gpus`` rather than just the model.
-    """
-
-    def __init__(self, where: str | tuple[str | int, ...], rule: str):
-        super().__init__(rule)
-        self.where = (where,) if isinstance(where, str) else tuple(where)
-
-
-def _not_bool(kind: str):
-    """YAML reads ``yes``/``no``/``on``/``off`` as booleans, which pydantic would quietly take as 1 and 0."""
-
-    def check(value: object) -> object:
-        if isinstance(value, bool):
-            raise ValueError(f"must be {kind}, got {str(value).lower()}")
-        return value
-
-    return BeforeValidator(check)
-
-
-_NUMBER = _not_bool("a number")
-_WHOLE = _not_bool("a whole number")
 
 
 def _duration_schema(**number: float) -> WithJsonSchema:
@@ -66,38 +32,6 @@ def _duration_schema(**number: float) -> WithJsonSchema:
 # (standard JSON-schema keywords, messages "must be > 0"), and the parser or bool check runs first.
 PositiveDuration = Annotated[float, Field(gt=0), BeforeValidator(parse_duration), _duration_schema(exclusiveMinimum=0)]
 NonNegativeDuration = Annotated[float, Field(ge=0), BeforeValidator(parse_duration), _duration_schema(minimum=0)]
-Positive = Annotated[float, Field(gt=0), _NUMBER]
-NonNegative = Annotated[float, Field(ge=0), _NUMBER]
-AtLeastOne = Annotated[float, Field(ge=1), _NUMBER]
-
-
-def _unit_interval(closed_below: bool):
-    def check(value: float) -> float:
-        if (value < 0 if closed_below else value <= 0) or value > 1:
-            raise ValueError(f"must be in {'[' if closed_below else '('}0, 1], got {value:g}")
-        return value
-
-    return check
-
-
-Fraction = Annotated[
-    float, AfterValidator(_unit_interval(True)), _NUMBER, Field(json_schema_extra={"minimum": 0, "maximum": 1})
-]
-PositiveFraction = Annotated[
-    float,
-    AfterValidator(_unit_interval(False)),
-    _NUMBER,
-    Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": 1}),
-]
-PositiveInt = Annotated[int, Field(gt=0), _WHOLE]
-Count = Annotated[int, Field(ge=0), _WHOLE]
-Name = Annotated[str, Field(min_length=1)]
-
-
-class Strict(BaseModel):
-    """Base: unknown keys are errors (typos must not be silently ignored), no NaN or inf."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
 
 class Workload(Strict):
@@ -124,6 +58,11 @@ class Schedule(Strict):
     deadline: PositiveDuration
     extra_time: NonNegativeDuration = 0.0
     cadence: Cadence = Cadence()
+    count_startup: bool = Field(
+        False,
+        description="count the pipeline fill before the first batch and the last update (MODEL.md §8): "
+        "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time",
+    )
 
     @model_validator(mode="after")
     def _room(self) -> "Schedule":
@@ -138,6 +77,9 @@ class GpuPool(Strict):
     name: Name
     gpus: PositiveInt
     gpu_hour_cost: NonNegative
+    billing: Literal["used", "reserved"] = Field(
+        "used", description="used: pay for the GPUs the plan uses; reserved: pay for every GPU of the pool"
+    )
 
 
 class Shape(Strict):
@@ -344,7 +286,7 @@ OBJECTIVES: tuple[str, ...] = get_args(Objective)
 class Instance(Strict):
     model_config = ConfigDict(json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"})
 
-    schema_version: Annotated[Literal[1], _WHOLE] = 1
+    schema_version: Annotated[Literal[1], WHOLE] = 1
     name: Name | None = None
     workload: Workload
     schedule: Schedule
@@ -355,6 +297,7 @@ class Instance(Strict):
     freshness: Freshness = Freshness()
     objective: Objective = "total_cost"
     limits: Limits = Limits()
+    uncertainty: Uncertainty | None = None
 
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from models.instance import FieldError, Instance, Occupancy, UpdateTime
+from models.uncertainty import path_errors
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 _UNION_TAGS = {"occupancy", "update_time"}
@@ -141,6 +142,8 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None) -> I
     except ValidationError as exc:
         raise InstanceError(file, [_problem(err) for err in exc.errors()]) from None
     problems = reference_errors(instance)
+    if instance.uncertainty is not None and not problems:
+        problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
     if problems:
         raise InstanceError(file, problems)
     if instance.name is None:

@@ -62,10 +62,11 @@ def index_of(inst: Instance) -> Index:
             hosted = [b for (h, b) in hosted_pairs if h == host.name]
             if not hosted:
                 continue
+            # MODEL §3.5: a host that states cores (memory) has that row; a backend without the figure adds 0 to it.
             rows.append((kind, host.name, "density"))
-            if host.cores and all(backends[b].cores for b in hosted):
+            if host.cores and any(backends[b].cores for b in hosted):
                 rows.append((kind, host.name, "cores"))
-            if host.memory_gb and all(backends[b].memory_gb for b in hosted):
+            if host.memory_gb and any(backends[b].memory_gb for b in hosted):
                 rows.append((kind, host.name, "memory"))
     return Index(
         shapes=tuple(s.name for s in inst.inference.shapes),
@@ -94,8 +95,8 @@ def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
         spec = hosts[kind, host]
         hosted = [b for (h, b) in (ix.node_backends if kind == "node" else ix.vm_backends) if h == host]
         for b in hosted:
-            row_load[kind, host, resource, b] = {"density": 1.0 / spec.density[b], "cores": backends[b].cores,
-                                                 "memory": backends[b].memory_gb}[resource]
+            row_load[kind, host, resource, b] = {"density": 1.0 / spec.density[b], "cores": backends[b].cores or 0.0,
+                                                 "memory": backends[b].memory_gb or 0.0}[resource]
         cap = env.utilisation_cap if kind == "node" else 1.0
         row_cap[kind, host, resource] = cap * {"density": 1.0, "cores": spec.cores, "memory": spec.memory_gb}[resource]
     limits = inst.limits

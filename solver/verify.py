@@ -242,10 +242,10 @@ def _resource_rows(host, load: dict[str, float], backends) -> list[tuple[str, fl
     (row, what the load takes, what one host gives) for density, and cores and memory where given."""
     hosted = {b: e for b, e in load.items() if b in host.density}
     rows = [("density", sum(e / host.density[b] for b, e in hosted.items()), 1.0)]
-    if host.cores and all(backends[b].cores for b in hosted):
-        rows.append(("cores", sum(e * backends[b].cores for b, e in hosted.items()), host.cores))
-    if host.memory_gb and all(backends[b].memory_gb for b in hosted):
-        rows.append(("memory", sum(e * backends[b].memory_gb for b, e in hosted.items()), host.memory_gb))
+    if host.cores:
+        rows.append(("cores", sum(e * (backends[b].cores or 0.0) for b, e in hosted.items()), host.cores))
+    if host.memory_gb:
+        rows.append(("memory", sum(e * (backends[b].memory_gb or 0.0) for b, e in hosted.items()), host.memory_gb))
     return rows
 
 

@@ -134,10 +134,10 @@ def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int])
                 continue
             count = counts.get(h.name, 0)
             row({i: 1.0 / h.density[cols[i][2].name] for i in idx}, cap * count)
-            if h.cores and all(cols[i][2].cores for i in idx):
-                row({i: cols[i][2].cores for i in idx}, cap * count * h.cores)
-            if h.memory_gb and all(cols[i][2].memory_gb for i in idx):
-                row({i: cols[i][2].memory_gb for i in idx}, cap * count * h.memory_gb)
+            if h.cores:
+                row({i: cols[i][2].cores or 0.0 for i in idx}, cap * count * h.cores)
+            if h.memory_gb:
+                row({i: cols[i][2].memory_gb or 0.0 for i in idx}, cap * count * h.memory_gb)
     objective = np.zeros(n)
     objective[-1] = -1.0
     res = optimize.linprog(objective, A_ub=np.array(A), b_ub=np.array(rhs), bounds=[(0, None)] * (n - 1) + [(0, 1e9)],
