@@ -1,7 +1,9 @@
-"""Benchmark of `trainground solve`: the whole command, model build vs HiGHS, the single MIP vs
-enumerating the cadence grid, the HiGHS settings and the search's probe sizes. Prints medians and ratios.
+"""Benchmark of `trainground solve`: the whole command against the import floor; per bundled instance,
+the in-process solve (load, build, solve, extract, verify; imports excluded) with the pairs it built,
+against enumerating the cadence grid with one inner integer solve per grid point; the HiGHS settings;
+the searches' probe sizes. Prints medians and ratios.
 
-    python bench/solve.py [--repeats 7] [--skip-enumeration]
+    python bench/solve.py [--repeats 5] [--skip-enumeration] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.load import load_instance  # noqa: E402
-from solver import coefficients  # noqa: E402
-from solver import solve as solve_module  # noqa: E402
+from solver import highs as highs_module  # noqa: E402
+from solver import search as search_module  # noqa: E402
+from solver.highs import STAGE_OPTIONS, HighsModel  # noqa: E402
 from solver.model import add_pair, build_model, refresh_globals  # noqa: E402
-from solver.solve import Planner, make_solver  # noqa: E402
+from solver.pairs import build  # noqa: E402
+from solver.solve import Planner  # noqa: E402
 
-SEED = ROOT / "instances" / "seed-week-75.yaml"
-LARGE = ROOT / "instances" / "large-three-pools.yaml"
+INSTANCES = ROOT / "instances"
+SEED = INSTANCES / "seed-week-75.yaml"
+FOCUS = ("seed-week-75", "large-three-pools", "two-backends-cloud")  # the acceptance instances
 
 
 def median_wall(command: list[str], repeats: int) -> float:
@@ -37,138 +42,127 @@ def median_wall(command: list[str], repeats: int) -> float:
     return statistics.median(times)
 
 
-def in_process(path: Path, objective: str, repeats: int) -> dict[str, float]:
-    inst = load_instance(path)
-    rows = []
+def in_process(path: Path, objective: str, repeats: int) -> dict:
+    """Median wall of load + build + solve + extract + verify, a fresh model each time."""
+    walls, result = [], None
     for _ in range(repeats):
         start = time.perf_counter()
-        result = Planner(inst).solve(objective)
-        wall = time.perf_counter() - start
-        t = result.timings
-        rows.append((wall, t.build, t.solve, t.highs, result.objective_value, result.model_size["pairs_built"]))
-    wall, build, solve, highs = (statistics.median(r[i] for r in rows) for i in range(4))
-    return {"wall": wall, "build": build, "solve": solve, "highs": highs, "outside": 1 - highs / wall,
-            "value": rows[0][4], "pairs_built": rows[0][5], "pairs": result.model_size["pairs"]}
+        result = Planner(load_instance(path)).solve(objective)
+        walls.append(time.perf_counter() - start)
+    size = result.model_size or {}
+    return {"wall": statistics.median(walls), "value": result.objective_value, "status": result.status,
+            "pairs": size.get("pairs", 0), "built": size.get("pairs_built", 0), "highs": result.timings.highs}
 
 
-def enumerate_grid(path: Path, objective: str) -> tuple[float, float, int]:
+def enumerate_grid(path: Path, objective: str) -> tuple[float, float | None, int]:
     """The baseline: one inner integer problem per cadence grid point (all its K), solved one by one."""
-    inst = load_instance(path)
     start = time.perf_counter()
-    pairs = coefficients.build(inst)
+    inst = load_instance(path)
+    pairs = build(inst)
+    keys = pairs.keys()
     best = None
     cadences = np.unique(np.round(pairs.cadence, 9))
-    keys = pairs.keys()
     for cadence in cadences:
-        rows = [r for r in range(pairs.size) if abs(keys[r][0] - cadence) < 1e-9]
         model = build_model(inst, pairs)
-        for row in rows:
-            add_pair(model, row, keys[row])
+        for row in np.flatnonzero(np.abs(pairs.cadence - cadence) < 1e-9):
+            add_pair(model, int(row), keys[row])
         refresh_globals(model)
         getattr(model, f"objective_{objective}").activate()
-        opt = make_solver()
-        outcome = opt.solve(model, solver_options={**solve_module.STAGE_OPTIONS[objective]})
+        solver = HighsModel()
+        solver.load(model)
+        outcome = solver.run(STAGE_OPTIONS[objective])
         if outcome.status == "optimal" and (best is None or outcome.objective_value < best):
             best = outcome.objective_value
     return time.perf_counter() - start, best, len(cadences)
 
 
-def with_options(path: Path, objective: str, options: dict, repeats: int) -> float:
-    saved_base, saved_stage = dict(solve_module.HIGHS_OPTIONS), {k: dict(v) for k, v in solve_module.STAGE_OPTIONS.items()}
-    try:
-        solve_module.HIGHS_OPTIONS.update(options.get("base", {}))
-        if "stage" in options:  # else each criterion keeps its shipped presolve setting
-            for key in solve_module.STAGE_OPTIONS:
-                solve_module.STAGE_OPTIONS[key] = dict(options["stage"])
-        return in_process(path, objective, repeats)["highs"]
-    finally:
-        solve_module.HIGHS_OPTIONS.clear()
-        solve_module.HIGHS_OPTIONS.update(saved_base)
-        solve_module.STAGE_OPTIONS.update(saved_stage)
+def instances(only: list[str]) -> list[Path]:
+    paths = sorted(INSTANCES.glob("*.yaml"))
+    return [p for p in paths if not only or p.stem in only]
+
+
+def per_instance(repeats: int, enumerate_too: bool, only: list[str]) -> None:
+    print(f"{'instance':28s} {'status':10s} {'pairs built/admissible':>23s} {'MIP s':>8s} {'HiGHS s':>8s}"
+          + (f" {'enumeration s':>14s} {'ratio':>7s} {'same optimum':>13s}" if enumerate_too else ""))
+    for path in instances(only):
+        mip = in_process(path, "total_cost", repeats)
+        line = (f"{path.stem:28s} {mip['status']:10s} {mip['built']:>11d}/{mip['pairs']:<11d} "
+                f"{mip['wall']:8.3f} {mip['highs']:8.3f}")
+        if enumerate_too and mip["pairs"]:
+            seconds, best, points = enumerate_grid(path, "total_cost")
+            same = (best is None and mip["value"] is None) or (
+                best is not None and mip["value"] is not None and abs(best - mip["value"]) <= 1e-9 * abs(best))
+            line += f" {seconds:14.2f} {seconds / mip['wall']:6.0f}x {str(same):>13s}"
+        print(line, flush=True)
+
+
+def highs_settings(repeats: int) -> None:
+    variants = {
+        "tuned (as shipped)": ({}, None),
+        "stock HiGHS (presolve on, heuristics on)": (
+            {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05, "presolve_rule_off": 0}, "on"),
+        "with presolve probing and enumeration": ({"presolve_rule_off": 0}, None),
+        "presolve off everywhere": ({}, "off"),
+    }
+    saved_base = dict(highs_module.OPTIONS)
+    saved_stage = {k: dict(v) for k, v in highs_module.STAGE_OPTIONS.items()}
+    for name, (base, presolve) in variants.items():
+        try:
+            highs_module.OPTIONS.update(base)
+            if presolve is not None:
+                for stage in highs_module.STAGE_OPTIONS.values():
+                    stage["presolve"] = presolve
+            cells = [in_process(path, objective, repeats)["highs"] for path in (SEED, INSTANCES / "large-three-pools.yaml")
+                     for objective in ("total_cost", "makespan")]
+        finally:
+            highs_module.OPTIONS.clear()
+            highs_module.OPTIONS.update(saved_base)
+            for key, value in saved_stage.items():
+                highs_module.STAGE_OPTIONS[key] = value
+        print(f"{name:42s} seed total {cells[0]:.4f}  seed makespan {cells[1]:.4f}  "
+              f"large total {cells[2]:.4f}  large makespan {cells[3]:.4f}")
 
 
 def probe_sizes(repeats: int) -> None:
-    """Wall time of every bundled seed instance solved under the three criteria (fresh model each,
-    no diagnosis), and of the large instance's total cost and makespan, per pair of probe sizes."""
-    seeds = [load_instance(p) for p in sorted((ROOT / "instances").glob("*.yaml")) if p != LARGE]
-    large = load_instance(LARGE)
-    saved = solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS
+    """Wall time of the bundled seed instances under the three criteria, per probe size of the cost search."""
+    seeds = [load_instance(p) for p in sorted(INSTANCES.glob("seed-*.yaml"))]
+    saved = search_module.COST_PROBE_PAIRS
     try:
-        for cost, makespan in dict.fromkeys((saved, (1, saved[1]), (1, 1), (6, 6))):
-            solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS = cost, makespan
+        for size in dict.fromkeys((saved, 1, 6)):
+            search_module.COST_PROBE_PAIRS = size
             walls = []
             for _ in range(repeats):
                 start = time.perf_counter()
                 for inst in seeds:
                     for objective in ("total_cost", "hourly_cost", "makespan"):
-                        Planner(inst).solve(objective, diagnose=False)
+                        Planner(inst).solve(objective)
                 walls.append(time.perf_counter() - start)
-            large_walls = {}
-            for objective in ("total_cost", "makespan"):
-                start = time.perf_counter()
-                Planner(large).solve(objective, diagnose=False)
-                large_walls[objective] = time.perf_counter() - start
-            label = f"{cost} / {makespan}" + ("  (as shipped)" if (cost, makespan) == saved else "")
-            print(f"{label:22s} {len(seeds) * 3} seed solves {statistics.median(walls):.3f} s (median of {repeats})   "
-                  f"large total cost {large_walls['total_cost']:.2f} s   large makespan {large_walls['makespan']:.3f} s")
+            label = f"{size}" + ("  (as shipped)" if size == saved else "")
+            print(f"cost probe {label:16s} {len(seeds) * 3} seed solves {statistics.median(walls):.3f} s")
     finally:
-        solve_module.COST_PROBE_PAIRS, solve_module.MAKESPAN_PROBE_PAIRS = saved
+        search_module.COST_PROBE_PAIRS = saved
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-enumeration", action="store_true")
+    parser.add_argument("--only", nargs="*", default=[], help="instance names (file stems) to measure")
     args = parser.parse_args()
     n = args.repeats
 
-    print("== whole commands (subprocess, median of", n, "runs)")
+    print(f"== whole commands (subprocess, median of {n} runs)")
     floor = median_wall([sys.executable, "-c", "import pyomo.environ, highspy"], n)
     command = median_wall(["trainground", "solve", str(SEED.relative_to(ROOT))], n)
     print(f"import pyomo + highspy only          {floor:7.3f} s")
-    print(f"trainground solve seed-week-75.yaml  {command:7.3f} s   (target <= 1.0 s)")
+    print(f"trainground solve seed-week-75.yaml  {command:7.3f} s   ratio {command / floor:.2f} (target <= 1.4)")
 
-    print("\n== in process (median of", n, "solves, fresh model each)")
-    print(f"{'instance':22s} {'objective':12s} {'wall s':>8s} {'build s':>8s} {'solve s':>8s} {'HiGHS s':>8s} "
-          f"{'outside HiGHS':>13s} {'pairs built/admissible':>24s}")
-    for path in (SEED, LARGE):
-        for objective in ("total_cost", "hourly_cost", "makespan"):
-            r = in_process(path, objective, n)
-            print(f"{path.stem:22s} {objective:12s} {r['wall']:8.3f} {r['build']:8.3f} {r['solve']:8.3f} "
-                  f"{r['highs']:8.3f} {r['outside']:13.1%} {r['pairs_built']:>11d}/{r['pairs']:<12d}")
-
+    print(f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)")
+    per_instance(n, not args.skip_enumeration, args.only or [])
     print("\n== HiGHS settings (median HiGHS seconds of one solve)")
-    variants = {
-        "tuned (as shipped)": {},
-        "stock HiGHS (presolve on, heuristics on)": {
-            "base": {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05, "presolve_rule_off": 0},
-            "stage": {"presolve": "on"}},
-        "with presolve probing and enumeration": {"base": {"presolve_rule_off": 0}},
-        "presolve off everywhere": {"stage": {"presolve": "off"}},
-    }
-    for name, options in variants.items():
-        cells = []
-        for path in (SEED, LARGE):
-            for objective in ("total_cost", "makespan"):
-                if name == "tuned (as shipped)":
-                    cells.append(in_process(path, objective, n)["highs"])
-                else:
-                    cells.append(with_options(path, objective, options, n))
-        print(f"{name:42s} seed total {cells[0]:.4f}  seed makespan {cells[1]:.4f}  "
-              f"large total {cells[2]:.4f}  large makespan {cells[3]:.4f}")
-
-    print("\n== probe sizes: pairs opened by a search's first HiGHS run (cost criteria / makespan)")
+    highs_settings(n)
+    print("\n== probe sizes: pairs opened by the cost search's first HiGHS run")
     probe_sizes(3)
-
-    if args.skip_enumeration:
-        return
-    print("\n== one MIP vs enumerating the cadence grid (objective total_cost)")
-    for path in (SEED, LARGE):
-        mip = in_process(path, "total_cost", 3)
-        seconds, best, points = enumerate_grid(path, "total_cost")
-        same = best is not None and abs(best - mip["value"]) <= 1e-9 * abs(best)
-        print(f"{path.stem:22s} MIP {mip['wall']:.3f} s   enumeration of {points} grid points {seconds:.2f} s   "
-              f"ratio {seconds / mip['wall']:.0f}x   same optimum: {same} ({mip['value']:,.2f})")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from models.instance import Instance
 from models.result import Result
 from solver import calculus as calc
 from solver.explain import explain
-from solver.solve import TIE_TOL, Planner
+from solver.solve import Planner
+from solver.tolerances import TIE_TOL
 from drivers.sweep import diagnosis_summary
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is

@@ -10,7 +10,7 @@ from models.edits import edited
 from models.instance import AmdahlLaw, Instance, InverseLaw
 from models.load import InstanceError
 from models.result import Result
-from solver import coefficients
+from solver.pairs import TableCache, build as build_pairs
 from solver.solve import Planner
 
 REL = 1e-3  # bisection stops when the bracket is this narrow, relative to its feasible end
@@ -31,6 +31,7 @@ class Feasibility:
     def __init__(self, base: Instance):
         self.base = base
         self._planner = None
+        self._cache = TableCache()  # the edited copies share most of the base's pair quantities
         self.solves = 0
 
     def solve(self, changes: dict, objective: str = "makespan"):
@@ -40,7 +41,7 @@ class Feasibility:
         except InstanceError:
             return None
         if self._planner is None or not self._planner.retarget(inst):
-            self._planner = Planner(inst, reusable=True)
+            self._planner = Planner(inst, reusable=True, cache=self._cache)
         self.solves += 1
         return self._planner.solve(objective)
 
@@ -53,7 +54,7 @@ def diagnosed(inst: Instance, result: Result, depth: str = "full") -> Result:
     """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise)."""
     if result.status != "infeasible":
         return result
-    return result.model_copy(update={"diagnosis": diagnose(inst, coefficients.build(inst), result.objective, depth)})
+    return result.model_copy(update={"diagnosis": diagnose(inst, build_pairs(inst), result.objective, depth)})
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full") -> dict:

@@ -22,7 +22,8 @@ import numpy as np
 from models.instance import Instance
 from models.result import Result, key_columns
 from drivers.diagnose import diagnosed
-from solver.solve import TIE_TOL, Planner
+from solver.solve import Planner
+from solver.tolerances import TIE_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
 DAY_S = 86400.0

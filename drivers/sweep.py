@@ -14,8 +14,6 @@ Nothing here prints: progress goes to a callback, the rows come back in a :class
 
 from __future__ import annotations
 
-import copy
-import functools
 import itertools
 import multiprocessing
 import queue
@@ -176,24 +174,27 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
     from drivers.diagnose import diagnosed
+    from solver.pairs import TableCache
     from solver.solve import Planner
 
     planner = None
+    cache = TableCache()  # the run's quantities, shared by points that edit only shapes, pools or prices
     builds = 0
     rows = []
     base_dir = Path(file).parent
+    read: dict[str, Any] = {}  # each value text read once: validation and later edits never change it in place
     for done, (index, values) in enumerate(points, start=1):
         edits = {axis.path: text for axis, text in zip(axes, values)}
         clock = time.perf_counter()
         try:
-            inst = validate(edited(document, edits, file), file, base_dir)
+            inst = validate(edited(document, edits, file, read), file, base_dir)
         except InstanceError as exc:
             rows.append(_row(index, edits, "invalid", objective, message=exc.message,
                              seconds=time.perf_counter() - clock))
         else:
             try:
                 if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
-                    planner = Planner(inst, reusable=reuse)
+                    planner = Planner(inst, reusable=reuse, cache=cache if reuse else None)
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
                 result = diagnosed(inst, planner.solve(objective), "conflict")
@@ -208,25 +209,19 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
     return rows, builds
 
 
-def edited(document: dict, edits: dict[str, str], file: str) -> dict:
-    """The base document with each edit applied; a bad value or path becomes an InstanceError."""
+def edited(document: dict, edits: dict[str, str], file: str, read: dict[str, Any] | None = None) -> dict:
+    """The base document with each edit applied; a bad value or path becomes an InstanceError.
+    ``read``: value texts already read, by text (filled as it goes)."""
+    read = {} if read is None else read
     data = document
     for path, text in edits.items():
         try:
-            data = apply_edit(data, path, _parsed(text))
+            if text not in read:
+                read[text] = parse_value(text)
+            data = apply_edit(data, path, read[text])
         except (ValueError, yaml.YAMLError) as exc:
             raise InstanceError(file, [Problem(f"--set {path}={text}", str(exc).splitlines()[0])]) from None
     return data
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed_cached(text: str) -> Any:
-    return parse_value(text)
-
-
-def _parsed(text: str) -> Any:
-    """A value text read as YAML once per sweep, however many points share it (a fresh copy each time)."""
-    return copy.deepcopy(_parsed_cached(text))
 
 
 def _row(index: int, edits: dict, status: str, objective: str | None, **extra: Any) -> dict:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status = Literal["optimal", "infeasible", "time_limit", "invalid", "error"]
-STATUSES: tuple[str, ...] = get_args(Status)  # in the order reports count them
+
+class Status(StrEnum):
+    """MODEL.md §6 statuses, in the order reports count them. A StrEnum: each compares equal to its
+    string, so results read back from JSON and the enum agree."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    TIME_LIMIT = "time_limit"
+    INVALID = "invalid"
+    ERROR = "error"
+
+
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 
 class Out(BaseModel):
@@ -30,6 +41,8 @@ class PoolUse(Out):
     pool: str
     gpus_used: int
     gpus: int
+    billing: str = "used"
+    gpus_billed: int | None = Field(None, description="GPUs paid for: those used, or all of a reserved pool")
 
 
 class CostTerms(Out):
@@ -49,6 +62,8 @@ class Placement(Out):
 class Plan(Out):
     cadence_s: float
     makespan_s: float
+    startup_s: float | None = Field(None, description="pipeline fill before the first batch (MODEL §8), "
+                                    "when schedule.count_startup counts it in makespan_s")
     versions_kept: int
     inference: list[ShapeReplicas]
     inference_gpus: int

@@ -14,6 +14,7 @@ from statistics import NormalDist
 import numpy as np
 
 from models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from solver.tolerances import REL_TOL
 
 _STANDARD_NORMAL = NormalDist()
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -29,8 +30,6 @@ def ndtri(p: float) -> float:
     """Standard normal quantile."""
     return _STANDARD_NORMAL.inv_cdf(p)
 
-
-REL_TOL = 1e-9  # relative slack allowed when comparing precomputed quantities with their limits
 
 
 def ceil_tol(x, rel: float = 1e-9):

@@ -1,304 +1,164 @@
-"""MIP coefficients per admissible (cadence, versions kept) pair, from the calculus (MODEL.md §2).
+"""The numbers the model's rows read, per instance and per (cadence, K) pair (MODEL.md §3, §4). No pyomo.
 
-Every nonlinear quantity — exceedance, group drop, attempts, in-flight counts, update
-time, version gaps — depends on the cadence ``L`` only through its grid point and on
-``K`` only through drop and slowdown, so the model sees them as constants of a pair.
-A pair is admissible when it passes the constraints that need no other decision:
-deadline (§3.4), update time (§3.3, via the fewest groups that keep up), freshness
-(§3.7) and a finite attempt rate. Within one cadence, a ``K`` whose attempt rate is no
-lower and whose every shape's throughput is no higher than another ``K``'s is dominated
-and left out: it can never be strictly better.
+:class:`Index` names what the model is built over (shapes, pools, backends, host types,
+the (host, resource) rows that exist); :func:`global_values` holds the numbers shared by
+every pair (prices, pool sizes, per-environment loads and host capacities, budgets);
+:class:`PairValues` reads one pair's numbers from a row of :class:`solver.pairs.Pairs`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import numpy as np
+import math
+from dataclasses import dataclass
 
 from models.instance import Instance
-from solver import calculus as calc
+from solver.calculus import free_gpus, host_footprint
+from solver.pairs import Pairs
+from solver.tolerances import NO_LIMIT, REL_TOL
 
 
 @dataclass(frozen=True)
-class Pairs:
-    """Coefficient columns, one entry per admissible (cadence, K) pair, ordered by cadence then K."""
+class Index:
+    """Names and combinations the model is built over, in instance order; equal Index = same structure."""
 
-    cadence: np.ndarray  # s
-    kept: np.ndarray  # versions kept K
-    makespan: np.ndarray  # s
-    groups: np.ndarray  # fewest training groups with U <= L
-    exceedance: np.ndarray
-    drop: np.ndarray
-    attempts: np.ndarray  # R_raw, 1/s
-    inflight: np.ndarray  # (pairs, backends) E_b
-    peak: np.ndarray  # (pairs, backends) E^pk_b
-    supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
-    rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
-    grid_points: int = 0
-
-    @property
-    def size(self) -> int:
-        return int(self.cadence.size)
-
-    def keys(self) -> list[tuple[float, int]]:
-        """(cadence, K) of each pair, cadence rounded so equal grid points compare equal."""
-        return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist()))
+    shapes: tuple[str, ...]
+    pools: tuple[str, ...]
+    backends: tuple[str, ...]  # backends with a positive share
+    nodes: tuple[str, ...]
+    vms: tuple[str, ...]
+    node_backends: tuple[tuple[str, str], ...]  # (node type, backend) the node can run
+    vm_backends: tuple[tuple[str, str], ...]  # (vm type, backend) the VM can run, eligible share > 0
+    steady_split: bool  # False without cloud capacity: peak coverage then implies steady coverage
+    rows: tuple[tuple[str, str, str], ...]  # (host kind, host, resource) rows that exist: density, cores, memory
+    shape_pools: tuple[str, ...]
+    training_pool: str
 
 
-_EXCEEDANCE: dict[tuple[str, bytes, int], np.ndarray] = {}  # q tables by (occupancy spec, grid, K), oldest first
-EXCEEDANCE_CACHE_SIZE = 16
-
-
-def _exceedance_table(spec, occ, grid: np.ndarray, kept: int) -> np.ndarray:
-    """q(L, K) over the grid × 1..kept for occupancy ``occ`` (the distribution of ``spec``); cached by
-    the spec's JSON, since sweeps change it rarely and it dominates the table."""
-    key = (spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
-    table = _EXCEEDANCE.get(key)
-    if table is None:
-        LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
-        table = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
-        table.setflags(write=False)
-        if len(_EXCEEDANCE) >= EXCEEDANCE_CACHE_SIZE:
-            del _EXCEEDANCE[next(iter(_EXCEEDANCE))]
-        _EXCEEDANCE[key] = table
-    return table
-
-
-BOUND_SLACK = 1e-7  # a cost bound rounds up only past this: HiGHS's 1e-9 tolerance must not make it invalid
-
-
-@dataclass(frozen=True)
-class Demand:
-    """The (grid, K) quantities set by the run alone — workload, schedule, training, freshness and
-    occupancy — before any inference shape or pool size is looked at; arrays are (grid, K), read-only."""
-
-    grid: np.ndarray  # cadence grid, s
-    kept: np.ndarray  # 1..max_versions_kept
-    w_use: float  # the occupancy Little's law uses, s
-    span: np.ndarray  # (grid,) makespan, s
-    groups: np.ndarray  # (grid,) fewest training groups with U <= L
-    exceedance: np.ndarray
-    drop: np.ndarray
-    attempts: np.ndarray  # R_raw, 1/s; inf where the effective intake is 0
-    keep: np.ndarray  # passes deadline, update time, freshness and effective intake
-    rejected: dict[str, int]  # entries cut so far, by constraint family
-
-
-def _demand_inputs(inst: Instance) -> tuple:
-    """Everything :func:`_demand` reads (a sweep point with equal inputs reuses its Demand)."""
+def index_of(inst: Instance) -> Index:
     env = inst.environment
-    return (inst.workload, inst.schedule, inst.training, inst.freshness, env.occupancy, env.littles_law_uses,
-            inst.pool(inst.training.pool).gpus)
-
-
-_DEMAND: list[tuple[tuple, Demand]] = []  # (inputs, demand), most recent last
-DEMAND_CACHE_SIZE = 4
-
-
-def demand(inst: Instance) -> Demand:
-    """The run's Demand, computed once per set of inputs (a throughput or price sweep reuses it)."""
-    inputs = _demand_inputs(inst)
-    for seen, found in reversed(_DEMAND):
-        if seen == inputs:
-            return found
-    found = _demand(inst)
-    if len(_DEMAND) >= DEMAND_CACHE_SIZE:
-        del _DEMAND[0]
-    _DEMAND.append((inputs, found))
-    return found
-
-
-def _demand(inst: Instance) -> Demand:
-    w, env, fr = inst.workload, inst.environment, inst.freshness
-    occ = calc.occupancy_of(env.occupancy)
-    w_use = calc.occupancy_used(occ, env.littles_law_uses)
-    grid = calc.cadence_grid(inst)
-    rejected: dict[str, int] = {}
-    Ks = np.arange(1, fr.max_versions_kept + 1)
-    shape = (grid.size, Ks.size)
-    keep = np.ones(shape, dtype=bool)
-
-    def cut(mask: np.ndarray, family: str) -> None:
-        nonlocal keep
-        keep = _cut(keep, mask, family, rejected)
-
-    span = calc.makespan(inst, grid)
-    cut(span <= inst.schedule.deadline * (1 + calc.REL_TOL), "deadline")
-    groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
-    cut(groups > 0, "update_time")
-    if fr.max_mean_gap is not None:
-        gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
-        cut(gap <= fr.max_mean_gap * (1 + calc.REL_TOL), "max_mean_gap")
-
-    q = _exceedance_table(env.occupancy, occ, grid, fr.max_versions_kept)
-    drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
-    intake = w.intake_rate * (1.0 - drop)
-    cut(intake > 0, "effective_intake")
-    if fr.max_exceedance is not None:
-        cut(q <= fr.max_exceedance * (1 + calc.REL_TOL) + 1e-15, "max_exceedance")
-    if fr.max_group_drop is not None:
-        cut(drop <= fr.max_group_drop * (1 + calc.REL_TOL) + 1e-15, "max_group_drop")
-    with np.errstate(divide="ignore"):
-        attempts = np.where(intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
-    found = Demand(grid=grid, kept=Ks, w_use=w_use, span=span, groups=groups, exceedance=q, drop=drop,
-                   attempts=attempts, keep=keep, rejected=rejected)
-    for name in ("grid", "kept", "span", "groups", "exceedance", "drop", "attempts", "keep"):
-        getattr(found, name).setflags(write=False)
-    return found
-
-
-def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
-    """``keep`` and ``mask`` (per cadence or per (cadence, K)), counting the entries it loses under ``family``."""
-    mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
-    lost = int(np.count_nonzero(keep & ~mask))
-    if lost:
-        rejected[family] = rejected.get(family, 0) + lost
-    return keep & mask
-
-
-def build(inst: Instance) -> Pairs:
-    """The admissible, undominated (cadence, K) pairs of an instance: the model's index."""
-    d = demand(inst)
-    env, w = inst.environment, inst.workload
-    grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
-    rejected = dict(d.rejected)
-    shapes = inst.inference.shapes
-    a = inst.inference.availability
-    mult = np.stack([calc.supply_multiplier(s.version_slowdown, Ks) for s in shapes], axis=1)  # (K, S)
-    # Pool bound: even filling every pool with its best shape cannot meet the demand.
-    demand_tokens = attempts * w.tokens_per_attempt
-    best = np.zeros(attempts.shape)
-    for pool in inst.gpu_pools:
-        rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
-        if not rates:
-            continue
-        best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
-    keep = _cut(d.keep, best >= demand_tokens * (1 - calc.REL_TOL), "pool_capacity", rejected)
-    keep &= _undominated(np.where(keep, attempts, np.inf), mult)
-
-    at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
-    pair_attempts = attempts[at, k]
-    inflight = (pair_attempts * d.w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
-    per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
-    return Pairs(
-        cadence=grid[at],
-        kept=Ks[k],
-        makespan=d.span[at],
-        groups=groups[at],
-        exceedance=d.exceedance[at, k],
-        drop=d.drop[at, k],
-        attempts=pair_attempts,
-        inflight=inflight,
-        peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * mult[k],
-        rejected=rejected,
-        grid_points=int(grid.size),
+    active = tuple(b.name for b in env.backends if b.share > 0)
+    eligible = {b for b, share in env.cloud.eligible_share.items() if share > 0}
+    vm_backends = tuple((v.name, b) for v in env.cloud.vm_types for b in active if b in v.density and b in eligible)
+    node_backends = tuple((k.name, b) for k in env.node_types for b in active if b in k.density)
+    backends = {b.name: b for b in env.backends}
+    rows = []
+    for kind, hosts, hosted_pairs in (("node", env.node_types, node_backends), ("vm", env.cloud.vm_types, vm_backends)):
+        for host in hosts:
+            hosted = [b for (h, b) in hosted_pairs if h == host.name]
+            if not hosted:
+                continue
+            # MODEL §3.5: a host that states cores (memory) has that row; a backend without the figure adds 0 to it.
+            rows.append((kind, host.name, "density"))
+            if host.cores and any(backends[b].cores for b in hosted):
+                rows.append((kind, host.name, "cores"))
+            if host.memory_gb and any(backends[b].memory_gb for b in hosted):
+                rows.append((kind, host.name, "memory"))
+    return Index(
+        shapes=tuple(s.name for s in inst.inference.shapes),
+        pools=tuple(p.name for p in inst.gpu_pools),
+        backends=active,
+        nodes=tuple(k.name for k in env.node_types),
+        vms=tuple(v.name for v in env.cloud.vm_types),
+        node_backends=node_backends,
+        vm_backends=vm_backends,
+        steady_split=bool(vm_backends),
+        rows=tuple(rows),
+        shape_pools=tuple(s.pool for s in inst.inference.shapes),
+        training_pool=inst.training.pool,
     )
 
 
-def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
-    """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
+# ---------------------------------------------------------------- coefficients
 
-    Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no
-    higher and every shape's supply multiplier no lower; among exact equals the smaller K is kept.
-    """
-    n_k = attempts.shape[1]
-    if n_k == 0 or np.all(mult == mult[0]):
-        # No slowdown difference between the K: only the lowest attempt rate (smallest such K) survives.
-        best = np.argmin(attempts, axis=1) if n_k else np.zeros(attempts.shape[0], dtype=int)
-        keep = np.zeros(attempts.shape, dtype=bool)
-        keep[np.arange(attempts.shape[0]), best] = True
-        return keep & np.isfinite(attempts)
-    ks = np.arange(n_k)
-    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)  # [k2, k]: k2's supply >= k's
-    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
-    other = ks[:, None] != ks[None, :]
-    a2, a1 = attempts[:, :, None], attempts[:, None, :]  # [grid, k2, k]
-    better = a2 <= a1
-    equal = (a2 == a1) & mult_equal[None]
-    wins = np.isfinite(a2) & mult_ok[None] & other[None] & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
-    return np.isfinite(attempts) & ~wins.any(axis=1)
-
-
-def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None) -> np.ndarray:
-    """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
-
-    Training: the pair's fewest groups at the training pool's price. Inference: the LP relaxation over
-    shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must stay on local
-    nodes — the steady load, and the non-eligible share of the peak — at the cheapest node price per
-    environment of one resource row at a time. VMs cost at least 0. ``shared``: the model's
-    ``global_values`` of ``inst``, when the caller has them.
-    """
+def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
+    """Numbers shared by every pair: prices, pool sizes, per-environment loads and host capacities."""
     env = inst.environment
-    tok = inst.workload.tokens_per_attempt
-    price = {p.name: p.gpu_hour_cost for p in inst.gpu_pools}
-    train_gpus = pairs.groups * inst.training.gpus_per_group
-    train = price[inst.training.pool] * train_gpus
-    # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
-    # cheapest shape per attempt is also the one with the most attempts per GPU, so each pool offers one
-    # rate; across pools, filling the cheapest first is optimal (a fractional knapsack).
-    offers = []  # (cost per attempt, attempts/s the pool can give) per pool, each (pairs,)
-    for pool in inst.gpu_pools:
-        per_gpu = np.zeros(pairs.size)  # attempts/s per GPU of the pool's best shape
-        for i, s in enumerate(inst.inference.shapes):
-            if s.pool == pool.name:
-                per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
-        free = calc.free_gpus(inst, pool, pairs.groups)
-        with np.errstate(divide="ignore"):
-            cost = np.where(per_gpu > 0, pool.gpu_hour_cost / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
-        offers.append((cost, free * per_gpu))
-    costs = np.stack([c for c, _ in offers], axis=1) if offers else np.zeros((pairs.size, 0))
-    caps = np.stack([c for _, c in offers], axis=1) if offers else np.zeros((pairs.size, 0))
-    order = np.argsort(costs, axis=1, kind="stable")
-    need = pairs.attempts.astype(float).copy()
-    inference = np.zeros(pairs.size)
-    for j in range(costs.shape[1]):
-        pick = order[:, j]
-        cost = np.take_along_axis(costs, pick[:, None], axis=1)[:, 0]
-        cap = np.take_along_axis(caps, pick[:, None], axis=1)[:, 0]
-        take = np.where(np.isfinite(cost), np.minimum(need, cap), 0.0)
-        inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
-        need -= take
-    inference = np.where(need > 1e-9 * np.maximum(pairs.attempts, 1.0), np.inf, inference)
-    shapes = inst.inference.shapes
-    if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
-        per_replica = pairs.supply_per_replica[:, 0] / tok
-        with np.errstate(divide="ignore", invalid="ignore"):
-            needed = np.where(per_replica > 0, pairs.attempts * (1 - calc.REL_TOL) / per_replica, np.inf)
-            replicas = calc.ceil_tol(needed, BOUND_SLACK)
-        price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
-        inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
-    # Sandboxes: the steady split and the local part of the peak split each need their environments on
-    # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
-    # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
-    # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
-    from solver.model import global_values, index_of  # the rows and coefficients the model builds
+    backends = {b.name: b for b in env.backends}
+    hosts = {("node", k.name): k for k in env.node_types} | {("vm", v.name): v for v in env.cloud.vm_types}
+    row_load, row_cap = {}, {}
+    for kind, host, resource in ix.rows:
+        spec = hosts[kind, host]
+        hosted = [b for (h, b) in (ix.node_backends if kind == "node" else ix.vm_backends) if h == host]
+        for b in hosted:
+            row_load[kind, host, resource, b] = {"density": 1.0 / spec.density[b], "cores": backends[b].cores or 0.0,
+                                                 "memory": backends[b].memory_gb or 0.0}[resource]
+        cap = env.utilisation_cap if kind == "node" else 1.0
+        row_cap[kind, host, resource] = cap * {"density": 1.0, "cores": spec.cores, "memory": spec.memory_gb}[resource]
+    limits = inst.limits
+    return {
+        "pool_gpus": {p.name: p.gpus for p in inst.gpu_pools},
+        "gpu_price": gpu_prices(inst),
+        "reserved_cost": {None: reserved_cost(inst)},
+        "node_price": {k.name: k.hour_cost for k in env.node_types},
+        "vm_price": {v.name: v.hour_cost * v.billed_fraction for v in env.cloud.vm_types},
+        "row_load": row_load,
+        "row_cap": row_cap,
+        "budget": {"hourly": limits.max_hourly_cost if limits.max_hourly_cost is not None else NO_LIMIT,
+                   "total": limits.max_total_cost if limits.max_total_cost is not None else NO_LIMIT},
+    }
 
-    if shared is None:
-        shared = global_values(inst, index_of(inst))
-    row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
-    active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
-    resources = ("density", "cores", "memory")
-    cheapest = np.full((len(active), len(resources)), np.inf)  # $/h per environment of b on row r, best node type
-    for i, (_, b) in enumerate(active):
-        for r, resource in enumerate(resources):
-            for k in env.node_types:
-                if b.name not in k.density:
-                    continue
-                row = ("node", k.name, resource)
-                if row not in row_cap:  # this node type has no such row: the row costs nothing there
-                    cheapest[i, r] = 0.0
-                    continue
-                cheapest[i, r] = min(cheapest[i, r], k.hour_cost * row_load[(*row, b.name)] / row_cap[row])
-    columns = [j for j, _ in active]
-    local = np.array([1 - env.cloud.eligible_share.get(b.name, 0.0) for _, b in active])
-    loads = np.stack([pairs.inflight[:, columns], local * pairs.peak[:, columns]])  # (split, pair, backend)
-    with np.errstate(invalid="ignore"):
-        bound = np.where(loads[..., None] > 0, loads[..., None] * cheapest, 0.0).sum(axis=2)  # (split, pair, row)
-    if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
-        # one node type: the bound is its price times a node count, which is an integer
-        price_node = env.node_types[0].hour_cost
-        bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
-    sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
-    return train + inference + sandbox
+
+def gpu_prices(inst: Instance) -> dict[str, float]:
+    """$/h of each GPU a plan uses, per pool: the pool's price, or 0 in a reserved pool (MODEL §4),
+    whose GPUs are billed whatever the plan uses (:func:`reserved_cost`)."""
+    return {p.name: 0.0 if p.billing == "reserved" else p.gpu_hour_cost for p in inst.gpu_pools}
+
+
+def reserved_cost(inst: Instance) -> float:
+    """$/h of the reserved pools: every GPU of such a pool is billed (MODEL §4)."""
+    return sum(p.gpus * p.gpu_hour_cost for p in inst.gpu_pools if p.billing == "reserved")
+
+
+class PairValues:
+    """The numbers of one pair (units in each row's docstring), read from a row of ``pairs``. The
+    per-instance lookups (columns, hosts, footprints) are made once."""
+
+    def __init__(self, inst: Instance, ix: Index):
+        env = inst.environment
+        self.inst, self.ix = inst, ix
+        self.col = {b.name: i for i, b in enumerate(env.backends)}
+        self.tok = inst.workload.tokens_per_attempt
+        self.pools = {s.pool: inst.pool(s.pool) for s in inst.inference.shapes}
+        backends = {b.name: b for b in env.backends}
+        # Per host type: (backend column, eligible share it may take, its footprint) of each backend it runs,
+        # its utilisation cap and its count limit.
+        self.hosts = {}
+        for kind, hosts, hosted_pairs, cap in (("node", env.node_types, ix.node_backends, env.utilisation_cap),
+                                               ("vm", env.cloud.vm_types, ix.vm_backends, 1.0)):
+            for host in hosts:
+                terms = [(self.col[b], env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0,
+                          host_footprint(host, backends[b])) for (h, b) in hosted_pairs if h == host.name]
+                limit = host.max_nodes if kind == "node" else host.max_vms
+                self.hosts[kind, host.name] = (terms, cap, limit)
+
+    def __call__(self, pairs: Pairs, p: int) -> dict[str, dict]:
+        inst, ix, col = self.inst, self.ix, self.col
+        env = inst.environment
+        groups = pairs.groups[p]
+        free = {name: int(free_gpus(inst, pool, groups)) for name, pool in self.pools.items()}
+        # Demands carry MODEL §4's relative tolerance, as the verifier does: a plan short by less than
+        # 1e-9 of a demand meets it (HiGHS then cannot round such a plan either way by its own tolerance).
+        slack = 1.0 - REL_TOL
+        peak = {b: float(pairs.peak[p, col[b]]) * slack for b in ix.backends}
+        return {
+            "supply": {s.name: float(pairs.supply_per_replica[p, i]) / self.tok for i, s in enumerate(inst.inference.shapes)},
+            "attempts": {None: float(pairs.attempts[p]) * slack},
+            "replica_cap": {s.name: free[s.pool] // s.gpus_per_replica for s in inst.inference.shapes},
+            "node_cap": {k: self._host_cap(pairs, p, "node", k) for k in ix.nodes},
+            "vm_cap": {v: self._host_cap(pairs, p, "vm", v) for v in ix.vms},
+            "train_gpus": {None: int(groups) * inst.training.gpus_per_group},
+            "inflight": {b: float(pairs.inflight[p, col[b]]) * slack for b in ix.backends},
+            "peak": peak,
+            "cloud_cap": {b: env.cloud.eligible_share.get(b, 0.0) * peak[b] / slack for b in ix.backends},
+            "hours": {None: float(pairs.makespan[p]) / 3600.0},
+            "makespan": {None: float(pairs.makespan[p])},
+        }
+
+    def _host_cap(self, pairs: Pairs, p: int, kind: str, name: str) -> int:
+        """Hosts of one type worth having at pair p: enough to hold, alone, every peak environment it can run."""
+        terms, cap, limit = self.hosts[kind, name]
+        need = 0.0
+        for column, share, footprint in terms:
+            need += pairs.peak[p, column] * share * footprint
+        bound = math.ceil(need / cap * (1 + 1e-9)) + 1
+        return bound if limit is None else min(bound, limit)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, event, given, settings
 
-from solver import coefficients
+from solver.bounds import hourly_lower_bound
+from solver.pairs import build
 from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of, small_instances
@@ -41,8 +42,8 @@ def test_mip_matches_brute_force(data):
 def _check_cost_bound(inst, points) -> None:
     """The bound that closes pairs must be valid: at every (cadence, K) where the enumeration finds a
     plan, the bound is at most that plan's hourly cost."""
-    pairs = coefficients.build(inst)
-    bound = coefficients.hourly_lower_bound(inst, pairs)
+    pairs = build(inst)
+    bound = hourly_lower_bound(inst, pairs)
     where = {key: row for row, key in enumerate(pairs.keys())}
     for point in points:
         row = where.get((round(point.cadence, 9), point.kept))

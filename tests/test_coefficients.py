@@ -11,7 +11,7 @@ import pytest
 from models.edits import apply_edit
 from models.load import InstanceError, read_document, validate
 from models.units import parse_duration
-from solver import coefficients
+from solver.pairs import Pairs, TableCache, build
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
@@ -68,7 +68,7 @@ def _edits(document: dict):
     yield from EXTRA_EDITS
 
 
-def _same(a: coefficients.Pairs, b: coefficients.Pairs) -> bool:
+def _same(a: Pairs, b: Pairs) -> bool:
     return (all(np.array_equal(getattr(a, c), getattr(b, c), equal_nan=True) for c in COLUMNS)
             and a.rejected == b.rejected and a.grid_points == b.grid_points)
 
@@ -91,25 +91,24 @@ def test_a_cached_demand_equals_a_fresh_one_for_every_edit(name, setting):
             inst = validate(apply_edit(document, path, value), str(file), file.parent)
         except InstanceError:
             continue
-        coefficients._DEMAND.clear()
-        coefficients.build(base)  # the cache holds the base file's Demand, as after a sweep's first point
-        warm = coefficients.build(inst)
-        coefficients._DEMAND.clear()
-        cold = coefficients.build(inst)
+        cache = TableCache()
+        build(base, cache)  # the cache holds the base file's Demand, as after a sweep's first point
+        warm = build(inst, cache)
+        cold = build(inst)
         assert _same(warm, cold), f"{name}: {path}={value!r} reused a stale Demand"
         tried += 1
-        differ += not _same(cold, coefficients.build(base))
+        differ += not _same(cold, build(base))
     assert tried >= 25 and differ >= 10  # the edits reached the fields, and many of them change the table
 
 
 def test_a_throughput_sweep_reuses_the_demand():
     file = ROOT / "instances" / "seed-week-75.yaml"
     document = read_document(file)
-    coefficients._DEMAND.clear()
-    first = coefficients.build(validate(document, str(file), file.parent))
-    faster = coefficients.build(validate(apply_edit(document, "inference.shapes[0].tokens_per_gpu_s", 90),
-                                         str(file), file.parent))
-    assert len(coefficients._DEMAND) == 1  # one Demand served both points
+    cache = TableCache()
+    first = build(validate(document, str(file), file.parent), cache)
+    faster = build(validate(apply_edit(document, "inference.shapes[0].tokens_per_gpu_s", 90), str(file), file.parent),
+                   cache)
+    assert len(cache._demand) == 1  # one Demand served both points
     assert not np.array_equal(first.supply_per_replica[0], faster.supply_per_replica[0])
-    longer = coefficients.build(validate(apply_edit(document, "schedule.deadline", "8d"), str(file), file.parent))
-    assert len(coefficients._DEMAND) == 2 and longer.grid_points > first.grid_points
+    longer = build(validate(apply_edit(document, "schedule.deadline", "8d"), str(file), file.parent), cache)
+    assert len(cache._demand) == 2 and longer.grid_points > first.grid_points

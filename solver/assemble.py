@@ -1,0 +1,135 @@
+"""From a HiGHS solution to a verified result: the selected pair's decisions in the instance's
+vocabulary, the costs the model's named cost terms give at those decisions, and the check that
+HiGHS's objective is that cost (a mismatch is a bug in the model or the adapter, never a result).
+"""
+
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from models.instance import Instance
+from models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
+from solver.live import LiveModel
+from solver.search import Search
+from solver.stopwatch import Stopwatch
+from solver.tolerances import COST_CHECK_TOL
+from solver.verify import verify_plan
+
+
+class PlanRejected(Exception):
+    """The verifier found a violated constraint in a plan the MIP returned: a bug, never a result."""
+
+
+class ObjectiveMismatch(Exception):
+    """HiGHS's objective differs from the cost the plan reports: a bug, never a result."""
+
+
+def extract_plan(live: LiveModel, values) -> Plan:
+    """The selected pair's decisions (integer counts rounded from HiGHS's values) and the costs its
+    named cost terms give at those counts."""
+    blk = live.selected(values)
+    row = live.block_rows[blk.key]
+    inst, pairs, ix = live.inst, live.pairs, live.model.ix
+
+    def val(var) -> float:
+        return float(values.get(var, 0.0) or 0.0)
+
+    shapes = inst.inference.shapes
+    replicas = {s.name: int(round(val(blk.x[s.name]))) for s in shapes}
+    nodes = {k: int(round(val(blk.N[k]))) for k in ix.nodes}
+    vms = {v: int(round(val(blk.V[v]))) for v in ix.vms}
+    groups = int(pairs.groups[row])
+    train_gpus = groups * inst.training.gpus_per_group
+    terms = _cost_terms(blk, replicas, nodes, vms)
+    used = {pool.name: 0 for pool in inst.gpu_pools}
+    for s in shapes:
+        used[s.pool] += replicas[s.name] * s.gpus_per_replica
+    used[inst.training.pool] += train_gpus
+    span = float(pairs.makespan[row])
+    hourly = terms.gpu + terms.node + terms.vm
+    return Plan(
+        cadence_s=float(pairs.cadence[row]),
+        makespan_s=span,
+        startup_s=float(pairs.startup[row]) if inst.schedule.count_startup else None,
+        versions_kept=int(pairs.kept[row]),
+        inference=[ShapeReplicas(shape=s.name, pool=s.pool, replicas=replicas[s.name],
+                                 gpus=replicas[s.name] * s.gpus_per_replica) for s in shapes],
+        inference_gpus=sum(replicas[s.name] * s.gpus_per_replica for s in shapes),
+        training_groups=groups,
+        training_gpus=train_gpus,
+        local_nodes=[Count(type=k, count=nodes[k]) for k in ix.nodes],
+        cloud_vms=[Count(type=v, count=vms[v]) for v in ix.vms],
+        hourly_cost=hourly,
+        total_cost=float(pyo.value(blk.k["hours"][None])) * hourly,
+        cost_terms=terms,
+        pools=[PoolUse(pool=p.name, gpus_used=used[p.name], gpus=p.gpus, billing=p.billing,
+                       gpus_billed=p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools],
+        placement=_placement(inst, blk, ix, val),
+    )
+
+
+def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict) -> CostTerms:
+    """The block's named cost expressions evaluated at the rounded counts (z = 1)."""
+    for name, count in replicas.items():
+        blk.x[name].set_value(count, skip_validation=True)
+    for name, count in nodes.items():
+        blk.N[name].set_value(count, skip_validation=True)
+    for name, count in vms.items():
+        blk.V[name].set_value(count, skip_validation=True)
+    blk.z.set_value(1, skip_validation=True)
+    return CostTerms(gpu=float(pyo.value(blk.gpu_cost)), node=float(pyo.value(blk.node_cost)),
+                     vm=float(pyo.value(blk.vm_cost)))
+
+
+def _placement(inst: Instance, blk, ix, val) -> Placement:
+    def split(var, keys) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for host, b in keys:
+            out.setdefault(host, {})[b] = max(0.0, val(var[host, b]))
+        return out
+
+    peak = split(blk.y_peak, ix.node_backends)
+    if ix.steady_split:
+        steady = split(blk.y, ix.node_backends)
+    else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
+        ratio = 1.0 / inst.environment.peak_to_mean
+        steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
+    return Placement(steady=steady, peak=peak, cloud=split(blk.c, ix.vm_backends))
+
+
+def objective_of(plan: Plan, objective: str) -> float:
+    return {"total_cost": plan.total_cost, "hourly_cost": plan.hourly_cost, "makespan": plan.makespan_s}[objective]
+
+
+def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, highs_before: float) -> Result:
+    """The result of a search that found a plan: extracted, checked against HiGHS's objective, verified."""
+    inst = live.inst
+    with clock.phase("extract"):
+        plan = extract_plan(live, search.values)
+        value = objective_of(plan, objective)
+        if search.value is not None and abs(search.value - value) > COST_CHECK_TOL * max(1.0, abs(value)):
+            raise ObjectiveMismatch(f"{inst.name}: HiGHS's {objective} is {search.value:.10g} but the plan's is "
+                                    f"{value:.10g}")
+    with clock.phase("verify"):
+        check = verify_plan(inst, plan)
+    if not check.ok:
+        raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
+    message = None
+    if search.status == Status.ERROR:
+        message = "HiGHS failed while breaking ties (MODEL §4); the plan is verified and optimal on the objective"
+    gap = 0.0
+    if search.status == Status.TIME_LIMIT:
+        gap = None if search.bound is None or not value else max(0.0, (value - search.bound) / abs(value))
+    return Result(
+        instance=inst.name, status=search.status, objective=objective, objective_value=value, plan=plan,
+        metrics=check.metrics, binding=check.binding, mip_gap=gap, message=message,
+        timings=timings_of(clock, search, highs_before),
+        model_size={**live.size(), "highs_runs": search.runs},
+    )
+
+
+def timings_of(clock: Stopwatch, search: Search | None, highs_before: float) -> Timings:
+    seconds = clock.seconds
+    highs = 0.0 if search is None else max(0.0, search.highs_seconds - highs_before)
+    return Timings(build=seconds.get("build", 0.0), solve=seconds.get("solve", 0.0),
+                   extract=seconds.get("extract", 0.0), verify=seconds.get("verify", 0.0), highs=highs)

@@ -1,0 +1,257 @@
+"""The admissible (cadence, K) pairs of an instance and their per-pair quantities (MODEL.md §2).
+
+Every nonlinear quantity — exceedance, group drop, attempts, in-flight counts, update
+time, version gaps — depends on the cadence ``L`` only through its grid point and on
+``K`` only through drop and slowdown, so the model sees them as constants of a pair.
+A pair is admissible when it passes the constraints that need no other decision:
+deadline (§3.4), update time (§3.3, via the fewest groups that keep up), freshness
+(§3.7), a finite attempt rate, and pool capacity (even the best shapes filling every
+pool cannot supply the demand). Within one cadence, a ``K`` whose attempt rate is no
+lower and whose every shape's throughput is no higher than another ``K``'s is
+dominated and left out: it can never be strictly better.
+
+No pyomo here. A sweep reuses the run's quantities between points through a
+:class:`TableCache` it owns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.instance import Instance
+from solver import calculus as calc
+from solver.tolerances import REL_TOL
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Coefficient columns, one entry per admissible (cadence, K) pair, ordered by cadence then K."""
+
+    cadence: np.ndarray  # s
+    kept: np.ndarray  # versions kept K
+    makespan: np.ndarray  # s
+    startup: np.ndarray  # s, the pipeline fill counted in the makespan (0 unless count_startup)
+    groups: np.ndarray  # fewest training groups with U <= L
+    exceedance: np.ndarray
+    drop: np.ndarray
+    attempts: np.ndarray  # R_raw, 1/s
+    inflight: np.ndarray  # (pairs, backends) E_b
+    peak: np.ndarray  # (pairs, backends) E^pk_b
+    supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
+    rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
+    grid_points: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(self.cadence.size)
+
+    def keys(self) -> list[tuple[float, int]]:
+        """(cadence, K) of each pair, cadence rounded so equal grid points compare equal."""
+        return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist()))
+
+
+class TableCache:
+    """Work that points of a sweep share, owned by whoever re-solves (a sweep, a diagnosis).
+
+    Keys: the run's :class:`Demand` by every input it reads (:func:`demand_inputs`, compared by
+    equality: they hold pydantic models with lists); the exceedance table q(L, K) by (occupancy spec
+    as JSON, the grid's bytes, max K). At most ``size`` entries of each are kept, oldest dropped first.
+    """
+
+    def __init__(self, size: int = 4):
+        self.size = size
+        self._demand: list[tuple[tuple, Demand]] = []
+        self._exceedance: list[tuple[tuple, np.ndarray]] = []
+
+    def demand(self, inst: Instance) -> "Demand":
+        key = demand_inputs(inst)
+        found = self._find(self._demand, key)
+        if found is None:
+            found = _demand(inst, self)
+            self._keep(self._demand, key, found)
+        return found
+
+    def exceedance(self, spec, occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
+        key = (spec.model_dump_json(), np.ascontiguousarray(grid, dtype=float).tobytes(), kept)
+        table = self._find(self._exceedance, key)
+        if table is None:
+            table = exceedance_table(occ, grid, kept)
+            self._keep(self._exceedance, key, table)
+        return table
+
+    @staticmethod
+    def _find(store: list, key):
+        return next((value for seen, value in reversed(store) if seen == key), None)
+
+    def _keep(self, store: list, key, value) -> None:
+        if len(store) >= self.size:
+            del store[0]
+        store.append((key, value))
+
+
+def exceedance_table(occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
+    """q(L, K) over the grid × 1..kept (read-only)."""
+    LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
+    table = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
+    table.setflags(write=False)
+    return table
+
+
+def demand_inputs(inst: Instance) -> tuple:
+    """Everything the run's Demand reads (a sweep point with equal inputs reuses its Demand)."""
+    env = inst.environment
+    return (inst.workload, inst.schedule, inst.training, inst.freshness, env.occupancy, env.littles_law_uses,
+            inst.pool(inst.training.pool).gpus)
+
+
+@dataclass(frozen=True)
+class Demand:
+    """The (grid, K) quantities set by the run alone — workload, schedule, training, freshness and
+    occupancy — before any inference shape or pool size is looked at; arrays are (grid, K), read-only."""
+
+    grid: np.ndarray  # cadence grid, s
+    kept: np.ndarray  # 1..max_versions_kept
+    w_use: float  # the occupancy Little's law uses, s
+    span: np.ndarray  # (grid, K) makespan T, s (MODEL §2, or §8 with count_startup)
+    startup: np.ndarray  # (grid, K) pipeline fill before the first batch, s (0 unless count_startup)
+    groups: np.ndarray  # (grid,) fewest training groups with U <= L
+    exceedance: np.ndarray
+    drop: np.ndarray
+    attempts: np.ndarray  # R_raw, 1/s; inf where the effective intake is 0
+    keep: np.ndarray  # passes deadline, update time, freshness and effective intake
+    rejected: dict[str, int]  # entries cut so far, by constraint family
+
+
+def _demand(inst: Instance, cache: TableCache | None) -> Demand:
+    w, env, fr, sched = inst.workload, inst.environment, inst.freshness, inst.schedule
+    occ = calc.occupancy_of(env.occupancy)
+    w_use = calc.occupancy_used(occ, env.littles_law_uses)
+    grid = calc.cadence_grid(inst)
+    rejected: dict[str, int] = {}
+    Ks = np.arange(1, fr.max_versions_kept + 1)
+    keep = np.ones((grid.size, Ks.size), dtype=bool)
+
+    def cut(mask: np.ndarray, family: str) -> None:
+        nonlocal keep
+        keep = _cut(keep, mask, family, rejected)
+
+    span = np.broadcast_to(calc.makespan(inst, grid)[:, None], keep.shape)
+    if not sched.count_startup:  # else the makespan depends on the attempt rate, known below
+        cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
+    groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
+    cut(groups > 0, "update_time")
+    if fr.max_mean_gap is not None:
+        gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
+        cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
+    q = (exceedance_table(occ, grid, fr.max_versions_kept) if cache is None
+         else cache.exceedance(env.occupancy, occ, grid, fr.max_versions_kept))
+    drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
+    intake = w.intake_rate * (1.0 - drop)
+    cut(intake > 0, "effective_intake")
+    if fr.max_exceedance is not None:
+        cut(q <= fr.max_exceedance * (1 + REL_TOL) + 1e-15, "max_exceedance")
+    if fr.max_group_drop is not None:
+        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
+    with np.errstate(divide="ignore"):
+        attempts = np.where(intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
+    startup = np.zeros(keep.shape)
+    if sched.count_startup:
+        startup, span = _with_startup(inst, occ, grid, groups, attempts, keep)
+        cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
+    found = Demand(grid=grid, kept=Ks, w_use=w_use, span=np.array(span), startup=startup, groups=groups,
+                   exceedance=q, drop=drop, attempts=attempts, keep=keep, rejected=rejected)
+    for name in ("grid", "kept", "span", "startup", "groups", "exceedance", "drop", "attempts", "keep"):
+        getattr(found, name).setflags(write=False)
+    return found
+
+
+def _with_startup(inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray,
+                  keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MODEL §8: the pipeline fill before the first batch, and T = fill + (n-1)·L + U(m) + extra_time,
+    per (grid, K) entry (computed where the entry is still admissible; inf elsewhere)."""
+    w = inst.workload
+    fill = np.full(keep.shape, np.inf)
+    at = keep & np.isfinite(attempts)
+    if at.any():
+        fill[at] = calc.fill(occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate,
+                             inst.freshness.group_correlation)
+    update = np.where(groups > 0, calc.update_time(inst.training.update_time,
+                                                   np.maximum(groups, 1) * inst.training.gpus_per_group), np.inf)
+    steady = (w.iterations - 1) * grid + update + inst.schedule.extra_time
+    return fill, fill + steady[:, None]
+
+
+def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
+    """``keep`` and ``mask`` (per cadence or per (cadence, K)), counting the entries it loses under ``family``."""
+    mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
+    lost = int(np.count_nonzero(keep & ~mask))
+    if lost:
+        rejected[family] = rejected.get(family, 0) + lost
+    return keep & mask
+
+
+def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
+    """The admissible, undominated (cadence, K) pairs of an instance: the model's index."""
+    d = cache.demand(inst) if cache is not None else _demand(inst, None)
+    env, w = inst.environment, inst.workload
+    grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
+    rejected = dict(d.rejected)
+    shapes = inst.inference.shapes
+    a = inst.inference.availability
+    mult = np.stack([calc.supply_multiplier(s.version_slowdown, Ks) for s in shapes], axis=1)  # (K, S)
+    # Pool bound: even filling every pool with its best shape cannot meet the demand.
+    demand_tokens = attempts * w.tokens_per_attempt
+    best = np.zeros(attempts.shape)
+    for pool in inst.gpu_pools:
+        rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
+        if not rates:
+            continue
+        best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
+    keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
+    keep &= _undominated(np.where(keep, attempts, np.inf), mult)
+
+    at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
+    pair_attempts = attempts[at, k]
+    inflight = (pair_attempts * d.w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
+    per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
+    return Pairs(
+        cadence=grid[at],
+        kept=Ks[k],
+        makespan=d.span[at, k],
+        startup=d.startup[at, k],
+        groups=groups[at],
+        exceedance=d.exceedance[at, k],
+        drop=d.drop[at, k],
+        attempts=pair_attempts,
+        inflight=inflight,
+        peak=inflight * env.peak_to_mean,
+        supply_per_replica=per_replica[None, :] * mult[k],
+        rejected=rejected,
+        grid_points=int(grid.size),
+    )
+
+
+def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
+
+    Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no
+    higher and every shape's supply multiplier no lower; among exact equals the smaller K is kept.
+    """
+    n_k = attempts.shape[1]
+    if n_k == 0 or np.all(mult == mult[0]):
+        # No slowdown difference between the K: only the lowest attempt rate (smallest such K) survives.
+        best = np.argmin(attempts, axis=1) if n_k else np.zeros(attempts.shape[0], dtype=int)
+        keep = np.zeros(attempts.shape, dtype=bool)
+        keep[np.arange(attempts.shape[0]), best] = True
+        return keep & np.isfinite(attempts)
+    ks = np.arange(n_k)
+    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)  # [k2, k]: k2's supply >= k's
+    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
+    other = ks[:, None] != ks[None, :]
+    a2, a1 = attempts[:, :, None], attempts[:, None, :]  # [grid, k2, k]
+    better = a2 <= a1
+    equal = (a2 == a1) & mult_equal[None]
+    wins = np.isfinite(a2) & mult_ok[None] & other[None] & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
+    return np.isfinite(attempts) & ~wins.any(axis=1)

@@ -1,0 +1,126 @@
+"""The searches over a :class:`~solver.live.LiveModel`: which pairs to open, in which HiGHS runs.
+
+Cost criteria open the pairs with the lowest cost bounds first, then every pair whose bound
+does not exceed the plan found (closing the others is exact: the bound is valid), then
+break ties by makespan (MODEL.md §4). The makespan criterion opens pairs shortest first in
+growing chunks until one holds a plan (every shorter pair was then proven infeasible), then
+breaks ties by total cost at that makespan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.live import LiveModel
+from solver.stopwatch import Stopwatch
+from models.result import Status
+from solver.tolerances import SPAN_TOL, TIE_TOL
+
+# Pairs the first HiGHS run opens (doubling while it finds no plan). The cost bound is tight on the
+# bundled instances, so the single lowest-bound pair is usually the optimum's (bench/solve.py, "probe sizes").
+COST_PROBE_PAIRS = 1
+MAKESPAN_PROBE_PAIRS = 6
+
+
+@dataclass
+class Search:
+    """What the HiGHS runs of one solve found so far."""
+
+    status: str | None = None
+    value: float | None = None
+    bound: float | None = None
+    values: object = None
+    runs: int = 0
+    highs_seconds: float = 0.0  # HiGHS's cumulated run time after the last run (it counts over the handle's life)
+
+    def take(self, outcome) -> None:
+        self.runs += outcome.runs
+        self.highs_seconds = max(self.highs_seconds, outcome.highs_seconds)
+        self.status, self.bound, self.value, self.values = (outcome.status, outcome.bound, outcome.objective_value,
+                                                            outcome.values)
+
+    def absorb_tie(self, tie: "Search") -> None:
+        """Take in a tie-breaking search's runs; a better tied plan replaces this one's, and a tie-break
+        that ended unproven (time limit, error) marks this search so while keeping its plan."""
+        self.runs += tie.runs
+        self.highs_seconds = max(self.highs_seconds, tie.highs_seconds)
+        if tie.status in (Status.TIME_LIMIT, Status.ERROR):
+            self.status = tie.status
+
+
+def cheapest_first(live: LiveModel, objective: str, candidates: np.ndarray, lower: np.ndarray,
+                   clock: Stopwatch) -> Search:
+    """The optimum under a cost criterion over the ``candidates`` pairs, ``lower`` their cost bounds."""
+    search = Search()
+    rows = np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")]
+    order = rows.tolist()
+    size, start, probe = COST_PROBE_PAIRS, 0, []
+    while start < len(order) and not clock.expired():
+        probe = order[start:start + size]
+        search.take(live.run(objective, probe))
+        if search.status != Status.INFEASIBLE:
+            break
+        start += size
+        size *= 2
+    if search.status != Status.OPTIMAL:
+        return search
+    best = search.value
+    needed = rows[lower[rows] <= best + TIE_TOL * max(1.0, abs(best))].tolist()
+    if not set(needed) <= set(probe):
+        previous = search.values, search.value
+        search.take(live.run(objective, needed))
+        if search.values is None:  # out of time before a better plan: keep the probe's, unproven
+            search.values, search.value = previous
+            search.status = Status.TIME_LIMIT
+        if search.status != Status.OPTIMAL:
+            return search
+    _break_cost_tie(live, objective, rows, lower, search, clock)
+    return search
+
+
+def _break_cost_tie(live: LiveModel, objective: str, rows: np.ndarray, lower: np.ndarray, search: Search,
+                    clock: Stopwatch) -> None:
+    """Among plans within TIE_TOL of the best cost, the shortest makespan (MODEL §4)."""
+    best = search.value
+    bound = best + TIE_TOL * max(1.0, abs(best))
+    span = live.pairs.makespan
+    while True:
+        chosen = live.block_rows[live.selected(search.values).key]
+        shorter = rows[(span[rows] < span[chosen] * (1 - SPAN_TOL)) & (lower[rows] <= bound)].tolist()
+        if not shorter:
+            return
+        tie = Search()
+        tie.take(live.run(objective, shorter, bound))
+        search.absorb_tie(tie)
+        if tie.values is None or tie.value > bound:
+            return
+        search.values, search.value = tie.values, tie.value
+
+
+def shortest_first(live: LiveModel, candidates: np.ndarray, clock: Stopwatch) -> Search:
+    """The shortest makespan over the ``candidates`` pairs, ties broken by total cost."""
+    search = Search()
+    span = live.pairs.makespan
+    order = [int(r) for r in np.flatnonzero(candidates)[np.argsort(span[candidates], kind="stable")]]
+    size, start = MAKESPAN_PROBE_PAIRS, 0
+    while start < len(order) and not clock.expired():
+        end = min(start + size, len(order))
+        while end < len(order) and span[order[end]] <= span[order[end - 1]] * (1 + SPAN_TOL):
+            end += 1  # keep every K of the last cadence in the chunk
+        search.take(live.run("makespan", order[start:end]))
+        if search.status != Status.INFEASIBLE:
+            break
+        start, size = end, size * 2
+    if search.status != Status.OPTIMAL:
+        return search
+    chosen = live.block_rows[live.selected(search.values).key]
+    same = [r for r in order if abs(span[r] - span[chosen]) <= 1e-9 * span[chosen]]
+    tie = Search()
+    tie.take(live.run("total_cost", same))
+    search.absorb_tie(tie)
+    if tie.values is not None:
+        search.values = tie.values
+    return search
+
