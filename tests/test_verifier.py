@@ -133,7 +133,7 @@ def test_one_node_fewer_breaks_sandbox(solved, name):
         nodes = [n.model_copy() for n in plan.local_nodes]
         nodes[i] = Count(type=node.type, count=node.count - 1)
         check = verify_plan(inst, recosted(inst, plan, local_nodes=nodes))
-        assert violated(check, f"sandbox[{node.type}]"), (node.type, check.violations)
+        assert violated(check, f"_nodes[{node.type}]."), (node.type, check.violations)
         tested += 1
     assert tested, "every bundled plan uses local nodes at their capacity"
 
