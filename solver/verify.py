@@ -75,55 +75,14 @@ def resource_rows(inst: Instance) -> dict[tuple[str, str, str], Row]:
     return rows
 
 
-@dataclass(frozen=True)
-class Run:
-    """The quantities of MODEL §2 (and §8) at the plan's cadence L, versions kept K and groups m."""
-
-    law: laws.Law
-    w_use: float  # s, the occupancy Little's law uses
-    exceedance: float
-    drop: float
-    intake: float  # p_eff
-    attempts: float  # R_raw, 1/s (inf when p_eff = 0)
-    update: float  # U(m), s
-    startup: float | None  # fill(L, K), s, when computed
-    makespan: float  # T, s
-
-
-def cadence_top(inst: Instance) -> float:
-    """MODEL §2: cadence.max, or by default the deadline pace (deadline - extra_time)/n."""
-    s = inst.schedule
-    return s.cadence.max if s.cadence.max is not None else (s.deadline - s.extra_time) / inst.workload.iterations
-
-
-def run_at(inst: Instance, law: laws.Law, cadence: float, kept: int, groups: int, startup: bool) -> Run:
-    """MODEL §2 at (L, K, m); T by §8 when the instance counts the start-up (``startup`` also computes
-    fill alone, for a plan that reports it)."""
-    w, fr, sched = inst.workload, inst.freshness, inst.schedule
-    q = laws.exceedance(law, cadence, kept)
-    drop = laws.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
-    intake = w.intake_rate * (1.0 - drop)
-    attempts = w.batch_trajectories / (cadence * intake) if intake > 0 else math.inf
-    update = laws.update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
-    fill = None
-    if (startup or sched.count_startup) and intake > 0:
-        members = w.group_size if fr.group_correlation == "independent" else 1
-        fill = laws.fill_time(law, w.batch_trajectories / (w.intake_rate * attempts), members)
-    if sched.count_startup:
-        span = (fill if fill is not None else math.inf) + (w.iterations - 1) * cadence + update + sched.extra_time
-    else:
-        span = w.iterations * cadence + sched.extra_time
-    w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
-    return Run(law, w_use, q, drop, intake, attempts, update, fill, span)
-
-
 def verify_plan(inst: Instance, plan: Plan) -> Check:
     """Every check below, in MODEL order; ``metrics`` is set when the plan can be read to the end."""
     out = Check()
     if not check_domains(inst, plan, out):
         return out
     law = laws.law_of(inst.environment.occupancy)
-    run = run_at(inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups, plan.startup_s is not None)
+    run = laws.run_at(inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups,
+                      startup=plan.startup_s is not None)
     used = check_pools(inst, plan, out)
     if run.intake <= 0:
         out.violations.append("effective_intake: every group is dropped (p_eff = 0)")
@@ -161,7 +120,7 @@ def check_domains(inst: Instance, plan: Plan, out: Check) -> bool:
     bad = out.violations.append
     c, L, K = inst.schedule.cadence, plan.cadence_s, plan.versions_kept
     j = (L - c.min) / c.step
-    top = cadence_top(inst)
+    top = laws.cadence_top(inst)
     if not (abs(j - round(j)) <= GRID_TOL and j >= -GRID_TOL and L <= top * (1 + REL_TOL) + GRID_TOL * c.step):
         bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
     if not 1 <= K <= inst.freshness.max_versions_kept:
@@ -222,7 +181,7 @@ def check_pools(inst: Instance, plan: Plan, out: Check) -> dict[str, int]:
     return used
 
 
-def check_throughput(inst: Instance, plan: Plan, run: Run, out: Check) -> tuple[float, float]:
+def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
     """MODEL §3.2: a·Σ_s x_s·g_s·r_s·max(0, 1 - slowdown_s·(K-1)) >= R_raw·tokens_per_attempt [tokens/s].
     Returns (supply, demand)."""
     shapes = {s.name: s for s in inst.inference.shapes}
@@ -241,7 +200,7 @@ def check_throughput(inst: Instance, plan: Plan, run: Run, out: Check) -> tuple[
     return supply, demand
 
 
-def check_update_time(inst: Instance, plan: Plan, run: Run, out: Check) -> None:
+def check_update_time(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
     """MODEL §3.3: U(m) <= L [s]; binding when one group fewer would be too slow."""
     t, L = inst.training, plan.cadence_s
     if not run.update <= L * (1 + REL_TOL):
@@ -252,7 +211,7 @@ def check_update_time(inst: Instance, plan: Plan, run: Run, out: Check) -> None:
             out.binding.append("update_time")
 
 
-def check_deadline(inst: Instance, plan: Plan, run: Run, out: Check) -> None:
+def check_deadline(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
     """MODEL §3.4: T <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m) + extra_time (§8);
     the plan's makespan_s (and startup_s, when it reports one) must be that T (that fill) [s]."""
     sched = inst.schedule
@@ -265,7 +224,8 @@ def check_deadline(inst: Instance, plan: Plan, run: Run, out: Check) -> None:
     if not run.makespan <= sched.deadline * (1 + REL_TOL):
         out.violations.append(f"deadline: makespan {run.makespan:g} s > {sched.deadline:g} s")
     law = run.law
-    after = run_at(inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups, False)
+    after = laws.run_at(inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups,
+                        startup=False)
     if after.makespan > sched.deadline * (1 + REL_TOL):
         out.binding.append("deadline")
 
@@ -358,7 +318,7 @@ def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
             out.binding.append(f"max_vms[{v.name}]")
 
 
-def check_freshness(inst: Instance, plan: Plan, run: Run, out: Check) -> float:
+def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> float:
     """MODEL §3.7 (each only if set): mean gap W_use/L (+1 post_publish) <= max_mean_gap,
     q(L, K) <= max_exceedance, drop <= max_group_drop. Returns the mean gap."""
     fr = inst.freshness
@@ -371,7 +331,7 @@ def check_freshness(inst: Instance, plan: Plan, run: Run, out: Check) -> float:
     return mean_gap
 
 
-def check_costs(inst: Instance, plan: Plan, run: Run, used: dict[str, int], out: Check) -> tuple[float, float]:
+def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int], out: Check) -> tuple[float, float]:
     """MODEL §4 [$/h, $]: GPU = Σ_pools gpu_hour_cost · (the pool's gpus if billing is reserved, else the
     GPUs used); node = Σ_k N_k·hour_cost_k; VM = Σ_v V_v·hour_cost_v·billed_fraction_v; hourly their sum;
     total = hourly·T/3600, T the plan's makespan (checked against this one's by check_deadline)."""

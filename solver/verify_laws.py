@@ -1,4 +1,5 @@
-"""The verifier's own reading of MODEL.md §2 and §8: occupancy, exceedance, drops, update laws, start-up.
+"""The verifier's own reading of MODEL.md §2 and §8: occupancy, exceedance, drops, update laws, start-up,
+and :func:`run_at`, every quantity of a plan's (L, K, m) from them.
 
 Used by :mod:`solver.verify` only, and written apart from the model's calculus on purpose
 (STYLE.md: a checker must not share the code it checks). The lognormal is fitted from
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, optimize, special
 
-from models.instance import AmdahlLaw, Empirical, InverseLaw, Lognormal, TableLaw
+from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
 
 Z99 = float(special.ndtri(0.99))  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every quad integral
@@ -154,3 +155,45 @@ def fill_time(law: Law, need: float, members: int) -> float:
         high *= 2.0
     return optimize.brentq(lambda t: group_cdf_integral(law, t, members) - need, 0.0, high,
                            xtol=1e-9, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The quantities of MODEL §2 (and §8) at the plan's cadence L, versions kept K and groups m."""
+
+    law: Law
+    w_use: float  # s, the occupancy Little's law uses
+    exceedance: float
+    drop: float
+    intake: float  # p_eff
+    attempts: float  # R_raw, 1/s (inf when p_eff = 0)
+    update: float  # U(m), s
+    startup: float | None  # fill(L, K), s, when computed
+    makespan: float  # T, s
+
+
+def cadence_top(inst: Instance) -> float:
+    """MODEL §2: cadence.max, or by default the deadline pace (deadline - extra_time)/n."""
+    s = inst.schedule
+    return s.cadence.max if s.cadence.max is not None else (s.deadline - s.extra_time) / inst.workload.iterations
+
+
+def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, startup: bool) -> Run:
+    """MODEL §2 at (L, K, m); T by §8 when the instance counts the start-up (``startup`` also computes
+    fill alone, for a plan that reports it)."""
+    w, fr, sched = inst.workload, inst.freshness, inst.schedule
+    q = exceedance(law, cadence, kept)
+    drop = group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
+    intake = w.intake_rate * (1.0 - drop)
+    attempts = w.batch_trajectories / (cadence * intake) if intake > 0 else math.inf
+    update = update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
+    fill = None
+    if (startup or sched.count_startup) and intake > 0:
+        members = w.group_size if fr.group_correlation == "independent" else 1
+        fill = fill_time(law, w.batch_trajectories / (w.intake_rate * attempts), members)
+    if sched.count_startup:
+        span = (fill if fill is not None else math.inf) + (w.iterations - 1) * cadence + update + sched.extra_time
+    else:
+        span = w.iterations * cadence + sched.extra_time
+    w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
+    return Run(law, w_use, q, drop, intake, attempts, update, fill, span)

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, stats
+from scipy import integrate, optimize, special, stats
 
 from models.instance import AmdahlLaw, Instance, InverseLaw, Lognormal
 
@@ -91,9 +91,11 @@ class Law:
 
     def cdf_power_integral(self, t: float, power: int) -> float:
         """∫_0^t F(s)^power ds. Lognormal: in log time x = ln s, ∫_{-inf}^{ln t} Φ((x-mu)/sigma)^power e^x dx."""
+        if t <= 0:
+            return 0.0
         if self.dist is not None:
             def integrand(x: float) -> float:
-                return stats.norm.cdf((x - self.mu) / self.sigma) ** power * math.exp(x)
+                return special.ndtr((x - self.mu) / self.sigma) ** power * math.exp(x)
 
             top = math.log(t)
             low = min(top, self.mu) - 12 * self.sigma  # Φ^power·e^x is below 1e-30 of the rest past here
@@ -126,13 +128,15 @@ def update_time(law, gpus: float) -> float:
     return float(np.interp(gpus, xs, [p.seconds for p in law.points]))
 
 
-def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int]) -> float:
-    """Largest attempt rate R whose steady and peak environments the given nodes and VMs can hold.
+def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int], w_use: float | None = None) -> float:
+    """Largest attempt rate R whose steady and peak environments the given nodes and VMs can hold
+    (``w_use``: the occupancy Little's law uses, when the caller has it).
 
     MODEL §3.5: a host that states cores (memory_gb) has that row; a backend without the figure adds 0."""
     env = inst.environment
-    law = Law(env.occupancy)
-    w_use = law.mean if env.littles_law_uses == "mean" else law.median
+    if w_use is None:
+        law = Law(env.occupancy)
+        w_use = law.mean if env.littles_law_uses == "mean" else law.median
     backends = env.backends
     cols: list[tuple] = []
     for k in env.node_types:
@@ -188,7 +192,7 @@ class Sandboxes:
         env = inst.environment
         self.inst = inst
         law = Law(env.occupancy)
-        w_use = law.mean if env.littles_law_uses == "mean" else law.median
+        self.w_use = w_use = law.mean if env.littles_law_uses == "mean" else law.median
         self.hosts = [("node", k, k.hour_cost, k.max_nodes, env.utilisation_cap) for k in env.node_types] + [
             ("vm", v, v.hour_cost * v.billed_fraction, v.max_vms, 1.0) for v in env.cloud.vm_types]
         # Per host type: hosts per attempt/s holding, alone, every peak environment it can run.
@@ -211,7 +215,7 @@ class Sandboxes:
             split = len(self.inst.environment.node_types)
             names = [h.name for _, h, _, _, _ in self.hosts]
             self.capacity[counts] = sandbox_capacity(self.inst, dict(zip(names[:split], counts[:split])),
-                                                     dict(zip(names[split:], counts[split:])))
+                                                     dict(zip(names[split:], counts[split:])), self.w_use)
         return self.capacity[counts] >= attempts * (1 - TOL)
 
     def cheapest(self, attempts: float) -> float:
@@ -239,73 +243,85 @@ class Sandboxes:
 def feasible_points(inst: Instance) -> list[Point]:
     """Every (cadence, K) on the grid with its cheapest hourly cost (per training group count when the
     start-up is counted, since U(m) then enters the makespan), or nothing when no plan exists there."""
-    w, env, fr, sched = inst.workload, inst.environment, inst.freshness, inst.schedule
-    law = Law(env.occupancy)
-    w_use = law.mean if env.littles_law_uses == "mean" else law.median
-    pools = {p.name: p for p in inst.gpu_pools}
-    shapes = inst.inference.shapes
-    t = inst.training
-    fit = pools[t.pool].gpus // t.gpus_per_group
+    law = Law(inst.environment.occupancy)
+    t, lim = inst.training, inst.limits
+    fit = inst.pool(t.pool).gpus // t.gpus_per_group
     groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
-
-    # Every replica vector, with its GPUs per pool and the cost of the GPUs billed as used (MODEL §4).
-    ranges = [range(pools[s.pool].gpus // s.gpus_per_replica + 1) for s in shapes]
-    combos = np.array(list(itertools.product(*ranges)), dtype=float).reshape(-1, len(shapes))
-    use = {p: np.zeros(len(combos)) for p in pools}
-    for i, s in enumerate(shapes):
-        use[s.pool] += combos[:, i] * s.gpus_per_replica
-    used_billing = {name for name, p in pools.items() if p.billing == "used"}
-    inference_cost = np.zeros(len(combos))
-    for i, s in enumerate(shapes):
-        if s.pool in used_billing:
-            inference_cost += pools[s.pool].gpu_hour_cost * s.gpus_per_replica * combos[:, i]
-    reserved = sum(p.gpu_hour_cost * p.gpus for name, p in pools.items() if name not in used_billing)
-
-    def rates(L: float, K: int) -> tuple[float, float, float]:
-        q = min(max(law.exceedance(L, K), 0.0), 1.0)
-        if fr.overrun_policy == "downweight":
-            drop = 0.0
-        elif fr.group_correlation == "comonotone":
-            drop = q
-        else:
-            drop = 1 - (1 - q) ** w.group_size
-        return q, drop, w.intake_rate * (1 - drop)
-
+    replicas = _replica_vectors(inst)
     sandboxes = Sandboxes(inst)
     points = []
+    for L, K, attempts in _admissible(inst, law):
+        spans = _spans(inst, law, L, attempts, groups)
+        # (makespan, GPU $/h) per group count; hosts cost at least 0, so GPUs alone may break a budget.
+        gpu = [(span, replicas.reserved + cost)
+               for span, cost in _gpu_costs(inst, L, K, attempts, groups, replicas, spans)
+               if _within(lim, replicas.reserved + cost, span)]
+        if not gpu:
+            continue
+        sandbox = sandboxes.cheapest(attempts)
+        for span, gpu_cost in gpu:
+            hourly = gpu_cost + sandbox
+            if math.isfinite(hourly) and _within(lim, hourly, span):
+                points.append(Point(L, K, span, hourly, hourly * span / 3600))
+    return points
+
+
+def _within(limits, hourly: float, span: float) -> bool:
+    """MODEL §3.8 budgets, each only if set."""
+    return ((limits.max_hourly_cost is None or hourly <= limits.max_hourly_cost * (1 + TOL))
+            and (limits.max_total_cost is None or hourly * span / 3600 <= limits.max_total_cost * (1 + TOL)))
+
+
+def _admissible(inst: Instance, law: Law):
+    """(L, K, R_raw) of every grid point and K that passes MODEL §3.7's freshness limits with p_eff > 0."""
+    w, fr = inst.workload, inst.freshness
+    w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
     for L in grid(inst):
-        if fr.max_mean_gap is not None:
-            gap = w_use / L + (1 if fr.gap_convention == "post_publish" else 0)
-            if gap > fr.max_mean_gap * (1 + TOL):
-                continue
+        gap = w_use / L + (1 if fr.gap_convention == "post_publish" else 0)
+        if fr.max_mean_gap is not None and gap > fr.max_mean_gap * (1 + TOL):
+            continue
         for K in range(1, fr.max_versions_kept + 1):
-            q, drop, p_eff = rates(L, K)
+            q = min(max(law.exceedance(L, K), 0.0), 1.0)
+            if fr.overrun_policy == "downweight":
+                drop = 0.0
+            elif fr.group_correlation == "comonotone":
+                drop = q
+            else:
+                drop = 1 - (1 - q) ** w.group_size
+            p_eff = w.intake_rate * (1 - drop)
             if p_eff <= 0:
                 continue
             if fr.max_exceedance is not None and q > fr.max_exceedance * (1 + TOL) + 1e-15:
                 continue
             if fr.max_group_drop is not None and drop > fr.max_group_drop * (1 + TOL) + 1e-15:
                 continue
-            attempts = w.batch_trajectories / (L * p_eff)
-            spans = _spans(inst, law, L, attempts, groups)
-            gpu = _gpu_costs(inst, L, K, attempts, groups, combos, use, inference_cost, spans)
-            lim = inst.limits
-            if lim.max_hourly_cost is not None:  # hosts cost at least 0: GPUs alone may break the budget
-                gpu = [(span, cost) for span, cost in gpu if reserved + cost <= lim.max_hourly_cost * (1 + TOL)]
-            if not gpu:
-                continue
-            sandbox = sandboxes.cheapest(attempts)
-            if not math.isfinite(sandbox):
-                continue
-            for span, gpu_cost in gpu:
-                hourly = reserved + gpu_cost + sandbox
-                total = hourly * span / 3600
-                if lim.max_hourly_cost is not None and hourly > lim.max_hourly_cost * (1 + TOL):
-                    continue
-                if lim.max_total_cost is not None and total > lim.max_total_cost * (1 + TOL):
-                    continue
-                points.append(Point(L, K, span, hourly, total))
-    return points
+            yield L, K, w.batch_trajectories / (L * p_eff)
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """Every replica vector (rows of ``combos``), its GPUs per pool, the $/h of the GPUs billed as used,
+    and the $/h of the reserved pools, billed whatever the plan uses (MODEL §4)."""
+
+    combos: np.ndarray
+    use: dict[str, np.ndarray]
+    cost: np.ndarray
+    reserved: float
+
+
+def _replica_vectors(inst: Instance) -> Replicas:
+    pools = {p.name: p for p in inst.gpu_pools}
+    shapes = inst.inference.shapes
+    ranges = [range(pools[s.pool].gpus // s.gpus_per_replica + 1) for s in shapes]
+    combos = np.array(list(itertools.product(*ranges)), dtype=float).reshape(-1, len(shapes))
+    use = {p: np.zeros(len(combos)) for p in pools}
+    cost = np.zeros(len(combos))
+    for i, s in enumerate(shapes):
+        use[s.pool] += combos[:, i] * s.gpus_per_replica
+        if pools[s.pool].billing == "used":
+            cost += pools[s.pool].gpu_hour_cost * s.gpus_per_replica * combos[:, i]
+    reserved = sum(p.gpu_hour_cost * p.gpus for p in inst.gpu_pools if p.billing == "reserved")
+    return Replicas(combos, use, cost, reserved)
 
 
 def _spans(inst: Instance, law: Law, L: float, attempts: float, groups) -> dict[int, float]:
@@ -319,12 +335,12 @@ def _spans(inst: Instance, law: Law, L: float, attempts: float, groups) -> dict[
             for m in groups}
 
 
-def _gpu_costs(inst: Instance, L, K, attempts, groups, combos, use, inference_cost, spans) -> list[tuple[float, float]]:
+def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans) -> list[tuple[float, float]]:
     """(makespan, cheapest used-billed GPU $/h) of every training group count that keeps up, meets the
     deadline and leaves room for replicas meeting the token demand; only the cheapest when the
     makespan does not depend on the group count."""
     w, t, pools = inst.workload, inst.training, {p.name: p for p in inst.gpu_pools}
-    shapes = inst.inference.shapes
+    shapes, combos, use = inst.inference.shapes, replicas.combos, replicas.use
     supply = sum(inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s
                  * max(0.0, 1 - s.version_slowdown * (K - 1)) * combos[:, i] for i, s in enumerate(shapes))
     ok_supply = supply >= attempts * w.tokens_per_attempt * (1 - TOL)
@@ -341,7 +357,7 @@ def _gpu_costs(inst: Instance, L, K, attempts, groups, combos, use, inference_co
         if ok.any():
             pool = pools[t.pool]
             train_cost = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
-            out.append((spans[m], float(np.min(inference_cost[ok])) + train_cost))
+            out.append((spans[m], float(np.min(replicas.cost[ok])) + train_cost))
     if out and not inst.schedule.count_startup:
         return [min(out, key=lambda pair: pair[1])]
     return out
