@@ -34,7 +34,7 @@ class Law:
     p99: float
     mu: float | None = None
     sigma: float | None = None
-    samples: tuple[float, ...] | None = None
+    samples: np.ndarray | None = None  # sorted
 
     def cdf(self, t: float) -> float:
         """P(W <= t)."""
@@ -42,7 +42,7 @@ class Law:
             if t <= 0:
                 return 0.0
             return 0.5 * math.erfc(-(math.log(t) - self.mu) / (self.sigma * math.sqrt(2.0)))
-        return bisect.bisect_right(self.samples, t) / len(self.samples)
+        return int(np.searchsorted(self.samples, t, side="right")) / self.samples.size
 
     def survival(self, t: float) -> float:
         """P(W > t), computed directly (not 1 - cdf) so far tails keep their digits."""
@@ -76,9 +76,9 @@ def fit_lognormal(spec: Lognormal) -> Law:
 
 
 def empirical_law(samples) -> Law:
-    ordered = sorted(float(x) for x in samples)
-    return Law(mean=math.fsum(ordered) / len(ordered), median=float(np.median(ordered)),
-               p99=float(np.quantile(ordered, 0.99)), samples=tuple(ordered))
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    return Law(mean=math.fsum(ordered) / ordered.size, median=float(np.median(ordered)),
+               p99=float(np.quantile(ordered, 0.99)), samples=ordered)
 
 
 def law_of(spec: Lognormal | Empirical) -> Law:
@@ -95,7 +95,7 @@ def exceedance(law: Law, cadence: float, kept: int) -> float:
         value, _ = integrate.quad(lambda v: law.survival(v * cadence), kept, kept + 1,
                                   epsabs=0.0, epsrel=QUAD_REL, limit=200)
     else:
-        value = math.fsum(min(max(w / cadence - kept, 0.0), 1.0) for w in law.samples) / len(law.samples)
+        value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
     return min(max(value, 0.0), 1.0)
 
 
@@ -129,14 +129,11 @@ def group_cdf_integral(law: Law, t: float, members: int) -> float:
     if t <= 0:
         return 0.0
     if law.samples is not None:
-        # F is a step function: F = i/n on [w_(i), w_(i+1)), so the integral is a sum of rectangles.
-        n, total, left = len(law.samples), 0.0, 0.0
-        for i, w in enumerate(law.samples):
-            if w >= t:
-                return total + (i / n) ** members * (t - left)
-            total += (i / n) ** members * (w - left)
-            left = w
-        return total + (t - left)
+        # F is a step function: F = i/n between the i-th and (i+1)-th smallest samples (and 1 past
+        # the largest), so the integral is a sum of rectangles, each cut at t.
+        n = law.samples.size
+        edges = np.concatenate(([0.0], np.minimum(law.samples, t), [t]))
+        return float(np.sum(np.diff(edges) * (np.arange(n + 1) / n) ** members))
     # Split at the median and p99 so quad sees each bend of the integrand on its own piece.
     cuts = [0.0] + [c for c in (law.median, law.p99) if c < t] + [t]
     return math.fsum(integrate.quad(lambda s: law.cdf(s) ** members, a, b, epsabs=0.0, epsrel=QUAD_REL, limit=200)[0]
@@ -146,10 +143,21 @@ def group_cdf_integral(law: Law, t: float, members: int) -> float:
 def fill_time(law: Law, need: float, members: int) -> float:
     """MODEL §8: the smallest t >= 0 with ∫_0^t F_grp(s) ds >= need, where need = B/(p·R_raw) (seconds).
 
-    The integral grows with t (by at most 1 per second), so the root is bracketed by doubling.
+    Empirical: the integral is piecewise linear in t, so its inverse is read off exactly. Lognormal:
+    the integral grows with t (by at most 1 per second), the root is bracketed by doubling.
     """
     if need <= 0:
         return 0.0
+    if law.samples is not None:
+        n = law.samples.size
+        levels = (np.arange(n) / n) ** members  # F_grp on [w_(i), w_(i+1)), w_(0) = 0
+        reached = np.cumsum(np.diff(np.concatenate(([0.0], law.samples))) * levels)  # the integral at each w_(i+1)
+        i = int(np.searchsorted(reached, need, side="left"))
+        if i == n:
+            return float(law.samples[-1] + (need - reached[-1]))
+        before = reached[i - 1] if i else 0.0
+        start = law.samples[i - 1] if i else 0.0
+        return float(start + (need - before) / levels[i])
     high = max(need, law.median)
     while group_cdf_integral(law, high, members) < need:
         high *= 2.0

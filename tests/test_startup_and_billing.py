@@ -14,6 +14,7 @@ import copy
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from models.load import read_document, validate
@@ -80,6 +81,18 @@ def test_fill_two_ways(median, p99, group_size, correlation):
         assert reference.Law(spec).fill(need, members) == pytest.approx(mine, rel=1e-9)
         if members == 1:
             assert mine - float(calculus.occupancy_of(spec).limited_mean(mine)) == pytest.approx(need, rel=1e-9)
+
+
+def test_fill_two_ways_on_empirical_samples():
+    """The verifier inverts the piecewise-linear integral exactly; the reference finds the root with brentq."""
+    rng = np.random.default_rng(7)
+    data = base()
+    for size, members in ((2, 1), (9, 4), (200, 8)):
+        data["environment"]["occupancy"]["samples"] = [float(x) for x in np.round(rng.lognormal(4, 1, size), 1)]
+        spec = validate(data, "hand.yaml").environment.occupancy
+        for need in (1.0, 50.0, 5000.0):
+            mine = verify_laws.fill_time(verify_laws.law_of(spec), need, members)
+            assert reference.Law(spec).fill(need, members) == pytest.approx(mine, rel=1e-9)
 
 
 def test_plan_with_start_up_counted():
