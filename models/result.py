@@ -76,6 +76,8 @@ class Plan(Out):
     cost_terms: CostTerms
     pools: list[PoolUse]
     placement: Placement
+    startup_s: float | None = Field(None, description="MODEL §8 pipeline fill before the first batch (s), "
+                                    "when the plan reports it")
 
     @property
     def node_count(self) -> int:

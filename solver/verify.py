@@ -1,8 +1,12 @@
-"""Independent plan verifier: every constraint of MODEL.md §3 and the costs of §4, recomputed from a plan.
+"""Independent plan verifier: every constraint of MODEL.md §3, the costs of §4 and the start-up of §8,
+re-checked from a plan's decisions and its instance alone.
 
-No pyomo and no MIP coefficient tables: the plan's decisions (cadence, K, counts and
-placements) are checked against the instance with the calculus alone. A violation
-is a bug in the model, never a result to show.
+It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
+no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
+quadrature, update laws, start-up fill), its own cadence grid, its own resource rows
+(:func:`resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
+constraint family, each naming its section. A violation is a bug in the model, never a
+result to show: :mod:`solver.solve` rejects a plan that fails here.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 from models.result import Metrics, Plan
-from solver import calculus as calc
+from solver import verify_laws as laws
 
-ROW_TOL = 1e-8  # relative (and absolute, in environments or nodes) slack for rows HiGHS solves to 1e-9
-COST_TOL = 1e-7
+ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
+COST_TOL = 1e-7  # relative: a reported cost against its recomputation
+REL_TOL = 1e-9  # MODEL §4's relative tolerance, for limits compared with quantities of the instance alone
+GRID_TOL = 1e-6  # a cadence is on the grid when (L - min)/step is this close to a whole number
+SPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
+FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
 
 
 @dataclass
@@ -33,222 +41,324 @@ def _leq(lhs: float, rhs: float) -> bool:
     return lhs <= rhs + ROW_TOL * max(1.0, abs(rhs))
 
 
+def _geq(lhs: float, rhs: float) -> bool:
+    return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
+
+
+@dataclass(frozen=True)
+class Row:
+    """One resource row of a host type (MODEL §3.5): what one host gives under its cap (u for a node,
+    1 for a VM), and what one environment of each backend the host runs takes of it."""
+
+    capacity: float
+    load: dict[str, float]
+
+
+def resource_rows(inst: Instance) -> dict[tuple[str, str, str], Row]:
+    """Rows by (kind 'node' | 'vm', host type, resource 'density' | 'cores' | 'memory').
+
+    MODEL §3.5: every host type has a density row (1/density_b per environment, capacity 1); a
+    type that states cores (memory_gb) has that row, to which a backend adds its cores (memory_gb),
+    or 0 when it states none. A backend never removes a row.
+    """
+    env = inst.environment
+    rows: dict[tuple[str, str, str], Row] = {}
+    for kind, hosts, cap in (("node", env.node_types, env.utilisation_cap), ("vm", env.cloud.vm_types, 1.0)):
+        for host in hosts:
+            runs = [b for b in env.backends if b.name in host.density]
+            rows[kind, host.name, "density"] = Row(cap, {b.name: 1.0 / host.density[b.name] for b in runs})
+            if host.cores is not None:
+                rows[kind, host.name, "cores"] = Row(cap * host.cores, {b.name: b.cores or 0.0 for b in runs})
+            if host.memory_gb is not None:
+                rows[kind, host.name, "memory"] = Row(cap * host.memory_gb,
+                                                      {b.name: b.memory_gb or 0.0 for b in runs})
+    return rows
+
+
 def verify_plan(inst: Instance, plan: Plan) -> Check:
+    """Every check below, in MODEL order; ``metrics`` is set when the plan can be read to the end."""
     out = Check()
-    bad = out.violations.append
-    w, env, fr, sched = inst.workload, inst.environment, inst.freshness, inst.schedule
-    L, K = plan.cadence_s, plan.versions_kept
-    occ = calc.occupancy_of(env.occupancy)
-    w_use = calc.occupancy_used(occ, env.littles_law_uses)
-
-    # Domains (MODEL §1).
-    c = sched.cadence
-    top = calc.cadence_top(inst)
-    j = (L - c.min) / c.step
-    if abs(j - round(j)) > 1e-6 or L < c.min * (1 - 1e-12) or L > top * (1 + calc.REL_TOL):
-        bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
-    if not 1 <= K <= fr.max_versions_kept:
-        bad(f"versions_kept {K} outside 1..{fr.max_versions_kept}")
-    lo, hi = calc.group_range(inst)
-    if not lo <= plan.training_groups <= hi:
-        bad(f"training_groups {plan.training_groups} outside {lo}..{hi}")
-    if plan.training_gpus != plan.training_groups * inst.training.gpus_per_group:
-        bad("training_gpus != training_groups · gpus_per_group")
-    shapes = {s.name: s for s in inst.inference.shapes}
-    replicas = {r.shape: r.replicas for r in plan.inference}
-    if set(replicas) != set(shapes) or any(v < 0 for v in replicas.values()):
-        bad("inference must list every shape once with replicas >= 0")
+    if not check_domains(inst, plan, out):
         return out
-    nodes = {n.type: n.count for n in plan.local_nodes}
-    vms = {v.type: v.count for v in plan.cloud_vms}
-    for k in env.node_types:
-        if nodes.get(k.name, 0) < 0 or (k.max_nodes is not None and nodes.get(k.name, 0) > k.max_nodes):
-            bad(f"local_nodes[{k.name}] = {nodes.get(k.name, 0)} outside 0..{k.max_nodes}")
-    for v in env.cloud.vm_types:
-        if vms.get(v.name, 0) < 0 or (v.max_vms is not None and vms.get(v.name, 0) > v.max_vms):
-            bad(f"cloud_vms[{v.name}] = {vms.get(v.name, 0)} outside 0..{v.max_vms}")
-
-    # §3.1 pools.
-    used = {p.name: 0 for p in inst.gpu_pools}
-    for name, count in replicas.items():
-        used[shapes[name].pool] += count * shapes[name].gpus_per_replica
-    used[inst.training.pool] += plan.training_gpus
-    for pool in inst.gpu_pools:
-        if used[pool.name] > pool.gpus:
-            bad(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used > {pool.gpus}")
-        smallest = min([s.gpus_per_replica for s in inst.inference.shapes if s.pool == pool.name], default=math.inf)
-        if pool.gpus - used[pool.name] < smallest:
-            out.binding.append(f"pool_capacity[{pool.name}]")
-
-    # §3.2 throughput.
-    q = float(calc.exceedance(occ, L, K))
-    drop = float(calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation))
-    p_eff = w.intake_rate * (1 - drop)
-    if p_eff <= 0:
-        bad("effective intake is 0: every group is dropped")
+    law = laws.law_of(inst.environment.occupancy)
+    run = laws.run_at(inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups,
+                      startup=plan.startup_s is not None)
+    used = check_pools(inst, plan, out)
+    if run.intake <= 0:
+        out.violations.append("effective_intake: every group is dropped (p_eff = 0)")
         return out
-    r_eff = w.batch_trajectories / L
-    attempts = r_eff / p_eff
-    demand = attempts * w.tokens_per_attempt
-    a = inst.inference.availability
-    per_replica = {
-        name: a * s.gpus_per_replica * s.tokens_per_gpu_s * float(calc.supply_multiplier(s.version_slowdown, K))
-        for name, s in shapes.items()
-    }
-    supply = sum(per_replica[n] * replicas[n] for n in shapes)
-    if supply < demand * (1 - calc.REL_TOL) - calc.REL_TOL * w.tokens_per_attempt:
-        bad(f"throughput: supply {supply:.6g} tokens/s < demand {demand:.6g}")
-    step = min([per_replica[n] for n in shapes if replicas[n] > 0], default=math.inf)
-    if supply - demand < step:
-        out.binding.append("throughput")
-
-    # §3.3 update time.
-    update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
-    if math.isnan(update) or update > L * (1 + calc.REL_TOL):
-        bad(f"update_time: U({plan.training_gpus} GPUs) = {update:.6g} s > cadence {L} s")
-    elif plan.training_groups > lo and float(
-        calc.update_time(inst.training.update_time, plan.training_gpus - inst.training.gpus_per_group)
-    ) > L * (1 + calc.REL_TOL):
-        out.binding.append("update_time")
-
-    # §3.4 deadline.
-    span = float(calc.makespan(inst, L))
-    if abs(span - plan.makespan_s) > 1e-6 * span:
-        bad(f"makespan_s {plan.makespan_s} != n·L + extra_time = {span}")
-    if span > sched.deadline * (1 + calc.REL_TOL):
-        bad(f"deadline: makespan {span:g} s > {sched.deadline:g} s")
-    if span + inst.workload.iterations * sched.cadence.step > sched.deadline * (1 + calc.REL_TOL):
-        out.binding.append("deadline")
-
-    # §3.5 and §3.6 sandboxes.
-    inflight = {b.name: attempts * b.share * w_use for b in env.backends}
-    peak = {b: e * env.peak_to_mean for b, e in inflight.items()}
-    _check_sandbox(inst, plan, nodes, vms, inflight, peak, out)
-
-    # §3.7 freshness.
-    mean_gap = float(calc.mean_version_gap(w_use, L, fr.gap_convention))
-    if fr.max_mean_gap is not None and not _leq(mean_gap, fr.max_mean_gap):
-        bad(f"max_mean_gap: {mean_gap:.6g} > {fr.max_mean_gap:g}")
-    if fr.max_exceedance is not None and not _leq(q, fr.max_exceedance):
-        bad(f"max_exceedance: {q:.6g} > {fr.max_exceedance:g}")
-    if fr.max_group_drop is not None and not _leq(drop, fr.max_group_drop):
-        bad(f"max_group_drop: {drop:.6g} > {fr.max_group_drop:g}")
-
-    # §4 costs and §3.8 budgets.
-    gpu_cost = sum(pool.gpu_hour_cost * used[pool.name] for pool in inst.gpu_pools)
-    node_cost = sum(k.hour_cost * nodes.get(k.name, 0) for k in env.node_types)
-    vm_cost = sum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in env.cloud.vm_types)
-    hourly = gpu_cost + node_cost + vm_cost
-    total = hourly * span / 3600.0
-    for name, mine, theirs in (
-        ("hourly_cost", hourly, plan.hourly_cost), ("total_cost", total, plan.total_cost),
-        ("cost_terms.gpu", gpu_cost, plan.cost_terms.gpu), ("cost_terms.node", node_cost, plan.cost_terms.node),
-        ("cost_terms.vm", vm_cost, plan.cost_terms.vm),
-    ):
-        if abs(mine - theirs) > COST_TOL * max(1.0, abs(mine)):
-            bad(f"{name}: plan says {theirs:.10g}, recomputed {mine:.10g}")
-    limits = inst.limits
-    if limits.max_hourly_cost is not None and not hourly <= limits.max_hourly_cost * (1 + calc.REL_TOL):
-        bad(f"max_hourly_cost: {hourly:.6g} > {limits.max_hourly_cost:g}")
-    if limits.max_total_cost is not None and not total <= limits.max_total_cost * (1 + calc.REL_TOL):
-        bad(f"max_total_cost: {total:.6g} > {limits.max_total_cost:g}")
-    for name, limit, value in (("max_hourly_cost", limits.max_hourly_cost, hourly),
-                               ("max_total_cost", limits.max_total_cost, total)):
-        if limit is not None and value >= limit * (1 - 1e-6):
-            out.binding.append(name)
-
+    supply, demand = check_throughput(inst, plan, run, out)
+    check_update_time(inst, plan, run, out)
+    check_deadline(inst, plan, run, out)
+    inflight = {b.name: run.attempts * b.share * run.w_use for b in inst.environment.backends}
+    peak = {b: e * inst.environment.peak_to_mean for b, e in inflight.items()}
+    rows = resource_rows(inst)
+    check_steady_sandbox(inst, plan, rows, inflight, out)
+    check_peak_sandbox(inst, plan, rows, peak, out)
+    check_host_binding(inst, plan, rows, out)
+    mean_gap = check_freshness(inst, plan, run, out)
+    hourly, total = check_costs(inst, plan, run, used, out)
+    check_budgets(inst, hourly, total, out)
+    post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
+    L = plan.cadence_s
     out.metrics = Metrics(
-        effective_trajectories_per_s=r_eff,
-        attempts_per_s=attempts,
-        token_demand_per_s=demand,
-        token_supply_per_s=supply,
-        update_time_s=update,
-        inflight_mean=sum(inflight.values()),
-        inflight_peak=sum(peak.values()),
-        occupancy_mean_s=occ.mean,
-        mean_version_gap=mean_gap,
-        p99_version_gap=float(calc.p99_version_gap(occ, L, fr.gap_convention)),
-        exceedance=q,
-        group_drop_rate=drop,
-        effective_intake=p_eff,
-        time_margin=float(calc.time_margin(inst, L)),
-        throughput_margin=supply / demand - 1,
-        update_margin=1 - update / L,
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L, attempts_per_s=run.attempts,
+        token_demand_per_s=demand, token_supply_per_s=supply, update_time_s=run.update,
+        inflight_mean=sum(inflight.values()), inflight_peak=sum(peak.values()), occupancy_mean_s=law.mean,
+        mean_version_gap=mean_gap, p99_version_gap=law.p99 / L + post, exceedance=run.exceedance,
+        group_drop_rate=run.drop, effective_intake=run.intake,
+        time_margin=(inst.schedule.deadline - run.makespan) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1, update_margin=1 - run.update / L,
     )
     return out
 
 
-def _check_sandbox(inst, plan, nodes, vms, inflight, peak, out: Check) -> None:
-    """Rows of MODEL §3.5 (steady, local, under cap u) and §3.6 (peak, local under u plus VMs, eligible shares)."""
-    env = inst.environment
+def check_domains(inst: Instance, plan: Plan, out: Check) -> bool:
+    """MODEL §1 domains: L on the grid, 1 <= K <= max_versions_kept, min_groups <= m <= max_groups (and
+    what the pool holds), every shape listed once with its pool and GPUs, 0 <= N_k <= max_nodes,
+    0 <= V_v <= max_vms. False when the plan cannot be read further (a shape missing or twice)."""
     bad = out.violations.append
-    backends = {b.name: b for b in env.backends}
-    u = env.utilisation_cap
-    placement = plan.placement
+    c, L, K = inst.schedule.cadence, plan.cadence_s, plan.versions_kept
+    j = (L - c.min) / c.step
+    top = laws.cadence_top(inst)
+    if not (abs(j - round(j)) <= GRID_TOL and j >= -GRID_TOL and L <= top * (1 + REL_TOL) + GRID_TOL * c.step):
+        bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
+    if not 1 <= K <= inst.freshness.max_versions_kept:
+        bad(f"versions_kept {K} outside 1..{inst.freshness.max_versions_kept}")
+    t = inst.training
+    top_groups = inst.pool(t.pool).gpus // t.gpus_per_group
+    top_groups = top_groups if t.max_groups is None else min(top_groups, t.max_groups)
+    if not t.min_groups <= plan.training_groups <= top_groups:
+        bad(f"training_groups {plan.training_groups} outside {t.min_groups}..{top_groups}")
+    if plan.training_gpus != plan.training_groups * t.gpus_per_group:
+        bad(f"training_gpus {plan.training_gpus} != training_groups · gpus_per_group")
+    shapes = {s.name: s for s in inst.inference.shapes}
+    listed = [r.shape for r in plan.inference]
+    if sorted(listed) != sorted(shapes) or any(r.replicas < 0 for r in plan.inference):
+        bad("inference must list every shape once with replicas >= 0")
+        return False
+    for r in plan.inference:
+        s = shapes[r.shape]
+        if r.pool != s.pool or r.gpus != r.replicas * s.gpus_per_replica:
+            bad(f"inference[{r.shape}]: pool {r.pool}, {r.gpus} GPUs; the instance says {s.pool}, "
+                f"{r.replicas} · {s.gpus_per_replica}")
+    if plan.inference_gpus != sum(r.gpus for r in plan.inference):
+        bad(f"inference_gpus {plan.inference_gpus} != the shapes' GPUs {sum(r.gpus for r in plan.inference)}")
+    _check_counts(plan.local_nodes, {k.name: k.max_nodes for k in inst.environment.node_types}, "max_nodes",
+                  "local_nodes", out)
+    _check_counts(plan.cloud_vms, {v.name: v.max_vms for v in inst.environment.cloud.vm_types}, "max_vms",
+                  "cloud_vms", out)
+    return True
 
-    def host_rows(kind: str, host, count: int, load: dict[str, float], cap: float) -> None:
+
+def _check_counts(counts, limits: dict[str, int | None], row: str, section: str, out: Check) -> None:
+    listed = [c.type for c in counts]
+    for c in counts:
+        if c.type not in limits or listed.count(c.type) > 1:
+            out.violations.append(f"{section}: {c.type} is not a host type of the instance, or is listed twice")
+        elif c.count < 0 or (limits[c.type] is not None and c.count > limits[c.type]):
+            out.violations.append(f"{row}[{c.type}]: {section}[{c.type}] = {c.count} outside 0..{limits[c.type]}")
+
+
+def check_pools(inst: Instance, plan: Plan, out: Check) -> dict[str, int]:
+    """MODEL §3.1: Σ_{s in pool} x_s·g_s + [training pool] m·gpus_per_group <= gpus, per pool [GPUs].
+    Returns the GPUs used per pool (also what the plan's ``pools`` must report)."""
+    shapes = {s.name: s for s in inst.inference.shapes}
+    used = {p.name: 0 for p in inst.gpu_pools}
+    for r in plan.inference:
+        used[shapes[r.shape].pool] += r.replicas * shapes[r.shape].gpus_per_replica
+    used[inst.training.pool] += plan.training_groups * inst.training.gpus_per_group
+    reported = {p.pool: (p.gpus_used, p.gpus) for p in plan.pools}
+    for pool in inst.gpu_pools:
+        if used[pool.name] > pool.gpus:
+            out.violations.append(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used > {pool.gpus}")
+        if reported.get(pool.name) != (used[pool.name], pool.gpus) or len(plan.pools) != len(inst.gpu_pools):
+            out.violations.append(f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, "
+                                  f"recomputed ({used[pool.name]}, {pool.gpus}) (used, size)")
+        smallest = min((s.gpus_per_replica for s in shapes.values() if s.pool == pool.name), default=math.inf)
+        if pool.gpus - used[pool.name] < smallest:
+            out.binding.append(f"pool_capacity[{pool.name}]")
+    return used
+
+
+def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
+    """MODEL §3.2: a·Σ_s x_s·g_s·r_s·max(0, 1 - slowdown_s·(K-1)) >= R_raw·tokens_per_attempt [tokens/s].
+    Returns (supply, demand)."""
+    shapes = {s.name: s for s in inst.inference.shapes}
+    a, K = inst.inference.availability, plan.versions_kept
+    per_replica = {name: a * s.gpus_per_replica * s.tokens_per_gpu_s * max(0.0, 1.0 - s.version_slowdown * (K - 1))
+                   for name, s in shapes.items()}
+    replicas = {r.shape: r.replicas for r in plan.inference}
+    supply = math.fsum(per_replica[n] * replicas[n] for n in shapes)
+    tokens = inst.workload.tokens_per_attempt
+    demand = run.attempts * tokens
+    if supply < demand * (1 - REL_TOL) - REL_TOL * tokens:
+        out.violations.append(f"throughput: supply {supply:.6g} tokens/s < demand {demand:.6g}")
+    step = min((per_replica[n] for n in shapes if replicas[n] > 0), default=math.inf)
+    if supply - demand < step:
+        out.binding.append("throughput")
+    return supply, demand
+
+
+def check_update_time(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
+    """MODEL §3.3: U(m) <= L [s]; binding when one group fewer would be too slow."""
+    t, L = inst.training, plan.cadence_s
+    if not run.update <= L * (1 + REL_TOL):
+        out.violations.append(f"update_time: U({plan.training_gpus} GPUs) = {run.update:.6g} s > cadence {L} s")
+    elif plan.training_groups > t.min_groups:
+        fewer = laws.update_time(t.update_time, (plan.training_groups - 1) * t.gpus_per_group)
+        if not fewer <= L * (1 + REL_TOL):
+            out.binding.append("update_time")
+
+
+def check_deadline(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
+    """MODEL §3.4: T <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m) + extra_time (§8);
+    the plan's makespan_s (and startup_s, when it reports one) must be that T (that fill) [s]."""
+    sched = inst.schedule
+    fill_slack = FILL_TOL * (run.startup or 0.0) if sched.count_startup else 0.0
+    if not abs(run.makespan - plan.makespan_s) <= SPAN_TOL * run.makespan + fill_slack:
+        how = "fill + (n-1)·L + U(m) + extra_time" if sched.count_startup else "n·L + extra_time"
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {how} = {run.makespan!r}")
+    if plan.startup_s is not None and not abs(plan.startup_s - run.startup) <= FILL_TOL * run.startup:
+        out.violations.append(f"startup_s: plan says {plan.startup_s!r}, recomputed fill(L, K) = {run.startup!r}")
+    if not run.makespan <= sched.deadline * (1 + REL_TOL):
+        out.violations.append(f"deadline: makespan {run.makespan:g} s > {sched.deadline:g} s")
+    law = run.law
+    after = laws.run_at(inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups,
+                        startup=False)
+    if after.makespan > sched.deadline * (1 + REL_TOL):
+        out.binding.append("deadline")
+
+
+def _check_split(inst: Instance, rows, kind: str, family: str, split: dict[str, dict[str, float]],
+                 counts: dict[str, int], out: Check) -> None:
+    """One split against its hosts, per existing row (MODEL §3.5): Σ_b split[h][b]·load_{h,r,b} <=
+    capacity_{h,r}·count_h, and only the backends a host runs (in its density map), none negative."""
+    bad = out.violations.append
+    backends = {b.name for b in inst.environment.backends}
+    known = {h for (k, h, _) in rows if k == kind}
+    for host, load in split.items():
+        if host not in known:
+            bad(f"{family}: unknown {kind} type {host}")
+            continue
+        runs = rows[kind, host, "density"].load
         for b, envs in load.items():
-            if envs < -ROW_TOL:
-                bad(f"{kind}[{host.name}][{b}]: negative placement {envs}")
-            if envs > ROW_TOL and b not in host.density:
-                bad(f"{kind}[{host.name}]: places backend {b} it cannot run")
-        for row, lhs, per_host in _resource_rows(host, load, backends):
-            rhs = cap * count * per_host
-            if not _leq(lhs, rhs):
-                bad(f"{kind}[{host.name}].{row}: {lhs:.6g} > {rhs:.6g}")
+            if b not in backends:
+                bad(f"{family}[{host}]: unknown backend {b}")
+            elif not envs >= -ROW_TOL:
+                bad(f"{family}[{host}][{b}]: negative placement {envs}")
+            elif envs > ROW_TOL and b not in runs:
+                bad(f"{family}[{host}]: places backend {b}, which it cannot run (no density)")
+    for (k, host, resource), row in rows.items():
+        if k != kind:
+            continue
+        lhs = math.fsum(envs * row.load.get(b, 0.0) for b, envs in split.get(host, {}).items())
+        rhs = row.capacity * counts.get(host, 0)
+        if not _leq(lhs, rhs):
+            bad(f"{family}[{host}].{resource}: {lhs:.10g} > {counts.get(host, 0)} × {row.capacity:.10g} = {rhs:.10g}")
 
-    node_types = {k.name: k for k in env.node_types}
-    vm_types = {v.name: v for v in env.cloud.vm_types}
-    for section, hosts in (("steady", placement.steady), ("peak", placement.peak), ("cloud", placement.cloud)):
-        for host in hosts:
-            if host not in (vm_types if section == "cloud" else node_types):
-                bad(f"placement.{section}: unknown host type {host}")
-    for k in env.node_types:
-        host_rows("steady_sandbox", k, nodes.get(k.name, 0), placement.steady.get(k.name, {}), u)
-        host_rows("peak_sandbox", k, nodes.get(k.name, 0), placement.peak.get(k.name, {}), u)
-    for v in env.cloud.vm_types:
-        host_rows("cloud_vms", v, vms.get(v.name, 0), placement.cloud.get(v.name, {}), 1.0)
 
-    def placed(section: dict[str, dict[str, float]], b: str) -> float:
-        return sum(load.get(b, 0.0) for load in section.values())
+def _placed(split: dict[str, dict[str, float]], backend: str) -> float:
+    return math.fsum(load.get(backend, 0.0) for load in split.values())
 
-    for b in backends:
-        if placed(placement.steady, b) < inflight[b] * (1 - ROW_TOL) - ROW_TOL:
-            bad(f"steady_sandbox[{b}]: {placed(placement.steady, b):.6g} placed < {inflight[b]:.6g} in flight")
-        cloud = placed(placement.cloud, b)
-        if placed(placement.peak, b) + cloud < peak[b] * (1 - ROW_TOL) - ROW_TOL:
-            bad(f"peak_sandbox[{b}]: {placed(placement.peak, b) + cloud:.6g} placed < {peak[b]:.6g} at peak")
-        share = env.cloud.eligible_share.get(b, 0.0)
-        if not _leq(cloud, share * peak[b]):
-            bad(f"cloud_eligible[{b}]: {cloud:.6g} on VMs > {share:g} · {peak[b]:.6g}")
-        if share > 0 and cloud >= share * peak[b] * (1 - 1e-6) and cloud > 0:
+
+def _counts(plan: Plan) -> tuple[dict[str, int], dict[str, int]]:
+    return {c.type: c.count for c in plan.local_nodes}, {c.type: c.count for c in plan.cloud_vms}
+
+
+def check_steady_sandbox(inst: Instance, plan: Plan, rows, inflight: dict[str, float], out: Check) -> None:
+    """MODEL §3.5: Σ_k y_kb >= E_b per backend, and the node rows of the steady split y under the cap u:
+    density Σ_b y_kb/density_kb <= u·N_k, cores Σ_b y_kb·cores_b <= u·N_k·cores_k, memory likewise."""
+    nodes, _ = _counts(plan)
+    _check_split(inst, rows, "node", "steady_nodes", plan.placement.steady, nodes, out)
+    for b, need in inflight.items():
+        placed = _placed(plan.placement.steady, b)
+        if not _geq(placed, need):
+            out.violations.append(f"steady_cover[{b}]: {placed:.10g} placed on nodes < {need:.10g} in flight")
+
+
+def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float], out: Check) -> None:
+    """MODEL §3.6: Σ_k y'_kb + Σ_v c_vb >= E^pk_b, the node rows of y' under u (as §3.5, same N_k), the VM
+    rows of c at full capacity against V_v, and Σ_v c_vb <= eligible_share_b·E^pk_b."""
+    nodes, vms = _counts(plan)
+    placement = plan.placement
+    _check_split(inst, rows, "node", "peak_nodes", placement.peak, nodes, out)
+    _check_split(inst, rows, "vm", "cloud_vms", placement.cloud, vms, out)
+    eligible = inst.environment.cloud.eligible_share
+    for b, need in peak.items():
+        cloud = _placed(placement.cloud, b)
+        if not _geq(_placed(placement.peak, b) + cloud, need):
+            out.violations.append(f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
+                                  f"and VMs < {need:.10g} at peak")
+        share = eligible.get(b, 0.0)
+        if not _leq(cloud, share * need):
+            out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
+        if share > 0 and cloud > 0 and cloud >= share * need * (1 - 1e-6):
             out.binding.append(f"cloud_eligible[{b}]")
-    for k in env.node_types:
+
+
+def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
+    """Binding host counts: a node type whose placed load would not fit one node fewer (its fullest row,
+    steady or peak), and node or VM counts at their max_nodes / max_vms."""
+    nodes, vms = _counts(plan)
+    placement = plan.placement
+    for k in inst.environment.node_types:
         count = nodes.get(k.name, 0)
-        if count > 0:
-            need = max(_nodes_needed(k, placement.steady.get(k.name, {}), backends, u),
-                       _nodes_needed(k, placement.peak.get(k.name, {}), backends, u))
-            if need > count - 1 + 1e-9:
-                out.binding.append(f"sandbox_nodes[{k.name}]")
-            if k.max_nodes is not None and count == k.max_nodes:
-                out.binding.append(f"max_nodes[{k.name}]")
-    for v in env.cloud.vm_types:
-        if v.max_vms is not None and vms.get(v.name, 0) == v.max_vms and v.max_vms > 0:
+        if count <= 0:
+            continue
+        fullest = max((math.fsum(e * row.load.get(b, 0.0) for b, e in split.get(k.name, {}).items()) / row.capacity
+                       for (kind, host, _), row in rows.items() if kind == "node" and host == k.name
+                       for split in (placement.steady, placement.peak)), default=0.0)
+        if fullest > count - 1 + 1e-9:
+            out.binding.append(f"sandbox_nodes[{k.name}]")
+        if k.max_nodes is not None and count == k.max_nodes:
+            out.binding.append(f"max_nodes[{k.name}]")
+    for v in inst.environment.cloud.vm_types:
+        if v.max_vms is not None and v.max_vms > 0 and vms.get(v.name, 0) == v.max_vms:
             out.binding.append(f"max_vms[{v.name}]")
 
 
-def _resource_rows(host, load: dict[str, float], backends) -> list[tuple[str, float, float]]:
-    """The resource rows of one node or VM type holding ``load`` (environments per backend it runs):
-    (row, what the load takes, what one host gives) for density, and cores and memory where given."""
-    hosted = {b: e for b, e in load.items() if b in host.density}
-    rows = [("density", sum(e / host.density[b] for b, e in hosted.items()), 1.0)]
-    if host.cores:
-        rows.append(("cores", sum(e * (backends[b].cores or 0.0) for b, e in hosted.items()), host.cores))
-    if host.memory_gb:
-        rows.append(("memory", sum(e * (backends[b].memory_gb or 0.0) for b, e in hosted.items()), host.memory_gb))
-    return rows
+def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> float:
+    """MODEL §3.7 (each only if set): mean gap W_use/L (+1 post_publish) <= max_mean_gap,
+    q(L, K) <= max_exceedance, drop <= max_group_drop. Returns the mean gap."""
+    fr = inst.freshness
+    mean_gap = run.w_use / plan.cadence_s + (1.0 if fr.gap_convention == "post_publish" else 0.0)
+    for name, limit, value in (("max_mean_gap", fr.max_mean_gap, mean_gap),
+                               ("max_exceedance", fr.max_exceedance, run.exceedance),
+                               ("max_group_drop", fr.max_group_drop, run.drop)):
+        if limit is not None and not _leq(value, limit):
+            out.violations.append(f"{name}: {value:.6g} > {limit:g}")
+    return mean_gap
 
 
-def _nodes_needed(host, load: dict[str, float], backends, cap: float) -> float:
-    """Hosts (fractional) that ``load`` fills under the cap ``cap``, by its fullest row."""
-    return max(lhs / (cap * per_host) for _, lhs, per_host in _resource_rows(host, load, backends))
+def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int], out: Check) -> tuple[float, float]:
+    """MODEL §4 [$/h, $]: GPU = Σ_pools gpu_hour_cost · (the pool's gpus if billing is reserved, else the
+    GPUs used); node = Σ_k N_k·hour_cost_k; VM = Σ_v V_v·hour_cost_v·billed_fraction_v; hourly their sum;
+    total = hourly·T/3600, T the plan's makespan (checked against this one's by check_deadline)."""
+    env = inst.environment
+    nodes, vms = _counts(plan)
+    gpu = math.fsum(p.gpu_hour_cost * (p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools)
+    node = math.fsum(k.hour_cost * nodes.get(k.name, 0) for k in env.node_types)
+    vm = math.fsum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in env.cloud.vm_types)
+    hourly = gpu + node + vm
+    total = hourly * plan.makespan_s / 3600.0
+    for name, mine, theirs in (("cost_terms.gpu", gpu, plan.cost_terms.gpu),
+                               ("cost_terms.node", node, plan.cost_terms.node),
+                               ("cost_terms.vm", vm, plan.cost_terms.vm),
+                               ("hourly_cost", hourly, plan.hourly_cost), ("total_cost", total, plan.total_cost)):
+        if not abs(mine - theirs) <= COST_TOL * max(1.0, abs(mine)):
+            out.violations.append(f"{name}: plan says {theirs:.10g}, recomputed {mine:.10g}")
+    return hourly, hourly * run.makespan / 3600.0
+
+
+def check_budgets(inst: Instance, hourly: float, total: float, out: Check) -> None:
+    """MODEL §3.8 (each only if set): hourly_cost <= max_hourly_cost, total_cost <= max_total_cost."""
+    limits = inst.limits
+    for name, limit, value in (("max_hourly_cost", limits.max_hourly_cost, hourly),
+                               ("max_total_cost", limits.max_total_cost, total)):
+        if limit is None:
+            continue
+        if not value <= limit * (1 + REL_TOL):
+            out.violations.append(f"{name}: {value:.6g} > {limit:g}")
+        if value >= limit * (1 - 1e-6):
+            out.binding.append(name)

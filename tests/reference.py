@@ -1,11 +1,15 @@
-"""Test-only brute-force reference for the planning MIP (MODEL.md §1–§4).
+"""Test-only brute-force reference for the planning MIP (MODEL.md §1–§4, §8).
 
-It shares nothing with solver/ but the instance schema: the cadence grid, exceedance
-(by numerical integration of the survival function), update laws and costs are
-recomputed here, and the optimum is found by enumerating cadence × K × training
-groups × replica vectors, and node/VM count vectors whose sandbox capacity is
-checked by a small LP (scipy.optimize.linprog). Fine for instances with pools of a
-few dozen GPUs and a handful of nodes.
+It shares nothing with solver/ but the instance schema: the cadence grid, exceedance (by
+numerical integration of the survival function), update laws, the start-up fill of §8 and
+costs (with §4's reserved billing) are recomputed here. The optimum is found by enumerating
+cadence × K × training groups × replica vectors; for each (cadence, K) the cheapest
+node/VM count vector whose sandbox capacity (a small LP, scipy.optimize.linprog, with
+MODEL §3.5's rows) holds its attempt rate is found by enumeration too: every count vector of
+all host types but the last within that pair's own bounds (each type alone holding every
+environment it can run), the last type's count by bisection (capacity grows with it), and
+vectors already dearer than the cheapest found skipped. Fine for instances with pools of a
+few dozen GPUs and a few dozen hosts of each type.
 """
 
 from __future__ import annotations
@@ -15,11 +19,16 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, stats
+from scipy import integrate, optimize, special, stats
 
 from models.instance import AmdahlLaw, Instance, InverseLaw, Lognormal
 
 TOL = 1e-9
+MAX_VECTORS = 200_000  # count vectors one pair may enumerate; beyond it the instance is not small
+
+
+class TooLarge(Exception):
+    """The instance needs more host-count vectors than brute force should enumerate."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class Law:
                 roots = np.roots([0.5, -z, math.log(p99 / mean)])
                 sig = float(min(r.real for r in roots if r.real > 0))
                 mu = math.log(mean) - sig * sig / 2
+            self.mu, self.sigma = mu, sig
             self.dist = stats.lognorm(s=sig, scale=math.exp(mu))
             self.mean, self.median, self.p99 = self.dist.mean(), self.dist.median(), self.dist.ppf(0.99)
         else:
@@ -79,6 +89,32 @@ class Law:
             return value
         return float(np.mean(np.clip(self.samples / L, K, K + 1) - K))
 
+    def cdf_power_integral(self, t: float, power: int) -> float:
+        """∫_0^t F(s)^power ds. Lognormal: in log time x = ln s, ∫_{-inf}^{ln t} Φ((x-mu)/sigma)^power e^x dx."""
+        if t <= 0:
+            return 0.0
+        if self.dist is not None:
+            def integrand(x: float) -> float:
+                return special.ndtr((x - self.mu) / self.sigma) ** power * math.exp(x)
+
+            top = math.log(t)
+            low = min(top, self.mu) - 12 * self.sigma  # Φ^power·e^x is below 1e-30 of the rest past here
+            head, _ = integrate.quad(integrand, low, min(top, self.mu), epsabs=0, epsrel=1e-12, limit=200)
+            tail, _ = integrate.quad(integrand, self.mu, top, epsabs=0, epsrel=1e-12, limit=200) if top > self.mu \
+                else (0.0, 0.0)
+            return head + tail
+        w = np.sort(self.samples)
+        edges = np.concatenate(([0.0], np.minimum(w, t), [t]))
+        levels = (np.arange(w.size + 1) / w.size) ** power
+        return float(np.sum(np.diff(edges) * levels))
+
+    def fill(self, need: float, power: int) -> float:
+        """MODEL §8: the smallest t >= 0 with ∫_0^t F(s)^power ds >= need."""
+        high = need + self.p99
+        while self.cdf_power_integral(high, power) < need:
+            high *= 2
+        return optimize.brentq(lambda t: self.cdf_power_integral(t, power) - need, 0.0, high, xtol=1e-10, rtol=1e-14)
+
 
 def update_time(law, gpus: float) -> float:
     if isinstance(law, InverseLaw):
@@ -92,11 +128,15 @@ def update_time(law, gpus: float) -> float:
     return float(np.interp(gpus, xs, [p.seconds for p in law.points]))
 
 
-def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int]) -> float:
-    """Largest attempt rate R whose steady and peak environments the given nodes and VMs can hold."""
+def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int], w_use: float | None = None) -> float:
+    """Largest attempt rate R whose steady and peak environments the given nodes and VMs can hold
+    (``w_use``: the occupancy Little's law uses, when the caller has it).
+
+    MODEL §3.5: a host that states cores (memory_gb) has that row; a backend without the figure adds 0."""
     env = inst.environment
-    law = Law(env.occupancy)
-    w_use = law.mean if env.littles_law_uses == "mean" else law.median
+    if w_use is None:
+        law = Law(env.occupancy)
+        w_use = law.mean if env.littles_law_uses == "mean" else law.median
     backends = env.backends
     cols: list[tuple] = []
     for k in env.node_types:
@@ -145,126 +185,182 @@ def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int])
     return float(res.x[-1]) if res.status == 0 else 0.0
 
 
-def node_bound(inst: Instance, max_attempts: float) -> tuple[dict[str, int], dict[str, int]]:
-    """Counts beyond which more nodes/VMs of a type cannot help: each type alone holding every environment."""
-    env = inst.environment
-    law = Law(env.occupancy)
-    w_use = law.mean if env.littles_law_uses == "mean" else law.median
-    nodes, vms = {}, {}
-    for hosts, out, cap_attr, cap in ((env.node_types, nodes, "max_nodes", env.utilisation_cap),
-                                      (env.cloud.vm_types, vms, "max_vms", 1.0)):
-        for h in hosts:
+class Sandboxes:
+    """The cheapest node/VM count vector holding a given attempt rate, with capacities remembered."""
+
+    def __init__(self, inst: Instance):
+        env = inst.environment
+        self.inst = inst
+        law = Law(env.occupancy)
+        self.w_use = w_use = law.mean if env.littles_law_uses == "mean" else law.median
+        self.hosts = [("node", k, k.hour_cost, k.max_nodes, env.utilisation_cap) for k in env.node_types] + [
+            ("vm", v, v.hour_cost * v.billed_fraction, v.max_vms, 1.0) for v in env.cloud.vm_types]
+        # Per host type: hosts per attempt/s holding, alone, every peak environment it can run.
+        self.per_attempt = []
+        for _, h, _, _, cap in self.hosts:
             need = 0.0
             for b in env.backends:
-                if b.name not in h.density:
-                    continue
-                per = 1.0 / h.density[b.name]
-                if h.cores and b.cores:
-                    per = max(per, b.cores / h.cores)
-                if h.memory_gb and b.memory_gb:
-                    per = max(per, b.memory_gb / h.memory_gb)
-                need += max_attempts * b.share * w_use * env.peak_to_mean * per / cap
-            bound = math.ceil(need) + 1
-            limit = getattr(h, cap_attr)
-            out[h.name] = bound if limit is None else min(bound, limit)
-    return nodes, vms
+                if b.name in h.density:
+                    per = 1.0 / h.density[b.name]
+                    if h.cores and b.cores:
+                        per = max(per, b.cores / h.cores)
+                    if h.memory_gb and b.memory_gb:
+                        per = max(per, b.memory_gb / h.memory_gb)
+                    need += b.share * w_use * env.peak_to_mean * per / cap
+            self.per_attempt.append(need)
+        self.capacity: dict[tuple[int, ...], float] = {}
+
+    def holds(self, counts: tuple[int, ...], attempts: float) -> bool:
+        if counts not in self.capacity:
+            split = len(self.inst.environment.node_types)
+            names = [h.name for _, h, _, _, _ in self.hosts]
+            self.capacity[counts] = sandbox_capacity(self.inst, dict(zip(names[:split], counts[:split])),
+                                                     dict(zip(names[split:], counts[split:])), self.w_use)
+        return self.capacity[counts] >= attempts * (1 - TOL)
+
+    def cheapest(self, attempts: float) -> float:
+        """Cheapest $/h of hosts holding ``attempts`` per second, inf when no count vector can."""
+        bounds = []
+        for (_, _, _, limit, _), need in zip(self.hosts, self.per_attempt):
+            bound = math.ceil(attempts * need * (1 + 1e-9)) + 1
+            bounds.append(bound if limit is None else min(bound, limit))
+        if math.prod(b + 1 for b in bounds[:-1]) > MAX_VECTORS:
+            raise TooLarge(f"{math.prod(b + 1 for b in bounds[:-1])} count vectors at {attempts:g} attempts/s")
+        prices = [price for _, _, price, _, _ in self.hosts]
+        best = math.inf
+        for prefix in itertools.product(*[range(b + 1) for b in bounds[:-1]]):
+            cost = sum(p * c for p, c in zip(prices, prefix))
+            if cost >= best or not self.holds((*prefix, bounds[-1]), attempts):
+                continue
+            low, high = -1, bounds[-1]  # holds at high, not known at low
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (low, mid) if self.holds((*prefix, mid), attempts) else (mid, high)
+            best = min(best, cost + prices[-1] * high)
+        return best
 
 
 def feasible_points(inst: Instance) -> list[Point]:
-    """Every (cadence, K) on the grid with its cheapest hourly cost, or nothing when no plan exists there."""
-    w, env, fr, sched = inst.workload, inst.environment, inst.freshness, inst.schedule
-    law = Law(env.occupancy)
-    w_use = law.mean if env.littles_law_uses == "mean" else law.median
-    pools = {p.name: p for p in inst.gpu_pools}
-    shapes = inst.inference.shapes
-    t = inst.training
-    fit = pools[t.pool].gpus // t.gpus_per_group
+    """Every (cadence, K) on the grid with its cheapest hourly cost (per training group count when the
+    start-up is counted, since U(m) then enters the makespan), or nothing when no plan exists there."""
+    law = Law(inst.environment.occupancy)
+    t, lim = inst.training, inst.limits
+    fit = inst.pool(t.pool).gpus // t.gpus_per_group
     groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
-
-    # Every replica vector and group count, with its GPUs per pool and cost.
-    ranges = [range(pools[s.pool].gpus // s.gpus_per_replica + 1) for s in shapes]
-    combos = np.array(list(itertools.product(*ranges)), dtype=float).reshape(-1, len(shapes))
-    use = {p: np.zeros(len(combos)) for p in pools}
-    for i, s in enumerate(shapes):
-        use[s.pool] += combos[:, i] * s.gpus_per_replica
-    inference_cost = sum(pools[s.pool].gpu_hour_cost * s.gpus_per_replica * combos[:, i] for i, s in enumerate(shapes))
-
-    def rates(L: float, K: int) -> tuple[float, float, float]:
-        q = min(max(law.exceedance(L, K), 0.0), 1.0)
-        if fr.overrun_policy == "downweight":
-            drop = 0.0
-        elif fr.group_correlation == "comonotone":
-            drop = q
-        else:
-            drop = 1 - (1 - q) ** w.group_size
-        return q, drop, w.intake_rate * (1 - drop)
-
-    candidates = []
-    for L in grid(inst):
-        span = w.iterations * L + sched.extra_time
-        if span > sched.deadline * (1 + TOL):
+    replicas = _replica_vectors(inst)
+    sandboxes = Sandboxes(inst)
+    points = []
+    for L, K, attempts in _admissible(inst, law):
+        spans = _spans(inst, law, L, attempts, groups)
+        # (makespan, GPU $/h) per group count; hosts cost at least 0, so GPUs alone may break a budget.
+        gpu = [(span, replicas.reserved + cost)
+               for span, cost in _gpu_costs(inst, L, K, attempts, groups, replicas, spans)
+               if _within(lim, replicas.reserved + cost, span)]
+        if not gpu:
             continue
-        if fr.max_mean_gap is not None:
-            gap = w_use / L + (1 if fr.gap_convention == "post_publish" else 0)
-            if gap > fr.max_mean_gap * (1 + TOL):
-                continue
+        sandbox = sandboxes.cheapest(attempts)
+        for span, gpu_cost in gpu:
+            hourly = gpu_cost + sandbox
+            if math.isfinite(hourly) and _within(lim, hourly, span):
+                points.append(Point(L, K, span, hourly, hourly * span / 3600))
+    return points
+
+
+def _within(limits, hourly: float, span: float) -> bool:
+    """MODEL §3.8 budgets, each only if set."""
+    return ((limits.max_hourly_cost is None or hourly <= limits.max_hourly_cost * (1 + TOL))
+            and (limits.max_total_cost is None or hourly * span / 3600 <= limits.max_total_cost * (1 + TOL)))
+
+
+def _admissible(inst: Instance, law: Law):
+    """(L, K, R_raw) of every grid point and K that passes MODEL §3.7's freshness limits with p_eff > 0."""
+    w, fr = inst.workload, inst.freshness
+    w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
+    for L in grid(inst):
+        gap = w_use / L + (1 if fr.gap_convention == "post_publish" else 0)
+        if fr.max_mean_gap is not None and gap > fr.max_mean_gap * (1 + TOL):
+            continue
         for K in range(1, fr.max_versions_kept + 1):
-            q, drop, p_eff = rates(L, K)
+            q = min(max(law.exceedance(L, K), 0.0), 1.0)
+            if fr.overrun_policy == "downweight":
+                drop = 0.0
+            elif fr.group_correlation == "comonotone":
+                drop = q
+            else:
+                drop = 1 - (1 - q) ** w.group_size
+            p_eff = w.intake_rate * (1 - drop)
             if p_eff <= 0:
                 continue
             if fr.max_exceedance is not None and q > fr.max_exceedance * (1 + TOL) + 1e-15:
                 continue
             if fr.max_group_drop is not None and drop > fr.max_group_drop * (1 + TOL) + 1e-15:
                 continue
-            candidates.append((L, K, span, w.batch_trajectories / (L * p_eff)))
-    if not candidates:
-        return []
+            yield L, K, w.batch_trajectories / (L * p_eff)
 
-    max_attempts = max(c[3] for c in candidates)
-    node_caps, vm_caps = node_bound(inst, max_attempts)
-    sandbox = []  # (cost per hour, capacity in attempts/s)
-    names_n, names_v = list(node_caps), list(vm_caps)
-    for counts in itertools.product(*[range(node_caps[k] + 1) for k in names_n],
-                                    *[range(vm_caps[v] + 1) for v in names_v]):
-        nodes = dict(zip(names_n, counts[: len(names_n)]))
-        vms = dict(zip(names_v, counts[len(names_n):]))
-        cost = sum(k.hour_cost * nodes[k.name] for k in env.node_types) + sum(
-            v.hour_cost * v.billed_fraction * vms[v.name] for v in env.cloud.vm_types)
-        sandbox.append((cost, sandbox_capacity(inst, nodes, vms)))
 
-    points = []
-    for L, K, span, attempts in candidates:
-        demand = attempts * w.tokens_per_attempt
-        supply = sum(
-            inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s
-            * max(0.0, 1 - s.version_slowdown * (K - 1)) * combos[:, i]
-            for i, s in enumerate(shapes)
-        )
-        best_gpu = math.inf
-        for m in groups:
-            if update_time(t.update_time, m * t.gpus_per_group) > L * (1 + TOL):
-                continue
-            ok = supply >= demand * (1 - TOL)
-            for name, pool in pools.items():
-                train = m * t.gpus_per_group if name == t.pool else 0
-                ok &= use[name] + train <= pool.gpus
-            if ok.any():
-                train_cost = pools[t.pool].gpu_hour_cost * m * t.gpus_per_group
-                best_gpu = min(best_gpu, float(inference_cost[ok].min()) + train_cost)
-        if not math.isfinite(best_gpu):
+@dataclass(frozen=True)
+class Replicas:
+    """Every replica vector (rows of ``combos``), its GPUs per pool, the $/h of the GPUs billed as used,
+    and the $/h of the reserved pools, billed whatever the plan uses (MODEL §4)."""
+
+    combos: np.ndarray
+    use: dict[str, np.ndarray]
+    cost: np.ndarray
+    reserved: float
+
+
+def _replica_vectors(inst: Instance) -> Replicas:
+    pools = {p.name: p for p in inst.gpu_pools}
+    shapes = inst.inference.shapes
+    ranges = [range(pools[s.pool].gpus // s.gpus_per_replica + 1) for s in shapes]
+    combos = np.array(list(itertools.product(*ranges)), dtype=float).reshape(-1, len(shapes))
+    use = {p: np.zeros(len(combos)) for p in pools}
+    cost = np.zeros(len(combos))
+    for i, s in enumerate(shapes):
+        use[s.pool] += combos[:, i] * s.gpus_per_replica
+        if pools[s.pool].billing == "used":
+            cost += pools[s.pool].gpu_hour_cost * s.gpus_per_replica * combos[:, i]
+    reserved = sum(p.gpu_hour_cost * p.gpus for p in inst.gpu_pools if p.billing == "reserved")
+    return Replicas(combos, use, cost, reserved)
+
+
+def _spans(inst: Instance, law: Law, L: float, attempts: float, groups) -> dict[int, float]:
+    """Makespan per training group count: n·L + extra_time, or by MODEL §8 fill + (n-1)·L + U(m) + extra_time."""
+    w, sched, t = inst.workload, inst.schedule, inst.training
+    if not sched.count_startup:
+        return {m: w.iterations * L + sched.extra_time for m in groups}
+    power = w.group_size if inst.freshness.group_correlation == "independent" else 1
+    fill = law.fill(w.batch_trajectories / (w.intake_rate * attempts), power)
+    return {m: fill + (w.iterations - 1) * L + update_time(t.update_time, m * t.gpus_per_group) + sched.extra_time
+            for m in groups}
+
+
+def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans) -> list[tuple[float, float]]:
+    """(makespan, cheapest used-billed GPU $/h) of every training group count that keeps up, meets the
+    deadline and leaves room for replicas meeting the token demand; only the cheapest when the
+    makespan does not depend on the group count."""
+    w, t, pools = inst.workload, inst.training, {p.name: p for p in inst.gpu_pools}
+    shapes, combos, use = inst.inference.shapes, replicas.combos, replicas.use
+    supply = sum(inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s
+                 * max(0.0, 1 - s.version_slowdown * (K - 1)) * combos[:, i] for i, s in enumerate(shapes))
+    ok_supply = supply >= attempts * w.tokens_per_attempt * (1 - TOL)
+    out = []
+    for m in groups:
+        if update_time(t.update_time, m * t.gpus_per_group) > L * (1 + TOL):
             continue
-        fits = [cost for cost, cap in sandbox if cap >= attempts * (1 - TOL)]
-        if not fits:
+        if spans[m] > inst.schedule.deadline * (1 + TOL):
             continue
-        hourly = best_gpu + min(fits)
-        total = hourly * span / 3600
-        lim = inst.limits
-        if lim.max_hourly_cost is not None and hourly > lim.max_hourly_cost * (1 + TOL):
-            continue
-        if lim.max_total_cost is not None and total > lim.max_total_cost * (1 + TOL):
-            continue
-        points.append(Point(L, K, span, hourly, total))
-    return points
+        ok = ok_supply.copy()
+        for name, pool in pools.items():
+            train = m * t.gpus_per_group if name == t.pool else 0
+            ok &= use[name] + train <= pool.gpus
+        if ok.any():
+            pool = pools[t.pool]
+            train_cost = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
+            out.append((spans[m], float(np.min(replicas.cost[ok])) + train_cost))
+    if out and not inst.schedule.count_startup:
+        return [min(out, key=lambda pair: pair[1])]
+    return out
 
 
 def best(points: list[Point], objective: str) -> Point | None:

@@ -129,3 +129,54 @@ def small_instances(draw) -> dict:
 
 def instance_of(data: dict):
     return validate(data, "random.yaml")
+
+
+@st.composite
+def mixed_backend_instances(draw) -> dict:
+    """A small instance whose backends share node and VM types while only some state cores or memory_gb
+    (MODEL §3.5): every host type may state either figure, and a backend without it adds 0 to that row."""
+    data = draw(small_instances())
+    # The rows are the point here: a grid that meets the deadline and an update law that keeps up with
+    # one or two groups, so that most examples reach the sandbox rows.
+    w, sched = data["workload"], data["schedule"]
+    cadence = sched["cadence"]
+    cadence["max"] = cadence["min"] + cadence["step"] * draw(st.integers(0, 3))
+    sched["deadline"] = w["iterations"] * cadence["max"] * draw(st.sampled_from([1.0, 1.3])) + sched["extra_time"]
+    data["training"]["update_time"] = {"law": "inverse", "reference_gpus": 1,
+                                       "reference_time": cadence["min"] * draw(st.sampled_from([0.5, 1.0, 2.0]))}
+    load = 3 * w["batch_trajectories"] / w["intake_rate"]  # as small_instances scales densities
+    shares = draw(st.sampled_from([(0.5, 0.5), (0.7, 0.3), (0.6, 0.3, 0.1)]))
+    backends = []
+    for i, share in enumerate(shares):
+        backend = {"name": f"b{i}", "share": share}
+        cores, memory = draw(st.sampled_from([None, 0.5, 2.0])), draw(st.sampled_from([None, 1.0, 4.0]))
+        if i == 0:  # the first backend states both figures, the second at most one: always a mix
+            cores, memory = cores or 1.0, memory or 2.0
+        elif i == 1 and cores is not None and memory is not None:
+            cores = None
+        backend.update({k: v for k, v in (("cores", cores), ("memory_gb", memory)) if v is not None})
+        backends.append(backend)
+    names = [b["name"] for b in backends]
+
+    def host(name: str, hosted: list[str], scale) -> dict:
+        # Cores and memory sized to the same load as the densities, so any row can bind.
+        spec = {"name": name, "density": {b: max(1.0, round(load * draw(scale), 1)) for b in hosted}}
+        for key in ("cores", "memory_gb"):
+            if draw(st.booleans()):
+                spec[key] = max(1.0, round(load * draw(st.sampled_from([0.3, 0.6, 1.5])), 1))
+        return spec
+
+    node_types = []
+    for i in range(draw(st.integers(1, 2))):
+        hosted = names if i == 0 else draw(st.sampled_from([names, names[:1], names[1:]]))
+        node = host(f"n{i}", hosted, st.sampled_from([0.4, 0.8, 1.5]))
+        node.update(hour_cost=draw(st.sampled_from([0.3, 1.0, 4.0])), max_nodes=draw(st.sampled_from([None, 3, 6])))
+        node_types.append(node)
+    cloud = {}
+    if draw(st.booleans()):
+        vm = host("burst", draw(st.sampled_from([names, names[:2]])), st.sampled_from([0.2, 0.5]))
+        vm.update(hour_cost=draw(st.sampled_from([0.2, 2.0])), billed_fraction=draw(st.sampled_from([0.3, 1.0])),
+                  max_vms=draw(st.sampled_from([1, 3])))
+        cloud = {"eligible_share": {b: draw(st.sampled_from([0.0, 0.5, 1.0])) for b in names}, "vm_types": [vm]}
+    data["environment"].update(backends=backends, node_types=node_types, cloud=cloud)
+    return data

@@ -1,0 +1,207 @@
+"""The verifier's own reading of MODEL.md §2 and §8: occupancy, exceedance, drops, update laws, start-up,
+and :func:`run_at`, every quantity of a plan's (L, K, m) from them.
+
+Used by :mod:`solver.verify` only, and written apart from the model's calculus on purpose
+(STYLE.md: a checker must not share the code it checks). The lognormal is fitted from
+MODEL §2's formulas, its exceedance is a numerical integral of the survival function
+(scipy.integrate.quad), the empirical law integrates its step functions piece by piece,
+and the start-up fill of §8 is a root (scipy.optimize.brentq) of an integrated CDF.
+Nothing here imports from solver/.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import integrate, optimize, special
+
+from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+
+Z99 = float(special.ndtri(0.99))  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
+QUAD_REL = 1e-13  # relative accuracy asked of every quad integral
+TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
+
+
+@dataclass(frozen=True)
+class Law:
+    """Occupancy W (MODEL §2): a lognormal (mu, sigma) or the empirical law of sorted samples."""
+
+    mean: float
+    median: float
+    p99: float
+    mu: float | None = None
+    sigma: float | None = None
+    samples: np.ndarray | None = None  # sorted
+
+    def cdf(self, t: float) -> float:
+        """P(W <= t)."""
+        if self.samples is None:
+            if t <= 0:
+                return 0.0
+            return 0.5 * math.erfc(-(math.log(t) - self.mu) / (self.sigma * math.sqrt(2.0)))
+        return int(np.searchsorted(self.samples, t, side="right")) / self.samples.size
+
+    def survival(self, t: float) -> float:
+        """P(W > t), computed directly (not 1 - cdf) so far tails keep their digits."""
+        if self.samples is None:
+            if t <= 0:
+                return 1.0
+            return 0.5 * math.erfc((math.log(t) - self.mu) / (self.sigma * math.sqrt(2.0)))
+        return 1.0 - self.cdf(t)
+
+
+def lognormal_law(mu: float, sigma: float) -> Law:
+    return Law(mean=math.exp(mu + sigma * sigma / 2), median=math.exp(mu), p99=math.exp(mu + Z99 * sigma),
+               mu=mu, sigma=sigma)
+
+
+def fit_lognormal(spec: Lognormal) -> Law:
+    """MODEL §2: sigma = ln(p99/median)/z_0.99, mean = median·exp(sigma²/2), from whichever two are given."""
+    med, p99, mean, sigma = spec.median, spec.p99, spec.mean, spec.sigma
+    if med is not None:
+        if p99 is not None:
+            sigma = math.log(p99 / med) / Z99
+        elif mean is not None:
+            sigma = math.sqrt(2.0 * math.log(mean / med))
+        return lognormal_law(math.log(med), sigma)
+    if sigma is not None:
+        mu = math.log(p99) - Z99 * sigma if p99 is not None else math.log(mean) - sigma * sigma / 2
+        return lognormal_law(mu, sigma)
+    # p99 and mean: ln(p99/mean) = z·s - s²/2, whose smaller root keeps the median below p99.
+    s = Z99 - math.sqrt(Z99 * Z99 - 2.0 * math.log(p99 / mean))
+    return lognormal_law(math.log(mean) - s * s / 2, s)
+
+
+def empirical_law(samples) -> Law:
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    return Law(mean=math.fsum(ordered) / ordered.size, median=float(np.median(ordered)),
+               p99=float(np.quantile(ordered, 0.99)), samples=ordered)
+
+
+def law_of(spec: Lognormal | Empirical) -> Law:
+    return fit_lognormal(spec) if isinstance(spec, Lognormal) else empirical_law(spec.samples)
+
+
+def exceedance(law: Law, cadence: float, kept: int) -> float:
+    """MODEL §2: q(L, K) = ∫_K^{K+1} S(vL) dv, S the survival function of W.
+
+    Lognormal: adaptive quadrature. Empirical: S is a step function, so the integral is exact
+    per sample: each sample w contributes clip(w/L - K, 0, 1).
+    """
+    if law.samples is None:
+        value, _ = integrate.quad(lambda v: law.survival(v * cadence), kept, kept + 1,
+                                  epsabs=0.0, epsrel=QUAD_REL, limit=200)
+    else:
+        value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
+    return min(max(value, 0.0), 1.0)
+
+
+def group_drop(q: float, group_size: int, policy: str, correlation: str) -> float:
+    """MODEL §2: independent 1-(1-q)^g, comonotone q; 0 under downweight."""
+    if policy == "downweight":
+        return 0.0
+    if correlation == "comonotone":
+        return q
+    return -math.expm1(group_size * math.log1p(-q)) if q < 1.0 else 1.0
+
+
+def update_time(law: InverseLaw | AmdahlLaw | TableLaw, gpus: float) -> float:
+    """MODEL §2: U(G_t) in seconds; inf outside a table's measured range (no such plan)."""
+    if isinstance(law, InverseLaw):
+        return law.reference_time * law.reference_gpus / gpus
+    if isinstance(law, AmdahlLaw):
+        f = law.serial_fraction
+        return law.reference_time * (f + (1.0 - f) * law.reference_gpus / gpus)
+    xs = [p.gpus for p in law.points]
+    ys = [p.seconds for p in law.points]
+    if gpus < xs[0] * (1 - TABLE_TOL) or gpus > xs[-1] * (1 + TABLE_TOL):
+        return math.inf
+    i = min(max(bisect.bisect_right(xs, gpus) - 1, 0), len(xs) - 2)
+    w = min(max((gpus - xs[i]) / (xs[i + 1] - xs[i]), 0.0), 1.0)
+    return ys[i] + w * (ys[i + 1] - ys[i])
+
+
+def group_cdf_integral(law: Law, t: float, members: int) -> float:
+    """∫_0^t F(s)^members ds, F the occupancy CDF (members = 1 for one trajectory or comonotone groups)."""
+    if t <= 0:
+        return 0.0
+    if law.samples is not None:
+        # F is a step function: F = i/n between the i-th and (i+1)-th smallest samples (and 1 past
+        # the largest), so the integral is a sum of rectangles, each cut at t.
+        n = law.samples.size
+        edges = np.concatenate(([0.0], np.minimum(law.samples, t), [t]))
+        return float(np.sum(np.diff(edges) * (np.arange(n + 1) / n) ** members))
+    # Split at the median and p99 so quad sees each bend of the integrand on its own piece.
+    cuts = [0.0] + [c for c in (law.median, law.p99) if c < t] + [t]
+    return math.fsum(integrate.quad(lambda s: law.cdf(s) ** members, a, b, epsabs=0.0, epsrel=QUAD_REL, limit=200)[0]
+                     for a, b in zip(cuts, cuts[1:]))
+
+
+def fill_time(law: Law, need: float, members: int) -> float:
+    """MODEL §8: the smallest t >= 0 with ∫_0^t F_grp(s) ds >= need, where need = B/(p·R_raw) (seconds).
+
+    Empirical: the integral is piecewise linear in t, so its inverse is read off exactly. Lognormal:
+    the integral grows with t (by at most 1 per second), the root is bracketed by doubling.
+    """
+    if need <= 0:
+        return 0.0
+    if law.samples is not None:
+        n = law.samples.size
+        levels = (np.arange(n) / n) ** members  # F_grp on [w_(i), w_(i+1)), w_(0) = 0
+        reached = np.cumsum(np.diff(np.concatenate(([0.0], law.samples))) * levels)  # the integral at each w_(i+1)
+        i = int(np.searchsorted(reached, need, side="left"))
+        if i == n:
+            return float(law.samples[-1] + (need - reached[-1]))
+        before = reached[i - 1] if i else 0.0
+        start = law.samples[i - 1] if i else 0.0
+        return float(start + (need - before) / levels[i])
+    high = max(need, law.median)
+    while group_cdf_integral(law, high, members) < need:
+        high *= 2.0
+    return optimize.brentq(lambda t: group_cdf_integral(law, t, members) - need, 0.0, high,
+                           xtol=1e-9, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The quantities of MODEL §2 (and §8) at the plan's cadence L, versions kept K and groups m."""
+
+    law: Law
+    w_use: float  # s, the occupancy Little's law uses
+    exceedance: float
+    drop: float
+    intake: float  # p_eff
+    attempts: float  # R_raw, 1/s (inf when p_eff = 0)
+    update: float  # U(m), s
+    startup: float | None  # fill(L, K), s, when computed
+    makespan: float  # T, s
+
+
+def cadence_top(inst: Instance) -> float:
+    """MODEL §2: cadence.max, or by default the deadline pace (deadline - extra_time)/n."""
+    s = inst.schedule
+    return s.cadence.max if s.cadence.max is not None else (s.deadline - s.extra_time) / inst.workload.iterations
+
+
+def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, startup: bool) -> Run:
+    """MODEL §2 at (L, K, m); T by §8 when the instance counts the start-up (``startup`` also computes
+    fill alone, for a plan that reports it)."""
+    w, fr, sched = inst.workload, inst.freshness, inst.schedule
+    q = exceedance(law, cadence, kept)
+    drop = group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
+    intake = w.intake_rate * (1.0 - drop)
+    attempts = w.batch_trajectories / (cadence * intake) if intake > 0 else math.inf
+    update = update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
+    fill = None
+    if (startup or sched.count_startup) and intake > 0:
+        members = w.group_size if fr.group_correlation == "independent" else 1
+        fill = fill_time(law, w.batch_trajectories / (w.intake_rate * attempts), members)
+    if sched.count_startup:
+        span = (fill if fill is not None else math.inf) + (w.iterations - 1) * cadence + update + sched.extra_time
+    else:
+        span = w.iterations * cadence + sched.extra_time
+    w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
+    return Run(law, w_use, q, drop, intake, attempts, update, fill, span)
