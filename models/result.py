@@ -62,8 +62,6 @@ class Placement(Out):
 class Plan(Out):
     cadence_s: float
     makespan_s: float
-    startup_s: float | None = Field(None, description="pipeline fill before the first batch (MODEL §8), "
-                                    "when schedule.count_startup counts it in makespan_s")
     versions_kept: int
     inference: list[ShapeReplicas]
     inference_gpus: int
