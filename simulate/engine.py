@@ -21,6 +21,7 @@ from simulate.sandbox import SandboxQueue
 from simulate.setup import Setup
 
 WINDOW_ATTEMPTS = 1 << 19  # attempts launched per window (about 0.5 M: ~13 MB per float column)
+WINDOWS_PER_HORIZON = 80  # short runs: a window is at most a quarter of the predicted run (horizon / 80)
 UNCONSUMED = -1  # fate of a group never consumed (dropped, or left in flight or in the buffer at the end)
 
 
@@ -133,7 +134,7 @@ def replicate(setup: Setup, seed: int, on_progress: Callable[[int, int], None] |
     launcher = _Launcher(setup, rng)
     queues = [SandboxQueue(c) for c in setup.capacity]
     buffer = _Buffer(setup)
-    window = WINDOW_ATTEMPTS / setup.attempts_per_s
+    window = min(WINDOW_ATTEMPTS / setup.attempts_per_s, setup.horizon / WINDOWS_PER_HORIZON)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("launch", "comp", "eff", "start", "end", "backend", "ok")}
     groups = 0
     t0 = 0.0

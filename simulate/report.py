@@ -34,12 +34,13 @@ class Report:
     spread: dict = field(default_factory=dict)
     runs: list[dict] = field(default_factory=list)
     series: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"instance": self.instance, "plan": self.plan, "seed": self.seed, "replications": self.replications,
                 "iterations": self.iterations, "deadline_s": self.deadline_s, "count_startup": self.count_startup,
                 "launch": self.launch, "simulated": self.simulated, "predicted": self.predicted,
-                "spread": self.spread, "runs": self.runs}
+                "spread": self.spread, "makespan_parts": self.parts, "runs": self.runs}
 
 
 def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> dict:
@@ -60,10 +61,24 @@ def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> 
         "group_drop_bounds": [float(lower), float(upper)] if setup.policy == "drop" else [0.0, 0.0],
         "effective_intake": metrics.effective_intake, "sandbox_wait_share": 0.0,
         "on_time": bool(makespan <= setup.deadline), "lateness_s": makespan - setup.deadline,
-        "makespan_steady_s": steady, "makespan_with_startup_s": with_startup,
+        "makespan_steady_s": steady, "makespan_with_startup_s": with_startup, "update_time_s": metrics.update_time_s,
         "gpu_hours": (plan.inference_gpus + plan.training_gpus) * makespan / 3600,
         "realised_cost": plan.hourly_cost * makespan / 3600,
     }
+
+
+def makespan_parts(simulated: dict, predicted: dict, cadence: float, iterations: int, count_startup: bool) -> dict:
+    """Where the simulated makespan leaves the predicted one, in seconds: the first batch against the
+    model's (one cadence, or §8's fill), the n-1 iterations against the cadence, and the last update
+    (which the steady model does not count)."""
+    first, mean, span = simulated.get("startup_s"), simulated.get("iteration_mean_s"), simulated.get("makespan_s")
+    if first is None or span is None:
+        return {}
+    steps = (iterations - 1) * (mean - cadence) if mean is not None else 0.0
+    model_first = predicted["startup_s"] if count_startup else cadence
+    rest = span - predicted["makespan_s"] - (first - model_first) - steps
+    return {"total_s": span - predicted["makespan_s"], "startup_s": first - model_first, "iterations_s": steps,
+            "last_update_s": rest}
 
 
 def costed(summary: dict, plan: Plan) -> dict:

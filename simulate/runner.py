@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from drivers.workers import THREAD_VARS, one_line
 from models.instance import Instance
 from models.load import InstanceError, Problem, field_path
-from models.result import Metrics, Plan, Result
+from models.result import Metrics, Plan
 from simulate.engine import Run, replicate
-from simulate.report import Report, combine, costed, model_gap_histogram, predict
+from simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
 from simulate.setup import Setup, setup_of
 from simulate.summary import curve, summarize
 from simulate.trace import write_trace
@@ -52,9 +52,9 @@ def read_plan(path: str | Path) -> Plan:
     if not isinstance(data, dict) or data.get("plan") is None:
         raise InstanceError(file, [Problem("plan", "no plan: give the JSON of a `solve --json` run that found one")])
     try:
-        return Result.model_validate(data).plan
+        return Plan.model_validate(data["plan"])
     except ValidationError as exc:
-        problems = [Problem(field_path(err["loc"]), err["msg"]) for err in exc.errors()[:5]]
+        problems = [Problem(field_path(("plan",) + tuple(err["loc"])), err["msg"]) for err in exc.errors()[:5]]
         raise InstanceError(file, problems) from None
 
 
@@ -98,11 +98,13 @@ def simulate_plan(inst: Instance, plan: Plan, *, metrics: Metrics | None = None,
     series = results[0][1]
     simulated, spread = combine(runs, setup.deadline)
     predicted = predict(setup, plan, metrics, inst.schedule.count_startup)
+    parts = makespan_parts(simulated, predicted, plan.cadence_s, setup.iterations, inst.schedule.count_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
     series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top)
     return Report(instance=inst.name or "", plan=plan.model_dump(mode="json"), seed=seed, replications=replications,
                   iterations=setup.iterations, deadline_s=setup.deadline, count_startup=inst.schedule.count_startup,
-                  launch=launch, simulated=simulated, predicted=predicted, spread=spread, runs=runs, series=series)
+                  launch=launch, simulated=simulated, predicted=predicted, spread=spread, runs=runs, series=series,
+                  parts=parts)
 
 
 class _Progress:
@@ -139,7 +141,8 @@ def _series(setup: Setup, run: Run) -> dict:
     """What the plots of replication 0 need: in-flight over time, iteration durations, capacities."""
     return {"inflight": curve(setup, run), "iterations_s": np.diff(run.boundaries).tolist(),
             "startup_s": float(run.boundaries[0]) if run.boundaries.size else None,
-            "local": dict(zip(setup.backends, setup.local)), "capacity": dict(zip(setup.backends, setup.capacity))}
+            "local": dict(zip(setup.backends, setup.local)), "capacity": dict(zip(setup.backends, setup.capacity)),
+            "shares": dict(zip(setup.backends, setup.shares))}
 
 
 def _one(setup: Setup, seed: int, replication: int, hook=None) -> tuple[dict, dict | None]:

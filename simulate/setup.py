@@ -66,7 +66,7 @@ def setup_of(inst: Instance, plan: Plan, metrics: Metrics, launch: str = "even",
     env, w, fr = inst.environment, inst.workload, inst.freshness
     local, cloud = sandbox_capacity(inst, plan, metrics)
     for name, value in (capacity or {}).items():
-        local[name], cloud[name] = float(value), 0.0
+        local[name], cloud[name] = float(math.floor(value)), 0.0
     names = tuple(b.name for b in env.backends)
     n = iterations or w.iterations
     extra = inst.schedule.extra_time
