@@ -32,15 +32,21 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     render_explanation(console(), result)
 
 
+SOLVE_SIMULATION_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time", "on_time_share", "lateness_s")
+
+
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
+@click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1, default=None,
+              metavar="[R]", help="Replay the plan R times (default 1, the full run) and print the simulated verdict.")
 @edits_option
 @guarded
-def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None, edits) -> None:
+def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None,
+          replications: int | None, edits) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
@@ -55,7 +61,13 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
 
     result = diagnosed(inst, solve_instance(inst, objective, time_limit))
     result.timings.load = load_seconds
+    from commands.simulate import simulated_verdict, startup_estimate
+
+    simulated = simulated_verdict(inst, result, replications, as_json) if replications else None
     payload = result.to_json()
+    if simulated is not None:
+        payload["simulation"] = {k: simulated.simulated.get(k) for k in SOLVE_SIMULATION_KEYS}
+        payload["simulation"]["replications"] = simulated.replications
     if out:
         from drivers.output import write_json
 
@@ -64,6 +76,10 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
         click.echo(json.dumps(payload, indent=2))
     else:
         render_result(console(), result)
+        if result.plan is not None:
+            from render.simulate import render_solve_verdict
+
+            render_solve_verdict(console(), inst.schedule.count_startup, startup_estimate(inst, result), simulated)
     sys.exit(STATUS_EXIT[result.status])
 
 

@@ -92,6 +92,7 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     add(2, "time_margin", float(calc.time_margin(inst, L)), "share",
         f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}")
     add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
+    _startup(inst, L, occ, add)
 
     gap_note = " + 1 (post_publish)" if fr.gap_convention == "post_publish" else ""
     add(3, "mean_version_gap", float(calc.mean_version_gap(w_use, L, fr.gap_convention)), "versions",
@@ -104,3 +105,29 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     add(3, "group_drop_upper", float(upper), "share", f"1-(1-q)^g = 1-(1-{q:.4g})^{w.group_size} (independent durations)")
     add(3, "group_drop_lower", float(lower), "share", "q (comonotone durations)")
     return out
+
+
+def _startup(inst: Instance, L: float, occ: calc.Occupancy, add) -> None:
+    """MODEL.md §8 at the explained cadence with K = max_versions_kept: the pipeline fill and T with it."""
+    w, s, fr = inst.workload, inst.schedule, inst.freshness
+    K = fr.max_versions_kept
+    q = float(calc.exceedance(occ, L, K))
+    drop = float(calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation))
+    if drop >= 1:
+        add(2, "startup_fill_s", None, "s", f"every group is dropped at K={K}: no batch forms")
+        add(2, "makespan_with_startup_s", None, "s", "no batch forms")
+        return
+    r_raw = w.batch_trajectories / L / (w.intake_rate * (1 - drop))
+    fill = float(calc.fill(occ, r_raw, w.batch_trajectories, w.group_size, w.intake_rate, fr.group_correlation))
+    law = "F(s)^g" if fr.group_correlation != "comonotone" and w.group_size > 1 else "F(s)"
+    add(2, "startup_fill_s", fill, "s",
+        f"smallest t with p·R_raw·∫_0^t {law} ds >= B; R_raw = B/(L·p·(1-drop)) = {r_raw:.6g} at K={K}, "
+        f"g={w.group_size}, {fr.group_correlation}")
+    groups = int(calc.min_groups_for(inst, L)[0])
+    if groups == 0:
+        add(2, "makespan_with_startup_s", None, "s", f"no admissible training groups keep U(m) <= L = {L:.6g} s")
+        return
+    update = float(calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group))
+    add(2, "makespan_with_startup_s", fill + (w.iterations - 1) * L + update + s.extra_time, "s",
+        f"T = fill + (n-1)·L + U(m) + extra = {fill:.6g} + {w.iterations - 1}·{L:.6g} + {update:.6g} + "
+        f"{s.extra_time:g} (m = {groups}, the fewest groups with U(m) <= L){'; counted' if s.count_startup else ''}")

@@ -1,0 +1,153 @@
+"""simulate: replay a plan trajectory by trajectory (MODEL.md §10) and set each figure beside the model's."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from commands.common import EXIT_INTERNAL, STATUS_EXIT, console, edits_option, guarded, load_with_edits, show_bar
+
+PROGRESS_AFTER_S = 2.0  # a run that takes longer than this shows a progress bar (on a terminal, without --json)
+
+
+class DelayedBar:
+    """A transient progress bar that appears once a run has taken PROGRESS_AFTER_S seconds."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.label, self.enabled = label, enabled
+        self.began = time.monotonic()
+        self.progress = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or (self.progress is None and time.monotonic() - self.began < PROGRESS_AFTER_S):
+            return
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=console(), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def __enter__(self) -> "DelayedBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def plan_to_replay(inst, plan_file: str | None):
+    """The plan of ``--plan`` (checked against the instance) or the instance's optimal plan, with the
+    verifier's metrics; exits with the solve's code when there is no optimal plan."""
+    from simulate.runner import checked_metrics, read_plan
+
+    if plan_file is not None:
+        plan = read_plan(plan_file)
+        return plan, checked_metrics(inst, plan, plan_file)
+    from solver.solve import solve_instance
+
+    result = solve_instance(inst)
+    if result.plan is None or result.status != "optimal":
+        click.echo(f"{inst.name}: {result.status}: no optimal plan to simulate"
+                   + (f" ({result.message})" if result.message else ""), err=True)
+        sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
+    return result.plan, checked_metrics(inst, result.plan, inst.name or "plan")
+
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="A `solve --json` result to replay (default: the instance's optimal plan).")
+@click.option("--iterations", type=click.IntRange(min=1),
+              help="Simulate N iterations instead of the instance's n (deadline pro rata).")
+@click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Independent replications, each with its own seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed.")
+@click.option("--launch", type=click.Choice(["even", "poisson"]), default="even", show_default=True,
+              help="Group launches evenly spaced at the attempt rate, or a Poisson process.")
+@click.option("--trace", "trace_dir", type=click.Path(file_okay=False),
+              help="Write replication 0's trajectories and iterations into this folder.")
+@click.option("--trace-format", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §10 report as JSON.")
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for simulate.json and the plots (PNG).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes for the replications.")
+@click.option("--scheduler", metavar="ADDRESS", help="Run the replications on a Dask cluster (e.g. tcp://host:8786).")
+@edits_option
+@guarded
+def simulate(instance, plan_file, iterations, replications, seed, launch, trace_dir, trace_format, as_json, out,
+             workers, scheduler, edits) -> None:
+    """Replay a plan for INSTANCE trajectory by trajectory and compare it with the model.
+
+    Groups launch at the plan's attempt rate, lifetimes come from the occupancy law, sandboxes
+    are the plan's nodes and VMs, batches take whole groups within the version cap (MODEL.md §10).
+    Exit codes: 0 simulated (on time or not), 2 invalid input or a plan that does not fit the
+    instance, 3 or 4 when the instance has no optimal plan to replay, 1 internal error.
+    """
+    from simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
+    from simulate.trace import have_pyarrow
+
+    if workers is not None and scheduler:
+        raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
+    if trace_dir and trace_format == "parquet" and not have_pyarrow():
+        raise click.BadParameter("parquet needs pyarrow: pip install 'trainground[parquet]'",
+                                 param_hint="--trace-format")
+    inst = load_with_edits(instance, edits)
+    plan, metrics = plan_to_replay(inst, plan_file)
+    trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
+    with DelayedBar("simulating", show_bar(as_json)) as bar:
+        try:
+            report = simulate_plan(inst, plan, metrics=metrics, replications=replications, seed=seed,
+                                   iterations=iterations, launch=launch, workers=workers, scheduler=scheduler,
+                                   trace=trace, on_progress=bar)
+        except SchedulerUnavailable as exc:
+            click.echo(f"trainground: {exc}", err=True)
+            sys.exit(EXIT_INTERNAL)
+    payload = report.to_json()
+    if out:
+        _write_outputs(Path(out), report, payload)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+        return
+    from render.simulate import render_simulation
+
+    render_simulation(console(), report)
+    if out:
+        click.echo(f"report and plots: {out}")
+
+
+def _write_outputs(folder: Path, report, payload: dict) -> None:
+    from drivers.output import write_atomic_bytes, write_json
+    from render.simplots import simulation_pngs
+
+    write_json(folder / "simulate.json", payload)
+    for name, data in simulation_pngs(report).items():
+        write_atomic_bytes(folder / name, data)
+
+
+def simulated_verdict(inst, result, replications: int, quiet: bool):
+    """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan."""
+    from simulate.runner import simulate_plan
+
+    if result.plan is None or result.metrics is None:
+        return None
+    with DelayedBar("simulating", show_bar(quiet)) as bar:
+        return simulate_plan(inst, result.plan, metrics=result.metrics, replications=replications,
+                             workers=min(replications, 2), on_progress=bar)
+
+
+def startup_estimate(inst, result) -> float | None:
+    """§8's fill for the solved plan (what `solve` says the first batch needs)."""
+    if result.plan is None or result.metrics is None:
+        return None
+    from solver import calculus as calc
+
+    w = inst.workload
+    return float(calc.fill(calc.occupancy_of(inst.environment.occupancy), result.metrics.attempts_per_s,
+                           w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation))

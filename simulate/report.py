@@ -1,0 +1,147 @@
+"""The model's predictions beside the simulated figures (MODEL.md §10 output), and their mean over replications."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.result import Metrics, Plan
+from simulate.setup import Setup
+from solver import calculus as calc
+
+# Figures shown side by side: MODEL.md §10's keys first, then the added ones.
+COMPARED = ("makespan_s", "startup_s", "iteration_mean_s", "iteration_p99_s", "inflight_mean", "inflight_p99",
+            "inflight_max", "mean_version_gap", "p99_version_gap", "exceedance", "group_drop_rate",
+            "sandbox_wait_share", "on_time")
+SPREAD = ("makespan_s", "startup_s", "iteration_mean_s", "iteration_p99_s", "inflight_mean", "inflight_max",
+          "group_drop_rate", "sandbox_wait_share", "realised_cost")
+
+
+@dataclass
+class Report:
+    instance: str
+    plan: dict
+    seed: int
+    replications: int
+    iterations: int
+    deadline_s: float
+    count_startup: bool
+    launch: str
+    simulated: dict
+    predicted: dict
+    spread: dict = field(default_factory=dict)
+    runs: list[dict] = field(default_factory=list)
+    series: dict = field(default_factory=dict)
+    parts: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"instance": self.instance, "plan": self.plan, "seed": self.seed, "replications": self.replications,
+                "iterations": self.iterations, "deadline_s": self.deadline_s, "count_startup": self.count_startup,
+                "launch": self.launch, "simulated": self.simulated, "predicted": self.predicted,
+                "spread": self.spread, "makespan_parts": self.parts, "runs": self.runs}
+
+
+def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> dict:
+    """The model's value of each figure (None where it has none): §2 steady state, §8 start-up."""
+    L, n = plan.cadence_s, setup.iterations
+    fill = float(calc.fill(setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake,
+                           setup.correlation))
+    steady = n * L + setup.extra_time
+    with_startup = fill + (n - 1) * L + metrics.update_time_s + setup.extra_time
+    makespan = with_startup if count_startup else steady
+    lower, upper = calc.group_drop_bounds(metrics.exceedance, setup.group_size)
+    return {
+        "makespan_s": makespan, "startup_s": fill, "iteration_mean_s": L, "iteration_p50_s": L,
+        "iteration_p99_s": L, "iteration_max_s": L, "inflight_mean": metrics.inflight_mean, "inflight_p99": None,
+        "inflight_max": metrics.inflight_peak, "mean_version_gap": metrics.mean_version_gap,
+        "p99_version_gap": metrics.p99_version_gap, "exceedance": metrics.exceedance,
+        "group_drop_rate": metrics.group_drop_rate,
+        "group_drop_bounds": [float(lower), float(upper)] if setup.policy == "drop" else [0.0, 0.0],
+        "effective_intake": metrics.effective_intake, "sandbox_wait_share": 0.0,
+        "on_time": bool(makespan <= setup.deadline), "lateness_s": makespan - setup.deadline,
+        "makespan_steady_s": steady, "makespan_with_startup_s": with_startup, "update_time_s": metrics.update_time_s,
+        "gpu_hours": (plan.inference_gpus + plan.training_gpus) * makespan / 3600,
+        "realised_cost": plan.hourly_cost * makespan / 3600,
+    }
+
+
+def makespan_parts(simulated: dict, predicted: dict, cadence: float, iterations: int, count_startup: bool) -> dict:
+    """Where the simulated makespan leaves the predicted one, in seconds: the first batch against the
+    model's (one cadence, or §8's fill), the n-1 iterations against the cadence, and the last update
+    (which the steady model does not count)."""
+    first, mean, span = simulated.get("startup_s"), simulated.get("iteration_mean_s"), simulated.get("makespan_s")
+    if first is None or span is None:
+        return {}
+    steps = (iterations - 1) * (mean - cadence) if mean is not None else 0.0
+    model_first = predicted["startup_s"] if count_startup else cadence
+    rest = span - predicted["makespan_s"] - (first - model_first) - steps
+    return {"total_s": span - predicted["makespan_s"], "startup_s": first - model_first, "iterations_s": steps,
+            "last_update_s": rest}
+
+
+def costed(summary: dict, plan: Plan) -> dict:
+    """Add GPU-hours and the realised cost (the plan's hourly cost over the simulated makespan)."""
+    span = summary["makespan_s"]
+    summary["gpu_hours"] = None if span is None else (plan.inference_gpus + plan.training_gpus) * span / 3600
+    summary["realised_cost"] = None if span is None else plan.hourly_cost * span / 3600
+    return summary
+
+
+def combine(runs: list[dict], deadline: float) -> tuple[dict, dict]:
+    """The mean over replications of every figure (None if any replication has none), the share on
+    time, and the spread (min, max, standard deviation) of the main figures."""
+    simulated = _mean(runs)
+    simulated["finished"] = all(r["finished"] for r in runs)
+    span = simulated.get("makespan_s")
+    simulated["on_time"] = bool(span is not None and span <= deadline)
+    simulated["lateness_s"] = None if span is None else span - deadline
+    simulated["on_time_share"] = float(np.mean([bool(r["on_time"]) for r in runs]))
+    simulated["steady_window_s"] = runs[0]["steady_window_s"]
+    spread = {}
+    for key in SPREAD:
+        values = [r.get(key) for r in runs]
+        if any(v is None for v in values):
+            spread[key] = None
+            continue
+        x = np.asarray(values, dtype=float)
+        spread[key] = {"min": float(x.min()), "max": float(x.max()), "std": float(x.std(ddof=1)) if x.size > 1 else 0.0}
+    return simulated, spread
+
+
+def _mean(items: list[dict]) -> dict:
+    out: dict = {}
+    keys = list(dict.fromkeys(k for item in items for k in item))
+    for key in keys:
+        values = [item.get(key) for item in items]
+        if all(isinstance(v, dict) for v in values):
+            out[key] = _mean_histogram(values) if key == "version_gap_histogram" else _mean(values)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            out[key] = float(np.mean(values))
+        elif any(v is None for v in values) and all(v is None or isinstance(v, (int, float)) for v in values):
+            out[key] = None
+    return out
+
+
+def _mean_histogram(hists: list[dict]) -> dict:
+    gaps = sorted({k for h in hists for k in h})
+    return {k: float(np.mean([h.get(k, 0.0) for h in hists])) for k in gaps}
+
+
+def model_gap_histogram(setup: Setup, cadence: float, top: int) -> dict[int, float]:
+    """P(gap = k) per trajectory in the model (each its own lifetime, no drops): P(gap > k-1) - P(gap > k)."""
+    k = np.arange(top + 1)
+    above = calc.exceedance(setup.occupancy, cadence, k)
+    shares = np.concatenate(([1.0], above[:-1])) - above
+    shift = 1 if setup.convention == "post_publish" else 0
+    return {int(g + shift): float(s) for g, s in zip(k, shares) if s > 0}
+
+
+def relative(simulated, predicted) -> float | None:
+    """(simulated - predicted) / |predicted|, None where either is missing or the prediction is 0."""
+    if simulated is None or predicted is None or isinstance(simulated, bool) or isinstance(predicted, bool):
+        return None
+    if predicted == 0 or not math.isfinite(predicted):
+        return None
+    return (simulated - predicted) / abs(predicted)
