@@ -124,6 +124,13 @@ def small_instances(draw) -> dict:
             "max_total_cost": _maybe(draw, st.sampled_from([5.0, 30.0]), 0.85),
         },
     }
+    # MODEL §8 start-up and §4 reserved pools, drawn last so the draws above keep their examples.
+    if draw(st.floats(0, 1)) < 0.3:
+        data["schedule"]["count_startup"] = True
+        data["schedule"]["deadline"] = deadline * draw(st.sampled_from([1.0, 1.5]))
+    for pool in pools:
+        if draw(st.floats(0, 1)) < 0.25:
+            pool["billing"] = "reserved"
     return data
 
 
