@@ -92,3 +92,55 @@ class SolvingBar:
 
 def show_bar(as_json: bool) -> bool:
     return sys.stdout.isatty() and not as_json
+
+
+class ProgressLine:
+    """A one-line status on standard error, shown only on a terminal and only once the work has taken
+    more than ``delay`` seconds: what the solve is doing now and how long it has run. Use as a context
+    manager; call it with the latest text."""
+
+    def __init__(self, delay: float = 2.0, enabled: bool | None = None):
+        self.delay = delay
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.text = "working"
+        self._live = None
+        self._timer = None
+        self._started = 0.0
+
+    def __call__(self, text: str) -> None:
+        self.text = text
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self):
+        import time
+
+        from rich.text import Text
+
+        return Text(f"… {self.text} ({time.perf_counter() - self._started:,.0f} s)", style="dim")
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._live = Live(self._render(), console=Console(stderr=True), transient=True, refresh_per_second=2,
+                          get_renderable=self._render)
+        self._live.start()
+
+    def __enter__(self) -> "ProgressLine":
+        import threading
+        import time
+
+        self._started = time.perf_counter()
+        if self.enabled:
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

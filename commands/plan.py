@@ -8,7 +8,7 @@ import sys
 import click
 
 from render.tables import render_explanation, render_result
-from commands.common import (EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits)
+from commands.common import (ProgressLine, EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits)
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
@@ -51,15 +51,17 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
     """
-    import time
+    from solver.stopwatch import Stopwatch
 
-    clock = time.perf_counter()
+    progress = ProgressLine()
+    clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
     inst = load_with_edits(instance, edits)
-    load_seconds = time.perf_counter() - clock
+    load_seconds = clock.elapsed()
     from drivers.diagnose import diagnosed
     from solver.solve import solve_instance
 
-    result = diagnosed(inst, solve_instance(inst, objective, time_limit))
+    with progress:
+        result = diagnosed(inst, solve_instance(inst, objective, clock=clock))
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 

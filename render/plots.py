@@ -234,8 +234,8 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
         masked = np.ma.masked_invalid(grid)
         cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.85")
         image = ax.imshow(masked, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
-        money = key == "objective_value" and objective_money
-        fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(money) if money else None)
+        in_money = key == "objective_value" and objective_money
+        fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(money) if in_money else None)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(second.path, fontsize=8)
         ax.set_ylabel(first.path, fontsize=8)

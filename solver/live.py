@@ -80,6 +80,8 @@ class LiveModel:
         """One HiGHS run with exactly the pairs of ``rows`` selectable (built first if needed), within
         what is left of the clock's time limit."""
         self._build(rows)
+        self.clock.note(f"{self.inst.name}: HiGHS over {len(rows):,} of {self.pairs.size:,} pairs "
+                        f"({len(self.blocks):,} built), {objective}")
         if self.clock.expired():
             return Outcome(status=Status.TIME_LIMIT, objective_value=None, bound=None, highs_seconds=0.0, runs=0)
         self._sync_rows()
@@ -116,6 +118,9 @@ class LiveModel:
     def _build(self, rows: list[int]) -> None:
         """Blocks of the pairs of ``rows`` not built yet; stops early when the clock's time is up."""
         fresh = []
+        missing = sum(self.keys[row] not in self.blocks for row in rows)
+        if missing:
+            self.clock.note(f"{self.inst.name}: building {missing:,} pair blocks")
         with self.clock.phase("build"):
             for row in rows:
                 if self.clock.expired():

@@ -47,9 +47,9 @@ class Pairs:
     def size(self) -> int:
         return int(self.cadence.size)
 
-    def keys(self) -> list[tuple[float, int]]:
-        """(cadence, K) of each pair, cadence rounded so equal grid points compare equal."""
-        return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist()))
+    def keys(self) -> list[tuple[float, int, int]]:
+        """(cadence, K, training groups) of each pair, cadence rounded so equal grid points compare equal."""
+        return list(zip(np.round(self.cadence, 9).tolist(), self.kept.tolist(), self.groups.tolist()))
 
 
 class TableCache:
@@ -169,18 +169,25 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
 
 def _with_startup(inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray,
                   keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MODEL §8: the pipeline fill before the first batch, and T = fill + (n-1)·L + U(m) + extra_time,
-    per (grid, K) entry (computed where the entry is still admissible; inf elsewhere)."""
+    """MODEL §8: the pipeline fill before the first batch, and the shortest T = fill + (n-1)·L + U(m) +
+    extra_time any admissible group count m gives, per (grid, K) entry (inf where not admissible).
+    More groups than the fewest that keep up shorten U(m) in T; :func:`build` lists each count."""
     w = inst.workload
     fill = np.full(keep.shape, np.inf)
     at = keep & np.isfinite(attempts)
     if at.any():
         fill[at] = calc.fill(occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate,
                              inst.freshness.group_correlation)
-    update = np.where(groups > 0, calc.update_time(inst.training.update_time,
-                                                   np.maximum(groups, 1) * inst.training.gpus_per_group), np.inf)
+    update = np.array([_shortest_update(inst, int(m)) if m > 0 else np.inf for m in groups])
     steady = (w.iterations - 1) * grid + update + inst.schedule.extra_time
     return fill, fill + steady[:, None]
+
+
+def _shortest_update(inst: Instance, fewest: int) -> float:
+    """The shortest update time of any admissible group count from ``fewest`` up."""
+    _, top = calc.group_range(inst)
+    u = calc.update_time(inst.training.update_time, np.arange(fewest, top + 1) * inst.training.gpus_per_group)
+    return float(np.nanmin(u)) if np.isfinite(u).any() else np.inf
 
 
 def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
@@ -210,18 +217,22 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
             continue
         best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
-    keep &= _undominated(np.where(keep, attempts, np.inf), mult)
+    keep &= _undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.schedule.count_startup else None)
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
+    m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
+    if inst.schedule.count_startup:
+        at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
+        startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
     inflight = (pair_attempts * d.w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
     return Pairs(
         cadence=grid[at],
         kept=Ks[k],
-        makespan=d.span[at, k],
-        startup=d.startup[at, k],
-        groups=groups[at],
+        makespan=span,
+        startup=startup,
+        groups=m,
         exceedance=d.exceedance[at, k],
         drop=d.drop[at, k],
         attempts=pair_attempts,
@@ -233,13 +244,49 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
     )
 
 
-def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
+def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray,
+                  rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """With start-up counted (MODEL §8), U(m) is part of the makespan, so each (cadence, K) pair becomes one
+    row per group count m worth having: from the fewest that keep up, while each more group still
+    shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
+    pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline."""
+    t, w = inst.training, inst.workload
+    lo, hi = calc.group_range(inst)
+    counts = np.arange(lo, hi + 1)
+    update = calc.update_time(t.update_time, counts * t.gpus_per_group)
+    pool = inst.pool(t.pool)
+    rate = max((inst.inference.availability * s.tokens_per_gpu_s for s in inst.inference.shapes if s.pool == pool.name),
+               default=0.0)  # tokens/s a training GPU would give back to inference at best (K slowdown ignored: an upper bound)
+    rows_at, rows_k, rows_m, rows_span = [], [], [], []
+    for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
+        fewest = int(d.groups[i])
+        extra = np.inf if rate == 0 else spare / (rate * t.gpus_per_group)  # groups the pool could still give up
+        options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
+        u = update[options - lo]
+        best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
+        useful = np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before)
+        span = d.startup[i, j] + (w.iterations - 1) * d.grid[i] + u[useful] + inst.schedule.extra_time
+        on_time = span <= inst.schedule.deadline * (1 + REL_TOL)
+        rows_at += [i] * int(on_time.sum())
+        rows_k += [j] * int(on_time.sum())
+        rows_m += options[useful][on_time].tolist()
+        rows_span += span[on_time].tolist()
+        if not on_time.any():
+            rejected["deadline"] = rejected.get("deadline", 0) + 1
+    return (np.array(rows_at, dtype=int), np.array(rows_k, dtype=int), np.array(rows_m, dtype=int),
+            np.array(rows_span, dtype=float))
+
+
+def _undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None = None) -> np.ndarray:
     """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
 
     Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no
-    higher and every shape's supply multiplier no lower; among exact equals the smaller K is kept.
+    higher and every shape's supply multiplier no lower (and, when the makespan depends on K through
+    the start-up, ``span``, its makespan no longer); among exact equals the smaller K is kept.
     """
     n_k = attempts.shape[1]
+    if span is not None:  # a lower attempt rate fills the pipeline more slowly: compare makespans too
+        return _undominated_in_time(attempts, mult, span)
     if n_k == 0 or np.all(mult == mult[0]):
         # No slowdown difference between the K: only the lowest attempt rate (smallest such K) survives.
         best = np.argmin(attempts, axis=1) if n_k else np.zeros(attempts.shape[0], dtype=int)
@@ -254,4 +301,17 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray) -> np.ndarray:
     better = a2 <= a1
     equal = (a2 == a1) & mult_equal[None]
     wins = np.isfinite(a2) & mult_ok[None] & other[None] & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
+    return np.isfinite(attempts) & ~wins.any(axis=1)
+
+
+def _undominated_in_time(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """:func:`_undominated` where a dominating K must also have a makespan no longer."""
+    ks = np.arange(attempts.shape[1])
+    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)
+    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
+    a2, a1 = attempts[:, :, None], attempts[:, None, :]
+    s2, s1 = span[:, :, None], span[:, None, :]
+    no_worse = (a2 <= a1) & (s2 <= s1) & mult_ok[None]
+    equal = (a2 == a1) & (s2 == s1) & mult_equal[None]
+    wins = np.isfinite(a2) & (ks[:, None] != ks[None, :])[None] & no_worse & (~equal | (ks[:, None] < ks[None, :])[None])
     return np.isfinite(attempts) & ~wins.any(axis=1)

@@ -65,6 +65,7 @@ def cheapest_first(live: LiveModel, objective: str, candidates: np.ndarray, lowe
         start += size
         size *= 2
     if search.status != Status.OPTIMAL:
+        search.bound = _global_bound(search.bound, lower[probe], lower[order[start + len(probe):]])
         return search
     best = search.value
     needed = rows[lower[rows] <= best + TIE_TOL * max(1.0, abs(best))].tolist()
@@ -75,9 +76,21 @@ def cheapest_first(live: LiveModel, objective: str, candidates: np.ndarray, lowe
             search.values, search.value = previous
             search.status = Status.TIME_LIMIT
         if search.status != Status.OPTIMAL:
+            outside = rows[lower[rows] > best + TIE_TOL * max(1.0, abs(best))]
+            search.bound = _global_bound(search.bound, lower[needed], lower[outside])
             return search
     _break_cost_tie(live, objective, rows, lower, search, clock)
     return search
+
+
+def _global_bound(run_bound: float | None, held: np.ndarray, unopened: np.ndarray) -> float | None:
+    """A lower bound on the optimum over every candidate pair after a run cut short: the run's own
+    bound over the pairs it held (their cost bounds when HiGHS gave none), and the cost bounds of the
+    pairs it did not hold."""
+    parts = [float(v.min()) for v in (held, unopened) if v.size]
+    if run_bound is not None:
+        parts = [run_bound] + parts[1:] if held.size else [run_bound] + parts
+    return min(parts) if parts else None
 
 
 def _break_cost_tie(live: LiveModel, objective: str, rows: np.ndarray, lower: np.ndarray, search: Search,

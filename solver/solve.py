@@ -9,6 +9,8 @@ the blocks as well as every HiGHS run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from models.instance import OBJECTIVES, Instance
@@ -35,8 +37,11 @@ class Planner:
         self.cache = cache
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
+        self.listener = self.build_clock.listener
         with self.build_clock.phase("build"):
+            self.build_clock.note(f"{inst.name}: pair table")
             pairs = pair_tables.build(inst, cache)
+            self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock)
             self.hourly_lb = hourly_lower_bound(inst, pairs, global_values(inst, self.live.model.ix))
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
@@ -86,7 +91,7 @@ class Planner:
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        clock, self._first_clock = self._first_clock or Stopwatch(time_limit), None
+        clock, self._first_clock = self._first_clock or Stopwatch(time_limit, self.listener), None
         if clock is not self.build_clock:  # build work done since the last solve is this solve's
             clock.seconds["build"], self.build_clock.seconds = self.build_clock.seconds.get("build", 0.0), {}
         self.build_clock = self.live.clock = clock
@@ -115,7 +120,10 @@ class Planner:
 
 
 def solve_instance(inst: Instance, objective: str | None = None, time_limit: float | None = None,
-                   threads: int = 1) -> Result:
-    """Solve one instance to proven optimality (or the time limit) and return its verified result."""
-    clock = Stopwatch(time_limit)
+                   threads: int = 1, on_progress: Callable[[str], None] | None = None,
+                   clock: Stopwatch | None = None) -> Result:
+    """Solve one instance to proven optimality (or the time limit) and return its verified result;
+    ``time_limit`` covers the whole solve, building included; ``on_progress`` hears what it is doing.
+    ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead."""
+    clock = clock or Stopwatch(time_limit, on_progress)
     return Planner(inst, threads, clock=clock).solve(objective)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 
@@ -11,7 +12,9 @@ class Stopwatch:
     whole solve (``time_limit`` seconds from creation). A phase entered inside another takes its own
     time out of the outer one, so the phases add up to the wall time they cover."""
 
-    def __init__(self, time_limit: float | None = None):
+    def __init__(self, time_limit: float | None = None, listener: Callable[[str], None] | None = None):
+        """``listener`` hears what the solve is doing (:meth:`note`), for a progress line."""
+        self.listener = listener
         self.started = time.perf_counter()
         self.deadline = None if time_limit is None else self.started + time_limit
         self.seconds: dict[str, float] = {}
@@ -34,6 +37,11 @@ class Stopwatch:
         finally:
             self._charge()
             self._stack.pop()
+
+    def note(self, text: str) -> None:
+        """Tell the listener, if any, what the solve is doing now."""
+        if self.listener is not None:
+            self.listener(text)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (at least 10 ms, so HiGHS still reports what it has); None without one."""

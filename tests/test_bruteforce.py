@@ -44,10 +44,15 @@ def _check_cost_bound(inst, points) -> None:
     plan, the bound is at most that plan's hourly cost."""
     pairs = build(inst)
     bound = hourly_lower_bound(inst, pairs)
-    where = {key: row for row, key in enumerate(pairs.keys())}
+    rows: dict[tuple[float, int], list[int]] = {}
+    for row, (cadence, kept, _) in enumerate(pairs.keys()):
+        rows.setdefault((cadence, kept), []).append(row)
     for point in points:
-        row = where.get((round(point.cadence, 9), point.kept))
-        if row is not None:
+        # The row of the point's (cadence, K) and makespan: with start-up counted, the training group
+        # count sets U(m) in the makespan, one row per count.
+        same = [r for r in rows.get((round(point.cadence, 9), point.kept), [])
+                if abs(pairs.makespan[r] - point.makespan) <= 1e-9 * point.makespan]
+        for row in same:
             assert bound[row] <= point.hourly * (1 + 1e-9) + 1e-9, (point, bound[row])
 
 

@@ -63,18 +63,25 @@ def deadline_times(data: dict, factor: float) -> dict | None:
     return apply_edit(data, "schedule.deadline", new)
 
 
-def gpus_plus(data: dict, extra: int) -> dict:
+def used(pool: dict) -> bool:
+    """Whether a pool is billed by use: more of a reserved pool is more capacity *and* more cost, so
+    only used pools take part in the relations on pool sizes."""
+    return pool.get("billing", "used") == "used"
+
+
+def gpus_plus(data: dict, extra: int, only_used: bool = False) -> dict | None:
     out = copy.deepcopy(data)
-    for pool in out["gpu_pools"]:
+    pools = [pool for pool in out["gpu_pools"] if used(pool) or not only_used]
+    for pool in pools:
         pool["gpus"] += extra
-    return out
+    return out if pools else None
 
 
 def gpus_minus_one(data: dict) -> dict | None:
     out = copy.deepcopy(data)
     changed = False
     for pool in out["gpu_pools"]:
-        if pool["gpus"] > 1:
+        if pool["gpus"] > 1 and used(pool):
             pool["gpus"] -= 1
             changed = True
     return out if changed else None
@@ -114,12 +121,13 @@ def generous(data: dict) -> dict:
 
 
 def loosenings(data: dict) -> dict[str, dict]:
-    return {
+    out = {
         "deadline x1.5": deadline_times(data, 1.5),
-        "gpus +3": gpus_plus(data, 3),
+        "gpus +3": gpus_plus(data, 3, only_used=True),
         "tokens x1.5": tokens_times(data, 1.5),
         "limits x2": limits_times(data, 2.0),
     }
+    return {name: d for name, d in out.items() if d is not None}
 
 
 def tightenings(data: dict) -> dict[str, dict]:

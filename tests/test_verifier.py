@@ -313,3 +313,15 @@ def test_cli_tiny_time_limit_exit_code(tmp_path):
         assert out["status"] == {0: "optimal", 4: "time_limit"}[res.exit_code]
         if out["plan"] is not None:
             assert isinstance(out["mip_gap"], float) and out["mip_gap"] >= 0
+
+
+def test_the_time_limit_covers_building():
+    """A limit spent before HiGHS starts (here, by the pair table and bounds of a 2,000-point grid) ends the
+    solve as time_limit with no plan, instead of running on."""
+    from solver.stopwatch import Stopwatch
+
+    inst = load_instance(INSTANCES / "large-three-pools.yaml")
+    result = solve_instance(inst, clock=Stopwatch(1e-6))
+    assert result.status == "time_limit" and result.plan is None
+    assert result.message == "time limit reached before any plan was found"
+    assert result.timings.highs == 0.0  # HiGHS never ran
