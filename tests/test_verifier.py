@@ -320,7 +320,7 @@ def test_the_time_limit_covers_building():
     solve as time_limit with no plan, instead of running on."""
     from solver.stopwatch import Stopwatch
 
-    inst = load_instance(INSTANCES / "large-three-pools.yaml")
+    inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "large-three-pools.yaml")
     result = solve_instance(inst, clock=Stopwatch(1e-6))
     assert result.status == "time_limit" and result.plan is None
     assert result.message == "time limit reached before any plan was found"
