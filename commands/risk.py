@@ -22,9 +22,11 @@ from models.load import InstanceError, Problem
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")
 @click.option("--simulate", "replays", type=click.IntRange(min=1), metavar="R",
               help="Also replay the first R scenarios trajectory by trajectory (MODEL.md §10).")
+@click.option("--sim-iterations", type=click.IntRange(min=1),
+              help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).")
 @edits_option
 @guarded
-def risk(instance, plan_file, samples, seed, as_json, out, replays, edits) -> None:
+def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iterations, edits) -> None:
     """How likely a plan for INSTANCE is to finish on time when its inputs are uncertain.
 
     The plan (verified against INSTANCE) keeps its capacity; each scenario draws every factor of the
@@ -42,7 +44,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, edits) -> No
     report = assess(inst, plan, samples, seed)
     if replays:
         with DelayedBar("replaying scenarios", show_bar(as_json)) as bar:
-            report.replays = replay(inst, plan, metrics, report, replays, on_progress=bar)
+            report.replays = replay(inst, plan, metrics, report, replays, sim_iterations, on_progress=bar)
     payload = report.to_json()
     if out:
         _write_outputs(Path(out), report, payload)

@@ -145,13 +145,21 @@ def sensitivity(inst: Instance, plan: Plan) -> tuple[list[FactorEffect], float]:
 
 # ---------------------------------------------------------------- the simulator beside the analysis (MODEL §10)
 
-def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int, seed: int | None = None,
+REPLAY_ITERATIONS = 100
+"""Iterations a replay simulates by default (the deadline pro rata, as `simulate --iterations` does): a
+scenario whose sandboxes cannot hold the plan's launches queues without bound, and a full run of such a
+scenario takes minutes and gigabytes; 100 iterations show the same verdict."""
+
+
+def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int, iterations: int | None = None,
            on_progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once: the
+    """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once, over
+    ``iterations`` (default :data:`REPLAY_ITERATIONS`, at most n; the deadline pro rata): the
     scenario's fields, group launches at the plan's attempt rate but at most what the fleet's token
     supply sustains in the scenario (MODEL §10), the scenario's update time. One row per scenario:
-    analytic and simulated makespan and verdict (a scenario whose scaled fields do not form a valid
-    instance is reported with its reason and not replayed)."""
+    analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
+    their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
+    reason and not replayed)."""
     from simulate.engine import replicate
     from simulate.setup import setup_of
     from simulate.summary import summarize
@@ -162,19 +170,25 @@ def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int,
     update = sc.update_time(inst, scen, plan.training_gpus)
     rows = []
     count = min(count, scen.size)
+    n = inst.workload.iterations
+    short = min(iterations or REPLAY_ITERATIONS, n)
+    out = risk.outcome
     for s in range(count):
-        row = {"scenario": s, "draws": dict(zip(scen.factors, scen.draws[s].tolist())),
-               "analytic_makespan_s": float(risk.outcome.makespan[s]), "analytic_on_time": bool(risk.outcome.on_time[s])}
+        span = float(out.makespan[s] - (n - short) * out.cadence[s])
+        row = {"scenario": s, "draws": dict(zip(scen.factors, scen.draws[s].tolist())), "iterations": short,
+               "analytic_makespan_s": span, "analytic_on_time": bool(out.on_time[s])}
         try:
             here = sc.instance_of(inst, scen, s)
         except InstanceError as exc:
             rows.append(row | {"simulated_makespan_s": None, "simulated_on_time": None, "skipped": exc.message})
             continue
-        setup = setup_of(here, plan, metrics)
+        setup = setup_of(here, plan, metrics, iterations=short)
         setup = dataclasses.replace(setup, attempts_per_s=min(metrics.attempts_per_s, supply[s] / values.tokens[s]),
                                     update_s=float(update[s]))
-        summary = summarize(setup, replicate(setup, [risk.seed if seed is None else seed, s]))
-        rows.append(row | {"simulated_makespan_s": summary["makespan_s"], "simulated_on_time": summary["on_time"]})
+        summary = summarize(setup, replicate(setup, [risk.seed, s]))
+        rows.append(row | {"simulated_makespan_s": summary["makespan_s"], "simulated_on_time": summary["on_time"],
+                           "deadline_s": setup.deadline, "sandbox_wait_share": summary.get("sandbox_wait_share"),
+                           "group_drop_rate": summary.get("group_drop_rate")})
         if on_progress is not None:
             on_progress(s + 1, count)
     return rows

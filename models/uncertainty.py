@@ -14,7 +14,7 @@ from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict
 
@@ -51,7 +51,17 @@ def valid_range(path: str) -> tuple[float, float]:
     return low, 1.0 if name in _AT_MOST_ONE else math.inf
 
 
+def _parameters_schema() -> dict:
+    """JSON Schema of the parameter rule: each distribution requires its own parameters, and no other."""
+    return {"allOf": [{"if": {"properties": {"dist": {"const": dist}}, "required": ["dist"]},
+                       "then": {"required": list(wanted),
+                                "properties": {p: {"type": "number" if p in wanted else "null"} for p in _PARAMETERS}}}
+                      for dist, wanted in DISTRIBUTIONS.items()]}
+
+
 class Factor(Strict):
+    model_config = ConfigDict(json_schema_extra=_parameters_schema())
+
     name: Name = Field(description="what the factor stands for, e.g. throughput; named in risk reports")
     paths: list[str] = Field(
         min_length=1,
@@ -263,7 +273,8 @@ def _hit_errors(where: str, factor: dict, hits: list[tuple[list[str | int], Any]
         low, high = valid_range(render_path(tokens))
         lowest, highest = sorted((value * low_draw, value * high_draw))
         if value != 0 and (lowest > high or highest < low or (low == POSITIVE_FLOOR and highest <= 0)):
-            bounds = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}" if low != POSITIVE_FLOOR else "> 0"
+            opening = "(0" if low == POSITIVE_FLOOR else f"[{low:g}"
+            bounds = f"{opening}, {high:g}]" if math.isfinite(high) else "> 0" if low == POSITIVE_FLOOR else f">= {low:g}"
             return [(where, f"every draw of factor '{factor['name']}' ({lowest:g} to {highest:g}) puts "
                             f"{render_path(tokens)} out of its range ({bounds}): the factor could only give invalid values")]
     return []

@@ -70,7 +70,9 @@ def _render_factors(console, risk: Risk) -> None:
 def _render_replays(console, risk: Risk) -> None:
     from rich.table import Table
 
-    table = Table(title="replayed by the simulator (MODEL §10) beside the analysis", title_justify="left",
+    iterations = risk.replays[0]["iterations"]
+    table = Table(title=f"replayed by the simulator (MODEL §10) beside the analysis: {iterations:,} iterations, "
+                        "the deadline pro rata", title_justify="left",
                   header_style="bold", box=None, pad_edge=False)
     for column in ("scenario", "multipliers", "analytic makespan", "on time", "simulated makespan", "on time"):
         table.add_column(column, justify="left" if column in ("scenario", "multipliers") else "right")
@@ -86,7 +88,8 @@ def _render_replays(console, risk: Risk) -> None:
     if s["replayed"]:
         console.print(f"on time in the {s['replayed']} replayed scenarios: analytic {s['analytic_on_time_share']:.0%}, "
                       f"simulated {s['simulated_on_time_share']:.0%}; verdicts differ in {s['disagree']}. The simulation "
-                      "adds the start-up, the last update and queueing the steady analysis leaves out.")
+                      "keeps launching at the plan's attempt rate (at most what the token supply sustains) and adds the "
+                      "start-up, the last update, sandbox queues and stale groups that the steady analysis leaves out.")
 
 
 def risk_pngs(risk: Risk) -> dict[str, bytes]:
