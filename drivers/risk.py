@@ -34,7 +34,9 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def spread(values: np.ndarray) -> dict[str, float]:
