@@ -275,3 +275,21 @@ def test_cli_bad_input_exits_2(tmp_path: Path):
     plain = _risk(str(SEED))
     assert plain.exit_code == 2 and "uncertainty: risk needs an uncertainty section" in plain.stderr
     assert _risk(str(UNCERTAIN), "--samples", "0").exit_code == 2
+
+
+def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
+    """The per-scenario coefficients a chance-constrained model reads (MODEL §9: constraints at L_dl) decide
+    on time exactly as the plan's evaluation does."""
+    inst = validate(read_document(UNCERTAIN), str(UNCERTAIN))
+    plan = optimum(inst)
+    scen = sc.draw(inst, 2000, seed=9)
+    out = sc.evaluate(inst, plan, scen)
+    at = sc.at_deadline(inst, scen, [plan.versions_kept])
+    v = sc.values_of(inst, scen)
+    supply = (at.supply_per_replica[:, 0, 0] * plan.inference[0].replicas)
+    update = sc.update_time(inst, scen, plan.training_gpus)
+    theta = room(inst, plan, scen, v.peak_to_mean)
+    verdict = ((plan.cadence_s <= at.pace) & (update <= at.pace * (1 + 1e-9)) & at.fresh[:, 0]
+               & (supply >= at.token_demand[:, 0] * (1 - 1e-9)) & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9)))
+    assert 0.02 < out.on_time.mean() < 0.98
+    assert np.array_equal(verdict, out.on_time)
