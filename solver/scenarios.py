@@ -25,6 +25,7 @@ from solver import calculus as calc
 from solver.lifetimes import Lifetimes, lifetimes_of
 from solver.tolerances import REL_TOL
 
+
 @dataclass(frozen=True)
 class Scenarios:
     """S scenarios: every factor drawn once per scenario (MODEL §9)."""

@@ -293,3 +293,19 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
                & (supply >= at.token_demand[:, 0] * (1 - 1e-9)) & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9)))
     assert 0.02 < out.on_time.mean() < 0.98
     assert np.array_equal(verdict, out.on_time)
+
+
+def test_start_up_fill_per_scenario_matches_the_calculus():
+    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.calculus.fill, one law
+    at a time, for independent and comonotone groups."""
+    from solver import calculus as calc
+    from solver.lifetimes import Lifetimes
+
+    rng = np.random.default_rng(4)
+    mu, sigma, rate = rng.uniform(5.0, 8.0, 40), rng.uniform(0.05, 2.0, 40), rng.uniform(0.5, 20.0, 40)
+    life = Lifetimes(mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + 2.33 * sigma), mu=mu, sigma=sigma)
+    for correlation in ("independent", "comonotone"):
+        mine = life.fill(rate, 4096, 8, 0.9, correlation)
+        for s in range(40):
+            ref = float(calc.fill(calc.lognormal(mu[s], sigma[s]), rate[s], 4096, 8, 0.9, correlation))
+            assert mine[s] == pytest.approx(ref, rel=1e-9), (correlation, s)
