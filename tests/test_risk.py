@@ -19,11 +19,12 @@ from click.testing import CliRunner
 from scipy import stats
 
 from cli import main
-from drivers.risk import assess, wilson
+from drivers.risk import assess
 from models.load import read_document, validate
 from solver import scenarios as sc
 from solver import verify_laws as laws
 from solver.scenario_hosts import _hosts, _lp, room
+from solver.scenarios import wilson
 from solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parent.parent
