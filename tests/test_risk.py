@@ -310,3 +310,24 @@ def test_start_up_fill_per_scenario_matches_the_calculus():
         for s in range(40):
             ref = float(calc.fill(calc.lognormal(mu[s], sigma[s]), rate[s], 4096, 8, 0.9, correlation))
             assert mine[s] == pytest.approx(ref, rel=1e-9), (correlation, s)
+
+
+def test_an_empirical_occupancy_is_scaled_as_a_whole():
+    from solver import calculus as calc
+
+    samples = [300.0, 500.0, 700.0, 900.0, 1044.0, 1200.0, 1500.0, 2000.0, 3000.0, 5000.0]
+    document = read_document(SEED)
+    document["environment"] = dict(document["environment"], occupancy={"distribution": "empirical", "samples": samples})
+    document["uncertainty"] = {"factors": [{"name": "lifetimes", "paths": ["environment.occupancy.samples[*]"],
+                                            "dist": "lognormal", "median": 1.0, "sigma": 0.2}]}
+    inst = validate(document, "empirical.yaml")
+    plan = optimum(inst)
+    scen = sc.from_draws(inst, np.array([[1.0], [1.4]]))
+    life = sc.values_of(inst, scen).lifetimes
+    for s, c in enumerate((1.0, 1.4)):
+        law = calc.empirical(np.array(samples) * c)
+        assert life.mean[s] == pytest.approx(law.mean)
+        assert life.exceedance(np.array([604.0, 604.0]), 10)[s] == pytest.approx(float(calc.exceedance(law, 604.0, 10)))
+    out = sc.evaluate(inst, plan, scen)
+    assert out.cadence[0] == plan.cadence_s and out.on_time[0]
+    assert out.cadence[1] > plan.cadence_s and not out.on_time[1]
