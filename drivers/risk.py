@@ -24,6 +24,9 @@ from solver.scenarios import wilson
 
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+SAMPLES = 10_000
+"""Scenarios a risk report draws unless told (``uncertainty.samples`` is the S of a confidence solve): the
+Wilson interval is then at most ±1 point wide, and evaluating them takes well under a second."""
 
 
 def spread(values: np.ndarray) -> dict[str, float]:
@@ -102,9 +105,9 @@ def _finite(node):
     return node
 
 
-def assess(inst: Instance, plan: Plan, samples: int | None = None, seed: int | None = None) -> Risk:
-    """``plan`` (verified against ``inst``) over ``samples`` scenarios drawn with ``seed`` (defaults:
-    the uncertainty section's)."""
+def assess(inst: Instance, plan: Plan, samples: int = SAMPLES, seed: int | None = None) -> Risk:
+    """``plan`` (verified against ``inst``) over ``samples`` scenarios drawn with ``seed`` (default the
+    uncertainty section's)."""
     scen = sc.draw(inst, samples, seed)
     outcome = sc.evaluate(inst, plan, scen)
     effects, median = sensitivity(inst, plan)
