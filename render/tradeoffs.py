@@ -67,19 +67,28 @@ def render_comparison(console, result) -> None:
 
     from drivers.compare import ROWS
 
-    console.print(f"[bold]{result.instance}[/bold]: fewer cards, or a shorter schedule? "
+    console.print(f"{result.instance}: fewer cards, or a shorter schedule? "
                   f"(baseline {result.baseline_gpus:,} inference GPUs: {result.baseline_source}"
-                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")")
+                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")",
+                  markup=False)
+    if result.mix is not None:
+        console.print(f"arithmetic columns: inference GPUs of {result.mix.describe()}: "
+                      f"{result.mix.tokens_per_gpu_s:,.4g} tokens/s/GPU, ${result.mix.gpu_hour_cost:,.4g}/GPU-hour",
+                      markup=False)
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("figure", no_wrap=True)
     for n, col in enumerate(result.columns, start=1):
         table.add_column(f"({n}) {col.heading}", justify="right")
-    table.add_row("status", *(col.status for col in result.columns))
+    table.add_row("status", *("undeliverable" if col.yardstick else col.status for col in result.columns))
     for key, label, kind in ROWS:
         table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
     console.print(table)
     for n, col in enumerate(result.columns, start=1):
         console.print(f"({n}) {col.title}: {col.note}", markup=False)
+        if col.yardstick:
+            console.print(f"    infeasible as a yardstick: {col.yardstick}", markup=False)
+    for sentence in result.coincide:
+        console.print(sentence, markup=False)
     console.print("[bold]Against the baseline[/bold]")
     for key, phrases in result.deltas().items():
         n = next(i for i, col in enumerate(result.columns, start=1) if col.key == key)
