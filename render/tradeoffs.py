@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.result import STATUSES
+from render.labels import field_label
 from render.tables import fitted, money, render_diagnosis
 
 def render_frontier(console, found, folder: Path) -> None:
@@ -102,11 +103,11 @@ def render_sweep(console, report, files) -> None:
 
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("#", justify="right", no_wrap=True)
-    short = [a.path.split(".")[-1] for a in report.axes]
-    for axis, name in zip(report.axes, short):
-        table.add_column(name if short.count(name) == 1 else axis.path, no_wrap=True)
-    for col in ("status", "objective", "cadence", "K", "inference", "training", "nodes", "VMs", "margin",
-                "exceed.", "drop"):
+    for axis in report.axes:
+        table.add_column(field_label(axis.path, report.names), no_wrap=True)
+    pools = report.pools if len(report.pools) > 1 else []
+    for col in ("status", "objective", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
+                "nodes", "VMs", "margin", "exceed.", "drop"):
         table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
     table.add_column("diagnosis / message", overflow="fold", min_width=20)
 
@@ -125,7 +126,8 @@ def render_sweep(console, report, files) -> None:
         table.add_row(
             str(row["index"]), *(row["edits"][a.path] for a in report.axes), row["status"], shown,
             show(row["cadence_s"], ",.6g"), show(row["versions_kept"], "d"), show(row["inference_gpus"], ",d"),
-            show(row["training_gpus"], ",d"), show(row["nodes"], ",d"), show(row["vms"], ",d"),
+            show(row["training_gpus"], ",d"), *(show((row.get("pool_gpus") or {}).get(p), ",d") for p in pools),
+            show(row["nodes"], ",d"), show(row["vms"], ",d"),
             show(row["time_margin"], ".2%"), show(row["exceedance"], ".2%"), show(row["group_drop_rate"], ".2%"),
             (row["message"] or "").replace(prefix, ""))
     fitted(console, table)
