@@ -23,6 +23,10 @@ GROUPS_IN_LEGEND = 8  # more series than this are drawn alike, without a legend
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 _LABELS = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "makespan"}
+# What held the frontier's fast end (Frontier.bounded_by), as its label says it.
+FAST_END = {"grid": "fastest on the cadence grid", "budget": "fastest within budget",
+            "constraints": "fastest feasible", "time_limit": "fastest found (time limit)",
+            "error": "fastest found (solver error)"}
 
 
 def _figure(size_px: tuple[int, int]):
@@ -90,8 +94,7 @@ def frontier_png(frontiers: Frontiers) -> bytes:
         _label(ax, days[cheap], costs[cheap], "cheapest in deadline\n"
                f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s",
                (-40, -30), "right")
-        within = "within budget" if budget is not None else "(no budget set)"
-        _label(ax, days[fast], costs[fast], f"fastest {within}\n"
+        _label(ax, days[fast], costs[fast], f"{FAST_END[front.bounded_by]}\n"
                f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s",
                (40, 10), "left")
         low, high = min(days.min(), deadline), max(days.max(), deadline)

@@ -8,10 +8,24 @@ from models.result import STATUSES
 from render.labels import field_label
 from render.tables import fitted, money, render_diagnosis
 
-def render_frontier(console, found, folder: Path) -> None:
+CORNER_ROWS = 12  # corners a frontier table shows without --all
+
+
+def shown_corners(corners: list[int], show_all: bool = False, most: int = CORNER_ROWS) -> list[int]:
+    """The corners a table prints: all of them, or ``most`` spread evenly from the fastest to the cheapest."""
+    if show_all or len(corners) <= most:
+        return list(corners)
+    picks = sorted({round(i * (len(corners) - 1) / (most - 1)) for i in range(most)})
+    return [corners[i] for i in picks]
+
+
+def render_frontier(console, found, folder: Path, show_all: bool = False) -> None:
     from rich.table import Table
 
-    from drivers.frontier import DAY_S, cost_of
+    from drivers.frontier import DAY_S, cost_of, pools_of
+
+    pools = pools_of(found)
+    pools = pools if len(pools) > 1 else []
 
     for name, front in found.frontiers.items():
         what = "total cost" if name == "total_cost" else "hourly cost"
@@ -28,17 +42,25 @@ def render_frontier(console, found, folder: Path) -> None:
             f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d")
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
-        for col in ("#", "makespan", "cadence", "K", "inference", "training", "nodes", "VMs", "$/hour", "total",
-                    "margin", per_day):
+        for col in ("#", "makespan", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
+                    "nodes", "VMs", "$/hour", "total", "margin", per_day):
             table.add_column(col, justify="right", no_wrap=True)
+        shown = set(shown_corners(front.corners, show_all))
         for i, price in zip(front.corners, front.price_of_time()):
+            if i not in shown:
+                continue
             plan, met = front.points[i].plan, front.points[i].metrics
+            used = {p.pool: p.gpus_used for p in plan.pools}
             table.add_row(
                 str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
-                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", f"{plan.node_count:,}",
+                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", *(f"{used.get(p, 0):,}" for p in pools),
+                f"{plan.node_count:,}",
                 f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
                 f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}")
         fitted(console, table)
+        if len(shown) < len(front.corners):
+            console.print(f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "
+                          "--all prints every one", markup=False)
     console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
                   f"{folder / 'frontier.png'}", markup=False)
 
