@@ -45,10 +45,12 @@ SOLVE_SIMULATION_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time
               metavar="[R]", help="Replay the plan R times (default 1, the full run) and print the simulated verdict.")
 @click.option("--levers/--no-levers", "with_levers", default=True, show_default=True,
               help="Re-solve with each limit relaxed one step and show what it would save (JSON key 'levers').")
+@click.option("--levers-time", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              metavar="S", help="Seconds all the lever re-solves may take together.")
 @edits_option
 @guarded
 def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None,
-          replications: int | None, with_levers: bool, edits) -> None:
+          replications: int | None, with_levers: bool, levers_time: float, edits) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
@@ -72,7 +74,7 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     if with_levers and result.status == "optimal":
         from drivers.levers import levers
 
-        found = levers(inst, result)
+        found = levers(inst, result, levers_time)
     payload = result.to_json()
     if found is not None:
         payload["levers"] = found.to_json()

@@ -115,8 +115,12 @@ def _more(count: int) -> int:
     return count + max(1, math.ceil(count * LIMIT_STEP))
 
 
-def levers(inst: Instance, result: Result) -> Levers | None:
-    """The levers under ``result``'s plan (None when it has no optimal plan)."""
+def levers(inst: Instance, result: Result, time_limit: float | None = None) -> Levers | None:
+    """The levers under ``result``'s plan (None when it has no optimal plan).
+
+    ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
+    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving.
+    """
     if result.status != "optimal" or result.plan is None or result.objective_value is None:
         return None
     clock = time.perf_counter()
@@ -124,8 +128,13 @@ def levers(inst: Instance, result: Result) -> Levers | None:
     checker = Feasibility(inst)
     items = []
     for name, path, kind, before, after in steps(inst):
-        solved = checker.solve({path: after}, result.objective)
-        value = solved.objective_value if solved is not None and solved.plan is not None else None
+        left = None if time_limit is None else time_limit - (time.perf_counter() - clock)
+        if left is not None and left <= 0:
+            items.append(Lever(name, path, kind, float(before), float(after), "skipped", None, None, None))
+            continue
+        solved = checker.solve({path: after}, result.objective, left)
+        proven = solved is not None and solved.status == "optimal"
+        value = solved.objective_value if proven else None
         status = "invalid" if solved is None else str(solved.status)
         saving = None if value is None else base - float(value)
         share = None if saving is None or not base else saving / base

@@ -97,3 +97,11 @@ def test_an_infeasible_instance_has_no_levers():
     run = CliRunner().invoke(main, ["solve", str(SEED), "--json", "--set", "schedule.deadline=5d"])
     assert run.exit_code == 3
     assert "levers" not in json.loads(run.output)
+
+
+def test_a_spent_time_budget_skips_the_rest_without_inventing_savings(seed):
+    inst, result, _ = seed
+    found = levers(inst, result, time_limit=1e-9)
+    assert found.items and all(lv.status in ("skipped", "time_limit") for lv in found.items)
+    assert all(lv.saving is None for lv in found.items)
+    assert "not computed (--levers-time ran out)" in lever_line(found.items[-1], result.objective)
