@@ -102,14 +102,14 @@ def render_comparison(console, result) -> None:
     table.add_column("figure", no_wrap=True)
     for n, col in enumerate(result.columns, start=1):
         table.add_column(f"({n}) {col.heading}", justify="right")
-    table.add_row("status", *("undeliverable" if col.yardstick else col.status for col in result.columns))
+    table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for col in result.columns))
     for key, label, kind in ROWS:
         table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
     console.print(table)
     for n, col in enumerate(result.columns, start=1):
         console.print(f"({n}) {col.title}: {col.note}", markup=False)
         if col.yardstick:
-            console.print(f"    infeasible as a yardstick: {col.yardstick}", markup=False)
+            console.print(f"    ✗ infeasible as a yardstick: {col.yardstick}", markup=False)
     for sentence in result.coincide:
         console.print(sentence, markup=False)
     console.print("[bold]Against the baseline[/bold]")

@@ -173,7 +173,7 @@ def test_an_undeliverable_baseline_is_flagged(two_pools):
     assert report.to_json()["columns"][0]["infeasible_as_yardstick"] is True
     run = CliRunner().invoke(main, ["compare", str(TWO_POOLS), "--baseline-inference-gpus", "450"])
     assert run.exit_code == 0, run.output
-    assert "infeasible as a yardstick" in run.output and "undeliverable" in run.output
+    assert "✗ infeasible as a yardstick" in run.output and "arithmetic ✗" in run.output
 
 
 def test_without_a_plan_the_mix_is_the_pools_capacity():
