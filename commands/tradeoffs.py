@@ -25,9 +25,9 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
     below the last plan found until no faster plan exists. The tables list the frontier's
-    corners (at most 12, evenly spread, unless --all): the plans where its slope changes (the vertices of its lower convex hull, each
-    the cheapest plan for some price put on a day of schedule), plus both ends; "$ per day
-    saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
+    corners: the plans where its slope changes (the vertices of its lower convex hull, each
+    the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
+    evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
     from drivers.frontier import csv_columns, csv_rows, frontiers
@@ -52,7 +52,8 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
-              help="The baseline's inference cards [default: the fewer-cards plan's].")
+              help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
+                   "mix can have beside the deadline pace's training; the output says how it was chosen].")
 @click.option("--cadence", type=click.FloatRange(min=0, min_open=True),
               help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
                    "stays at the deadline pace.")
@@ -66,7 +67,9 @@ def compare(instance: str, baseline_inference_gpus: int | None, cadence: float |
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %").
+    each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
+    rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
+    (infeasible as a yardstick) when those cards cannot deliver once drops count.
     """
     from drivers.compare import compare as run_compare
 

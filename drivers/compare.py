@@ -3,7 +3,8 @@
 Columns, side by side:
 
 - ``baseline``: the seed's arithmetic (:func:`solver.explain.explain`) at the deadline pace
-  with the baseline's inference cards — what the article starts from;
+  with the baseline's inference cards — what the article starts from; by default every
+  inference GPU the shape mix can have beside the deadline pace's training (:func:`_baseline`);
 - ``fewer_cards``: the cheapest plan that meets the deadline (the MIP, total cost);
 - ``shorter_same_cards``: the fastest plan with no more inference cards than the baseline;
 - ``shorter_same_hourly``: the fastest plan whose hourly cost is no more than ``fewer_cards``';
@@ -13,8 +14,11 @@ Columns, side by side:
   is the ``shorter_same_cards`` plan's when it has one, else the pinned cadence, else the
   fastest admissible one.
 
+The arithmetic columns rate and price their inference cards by a shape mix
+(:mod:`drivers.shape_mix`) and carry a ``yardstick`` note when those cards cannot deliver.
 Every column reports the same figures (:data:`ROWS`); :func:`deltas` phrases each
-against the baseline the way the article does ("time margin 17.3 %, supply +21 %").
+against the baseline the way the article does ("time margin 17.3 %, supply +21 %");
+:func:`coinciding` says why two columns hold the same figures.
 """
 
 from __future__ import annotations
