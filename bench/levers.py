@@ -8,6 +8,7 @@ call (its own reusable model), after the plan itself is solved; the import of py
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -37,7 +38,8 @@ def main() -> None:
           f"{args.rounds} rounds")
     print(f"  median {statistics.median(seconds):.3f} s (min {min(seconds):.3f}, max {max(seconds):.3f}); "
           f"target ≤ 1 s on the seed baseline")
-    print(f"  per re-solve: median {statistics.median(seconds) / found.solves * 1000:.1f} ms")
+    print(f"  per re-solve: median {statistics.median(seconds) / found.solves * 1000:.1f} ms; "
+          f"1-minute load average after the runs {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -92,11 +92,11 @@ def frontier_png(frontiers: Frontiers) -> bytes:
                 markeredgecolor="tab:orange", label=f"corners ({len(corners)})")
         cheap, fast = len(days) - 1, 0
         _label(ax, days[cheap], costs[cheap], "cheapest in deadline\n"
-               f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s",
-               (-40, -30), "right")
+               f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s"
+               + _pool_line(front.points[cheap].plan), (-40, -30), "right")
         _label(ax, days[fast], costs[fast], f"{FAST_END[front.bounded_by]}\n"
-               f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s",
-               (40, 10), "left")
+               f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s"
+               + _pool_line(front.points[fast].plan), (40, 10), "left")
         low, high = min(days.min(), deadline), max(days.max(), deadline)
         pad = max(0.04 * (high - low), 0.05)
         ax.set_xlim(low - pad, high + pad)
@@ -104,6 +104,13 @@ def frontier_png(frontiers: Frontiers) -> bytes:
         ax.set_ylim(costs.min() - 0.25 * span, costs.max() + 0.35 * span)
         ax.legend(loc="upper right", fontsize=8)
     return _png(fig)
+
+
+def _pool_line(plan) -> str:
+    """The GPUs a plan uses in each pool, as a label's last line (nothing for a single pool)."""
+    if len(plan.pools) < 2:
+        return ""
+    return "\nGPUs: " + ", ".join(f"{p.pool} {p.gpus_used:,}" for p in plan.pools)
 
 
 def _label(ax, x: float, y: float, text: str, offset: tuple[int, int], align: str) -> None:

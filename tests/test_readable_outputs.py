@@ -3,21 +3,23 @@ say what bounded a frontier, at most 12 corner rows unless --all."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
 from cli import main
-from drivers.frontier import frontiers
+from drivers.batch import SUMMARY_COLUMNS, summary_row
+from drivers.frontier import csv_columns, frontiers
 from drivers.sweep import parse_axis, run_sweep
-from models.edits import edited
+from models.edits import edited, load_edited
 from models.load import load_instance
 from render.labels import field_label
-from render.plots import FAST_END, sweep_panels
-from render.tradeoffs import CORNER_ROWS, render_sweep, shown_corners
+from render.plots import FAST_END, _pool_line, sweep_panels
+from render.tradeoffs import CORNER_ROWS, render_frontier, render_sweep, shown_corners
+from solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -75,48 +77,61 @@ def test_shown_corners_keep_both_ends_and_at_most_twelve():
 
 
 def _table_rows(output: str) -> list[list[str]]:
-    """Per frontier table, its data rows (lines starting with a point number)."""
-    tables, rows = [], None
+    """Per frontier table, its data rows (the lines after a header that start with a point number)."""
+    tables: list[list[str]] = []
     for line in output.splitlines():
         if line.lstrip().startswith("#  makespan"):
-            rows = []
-            tables.append(rows)
-        elif rows is not None and line.strip()[:1].isdigit() and " d " in line:
-            rows.append(line)
-        else:
-            rows = None if not line.startswith(" ") else rows
+            tables.append([])
+        elif tables and line.strip()[:1].isdigit() and " d " in line:
+            tables[-1].append(line)
     return tables
 
 
-def test_frontier_prints_at_most_twelve_corners_unless_all(tmp_path):
-    short = CliRunner().invoke(main, ["frontier", str(SEED), "--out", str(tmp_path / "a")])
-    assert short.exit_code == 0, short.output
-    full = CliRunner().invoke(main, ["frontier", str(SEED), "--out", str(tmp_path / "b"), "--all"])
-    counts_short = [len(t) for t in _table_rows(short.output)]
-    counts_full = [len(t) for t in _table_rows(full.output)]
-    assert counts_full == [13, 15]  # the seed baseline's corners (README)
-    assert counts_short == [12, 12]
-    assert "12 of 13 corners shown" in short.output and "--all prints every one" in short.output
-    with open(tmp_path / "a" / "frontier.csv", newline="") as handle:
-        assert "gpus[main]" in next(csv.reader(handle))
+@pytest.fixture(scope="module")
+def seed_front():
+    return frontiers(load_instance(SEED))
 
 
-def test_a_budget_truncated_frontier_says_so():
-    inst = load_instance(SEED)
-    capped = frontiers(edited(inst, {"limits.max_hourly_cost": 19000}))
+def _rendered(found, show_all: bool) -> str:
+    console = Console(width=300, record=True)
+    render_frontier(console, found, Path("out"), show_all)
+    return console.export_text()
+
+
+def test_frontier_prints_at_most_twelve_corners_unless_all(seed_front):
+    short, full = _rendered(seed_front, False), _rendered(seed_front, True)
+    assert [len(t) for t in _table_rows(full)] == [13, 15]  # the seed baseline's corners (README)
+    assert [len(t) for t in _table_rows(short)] == [12, 12]
+    assert "12 of 13 corners shown" in short and "--all prints every one" in short
+    assert "corners shown" not in full
+    assert "--all" in CliRunner().invoke(main, ["frontier", "--help"]).output
+    assert "gpus[main]" in csv_columns(seed_front)
+
+
+def test_frontier_tables_and_labels_split_gpus_by_pool():
+    found = frontiers(load_edited(TWO_POOLS, ["schedule.cadence.min=420s"]))
+    header = next(line for line in _rendered(found, False).splitlines() if line.lstrip().startswith("#  makespan"))
+    assert "GPUs in h100" in header and "GPUs in h200" in header
+    plan = found.frontiers["total_cost"].fastest.plan
+    line = _pool_line(plan)
+    assert line.startswith("\nGPUs: h100 ") and ", h200 " in line
+    used = {p.pool: p.gpus_used for p in plan.pools}
+    assert used["h100"] + used["h200"] == plan.inference_gpus + plan.training_gpus
+
+
+def test_a_budget_truncated_frontier_says_so(seed_front):
+    capped = frontiers(edited(load_instance(SEED), {"limits.max_hourly_cost": 19000}))
     for front in capped.frontiers.values():
         assert front.bounded_by == "budget"
         assert FAST_END[front.bounded_by] == "fastest within budget"
         assert max(r.plan.hourly_cost for r in front.points) <= 19000 * (1 + 1e-9)
-    free = frontiers(inst)
-    for front in free.frontiers.values():
+    for front in seed_front.frontiers.values():
         assert front.bounded_by == "constraints"  # no budget: faster cadences break pools and throughput
         assert "budget" not in FAST_END[front.bounded_by]
 
 
-def test_batch_summary_splits_gpus_by_pool(tmp_path):
-    run = CliRunner().invoke(main, ["batch", str(TWO_POOLS), "--out", str(tmp_path), "--workers", "1", "--quiet"])
-    assert run.exit_code == 0, run.output
-    with open(tmp_path / "summary.csv", newline="") as handle:
-        row = next(csv.DictReader(handle))
+def test_batch_summary_splits_gpus_by_pool():
+    payload = solve_instance(load_instance(TWO_POOLS)).to_json()
+    row = summary_row(SimpleNamespace(file=str(TWO_POOLS), result="two-pools.json"), payload)
+    assert "gpus_by_pool" in SUMMARY_COLUMNS
     assert row["gpus_by_pool"] == "h100=1424; h200=1424"

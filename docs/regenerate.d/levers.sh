@@ -20,12 +20,14 @@ tg frontier instances/seed-week-75.yaml --out "$OUT/frontier" > "$OUT/frontier-s
 tg frontier instances/seed-week-75.yaml --set limits.max_hourly_cost=19000 --out "$OUT/frontier-budget" \
   > "$OUT/frontier-seed-budget.txt"
 cp "$OUT/frontier-budget/frontier.png" "$OUT/frontier-seed-budget.png"
+tg frontier "$TWO" --out "$OUT/frontier-two" > "$OUT/frontier-two-pools.txt"
+cp "$OUT/frontier-two/frontier.png" "$OUT/frontier-two-pools.png"
 tg sweep "$TWO" --set 'inference.shapes[1].tokens_per_gpu_s=100,140,180' --set 'gpu_pools[1].gpus=1024,2048' \
   --out "$OUT/sweep" > "$OUT/sweep-two-pools.txt"
 cp "$OUT/sweep/sweep-inference-shapes-1-tokens-per-gpu-s.png" "$OUT/sweep-two-pools.png"
-rm -rf "$OUT/frontier" "$OUT/frontier-budget" "$OUT/sweep"
+rm -rf "$OUT/frontier" "$OUT/frontier-budget" "$OUT/frontier-two" "$OUT/sweep"
 # Paths of the scratch folders removed above read the same on every machine.
-sed -i 's#docs/levers/\(frontier\|frontier-budget\|sweep\)/#out/#g' "$OUT"/*.txt
+sed -i 's#docs/levers/\(frontier\|frontier-budget\|frontier-two\|sweep\)/#out/#g' "$OUT"/*.txt
 "$PYTHON" bench/levers.py > "$OUT/bench.txt"
 # Each fenced block after a "<!-- output: PATH -->" line of docs/levers.md gets PATH's contents.
 "$PYTHON" - <<'PY'
