@@ -41,6 +41,12 @@ class Figure:
         return math.log(self.high / self.low) / (2 * Z_LEVEL)
 
 
+def resample(rng: np.random.Generator, size: int, replicates: int) -> np.ndarray:
+    """(replicates, size): how often each of ``size`` units is drawn in each bootstrap resample."""
+    idx = rng.integers(0, size, (replicates, size)) + (np.arange(replicates) * size)[:, None]
+    return np.bincount(idx.ravel(), minlength=replicates * size).reshape(replicates, size).astype(float)
+
+
 def percentile_interval(draws: np.ndarray) -> tuple[float, float]:
     tail = 100 * (1 - LEVEL) / 2
     lo, hi = np.percentile(draws, [tail, 100 - tail])

@@ -98,15 +98,15 @@ def calibrate(log: Trajectories, steps: Steps | None = None, into: Instance | No
               inference_gpus: int | None = None, replicates: int = REPLICATES, seed: int = SEED) -> Calibration:
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
-    occupancy = fit_occupancy(lt.lifetimes_of(log.start, log.end, log.log_end), source, rng, replicates)
+    occupancy = fit_occupancy(lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group), source, rng, replicates)
     per_backend, shares = {}, {}
     if log.backends is not None:
         started = ~np.isnan(log.start)
         for i, name in enumerate(log.backends):
             mine = log.backend == i
             shares[name] = float(mine.sum() / log.rows)
-            data = lt.lifetimes_of(log.start, log.end, log.log_end, mine)
-            if (mine & started).sum() >= 10 and data.x.size >= 2:
+            data = lt.lifetimes_of(log.start, log.end, log.log_end, mine, log.group)
+            if len(log.backends) > 1 and (mine & started).sum() >= 10 and data.x.size >= 2:
                 per_backend[name] = fit_occupancy(data, f"{source} (backend {name})", rng, replicates)
     throughput, window = tokens_per_gpu_s(log, steps, inference_gpus)
     update = fit_update_law(steps, rng, replicates) if steps is not None else None

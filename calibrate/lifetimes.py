@@ -8,8 +8,9 @@ keeps the short ones of the last hours and loses the long ones: the tail comes o
 The maximum likelihood is found on the log-lifetimes by Newton steps (EM steps, in which a censored
 value is replaced by its conditional moments under the current fit, start it and catch a step that
 would not raise the likelihood), for all bootstrap replicates at once. Replicates
-resample the attempts; above ``EXACT_ROWS`` attempts they resample ``BINS`` bins of the
-log-lifetime per kind (ended / running) instead, each bin at its members' mean.
+resample the attempts (whole launch groups when the log has groups); above ``EXACT_ROWS`` attempts
+they resample ``BINS`` bins of the log-lifetime per kind (ended / running) instead, each bin at its
+members' mean (ignoring groups: the intervals of such logs are narrow either way).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from calibrate.figures import resample
+
 Z_99 = float(special.ndtri(0.99))
 EXACT_ROWS = 20_000  # at most this many attempts: bootstrap replicates resample the attempts themselves
 BINS = 2048  # above it, per kind: log-lifetime bins whose counts the replicates resample
-EM_TOLERANCE = 1e-9  # stop when no replicate's mu or sigma moves by more than this (log seconds)
+EM_TOLERANCE = 1e-8  # stop when no replicate's mu or sigma moves by more than this (log seconds)
 EM_ITERATIONS = 200
 EM_WARMUP = 5  # EM steps before Newton when there is no starting point
 REJECT_FLOOR = 0.02  # the lognormal is rejected only if it misses Kaplan–Meier by more than this anywhere
@@ -37,20 +40,23 @@ class Lifetimes:
 
     x: np.ndarray
     c: np.ndarray
+    units: np.ndarray | None = None  # per value of x then c: the launch group, the unit a replicate resamples
 
     @property
     def rows(self) -> int:
         return self.x.size + self.c.size
 
 
-def lifetimes_of(start: np.ndarray, end: np.ndarray, log_end: float, keep: np.ndarray | None = None) -> Lifetimes:
+def lifetimes_of(start: np.ndarray, end: np.ndarray, log_end: float, keep: np.ndarray | None = None,
+                 group: np.ndarray | None = None) -> Lifetimes:
     """Log-lifetimes of the attempts that started (optionally only where ``keep``); running ones censored."""
     started = ~np.isnan(start) if keep is None else keep & ~np.isnan(start)
     ended = started & ~np.isnan(end)
     running = started & np.isnan(end)
     x = np.log(np.maximum(end[ended] - start[ended], MIN_LIFETIME_S))
     c = np.log(np.maximum(log_end - start[running], MIN_LIFETIME_S))
-    return Lifetimes(x, c)
+    units = None if group is None else np.unique(np.concatenate([group[ended], group[running]]), return_inverse=True)[1]
+    return Lifetimes(x, c, units)
 
 
 def em_fit(xw: np.ndarray, x: np.ndarray, cw: np.ndarray, c: np.ndarray,
@@ -69,15 +75,17 @@ def em_fit(xw: np.ndarray, x: np.ndarray, cw: np.ndarray, c: np.ndarray,
     else:
         for _ in range(EM_WARMUP):
             mu, sigma = _em_step(stats, cw, c, mu, sigma)
+    current = _loglik(stats, cw, c, mu, sigma)
     for _ in range(EM_ITERATIONS):
         new_mu, new_sigma = _newton_step(stats, cw, c, mu, sigma)
-        before = _loglik(stats, cw, c, mu, sigma)
-        worse = ~(_loglik(stats, cw, c, new_mu, new_sigma) >= before - 1e-12 * np.abs(before) - 1e-9)
+        reached = _loglik(stats, cw, c, new_mu, new_sigma)
+        worse = ~(reached >= current - 1e-12 * np.abs(current) - 1e-9)
         if worse.any():
             em_mu, em_sigma = _em_step(stats, cw, c, mu, sigma)
             new_mu, new_sigma = np.where(worse, em_mu, new_mu), np.where(worse, em_sigma, new_sigma)
+            reached = _loglik(stats, cw, c, new_mu, new_sigma)
         moved = max(np.max(np.abs(new_mu - mu)), np.max(np.abs(new_sigma - sigma)))
-        mu, sigma = new_mu, new_sigma
+        mu, sigma, current = new_mu, new_sigma, reached
         if moved < EM_TOLERANCE:
             break
     return mu, sigma
@@ -147,13 +155,24 @@ def _atoms(values: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
     return sums[full] / counts[full], counts[full]
 
 
+def _resampled(rng: np.random.Generator, counts: np.ndarray, data: Lifetimes, replicates: int) -> np.ndarray:
+    """Bootstrap counts per atom. When the atoms are the rows: whole launch groups drawn when the log has
+    them (members share their start, hence their censoring, and may share their lifetime), else rows;
+    binned atoms (a large log): multinomial over the bins."""
+    rows = data.rows
+    if counts.size == rows and data.units is not None:
+        return resample(rng, int(data.units.max()) + 1, replicates)[:, data.units]
+    if counts.size == rows:
+        return resample(rng, rows, replicates)
+    return rng.multinomial(rows, counts / rows, size=replicates).astype(float)
+
+
 def bootstrap_lognormal(data: Lifetimes, replicates: int, rng: np.random.Generator,
                         start: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """(mu, sigma) of each bootstrap replicate (the attempts resampled with replacement), EM from ``start``."""
     x, xn = _atoms(data.x, data.rows)
     c, cn = _atoms(data.c, data.rows)
-    p = np.concatenate([xn, cn]) / data.rows
-    counts = rng.multinomial(data.rows, p, size=replicates).astype(float)
+    counts = _resampled(rng, np.concatenate([xn, cn]), data, replicates)
     return em_fit(counts[:, : x.size], x, counts[:, x.size:], c, start)
 
 
@@ -222,8 +241,7 @@ def bootstrap_km(data: Lifetimes, replicates: int, rng: np.random.Generator,
     c, cn = _atoms(data.c, data.rows)
     atoms = np.concatenate([x, c])
     order = np.argsort(atoms, kind="stable")
-    p = np.concatenate([xn, cn]) / data.rows
-    counts = rng.multinomial(data.rows, p, size=replicates).astype(float)[:, order]
+    counts = _resampled(rng, np.concatenate([xn, cn]), data, replicates)[:, order]
     deaths = counts * np.concatenate([np.ones(x.size), np.zeros(c.size)])[order]
     at_risk = data.rows - np.cumsum(counts, axis=1) + counts
     survival = np.cumprod(1.0 - np.divide(deaths, at_risk, out=np.zeros_like(deaths), where=at_risk > 0), axis=1)

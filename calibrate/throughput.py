@@ -6,7 +6,9 @@ of the step log) or, without boundaries, the span of starts less its first and l
 the warm-up (the pipeline filling before the first batch) and the drain (no new launches at the
 end) are trimmed. Tokens are counted by the attempts that *started* in the window (in a steady run
 as many tokens start per second as are produced); a running attempt's empty ``output_tokens`` is
-the mean of the ended attempts started in the window.
+the mean of the ended attempts started in the window. Its interval is the Poisson bootstrap of the
+launches (groups when the log has them) in closed form: the token count's sd is the square root of
+the sum of squared tokens per launch.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import math
 
 import numpy as np
 
-from calibrate.figures import Z_LEVEL, Figure, percentile_interval
+from calibrate.figures import Z_LEVEL, Figure, percentile_interval, resample
 from calibrate.logs import Steps, Trajectories
 
 TRIM = 0.10  # without batch boundaries: the share of the span of starts trimmed at each end
-COMONOTONE_ABOVE = 0.5  # an intraclass correlation above this is closer to comonotone than independent
+COMONOTONE_ABOVE = 0.5
+BLOCKS = 2000  # above this many groups, replicates resample blocks of groups (group index mod BLOCKS)
 
 
 def steady_window(log: Trajectories, steps: Steps | None) -> tuple[float, float, str]:
@@ -61,7 +64,12 @@ def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int
     tokens = np.where(known, tokens, np.mean(tokens[known]) if known.any() else 0.0)
     denominator = gpus[0] * (t1 - t0)
     value = float(tokens.sum() / denominator)
-    sd = math.sqrt(float(np.sum(tokens * tokens))) / denominator  # Poisson bootstrap of the attempts, closed form
+    if log.group is not None:  # attempts launch by group: the group is the unit that is resampled
+        _, unit = np.unique(log.group[inside], return_inverse=True)
+        units = np.bincount(unit, weights=tokens)
+    else:
+        units = tokens
+    sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
     window["gpus"] = gpus[0]
     note = f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}"
     return Figure("tokens_per_gpu_s", value, value - Z_LEVEL * sd, value + Z_LEVEL * sd, int(inside.sum()),
@@ -91,7 +99,8 @@ def intake(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figu
 
 def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figure | None:
     """Intraclass correlation of log-lifetimes within groups (ended members of groups with two or more):
-    0 for independent members, 1 for one lifetime per group (comonotone)."""
+    0 for independent members, 1 for one lifetime per group (comonotone). Replicates resample groups
+    (above BLOCKS groups: fixed blocks of groups, whose sums are what the correlation needs)."""
     if log.group is None:
         return None
     ended = log.finished
@@ -104,22 +113,25 @@ def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: i
     if keep.sum() < 3:
         return None
     n, s1, s2 = n[keep], s1[keep], s2[keep]
-    value = float(_icc(np.ones((1, n.size)), n, s1, s2)[0])
-    counts = rng.multinomial(n.size, np.full(n.size, 1.0 / n.size), size=replicates).astype(float)
-    lo, hi = percentile_interval(_icc(counts, n, s1, s2))
+    sums = np.stack([np.ones(n.size), n, s1, s2, s1 * s1 / n, n * n])  # per group: what the ICC sums
+    value = float(_icc(sums.sum(axis=1, keepdims=True).T)[0])
+    blocks = sums if n.size <= BLOCKS else np.stack([np.bincount(np.arange(n.size) % BLOCKS, weights=row)
+                                                     for row in sums])
+    k = blocks.shape[1]
+    counts = resample(rng, k, replicates)
+    lo, hi = percentile_interval(_icc(counts @ blocks.T))
     verdict = "comonotone" if value > COMONOTONE_ABOVE else "independent"
     return Figure("group_correlation", value, lo, hi, int(n.sum()), "ICC", f"{log.file}: group, start, end",
                   f"closer to {verdict} (0 independent, 1 comonotone); {int(keep.sum()):,} groups")
 
 
-def _icc(w: np.ndarray, n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
-    """One-way ANOVA intraclass correlation for each row of group weights ``w``."""
-    groups = w.sum(axis=1)
-    total = w @ n
-    grand = (w @ s1) / total
-    ssb = w @ (s1 * s1 / n) - total * grand * grand
-    ssw = w @ (s2 - s1 * s1 / n)
+def _icc(totals: np.ndarray) -> np.ndarray:
+    """One-way ANOVA intraclass correlation from rows of summed (groups, n, s1, s2, s1^2/n, n^2)."""
+    groups, total, s1, s2, between, nn = totals.T
+    grand = s1 / total
+    ssb = between - total * grand * grand
+    ssw = s2 - between
     msb = ssb / np.maximum(groups - 1, 1)
     msw = ssw / np.maximum(total - groups, 1)
-    k0 = (total - (w @ (n * n)) / total) / np.maximum(groups - 1, 1)
+    k0 = (total - nn / total) / np.maximum(groups - 1, 1)
     return (msb - msw) / np.maximum(msb + (k0 - 1) * msw, 1e-300)

@@ -1,6 +1,7 @@
 """The step log: the update-time law, the cadence achieved, where the time went, the version gaps.
 
-Update law (MODEL.md §2) from the (training GPUs, update seconds) rows by least squares:
+Update law (MODEL.md §2) from the (training GPUs, update seconds) rows by least squares on relative
+errors:
 ``inverse`` ``U = k/G`` when it misses the median of every GPU count by at most LAW_TOLERANCE,
 else ``amdahl`` ``U = a + b/G`` (a, b >= 0) under the same test, else a ``table`` of the medians.
 One GPU count only: ``inverse`` through its median (amdahl needs two counts).
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate.figures import Figure, percentile_interval
+from calibrate.figures import Figure, percentile_interval, resample
 from calibrate.logs import Steps
 
 LAW_TOLERANCE = 0.05  # largest relative miss of a law on the per-GPU-count medians for it to be kept
@@ -43,7 +44,9 @@ class UpdateFit:
 
 
 def _weighted_fits(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of weights: inverse k, and amdahl (a, b) by least squares, a and b clipped at 0."""
+    """Per row of weights: inverse k, and amdahl (a, b) by least squares on relative errors (each row
+    weighted 1/u², so that a 5 % miss counts alike at every GPU count), a and b clipped at 0."""
+    w = w / (u * u)
     inv = 1.0 / g
     k = (w @ (u * inv)) / (w @ (inv * inv))
     sw, sx, sy, sxx, sxy = w.sum(axis=1), w @ inv, w @ u, w @ (inv * inv), w @ (inv * u)
@@ -68,7 +71,7 @@ def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateF
     values, freq = np.unique(g, return_counts=True)
     ref = float(values[np.argmax(freq)])  # the GPU count the run spent most iterations at
     ones = np.ones((1, g.size))
-    draws = rng.multinomial(g.size, np.full(g.size, 1.0 / g.size), size=replicates).astype(float)
+    draws = resample(rng, g.size, replicates)
     source = f"{steps.file}: training_gpus, update_s"
     if counts.size == 1:
         boot = [np.median(np.repeat(u, d.astype(int))) for d in draws]
@@ -116,7 +119,7 @@ def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
     if steps.boundary is not None and steps.boundary.size >= 2:
         gaps = np.diff(steps.boundary)
         value = float(gaps.mean())
-        draws = rng.multinomial(gaps.size, np.full(gaps.size, 1.0 / gaps.size), size=replicates) @ gaps / gaps.size
+        draws = resample(rng, gaps.size, replicates) @ gaps / gaps.size
         lo, hi = percentile_interval(draws)
         fig = Figure("cadence_s", value, lo, hi, int(gaps.size), "s", f"{steps.file}: boundary",
                      "mean time between batch boundaries")

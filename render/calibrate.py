@@ -99,7 +99,10 @@ def histogram_png(cal: Calibration) -> bytes:
     x = occ.data.x
     fig = _figure(HISTOGRAM_PX)
     ax = fig.subplots()
-    ax.hist(x / math.log(10), bins=80, density=True, color="tab:blue", alpha=0.6, label=f"ended attempts ({x.size:,})")
+    edges = np.linspace(x.min(), x.max(), 81) / math.log(10)
+    weights = np.full(x.size, 1.0 / (occ.data.rows * (edges[1] - edges[0])))  # area = the share that ended
+    ax.hist(x / math.log(10), bins=edges, weights=weights, color="tab:blue", alpha=0.6,
+            label=f"ended attempts ({x.size:,}; area = their share of {occ.data.rows:,})")
     grid = np.linspace(x.min(), max(x.max(), math.log(occ.figures["p99"].value)), 400)
     density = np.exp(-0.5 * ((grid - occ.mu) / occ.sigma) ** 2) / (occ.sigma * math.sqrt(2 * math.pi))
     ax.plot(grid / math.log(10), density * math.log(10), color="tab:red",
