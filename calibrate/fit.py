@@ -143,6 +143,11 @@ def bottleneck(cal: Calibration, into: Instance | None) -> str | None:
         return f"inference supply matched demand within 1 % ({r.value:.4g} tok/s/GPU)"
     if pace is not None and pace.achieved is not None and pace.update_bound + pace.generation_bound:
         total = pace.update_bound + pace.generation_bound
+        if pace.time_split is not None:  # serial steps: the larger phase of each step
+            side = "generation" if pace.generation_bound >= pace.update_bound else "update"
+            share = max(pace.generation_bound, pace.update_bound) / total
+            return (f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, the "
+                    f"update {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps")
         if pace.update_bound > pace.generation_bound:
             return (f"update-bound: {pace.update_bound / total:.0%} of iterations waited for the update; "
                     "the inference side had slack")

@@ -61,6 +61,7 @@ class Steps:
     inference_gpus: np.ndarray | None = None
     boundary: np.ndarray | None = None  # seconds on the trajectory log's clock
     generation_s: np.ndarray | None = None  # time waiting for the batch (framework logs that time it)
+    step_s: np.ndarray | None = None  # wall time of the whole step (framework logs)
 
     @property
     def rows(self) -> int:

@@ -14,6 +14,7 @@ the sum of squared tokens per launch.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -47,8 +48,8 @@ def allocated_gpus(steps: Steps | None, inference_gpus: int | None, t0: float, t
         lo, hi = np.clip(b[:-1], t0, t1), np.clip(b[1:], t0, t1)
         weights = hi - lo
         if weights.sum() > 0:
-            return float(np.sum(g[1:] * weights) / weights.sum()), f"{steps.file}: inference_gpus"
-    return float(np.mean(g)), f"{steps.file}: inference_gpus"
+            return float(np.sum(g[1:] * weights) / weights.sum()), f"{Path(steps.file).name}: inference_gpus"
+    return float(np.mean(g)), f"{Path(steps.file).name}: inference_gpus"
 
 
 def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int | None) -> tuple[Figure | None, dict]:

@@ -127,12 +127,14 @@ def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
         bound = waited <= UPDATE_BOUND_SLACK * value
         return Cadence(fig, int(bound.sum()), int((~bound).sum()))
     if steps.generation_s is not None:
-        total = steps.generation_s + steps.update_s
+        total = steps.step_s if steps.step_s is not None else steps.generation_s + steps.update_s
         split = {"generation": float(steps.generation_s.sum() / total.sum()),
                  "update": float(steps.update_s.sum() / total.sum())}
+        split["other"] = max(0.0, 1.0 - split["generation"] - split["update"])
         value = float(total.mean())
-        fig = Figure("cadence_s", value, None, None, steps.rows, "s", f"{steps.file}: generation + update",
-                     "serial steps: generation then update")
+        lo, hi = percentile_interval(resample(rng, total.size, replicates) @ total / total.size)
+        fig = Figure("cadence_s", value, lo, hi, steps.rows, "s", f"{steps.file}: step time",
+                     "serial steps: generation, then the update and the other phases")
         gen_bound = int((steps.generation_s > steps.update_s).sum())
         return Cadence(fig, steps.rows - gen_bound, gen_bound, split)
     return Cadence(None, 0, 0)

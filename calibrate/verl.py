@@ -77,7 +77,7 @@ def read_verl_steps(path: str | Path) -> tuple[Steps, dict]:
         raise InstanceError(file, [Problem("", "empty file: no step records")])
     step, update, gen, tokens, step_time, throughput = (np.array(col) for col in zip(*rows))
     gpus = np.rint(tokens / (throughput * step_time))
-    steps = Steps(file, step, update, gpus, generation_s=gen)
+    steps = Steps(file, step, update, gpus, generation_s=gen, step_s=step_time)
     return steps, {"response_length_mean": float(np.mean(lengths)) if lengths else None, "training_gpus": float(gpus[0])}
 
 

@@ -110,7 +110,9 @@ def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
         points = "[" + ", ".join(f"{{gpus: {number(g)}, seconds: {number(s)}}}" for g, s in fit.points) + "]"
         law = {"law": "table", "points": fields.put(points, why + " (medians per GPU count)")}
     else:
-        law = {"law": fit.law, "reference_gpus": fields.put(number(fit.reference_gpus), why),
+        where = Path(ref.source.split(":")[0]).name
+        law = {"law": fit.law, "reference_gpus": fields.put(number(fit.reference_gpus), "calibrated: the training GPU "
+                                                            f"count most rows of {where} ran at"),
                "reference_time": fields.put(number(ref.value), why)}
         if fit.law == "amdahl":
             law["serial_fraction"] = fields.put(number(min(max(fit.serial_fraction or 0.0, 0.0), 1.0)), why)
