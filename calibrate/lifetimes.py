@@ -55,7 +55,9 @@ def lifetimes_of(start: np.ndarray, end: np.ndarray, log_end: float, keep: np.nd
     running = started & np.isnan(end)
     x = np.log(np.maximum(end[ended] - start[ended], MIN_LIFETIME_S))
     c = np.log(np.maximum(log_end - start[running], MIN_LIFETIME_S))
-    units = None if group is None else np.unique(np.concatenate([group[ended], group[running]]), return_inverse=True)[1]
+    units = None
+    if group is not None and x.size + c.size <= EXACT_ROWS:  # larger logs resample bins, not groups
+        units = np.unique(np.concatenate([group[ended], group[running]]), return_inverse=True)[1]
     return Lifetimes(x, c, units)
 
 
@@ -209,7 +211,8 @@ def kaplan_meier(data: Lifetimes) -> KaplanMeier:
     ended = np.concatenate([np.ones(data.x.size, bool), np.zeros(data.c.size, bool)])
     order = np.argsort(times, kind="stable")
     times, ended = times[order], ended[order]
-    uniq, first, count = np.unique(times, return_index=True, return_counts=True)
+    first = np.flatnonzero(np.concatenate([[True], times[1:] != times[:-1]]))
+    uniq = times[first]
     deaths = np.add.reduceat(ended.astype(float), first)
     at_risk = times.size - first
     survival = np.cumprod(1.0 - deaths / at_risk)

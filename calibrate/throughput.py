@@ -66,8 +66,7 @@ def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int
     denominator = gpus[0] * (t1 - t0)
     value = float(tokens.sum() / denominator)
     if log.group is not None:  # attempts launch by group: the group is the unit that is resampled
-        _, unit = np.unique(log.group[inside], return_inverse=True)
-        units = np.bincount(unit, weights=tokens)
+        units = np.bincount(dense_ids(log.group[inside]), weights=tokens)
     else:
         units = tokens
     sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
@@ -75,6 +74,14 @@ def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int
     note = f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}"
     return Figure("tokens_per_gpu_s", value, value - Z_LEVEL * sd, value + Z_LEVEL * sd, int(inside.sum()),
                   "tok/s/GPU", f"{log.file}: output_tokens, start", note), window
+
+
+def dense_ids(ids: np.ndarray) -> np.ndarray:
+    """Group ids renumbered 0..k-1 (by counting when the ids are not much larger than their number)."""
+    if ids.size and ids.max() < 4 * ids.size:
+        present = np.bincount(ids) > 0
+        return (np.cumsum(present) - 1)[ids]
+    return np.unique(ids, return_inverse=True)[1]
 
 
 def tokens_per_attempt(log: Trajectories) -> Figure:
@@ -105,7 +112,7 @@ def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: i
     if log.group is None:
         return None
     ended = log.finished
-    ids, group = np.unique(log.group[ended], return_inverse=True)
+    group = dense_ids(log.group[ended])
     x = np.log(np.maximum(log.end[ended] - log.start[ended], 1e-6))
     n = np.bincount(group).astype(float)
     s1 = np.bincount(group, weights=x)

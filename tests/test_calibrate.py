@@ -288,3 +288,34 @@ def test_output_needs_into(tmp_path):
     write_csv(tmp_path / "t.csv", traj)
     out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "-o", str(tmp_path / "x.yaml")])
     assert out.exit_code == 2 and "--into" in out.output
+
+
+def test_backends_fitted_apart_and_their_shares_written(tmp_path):
+    """Two backends with different lifetimes: each is fitted on its own rows; the shares go into an
+    instance whose backends have the same names."""
+    from models.load import load_instance
+
+    traj, _ = columns(Truth(attempts_per_s=0.5, log_end=20000.0), seed=10)
+    rng = np.random.default_rng(10)
+    micro = rng.random(traj["start"].size) < 0.3
+    life = traj["end"] - traj["start"]
+    traj["end"] = np.where(micro & ~np.isnan(life), traj["start"] + 3 * life, traj["end"])  # 3x the median
+    traj["end"][traj["end"] > 20000.0] = np.nan
+    traj["backend"] = np.where(micro, "microvm", "container").astype(object)
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    table = pa.table({k: pa.array(v, mask=np.isnan(v)) if v.dtype.kind == "f" else pa.array(v.tolist())
+                      for k, v in traj.items()})
+    pcsv.write_csv(table, tmp_path / "t.csv")
+    new = tmp_path / "c.yaml"
+    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--inference-gpus", "100",
+                                    "--into", str(ROOT / "instances/two-backends-cloud.yaml"), "-o", str(new), "--json"])
+    assert out.exit_code == 0, out.output
+    cal = json.loads(out.output)
+    assert rel(cal["per_backend"]["container"]["median"]["value"], 1044) < 0.06
+    assert rel(cal["per_backend"]["microvm"]["median"]["value"], 3 * 1044) < 0.06
+    assert cal["backend_shares"]["microvm"] == pytest.approx(0.3, abs=0.02)
+    shares = {b.name: b.share for b in load_instance(new).environment.backends}
+    assert shares["microvm"] == pytest.approx(cal["backend_shares"]["microvm"], abs=1e-6)
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
