@@ -12,10 +12,12 @@ from calibrate.logs import Steps, Trajectories
 from calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
 from calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
 from models.instance import Instance
+from models.load import InstanceError, Problem
 
 REPLICATES = 200  # bootstrap replicates behind every interval
 SEED = 0  # bootstrap seed: the same logs give the same intervals
 SAMPLES = 500  # quantiles written for an empirical (Kaplan–Meier) law
+MIN_ENDED = 10  # fewer ended attempts than this and no lifetime law is fitted
 
 
 @dataclass
@@ -98,7 +100,11 @@ def calibrate(log: Trajectories, steps: Steps | None = None, into: Instance | No
               inference_gpus: int | None = None, replicates: int = REPLICATES, seed: int = SEED) -> Calibration:
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
-    occupancy = fit_occupancy(lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group), source, rng, replicates)
+    data = lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group)
+    if data.x.size < MIN_ENDED:
+        raise InstanceError(log.file, [Problem("column 'end'", f"{data.x.size} attempt(s) ended: lifetimes need at "
+                                                               f"least {MIN_ENDED}")])
+    occupancy = fit_occupancy(data, source, rng, replicates)
     per_backend, shares = {}, {}
     if log.backends is not None:
         started = ~np.isnan(log.start)
