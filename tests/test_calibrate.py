@@ -133,6 +133,20 @@ def test_a_mixture_is_flagged_and_gets_an_empirical_law(tmp_path):
     assert 200 < np.median(samples) < 5000
     lognormal = calibrate(*logs(replace(truth, mixture=False), seed=6))
     assert lognormal.occupancy.law == "lognormal"
+    traj, _ = columns(truth, seed=6)
+    write_csv(tmp_path / "t.csv", traj)
+    new = tmp_path / "empirical.yaml"
+    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--inference-gpus", "100",
+                                    "--into", str(SEED_INSTANCE), "-o", str(new)])
+    assert out.exit_code == 0, out.output
+    from models.load import load_instance
+
+    inst = load_instance(new)
+    assert inst.environment.occupancy.distribution == "empirical"
+    assert len(inst.environment.occupancy.samples) == 500
+    lifetimes = next(f for f in inst.uncertainty.factors if f.name == "lifetimes")
+    assert lifetimes.paths == ["environment.occupancy.samples[*]"] and lifetimes.sigma > 0
+    assert CliRunner().invoke(main, ["explain", str(new), "--json"]).exit_code == 0
 
 
 # ---------------------------------------------------------------- files, formats and bad logs
