@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from commands.batch import batch
+from commands.common import protect_stdout
 from commands.plan import explain, schema, solve
 from commands.simulate import simulate
 from commands.tradeoffs import compare, frontier, sweep
@@ -14,6 +15,7 @@ from commands.tradeoffs import compare, frontier, sweep
 @click.version_option(package_name="trainground")
 def main() -> None:
     """Size the training ground of an agentic-RL run: inference, training, sandboxes, cadence, as one MIP."""
+    protect_stdout()
 
 
 for command in (explain, solve, frontier, compare, sweep, batch, simulate, schema):
