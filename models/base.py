@@ -91,26 +91,31 @@ def with_defaults(schema: dict, cls: type | None = None) -> None:
     the text cannot drift from the model."""
     required = set(schema.get("required", ()))
     for name, prop in schema.get("properties", {}).items():
-        text = prop.get("description")
+        text = prop.get("description", "").strip()
         if not text:
             continue
+        text += "" if text.endswith((".", "?", "!")) else "."
+        field = getattr(cls, "model_fields", {}).get(name)
         if name in required:
-            prop["description"] = f"{text} Required."
+            text += " Required."
         elif "default" in prop:
             default = prop["default"]
-            shown = "each field at its own default" if isinstance(default, dict) else _shown(default)
-            prop["description"] = f"{text} Default: {shown}."
+            shown = "each field at its own default" if isinstance(default, dict) and default else _shown(default)
+            text += f" Default: {shown}."
+        elif field is not None and field.default_factory is not None:
+            text += f" Default: {_shown(field.default_factory())}."
+        prop["description"] = text
 
 
 def _shown(value: object) -> str:
     if value is None:
-        return "null (not set)"
+        return "null"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, list):
-        return "[]" if not value else str(value)
+    if isinstance(value, (list, dict)) and not value:
+        return f"{value} (none)"
     return str(value)
 
 

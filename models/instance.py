@@ -69,7 +69,8 @@ class Schedule(Strict):
     cadence: Cadence = Field(Cadence(), description=about(
         "The grid of cadences L (seconds per outer iteration) the plan chooses from"))
     count_startup: bool = Field(False, description=about(
-        "Count the pipeline fill before the first batch and the last update (MODEL.md §8): "
+        "Count the pipeline fill before the first batch (until enough whole groups have finished) and the last "
+        "update after the last batch: "
         "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time", seed="false"))
 
     @model_validator(mode="after")
@@ -242,11 +243,12 @@ class Instance(Strict):
     freshness: Freshness = Field(Freshness(), description=about(
         "Weight versions kept, how staleness is counted and handled, optional freshness limits"))
     objective: Objective = Field("total_cost", description=about(
-        "What the plan minimises: total_cost (run cost), hourly_cost or makespan; ties break as MODEL.md §4",
+        "What the plan minimises: total_cost (cost of the whole run), hourly_cost or makespan; ties break "
+        "total_cost → makespan → hourly_cost, hourly_cost → makespan, makespan → total_cost",
         seed="total_cost"))
     limits: Limits = Field(Limits(), description=about("Optional budgets"))
     uncertainty: Uncertainty | None = Field(None, description=about(
-        "Optional run-level uncertainty factors for risk and solve --confidence (MODEL.md §9); null: none",
+        "Optional run-level uncertainty factors for risk and solve --confidence; null: none",
         seed="null"))
 
     def pool(self, name: str) -> GpuPool:
