@@ -6,6 +6,7 @@ import click
 
 from commands.batch import batch
 from commands.common import protect_stdout
+from commands.init import init
 from commands.plan import explain, schema, solve
 from commands.simulate import simulate
 from commands.tradeoffs import compare, frontier, sweep
@@ -18,7 +19,7 @@ def main() -> None:
     protect_stdout()
 
 
-for command in (explain, solve, frontier, compare, sweep, batch, simulate, schema):
+for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, schema):
     main.add_command(command)
 
 
