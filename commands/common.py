@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from models.edits import load_edited
+from models.edits import load_edited_checked
 from models.instance import OBJECTIVES
 from models.load import InstanceError
 
@@ -88,7 +88,16 @@ def edits_option(func):
 
 
 def load_with_edits(path: str, edits: tuple[str, ...] = ()):
-    return load_edited(Path(path), list(edits))
+    """The instance, its unit warnings shown on standard error."""
+    return load_with_warnings(path, edits)[0]
+
+
+def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
+    """(instance, warnings): the warnings about implausible bare-number durations, also shown on standard error."""
+    inst, warnings = load_edited_checked(Path(path), list(edits))
+    for text in warnings:
+        click.echo(f"{path}: warning: {text}", err=True)
+    return inst, warnings
 
 
 OBJECTIVE = click.Choice(OBJECTIVES)

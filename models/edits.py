@@ -10,6 +10,7 @@ import yaml
 
 from models.instance import Instance
 from models.load import InstanceError, Problem, read_document, validate
+from models.plausible import unit_warnings
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -108,10 +109,17 @@ def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
 
 def load_edited(path: Path, edits: list[str]) -> Instance:
     """The instance at ``path`` with ``--set`` edits applied; a problem in an edited field names the option."""
+    return load_edited_checked(path, edits)[0]
+
+
+def load_edited_checked(path: Path, edits: list[str]) -> tuple[Instance, list[str]]:
+    """:func:`load_edited` and the warnings about bare numbers read as implausible seconds (models.plausible)."""
+    data = edited_document(path, edits)
     try:
-        return validate(edited_document(path, edits), str(path), path.parent)
+        inst = validate(data, str(path), path.parent)
     except InstanceError as exc:
         raise blamed_on_edits(exc, edits) from None
+    return inst, unit_warnings(data)
 
 
 def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:
