@@ -80,7 +80,10 @@ def render_result(console, result) -> None:
     for vm in plan.cloud_vms:
         decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
     for pool in plan.pools:
-        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", f"of {pool.gpus:,} GPUs used")
+        detail = f"of {pool.gpus:,} GPUs used"
+        if pool.billing == "reserved":
+            detail += f"; reserved: all {pool.gpus:,} billed, {pool.gpus - pool.gpus_used:,} idle"
+        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", detail)
     console.print(decisions)
     costs = Table(title="Costs", title_justify="left", show_edge=False, pad_edge=False)
     costs.add_column("term")
