@@ -1,17 +1,18 @@
 # docs/first-hour.md: the outputs it quotes, written to docs/first-hour/ (run from the repository root).
 set -eu
-out=docs/first-hour
-tg() { "${PYTHON:-python}" cli.py "$@"; }
-mkdir -p "$out"
-rm -f "$out"/my-run.yaml "$out"/*.txt
+root=$(pwd)
+tg() { "${PYTHON:-python}" "$root/cli.py" "$@"; }
+mkdir -p docs/first-hour
+cd docs/first-hour  # so that the outputs name my-run.yaml, as a reader's would
+rm -f my-run.yaml ./*.txt
 
 # 1. a starter file: two GPU pools, two sandbox backends
-tg init --pools 2 --backends container,microvm -o "$out/my-run.yaml" 2> "$out/init.txt"
-sed -n '1,40p' "$out/my-run.yaml" > "$out/init-head.txt"
-cp "$out/my-run.yaml" "$out/starter.yaml"
+tg init --pools 2 --backends container,microvm -o "my-run.yaml" 2> "init.txt"
+sed -n '1,40p' "my-run.yaml" > "init-head.txt"
+cp "my-run.yaml" "starter.yaml"
 
 # 2. the planner's own numbers, edited in place (comments kept)
-"${PYTHON:-python}" - "$out/my-run.yaml" <<'PY'
+"${PYTHON:-python}" - "my-run.yaml" <<'PY'
 import sys
 path = sys.argv[1]
 text = open(path).read()
@@ -36,15 +37,25 @@ for old, new in [
     text = text.replace(old, new, 1)
 open(path, "w").write(text)
 PY
-diff -U0 "$out/starter.yaml" "$out/my-run.yaml" | grep -v '^@@' | tail -n +3 > "$out/edits.txt" || true
-rm "$out/starter.yaml"
+diff -U0 "starter.yaml" "my-run.yaml" | grep -v '^@@' | tail -n +3 > "edits.txt" || true
+rm "starter.yaml"
 
 # 3. solve it; then the lever the freshness line points at
-tg solve "$out/my-run.yaml" > "$out/solve.txt" || echo "exit $?" >> "$out/solve.txt"
-tg solve "$out/my-run.yaml" --set freshness.max_versions_kept=16 | sed -n '1p;/exceedance/p' > "$out/k16.txt"
+tg solve "my-run.yaml" > "solve.txt" || echo "exit $?" >> "solve.txt"
+tg solve "my-run.yaml" --set freshness.max_versions_kept=16 | sed -n '1p;/exceedance/p' > "k16.txt"
 
 # 4. no plan: what the diagnosis says
-{ tg solve "$out/my-run.yaml" --set schedule.deadline=8d 2>&1 || echo "exit $?"; } > "$out/deadline-8d.txt"
+{ tg solve "my-run.yaml" --set schedule.deadline=8d 2>&1 || echo "exit $?"; } > "deadline-8d.txt"
 
 # 5. a bare number is seconds: the warning, and the diagnosis that repeats it
-{ tg solve "$out/my-run.yaml" --set schedule.deadline=10 2>&1 || echo "exit $?"; } | grep -E '^(docs|h100|note|exit)' > "$out/deadline-10.txt"
+{ tg solve "my-run.yaml" --set schedule.deadline=10 2>&1 || echo "exit $?"; } | grep -E '^(my-run|h100|note|exit)' > "deadline-10.txt"
+
+# 6. quote every output in docs/first-hour.md (the code block under each <!-- output: PATH --> marker)
+cd "$root"
+"${PYTHON:-python}" - docs/first-hour.md <<'PY'
+import re, sys
+from pathlib import Path
+doc = Path(sys.argv[1])
+marker = re.compile(r"(<!-- output: (\S+) -->\n```\n)(.*?)(```\n)", re.S)
+doc.write_text(marker.sub(lambda m: m[1] + Path(m[2]).read_text() + m[4], doc.read_text()))
+PY
