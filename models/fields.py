@@ -66,7 +66,7 @@ def _children(root: dict, prop: dict, path: str):
             if "properties" in items:
                 yield items, f"{path}[]", None
             return
-        if "properties" in target and option is not prop or "$ref" in option:
+        if "properties" in target:
             yield target, path, None
             return
 
