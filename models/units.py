@@ -19,6 +19,8 @@ def parse_duration(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError(f"must be a duration (seconds or a string like '600s', '10m', '7d'), got {value!r}")
     if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"must be positive (a duration cannot be negative), got {value:g}")
         return float(value)
     if isinstance(value, str):
         match = _DURATION.match(value)
