@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict
+from models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict, with_defaults
 
 Number = Annotated[float, NUMBER]
 NonNegativeNumber = Annotated[float, Field(ge=0), NUMBER]
@@ -59,8 +59,14 @@ def _parameters_schema() -> dict:
                       for dist, wanted in DISTRIBUTIONS.items()]}
 
 
+def _factor_schema(schema: dict, cls: type | None = None) -> None:
+    """The described properties every model has, plus the parameter rule."""
+    with_defaults(schema, cls)
+    schema.update(_parameters_schema())
+
+
 class Factor(Strict):
-    model_config = ConfigDict(json_schema_extra=_parameters_schema())
+    model_config = ConfigDict(json_schema_extra=_factor_schema)
 
     name: Name = Field(description="what the factor stands for, e.g. throughput; named in risk reports")
     paths: list[str] = Field(

@@ -23,6 +23,8 @@ def cli_schema() -> dict:
 def properties(node, where: str = "#"):
     """(json path, property schema, required?) of every property anywhere in the schema, $defs included."""
     if isinstance(node, dict):
+        if "if" in node and "then" in node:
+            return  # a conditional rule (which parameters a distribution takes), not fields
         required = set(node.get("required") or ())
         for name, prop in (node.get("properties") or {}).items():
             yield f"{where}/properties/{name}", prop, name in required
