@@ -1,0 +1,87 @@
+"""Two changes at once, for a diagnosis in which no single change restores a plan.
+
+The first change is one of the top-ranked inputs that lets (cadence, K) pairs through but, even at
+its loosest, leaves no plan; with it at its loosest, the other inputs are searched as in a single
+diagnosis (closed forms first); the first change is then tightened back to its own threshold with
+the second in place. The cheapest pair is the one that moves its two inputs least (the sum of their
+relative changes).
+"""
+
+from __future__ import annotations
+
+from models.edits import edited
+from models.instance import Instance
+from drivers import screen as sc
+from drivers.screen import edit_of
+from solver.pairs import TableCache
+
+FIRSTS = 2  # first changes tried, best ranked first
+SECONDS = 4  # second changes tried with each first
+
+
+def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle, text, keep: int = 3) -> list[dict]:
+    """Up to ``keep`` pairs of changes that restore a plan together, cheapest first:
+    [{"inputs": [a, b], "values": [x, y], "change": "a ≥ x and b ≥ y", "relative_change"}]. ``checker``: the
+    diagnosis's Feasibility (its class re-solves the edited copies); ``findings_of``, ``settle``, ``text``: the
+    diagnosis's own steps."""
+    ranked = sorted(findings, key=lambda f: f.rank)
+    firsts = [f for f in ranked if f.value is None and f.bracket is None and f.cand.input != "occupancy_scale"
+              and (f.cand.values.size or (f.cand.top is not None and f.families[0] != "sandboxes and budgets"))]
+    out = []
+    for first in firsts[:FIRSTS]:
+        loosest = _loosest(first)
+        inst_a = edited(inst, edit_of(inst, first.cand, loosest))
+        seconds = _ranked_findings(inst_a, findings_of, exclude=first.input)[:SECONDS]
+        for second in seconds:
+            if checker.spent():
+                return _best(out, keep)
+            second = _child(checker, inst_a, lambda c: settle(c, second))
+            if second.value is None:
+                continue
+            inst_b = edited(inst, edit_of(inst, second.cand, second.value))
+            again = [f for f in _ranked_findings(inst_b, findings_of) if f.input == first.input]
+            tightened = _child(checker, inst_b, lambda c: settle(c, again[0])) if again else None
+            value = tightened.value if tightened is not None and tightened.value is not None else loosest
+            ref = tightened if tightened is not None and tightened.value is not None else first
+            out.append({"inputs": [first.input, second.input], "values": [value, second.value],
+                        "change": f"{_text(text, ref, value)} and {_text(text, second)}",
+                        "relative_change": first.relative(value) + second.relative()})
+    return _best(out, keep)
+
+
+def _ranked_findings(inst: Instance, findings_of, exclude: str | None = None) -> list:
+    cache = TableCache(8)
+    base = sc.screen(inst, cache)
+    found = findings_of(inst, cache, base, base.cut_alone())
+    usable = [f for f in found if f.input != exclude and (f.cand.values.size or f.cand.top is not None)]
+    return sorted(usable, key=lambda f: f.rank)
+
+
+def _child(checker, inst: Instance, run):
+    """Run ``run`` over a checker of ``inst`` that spends the parent's remaining solves."""
+    child = type(checker)(inst, None, checker.clock, max_solves=checker.max_solves - checker.solves)
+    try:
+        return run(child)
+    finally:
+        checker.solves += child.solves
+
+
+def _loosest(f) -> float | None:
+    """The loosest value worth trying for ``f``'s input (None lifts a limit)."""
+    cand = f.cand
+    if cand.path.startswith(("freshness.max_", "limits.", "environment.")) or cand.path == "training.max_groups":
+        return None
+    if cand.values.size and (cand.steps or cand.top is None):
+        return float(cand.values[-1])
+    return cand.top
+
+
+def _text(text, f, value: float | None = None) -> str:
+    if (f.value if value is None else value) is None:
+        return f"{f.input} lifted"
+    return text(f, value)
+
+
+def _best(found: list[dict], keep: int) -> list[dict]:
+    unique = {tuple(p["inputs"]): p for p in sorted(found, key=lambda p: -p["relative_change"])}
+    return sorted(unique.values(), key=lambda p: p["relative_change"])[:keep]
