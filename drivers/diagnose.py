@@ -12,8 +12,6 @@ When no single change restores a plan, the cheapest pair of changes among the to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from drivers import screen as sc
@@ -73,23 +71,32 @@ class Feasibility:
         return result is not None and result.plan is not None
 
 
-@dataclass
 class Finding:
-    """What the search for one input found: ``value`` restores a plan (None: it cannot alone, or the
-    budget ran out first: ``bracket``)."""
+    """One input's candidate change and what the search for it found: ``value`` restores a plan (None: it
+    cannot alone, or the budget ran out first: ``bracket``). Its closed-form candidates are computed by
+    ``make`` when first read."""
 
-    cand: Candidates
-    families: tuple[str, ...]  # the per-pair families the input acts on, its own first
-    direct: bool  # the input is its family's own limit (max_mean_gap for the mean gap), not a lever on it
-    value: float | None = None
-    exact: bool = True
-    method: str = ""
-    bracket: tuple[float, float] | None = None  # (infeasible, feasible) when the budget cut the search short
-    rank: tuple = field(default_factory=tuple)
+    def __init__(self, name: str, families: tuple[str, ...], direct: bool, make):
+        self.name = name
+        self.families = families  # the per-pair families the input acts on, its own first
+        self.direct = direct  # the input is its family's own limit (max_mean_gap for the mean gap), not a lever
+        self._make, self._cand = make, None
+        self.passing = False  # some pair passes every per-pair family already
+        self.value: float | None = None
+        self.exact = True
+        self.method = ""
+        self.bracket: tuple[float, float] | None = None  # (no plan, a plan) when the budget cut the search short
+        self.rank: tuple = ()
+
+    @property
+    def cand(self) -> Candidates:
+        if self._cand is None:
+            self._cand = sc.Candidates(**{**self._make().__dict__, "passing": self.passing})
+        return self._cand
 
     @property
     def input(self) -> str:
-        return self.cand.input
+        return self.name
 
     def relative(self, value: float | None = None) -> float:
         """How far ``value`` (default the found one) moves the input, relative to its current value."""
@@ -128,23 +135,22 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     out["relaxations"] = [f.input for f in restoring]
     out["conflict"] += ("; any one of these alone restores a plan: " + ", ".join(out["relaxations"])
                         if restoring else "; no single change restores a plan")
-    out["changes"] = [_change(f) for f in restoring]
+    if depth == "full":
+        out["changes"] = [_change(f) for f in restoring]
     helpless = [f for f in findings if f.value is None and f.bracket is None]
     out["cannot_help"] = [f.input for f in sorted(helpless, key=lambda f: f.rank)]
     notes = []
     if helpless:
         top = ", ".join(f"{FAMILY_TEXT.get(f, f)} {n:,}" for f, n in sorted(cut.items(), key=lambda kv: -kv[1])[:3])
-        notes.append(f"cannot restore a plan alone: {', '.join(out['cannot_help'])}"
-                     + (f" (given the families that cut: {top})" if top else ""))
+        why = (" (pairs pass; whole plans are what the limits cut)" if base.passing().any()
+               else f" (given the families that cut: {top})" if top else "")
+        notes.append(f"cannot restore a plan alone: {', '.join(out['cannot_help'])}{why}")
     for f in findings:
         if f.bracket is not None:
             notes.append(f"{f.input}: search stopped (solve budget) between {_fmt(f, f.bracket[0])} (no plan) and "
                          f"{_fmt(f, f.bracket[1])} (a plan)")
     if depth == "full" and not restoring:
         out["pairs_of_changes"] = cheapest_pairs(inst, findings, checker, _findings, _settle, _text)
-        if out["pairs_of_changes"]:
-            notes.append("no single change restores a plan; cheapest pair of changes: "
-                         + out["pairs_of_changes"][0]["change"])
     out["notes"] = notes
     out["solves"] = checker.solves
     return out
@@ -162,42 +168,44 @@ def _conflict(inst: Instance, pairs, base: sc.Screen, cut: dict[str, int]) -> st
 
 
 def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str, int]) -> list[Finding]:
-    """Every limit of ``inst`` as a candidate change, with its closed-form candidates and its rank."""
-    fr, env, everything = inst.freshness, inst.environment, tuple(sc.FAMILIES)
-    pool_families = ("pool_capacity", "effective_intake")
-    out = [Finding(sc.freshness_limit(base, name), (name,), True) for name in sc.FRESHNESS
+    """Every limit of ``inst`` as a candidate change, ranked; its closed-form candidates are computed when first
+    read (a pair search reads only the few it tries)."""
+    fr, env, t, everything = inst.freshness, inst.environment, inst.training, tuple(sc.FAMILIES)
+    levers = ("max_mean_gap", "max_exceedance", "max_group_drop", "pool_capacity", "effective_intake")
+    out = [Finding(name, (name,), True, lambda n=name: sc.freshness_limit(base, n)) for name in sc.FRESHNESS
            if getattr(fr, name) is not None]
-    out.append(Finding(sc.deadline(inst, cache), everything, True))
-    out += [Finding(c, everything, False) for c in sc.cadence_bounds(inst, cache)]
-    out.append(Finding(sc.versions_kept(inst, cache, base), ("max_exceedance", "max_group_drop", *pool_families), False))
-    if inst.training.max_groups is not None:
-        out.append(Finding(sc.max_groups(inst, cache), ("update_time", "pool_capacity"), True))
+    out.append(Finding("deadline", everything, True, lambda: sc.deadline(inst, cache)))
+    c = inst.schedule.cadence
+    if c.max is not None and c.max < sc.calc.deadline_pace(inst) * (1 - 1e-9):
+        out.append(Finding("cadence.max", everything, False, lambda: sc.cadence_max(inst, cache)))
+    if sc.cadence_min_room(inst):
+        out.append(Finding("cadence.min", everything, False, lambda: sc.cadence_min(inst, cache)))
+    out.append(Finding("max_versions_kept", levers[1:], False, lambda: sc.versions_kept(inst, cache, base)))
+    if t.max_groups is not None:
+        out.append(Finding("max_groups", ("update_time", "pool_capacity"), True, lambda: sc.max_groups(inst, cache)))
     for i, pool in enumerate(inst.gpu_pools):
-        own = ("pool_capacity", "update_time") if pool.name == inst.training.pool else ("pool_capacity",)
-        out.append(Finding(sc.pool_size(inst, cache, i), own, True))
-    out += [Finding(sc.tokens_per_gpu_s(inst, cache, j), ("pool_capacity",), True)
-            for j in range(len(inst.inference.shapes))]
-    out += [Finding(sc.supply_scale(inst, cache, name), ("pool_capacity",), False)
+        own = ("pool_capacity", "update_time") if pool.name == t.pool else ("pool_capacity",)
+        out.append(Finding(f"gpus[{pool.name}]", own, True, lambda i=i: sc.pool_size(inst, cache, i)))
+    out += [Finding(f"tokens_per_gpu_s[{s.name}]", ("pool_capacity",), True,
+                    lambda j=j: sc.tokens_per_gpu_s(inst, cache, j)) for j, s in enumerate(inst.inference.shapes)]
+    out += [Finding(name, ("pool_capacity",), False, lambda n=name: sc.supply_scale(inst, cache, n))
             for name, value in (("availability", inst.inference.availability), ("intake_rate", inst.workload.intake_rate))
             if value < 1]
-    out.append(Finding(sc.occupancy_scale(inst, cache, base), ("max_mean_gap", "max_exceedance", "max_group_drop",
-                                                          "pool_capacity", "effective_intake"), False))
+    out.append(Finding("occupancy_scale", levers, False, lambda: sc.occupancy_scale(inst, cache, base)))
     passing = bool(base.passing().any())
-    for f in out:  # a pool-capacity threshold below the loosest is worth a solve only when that bound cuts
-        f.cand = sc.Candidates(**{**f.cand.__dict__, "passing": passing})
+    top = None if not passing else np.inf  # no pair passes: a whole-plan limit cannot help (closed form)
     whole = [Candidates(f"max_nodes[{k.name}]", f"environment.node_types[{i}].max_nodes", k.max_nodes, np.zeros(0),
-                        integer=True, top=None if not passing else np.inf)
-             for i, k in enumerate(env.node_types) if k.max_nodes is not None]
+                        integer=True, top=top) for i, k in enumerate(env.node_types) if k.max_nodes is not None]
     whole += [Candidates(f"max_vms[{v.name}]", f"environment.cloud.vm_types[{i}].max_vms", v.max_vms, np.zeros(0),
-                         integer=True, top=None if not passing else np.inf)
-              for i, v in enumerate(env.cloud.vm_types) if v.max_vms is not None]
-    whole += [Candidates(k, f"limits.{k}", getattr(inst.limits, k), np.zeros(0), top=None if not passing else np.inf)
+                         integer=True, top=top) for i, v in enumerate(env.cloud.vm_types) if v.max_vms is not None]
+    whole += [Candidates(k, f"limits.{k}", getattr(inst.limits, k), np.zeros(0), top=top)
               for k in ("max_hourly_cost", "max_total_cost") if getattr(inst.limits, k) is not None]
-    out += [Finding(c, (WHOLE_PLAN,), True) for c in whole]
+    out += [Finding(w.input, (WHOLE_PLAN,), True, lambda w=w: w) for w in whole]
     for f in out:  # pairs pass already: the whole-plan limits are what cuts, every pair
         counts = [(base.entries if passing else 0) if x == WHOLE_PLAN else 0 if passing else cut.get(x, 0)
                   for x in f.families]
         f.rank = (-max(counts), 0 if f.direct and counts[0] == max(counts) else 1)
+        f.passing = passing
     return out
 
 
@@ -212,7 +220,7 @@ def _settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
         return _whole_plan(checker, f, search)
     if cand.values.size and (cand.steps or not cand.passing) and checker.feasible(edit(cand.values[0])):
         return _found(f, cand.values[0], cand.exact_values, "closed form, confirmed by one solve"
-                      + ("" if cand.exact_values else " (bisection over the pair screen, to 0.1 %)"))
+                      + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"))
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
     if cand.input == "deadline":
         loosest = cand.top  # the shortest makespan once the deadline is out of the way is exact
@@ -222,36 +230,40 @@ def _settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
         return _found(f, result.plan.makespan_s, True, "shortest makespan with the deadline lifted")
     if not cand.values.size and search:
         return _expand(checker, f, loosest, edit)
+    if cand.values.size and not cand.steps and search:
+        return _expand(checker, f, loosest, edit, cand.values[0] if not cand.passing else cand.current)
     if checker.spent() or not checker.feasible(edit(loosest)):
         return f
-    if not search:
-        return _found(f, loosest, False, "restores a plan at its loosest (not searched)")
-    if cand.steps:  # a plan appears only at one of the values the pairs take: bisect their list
-        low, high = 0, cand.values.size - 1
+    if search:  # a plan appears only at one of the values the pairs take: gallop, then bisect their list
+        low, high, step = 0, cand.values.size - 1, 1
+        while low + step < high and not checker.spent():
+            if checker.feasible(edit(cand.values[low + step])):
+                high = low + step
+                break
+            low, step = low + step, step * 2
         while high - low > 1 and not checker.spent():
             mid = (low + high) // 2
             low, high = (low, mid) if checker.feasible(edit(cand.values[mid])) else (mid, high)
         if high - low > 1:
             f.bracket = (float(cand.values[low]), float(cand.values[high]))
             return f
-        return _found(f, cand.values[high], True, f"bisection over the {cand.values.size:,} values the pairs take")
-    if cand.values.size and not cand.passing:
-        return _bisect(checker, f, cand.values[0], loosest, edit)
-    return _expand(checker, f, loosest, edit)
+        return _found(f, cand.values[high], True, f"search over the {cand.values.size:,} values the pairs take")
+    return _found(f, loosest, False, "restores a plan at its loosest (not searched)")
 
 
-def _expand(checker: Feasibility, f: Finding, loosest: float, edit) -> Finding:
-    """From the current value towards ``loosest`` by steps of 0.4 %, 1.6 %, 6.4 %, ... (1, 4, 16, ... for a
-    count) until one restores a plan, then bisection inside that step: a threshold near the current value
-    costs a few solves, not a bisection over the whole range; ``loosest`` itself is tried last."""
+def _expand(checker: Feasibility, f: Finding, loosest: float, edit, start: float | None = None) -> Finding:
+    """``loosest`` first (no plan there: the input cannot help alone), then from ``start`` (default the current
+    value) towards it by steps of 0.4 %, 1.6 %, 6.4 %, ... until one restores a plan, then bisection inside
+    that step: a threshold near the start costs a few solves, not a bisection over the whole range."""
     cand = f.cand
-    now, step = cand.current, (1.0 if cand.integer else 4 * REL * cand.current)
+    now = cand.current if start is None else float(start)
+    step = max(1.0, 4 * REL * now) if cand.integer else 4 * REL * now
     low = now
+    if checker.spent() or not checker.feasible(edit(loosest)):
+        return f  # one solve says this input cannot restore a plan alone
     while not checker.spent():
         value = now + step if cand.raise_ else now - step
-        if loosest is not None and (value >= loosest if cand.raise_ else value <= loosest):
-            if not checker.feasible(edit(loosest)):
-                return f
+        if value >= loosest if cand.raise_ else value <= loosest:
             return _bisect(checker, f, low, loosest, edit)
         if checker.feasible(edit(value)):
             return _bisect(checker, f, low, value, edit)
@@ -299,7 +311,7 @@ def _bisect(checker: Feasibility, f: Finding, low: float, high: float, edit) -> 
         f.bracket = (float(low), float(high))
         return f
     exact = cand.integer
-    return _found(f, high, exact, "bisection over re-solves" + ("" if exact else f" (to {REL:.1%})"))
+    return _found(f, high, exact, "bisection over re-solves" + ("" if exact else f", to {REL:.1%}"))
 
 
 def _found(f: Finding, value: float, exact: bool, method: str) -> Finding:
@@ -328,7 +340,7 @@ def _fmt(f: Finding, value: float) -> str:
     """The value rounded in the direction that keeps the printed figure on the feasible side."""
     if f.cand.integer or abs(value) >= 1000:
         return f"{np.ceil(value - 1e-9) if f.cand.raise_ else np.floor(value + 1e-9):,.0f}"
-    digits = 4 - int(np.floor(np.log10(abs(value)))) - 1 if value else 4
+    digits = 5 - int(np.floor(np.log10(abs(value)))) - 1 if value else 5
     scale = 10.0 ** digits
     rounded = np.ceil(value * scale - 1e-9) / scale if f.cand.raise_ else np.floor(value * scale + 1e-9) / scale
     return f"{rounded:.{max(digits, 0)}f}"

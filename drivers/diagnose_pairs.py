@@ -1,8 +1,8 @@
 """Two changes at once, for a diagnosis in which no single change restores a plan.
 
-The first change is one of the top-ranked inputs that lets (cadence, K) pairs through but, even at
-its loosest, leaves no plan; with it at its loosest, the other inputs are searched as in a single
-diagnosis (closed forms first); the first change is then tightened back to its own threshold with
+The first change is the own limit of one of the top families that cut (a freshness limit, a pool's
+size, a tokens/s figure, a node cap); with it at its loosest, the inputs acting on the families that
+still cut are searched as in a single diagnosis (closed forms first); the first change is then tightened back to its own threshold with
 the second in place. The cheapest pair is the one that moves its two inputs least (the sum of their
 relative changes).
 """
@@ -24,14 +24,12 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
     [{"inputs": [a, b], "values": [x, y], "change": "a ≥ x and b ≥ y", "relative_change"}]. ``checker``: the
     diagnosis's Feasibility (its class re-solves the edited copies); ``findings_of``, ``settle``, ``text``: the
     diagnosis's own steps."""
-    ranked = sorted(findings, key=lambda f: f.rank)
-    firsts = [f for f in ranked if f.value is None and f.bracket is None and f.cand.input != "occupancy_scale"
-              and (f.cand.values.size or (f.cand.top is not None and f.families[0] != "sandboxes and budgets"))]
+    firsts = [f for f in sorted(findings, key=lambda f: f.rank) if f.rank[0] < 0 and f.direct][:FIRSTS]
     out = []
-    for first in firsts[:FIRSTS]:
-        loosest = _loosest(first)
+    for first in firsts:
+        loosest = first.cand.far
         inst_a = edited(inst, edit_of(inst, first.cand, loosest))
-        seconds = _ranked_findings(inst_a, findings_of, exclude=first.input)[:SECONDS]
+        seconds = _ranked_findings(inst_a, findings_of, exclude=first.input, keep=SECONDS)
         for second in seconds:
             if checker.spent():
                 return _best(out, keep)
@@ -39,7 +37,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
             if second.value is None:
                 continue
             inst_b = edited(inst, edit_of(inst, second.cand, second.value))
-            again = [f for f in _ranked_findings(inst_b, findings_of) if f.input == first.input]
+            again = _ranked_findings(inst_b, findings_of, only=first.input)
             tightened = _child(checker, inst_b, lambda c: settle(c, again[0])) if again else None
             value = tightened.value if tightened is not None and tightened.value is not None else loosest
             ref = tightened if tightened is not None and tightened.value is not None else first
@@ -49,12 +47,21 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
     return _best(out, keep)
 
 
-def _ranked_findings(inst: Instance, findings_of, exclude: str | None = None) -> list:
+def _ranked_findings(inst: Instance, findings_of, exclude: str | None = None, keep: int | None = None,
+                     only: str | None = None) -> list:
+    """The usable findings of ``inst`` best ranked first (their candidates computed only up to ``keep``)."""
     cache = TableCache(8)
     base = sc.screen(inst, cache)
     found = findings_of(inst, cache, base, base.cut_alone())
-    usable = [f for f in found if f.input != exclude and (f.cand.values.size or f.cand.top is not None)]
-    return sorted(usable, key=lambda f: f.rank)
+    ranked = sorted((f for f in found if f.input != exclude and (only is None or f.input == only)
+                     and (f.rank[0] < 0 or only is not None)), key=lambda f: f.rank)
+    out = []
+    for f in ranked:
+        if f.cand.values.size or f.cand.top is not None:
+            out.append(f)
+        if keep is not None and len(out) >= keep:
+            break
+    return out
 
 
 def _child(checker, inst: Instance, run):
@@ -66,16 +73,6 @@ def _child(checker, inst: Instance, run):
         checker.solves += child.solves
 
 
-def _loosest(f) -> float | None:
-    """The loosest value worth trying for ``f``'s input (None lifts a limit)."""
-    cand = f.cand
-    if cand.path.startswith(("freshness.max_", "limits.", "environment.")) or cand.path == "training.max_groups":
-        return None
-    if cand.values.size and (cand.steps or cand.top is None):
-        return float(cand.values[-1])
-    return cand.top
-
-
 def _text(text, f, value: float | None = None) -> str:
     if (f.value if value is None else value) is None:
         return f"{f.input} lifted"
@@ -83,5 +80,5 @@ def _text(text, f, value: float | None = None) -> str:
 
 
 def _best(found: list[dict], keep: int) -> list[dict]:
-    unique = {tuple(p["inputs"]): p for p in sorted(found, key=lambda p: -p["relative_change"])}
+    unique = {frozenset(p["inputs"]): p for p in sorted(found, key=lambda p: -p["relative_change"])}
     return sorted(unique.values(), key=lambda p: p["relative_change"])[:keep]

@@ -139,6 +139,7 @@ class Candidates:
     passing: bool = False  # some entry passes every family already (only whole plans are cut)
     exact_values: bool = True  # ``values`` are exact per-pair thresholds (False: found to 0.1 % by bisection)
     note: str = ""  # why there are no values, when known
+    far: float | None = None  # the loosest value worth trying beside another change (None lifts the limit)
 
 
 def _beyond(values: np.ndarray, current: float | None, raise_: bool = True) -> np.ndarray:
@@ -165,12 +166,13 @@ def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates
     within MAX_ENTRIES on this grid). K leaves the mean gap, update time and (without start-up) the deadline
     as they are: where those cut every cadence, no K helps."""
     kept = inst.freshness.max_versions_kept
-    out = Candidates("max_versions_kept", "freshness.max_versions_kept", kept, np.zeros(0), integer=True)
+    points = max(1, base.grid.size)
+    widest = int(min(16 * kept, max(kept + 1, MAX_ENTRIES // points)))
+    out = Candidates("max_versions_kept", "freshness.max_versions_kept", kept, np.zeros(0), integer=True,
+                     far=float(widest))
     fixed = ("update_time", "max_mean_gap") + (() if inst.schedule.count_startup else ("deadline",))
     if not _rows_pass(base, fixed):
         return Candidates(**{**out.__dict__, "note": _cut_by(base, fixed)})
-    points = max(1, base.grid.size)
-    widest = int(min(16 * kept, max(kept + 1, MAX_ENTRIES // points)))
     for top in sorted({min(widest, kept * f) for f in (2, 4, 8, 16)}):
         s = screen(inst, cache, {"freshness.max_versions_kept": top})
         ok = s.passing() & (s.kept > kept)[None, :]
@@ -215,30 +217,37 @@ def deadline(inst: Instance, cache: TableCache) -> Candidates:
         span = np.maximum(span, (n * s.grid + sched.extra_time)[:, None])
     values = _beyond(span[ok], sched.deadline)
     top = far if sched.cadence.max is None else float(values[-1]) if values.size else None
+    far_span = float(np.max(span[np.isfinite(span)], initial=sched.deadline))
     return Candidates("deadline", "schedule.deadline", sched.deadline, values, top=top if values.size else None,
+                      far=far if sched.cadence.max is None else far_span,
                       note=f"no (cadence, K) pair passes even at {factor:.3g}× the deadline")
 
 
-def cadence_bounds(inst: Instance, cache: TableCache) -> list[Candidates]:
-    """cadence.max raised (when set, up to the deadline's pace) and cadence.min lowered (down the grid's step)."""
-    c, out = inst.schedule.cadence, []
-    pace = calc.deadline_pace(inst)
-    kept = inst.freshness.max_versions_kept
-    if c.max is not None and c.max < pace * (1 - REL_TOL):
-        room = MAX_ENTRIES // kept
-        s = screen(inst, cache, {"schedule.cadence.max": min(pace, c.max + room * c.step)})
-        ok = s.passing() & (s.grid > c.max * (1 + REL_TOL))[:, None]
-        out.append(Candidates("cadence.max", "schedule.cadence.max", c.max,
-                              _beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.max),
-                              note="no longer cadence up to the deadline's pace lets a pair through"))
-    steps = min(math.ceil(c.min / c.step) - 1, MAX_ENTRIES // kept)
-    if steps > 0:
-        s = screen(inst, cache, {"schedule.cadence.min": c.min - steps * c.step})
-        ok = s.passing() & (s.grid < c.min * (1 - REL_TOL))[:, None]
-        out.append(Candidates("cadence.min", "schedule.cadence.min", c.min,
-                              _beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.min, raise_=False),
-                              raise_=False, note="no shorter cadence lets a pair through"))
-    return out
+def cadence_max(inst: Instance, cache: TableCache) -> Candidates:
+    """cadence.max raised (when set below the deadline's pace): the longer cadences that let an entry through."""
+    c, pace = inst.schedule.cadence, calc.deadline_pace(inst)
+    room = MAX_ENTRIES // inst.freshness.max_versions_kept
+    s = screen(inst, cache, {"schedule.cadence.max": min(pace, c.max + room * c.step)})
+    ok = s.passing() & (s.grid > c.max * (1 + REL_TOL))[:, None]
+    return Candidates("cadence.max", "schedule.cadence.max", c.max, far=pace,
+                      values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.max),
+                      note="no longer cadence up to the deadline's pace lets a pair through")
+
+
+def cadence_min_room(inst: Instance) -> int:
+    """Grid steps cadence.min can be lowered by (to the lowest positive point, within MAX_ENTRIES)."""
+    c = inst.schedule.cadence
+    return max(0, min(math.ceil(c.min / c.step) - 1, MAX_ENTRIES // inst.freshness.max_versions_kept))
+
+
+def cadence_min(inst: Instance, cache: TableCache) -> Candidates:
+    """cadence.min lowered down the grid's step: the shorter cadences that let an entry through."""
+    c, steps = inst.schedule.cadence, cadence_min_room(inst)
+    s = screen(inst, cache, {"schedule.cadence.min": c.min - steps * c.step})
+    ok = s.passing() & (s.grid < c.min * (1 - REL_TOL))[:, None]
+    return Candidates("cadence.min", "schedule.cadence.min", c.min, far=c.min - steps * c.step, raise_=False,
+                      values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.min, raise_=False),
+                      note="no shorter cadence lets a pair through")
 
 
 def max_groups(inst: Instance, cache: TableCache) -> Candidates:
@@ -268,6 +277,7 @@ def pool_size(inst: Instance, cache: TableCache, i: int) -> Candidates:
     need = calc.ceil_tol(free + (s.groups * inst.training.gpus_per_group)[:, None] * training)
     values = _beyond(need[ok & (need <= pool.gpus * FARTHEST)], pool.gpus)
     return Candidates(f"gpus[{pool.name}]", f"gpu_pools[{i}].gpus", pool.gpus, values, integer=True, steps=False,
+                      far=float(pool.gpus * FARTHEST),
                       note=f"even {FARTHEST:.0f}× the GPUs in this pool leave every pair cut")
 
 
@@ -287,7 +297,7 @@ def tokens_per_gpu_s(inst: Instance, cache: TableCache, j: int) -> Candidates:
         rate = np.where(per > 0, short / np.where(per > 0, per, 1.0), np.inf)
     values = _beyond(rate[ok & (rate <= shape.tokens_per_gpu_s * FARTHEST)], shape.tokens_per_gpu_s)
     return Candidates(f"tokens_per_gpu_s[{shape.name}]", f"inference.shapes[{j}].tokens_per_gpu_s",
-                      shape.tokens_per_gpu_s, values, steps=False,
+                      shape.tokens_per_gpu_s, values, steps=False, far=shape.tokens_per_gpu_s * FARTHEST,
                       note=f"even {FARTHEST:.0f}× its tokens/s leaves every pair cut")
 
 
@@ -301,7 +311,7 @@ def supply_scale(inst: Instance, cache: TableCache, name: str) -> Candidates:
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.where(s.supply > 0, current * s.demand / np.where(s.supply > 0, s.supply, 1.0), np.inf)
     values = _beyond(need[ok & (need <= 1.0)], current)
-    return Candidates(name, path, current, values, steps=False, top=1.0, note=f"{name} 1 leaves every pair cut")
+    return Candidates(name, path, current, values, steps=False, top=1.0, far=1.0, note=f"{name} 1 leaves every pair cut")
 
 
 def _shortfall(inst: Instance, s: Screen, pool) -> tuple[np.ndarray, np.ndarray, int]:
@@ -312,7 +322,7 @@ def _shortfall(inst: Instance, s: Screen, pool) -> tuple[np.ndarray, np.ndarray,
     inside = [(j, sh) for j, sh in enumerate(inst.inference.shapes) if sh.pool == pool.name]
     rate = np.max([a * sh.tokens_per_gpu_s * mult[:, j] for j, sh in inside], axis=0) if inside else np.zeros(s.kept.size)
     own = calc.free_gpus(inst, pool, s.groups)[:, None] * rate[None, :]
-    short = np.maximum(s.demand * (1 - REL_TOL) - (s.supply - own), 0.0)
+    short = np.maximum(s.demand - (s.supply - own), 0.0)
     return short, rate, inside[0][1].gpus_per_replica if len(inside) == 1 else 0
 
 
@@ -330,7 +340,8 @@ def occupancy_scale(inst: Instance, cache: TableCache, base: Screen, lowest: flo
     the lifetimes, so the gap limit gives that scale in closed form; otherwise (or when another family still
     cuts there) a bisection over screens to 0.1 % (gap, exceedance, drop and attempts all fall as lifetimes
     shorten; update time and, without start-up, the deadline do not move)."""
-    out = Candidates("occupancy_scale", "", 1.0, np.zeros(0), raise_=False, steps=False, top=lowest, exact_values=False)
+    out = Candidates("occupancy_scale", "", 1.0, np.zeros(0), raise_=False, steps=False, top=lowest,
+                     exact_values=False, far=lowest)
     fixed = ("update_time",) + (() if inst.schedule.count_startup else ("deadline",))
     if base.passing().any():
         return out  # entries pass already: only solves can tell

@@ -117,7 +117,10 @@ def render_diagnosis(console, diagnosis: dict) -> None:
     if conflict:
         console.print("conflict: " + conflict, markup=False)
     for change in diagnosis.get("changes", []):
-        console.print(f"  feasible with {change['change']}", markup=False)
+        approx = "" if change.get("exact", True) else f" ({change.get('method', 'not exact')})"
+        console.print(f"  feasible with {change['change']}{approx}", markup=False)
+    for pair in diagnosis.get("pairs_of_changes") or []:
+        console.print(f"  feasible with two changes: {pair['change']}", markup=False)
     for text in diagnosis.get("notes", []):
         console.print(f"  {text}", markup=False)
 
