@@ -56,7 +56,9 @@ class Feasibility:
         return self.solves >= self.max_solves or (self.clock is not None and self.clock.expired())
 
     def solve(self, changes: dict, objective: str = "makespan") -> Result | None:
-        """The result of the edited instance (None when the edit makes it invalid)."""
+        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent)."""
+        if self.spent():
+            return None
         try:
             inst = edited(self.base, changes)
         except InstanceError:
@@ -64,7 +66,7 @@ class Feasibility:
         if self._planner is None or not self._planner.retarget(inst):
             self._planner = Planner(inst, reusable=True, cache=self.cache)
         self.solves += 1
-        return self._planner.solve(objective)
+        return self._planner.solve(objective, time_limit=None if self.clock is None else self.clock.remaining())
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes)
@@ -87,6 +89,7 @@ class Finding:
         self.method = ""
         self.bracket: tuple[float, float] | None = None  # (no plan, a plan) when the budget cut the search short
         self.rank: tuple = ()
+        self.skipped = False  # the solve budget or the time limit ran out before this input was settled
 
     @property
     def cand(self) -> Candidates:
@@ -133,23 +136,28 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     findings = [_settle(checker, f, search=depth == "full") for f in _findings(inst, cache, base, cut)]
     restoring = sorted((f for f in findings if f.value is not None), key=lambda f: f.rank)
     out["relaxations"] = [f.input for f in restoring]
-    out["conflict"] += ("; any one of these alone restores a plan: " + ", ".join(out["relaxations"])
-                        if restoring else "; no single change restores a plan")
+    cut_short = any(f.skipped for f in findings)
+    out["conflict"] += ("; any one of these alone restores a plan: " + ", ".join(out["relaxations"]) if restoring
+                        else "; the solve budget or time limit ran out before a change was found" if cut_short
+                        else "; no single change restores a plan")
     if depth == "full":
         out["changes"] = [_change(f) for f in restoring]
-    helpless = [f for f in findings if f.value is None and f.bracket is None]
+    helpless = [f for f in findings if f.value is None and f.bracket is None and not f.skipped]
     out["cannot_help"] = [f.input for f in sorted(helpless, key=lambda f: f.rank)]
     notes = []
     if helpless:
-        top = ", ".join(f"{FAMILY_TEXT.get(f, f)} {n:,}" for f, n in sorted(cut.items(), key=lambda kv: -kv[1])[:3])
+        top = ", ".join(f for f, _ in sorted(cut.items(), key=lambda kv: -kv[1]))
         why = (" (pairs pass; whole plans are what the limits cut)" if base.passing().any()
-               else f" (given the families that cut: {top})" if top else "")
+               else f" (given what cuts the pairs: {top})" if top else "")
         notes.append(f"cannot restore a plan alone: {', '.join(out['cannot_help'])}{why}")
+    skipped = [f.input for f in findings if f.skipped]
+    if skipped:
+        notes.append(f"not searched (solve budget or time limit spent): {', '.join(skipped)}")
     for f in findings:
         if f.bracket is not None:
             notes.append(f"{f.input}: search stopped (solve budget) between {_fmt(f, f.bracket[0])} (no plan) and "
                          f"{_fmt(f, f.bracket[1])} (a plan)")
-    if depth == "full" and not restoring:
+    if depth == "full" and not restoring and not cut_short:
         out["pairs_of_changes"] = cheapest_pairs(inst, findings, checker, _findings, _settle, _text)
     out["notes"] = notes
     out["solves"] = checker.solves
@@ -211,7 +219,14 @@ def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str,
 
 def _settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
     """Find ``f``'s threshold: confirm the closed form by one solve, search by re-solves only when it fails
-    (``search`` False: only whether the input restores a plan, at its loosest)."""
+    (``search`` False: only whether the input restores a plan, at its loosest). A search the budget (or the
+    command's time limit) cut short without a plan is marked ``skipped``, never "cannot help"."""
+    f = _search(checker, f, search)
+    f.skipped = f.value is None and f.bracket is None and checker.spent() and f.cand.values.size + (f.cand.top is not None) > 0
+    return f
+
+
+def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
     cand, inst = f.cand, checker.base
     edit = lambda value: edit_of(inst, cand, value)  # noqa: E731
     if cand.top is None and not cand.values.size:

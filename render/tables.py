@@ -117,7 +117,7 @@ def render_diagnosis(console, diagnosis: dict) -> None:
     if conflict:
         console.print("conflict: " + conflict, markup=False)
     for change in diagnosis.get("changes", []):
-        approx = "" if change.get("exact", True) else f" ({change.get('method', 'not exact')})"
+        approx = "" if change.get("exact", True) else " (within 0.1 %)"
         console.print(f"  feasible with {change['change']}{approx}", markup=False)
     for pair in diagnosis.get("pairs_of_changes") or []:
         console.print(f"  feasible with two changes: {pair['change']}", markup=False)
