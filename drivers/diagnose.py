@@ -233,7 +233,8 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
         return f  # closed form: no pair passes whatever this input is
     if f.families == (WHOLE_PLAN,):
         return _whole_plan(checker, f, search)
-    if cand.values.size and (cand.steps or not cand.passing) and checker.feasible(edit(cand.values[0])):
+    if (search and cand.values.size and (cand.steps or not cand.passing)
+            and checker.feasible(edit(cand.values[0]))):
         return _found(f, cand.values[0], cand.exact_values, "closed form, confirmed by one solve"
                       + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"))
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top

@@ -170,6 +170,9 @@ def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates
     widest = int(min(16 * kept, max(kept + 1, MAX_ENTRIES // points)))
     out = Candidates("max_versions_kept", "freshness.max_versions_kept", kept, np.zeros(0), integer=True,
                      far=float(widest))
+    fr = inst.freshness
+    if fr.overrun_policy == "downweight" and fr.max_exceedance is None:
+        return Candidates(**{**out.__dict__, "note": "without drops or an exceedance limit, more K only costs throughput"})
     fixed = ("update_time", "max_mean_gap") + (() if inst.schedule.count_startup else ("deadline",))
     if not _rows_pass(base, fixed):
         return Candidates(**{**out.__dict__, "note": _cut_by(base, fixed)})
