@@ -21,9 +21,11 @@ from models.edits import edited
 from models.instance import Instance
 from models.load import InstanceError
 from models.result import Result
+from solver import calculus as calc
 from solver.pairs import TableCache, build as build_pairs
 from solver.solve import Planner
 from solver.stopwatch import Stopwatch
+from solver.tolerances import REL_TOL
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
 MAX_SOLVES = 60  # re-solves one diagnosis may spend (deterministic, unlike a time budget)
@@ -184,7 +186,7 @@ def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str,
            if getattr(fr, name) is not None]
     out.append(Finding("deadline", everything, True, lambda: sc.deadline(inst, cache)))
     c = inst.schedule.cadence
-    if c.max is not None and c.max < sc.calc.deadline_pace(inst) * (1 - 1e-9):
+    if c.max is not None and c.max < calc.deadline_pace(inst) * (1 - REL_TOL):
         out.append(Finding("cadence.max", everything, False, lambda: sc.cadence_max(inst, cache)))
     if sc.cadence_min_room(inst):
         out.append(Finding("cadence.min", everything, False, lambda: sc.cadence_min(inst, cache)))
@@ -339,7 +341,7 @@ def _found(f: Finding, value: float, exact: bool, method: str) -> Finding:
 def _change(f: Finding) -> dict:
     """One entry of "changes": {"input", "change", "value"} (MODEL §6) and this project's extra keys."""
     return {"input": f.input, "change": _text(f), "value": f.value, "exact": f.exact, "method": f.method,
-            "family": f.families[0], "relative_change": f.relative()}
+            "family": f.families[0], "relative_change": f.relative() if np.isfinite(f.relative()) else None}
 
 
 def _text(f: Finding, value: float | None = None) -> str:

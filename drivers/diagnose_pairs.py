@@ -30,10 +30,10 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
         loosest = first.cand.far
         inst_a = edited(inst, edit_of(inst, first.cand, loosest))
         seconds = _ranked_findings(inst_a, findings_of, exclude=first.input, keep=SECONDS)
-        for second in seconds:
+        for candidate in seconds:
             if checker.spent():
                 return _best(out, keep)
-            second = _child(checker, inst_a, lambda c: settle(c, second))
+            second = _child(checker, inst_a, lambda c, f=candidate: settle(c, f))
             if second.value is None:
                 continue
             inst_b = edited(inst, edit_of(inst, second.cand, second.value))
@@ -43,7 +43,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
             ref = tightened if tightened is not None and tightened.value is not None else first
             out.append({"inputs": [first.input, second.input], "values": [value, second.value],
                         "change": f"{_text(text, ref, value)} and {_text(text, second)}",
-                        "relative_change": first.relative(value) + second.relative()})
+                        "relative_change": _finite(first.relative(value) + second.relative())})
     return _best(out, keep)
 
 
@@ -79,6 +79,14 @@ def _text(text, f, value: float | None = None) -> str:
     return text(f, value)
 
 
+def _finite(value: float) -> float | None:
+    return value if value < float("inf") else None
+
+
 def _best(found: list[dict], keep: int) -> list[dict]:
-    unique = {frozenset(p["inputs"]): p for p in sorted(found, key=lambda p: -p["relative_change"])}
-    return sorted(unique.values(), key=lambda p: p["relative_change"])[:keep]
+    """The ``keep`` cheapest pairs, one per set of two inputs (a lifted limit, of no finite cost, last)."""
+    def cost(p: dict) -> float:
+        return float("inf") if p["relative_change"] is None else p["relative_change"]
+
+    unique = {frozenset(p["inputs"]): p for p in sorted(found, key=lambda p: -cost(p))}
+    return sorted(unique.values(), key=cost)[:keep]
