@@ -47,11 +47,15 @@ def run(command: list[str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def solves_of(path: Path) -> int:
+def diagnosis_alone(path: Path) -> tuple[int, float]:
+    """(re-solves, CPU seconds) of the diagnosis alone, in this process (imports and the first solve excluded)."""
     from drivers.diagnose import diagnosed
 
     inst = load_instance(path)
-    return diagnosed(inst, solve_instance(inst)).diagnosis.get("solves", 0)
+    result = solve_instance(inst)
+    start = time.process_time()
+    diagnosis = diagnosed(inst, result).diagnosis
+    return diagnosis.get("solves", 0), time.process_time() - start
 
 
 def main() -> None:
@@ -60,20 +64,22 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="instance file stems to run")
     args = parser.parse_args()
     paths = [p for p in infeasible_instances() if not args.only or p.stem in args.only]
-    floor = [run([sys.executable, "-c", "import cli"]) for _ in range(args.repeats)]
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    print(f"import floor (python -c 'import cli'): median {statistics.median(w for w, _ in floor):.2f} s wall, "
-          f"{statistics.median(c for _, c in floor):.2f} s CPU")
+    for label, code in (("import cli", "import cli"),
+                        ("imports of solve", "import cli, commands.plan, solver.solve, drivers.diagnose")):
+        floor = [run([sys.executable, "-c", code]) for _ in range(args.repeats)]
+        print(f"floor, {label}: median {statistics.median(w for w, _ in floor):.2f} s wall, "
+              f"{statistics.median(c for _, c in floor):.2f} s CPU")
     rows = []
     for path in paths:
         runs = [run([sys.executable, "cli.py", "solve", str(path.relative_to(ROOT))]) for _ in range(args.repeats)]
         rows.append((path.relative_to(ROOT), statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs),
-                     solves_of(path)))
-    print(f"{'instance':52} {'wall median':>12} {'CPU median':>11} {'re-solves':>10}")
-    for name, wall, cpu, solves in sorted(rows, key=lambda r: -r[1]):
-        print(f"{str(name):52} {wall:11.2f}s {cpu:10.2f}s {solves:10d}")
+                     *diagnosis_alone(path)))
+    print(f"{'instance':46} {'wall median':>12} {'CPU median':>11} {'re-solves':>10} {'diagnosis CPU':>14}")
+    for name, wall, cpu, solves, alone in sorted(rows, key=lambda r: -r[1]):
+        print(f"{str(name):46} {wall:11.2f}s {cpu:10.2f}s {solves:10d} {alone:13.2f}s")
     if rows:
-        name, wall, cpu, _ = max(rows, key=lambda r: r[1])
+        name, wall, cpu, _, _ = max(rows, key=lambda r: r[1])
         verdict = "meets" if wall <= TARGET_S else "misses"
         print(f"slowest: {name} {wall:.2f} s wall ({cpu:.2f} s CPU), {verdict} the {TARGET_S:g} s target "
               f"(median of {args.repeats}; load average now {os.getloadavg()[0]:.2f})")

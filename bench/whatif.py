@@ -82,8 +82,8 @@ def measure(runs: int, time_limit: float) -> None:
         done = subprocess.run(command, capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
         wall, kb = done.stderr.strip().splitlines()[-1].split()
         try:
-            status = json.loads(done.stdout)["status"]
-            gap = json.loads(done.stdout).get("mip_gap")
+            result = json.loads(done.stdout)
+            status, gap = result["status"] + (" with a verified plan" if result.get("plan") else ""), result.get("mip_gap")
         except (ValueError, KeyError):
             status, gap = f"exit {done.returncode}", None
         walls.append(float(wall))
