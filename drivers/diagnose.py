@@ -159,8 +159,11 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
         if f.bracket is not None:
             notes.append(f"{f.input}: search stopped (solve budget) between {_fmt(f, f.bracket[0])} (no plan) and "
                          f"{_fmt(f, f.bracket[1])} (a plan)")
-    if depth == "full" and not restoring and not cut_short:
-        out["pairs_of_changes"] = cheapest_pairs(inst, findings, checker, _findings, _settle, _text)
+    # a family's own limit that lets its pairs through but restores no plan alone: what else must move with it
+    partial = [f for f in findings if f.direct and f.value is None and not f.skipped and f.cand.values.size]
+    if depth == "full" and not cut_short and (not restoring or partial):
+        out["pairs_of_changes"] = cheapest_pairs(inst, partial if restoring else findings, checker, _findings,
+                                                 _settle, _text)
     out["notes"] = notes
     out["solves"] = checker.solves
     return out

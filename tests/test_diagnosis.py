@@ -151,3 +151,18 @@ def _edits(inst, name: str, value: float) -> dict:
         i = [k.name for k in inst.environment.node_types].index(inner)
         return {f"environment.node_types[{i}].max_nodes": int(value)}
     raise AssertionError(f"no edit for {name}")
+
+
+def test_a_limit_that_exposes_another_is_offered_with_it_beside_the_single_changes():
+    # the audit's case: a longer deadline restores a plan alone, the gap limit does not (the node cap binds
+    # once it is lifted); the pair that leaves the deadline alone is offered too
+    inst, diagnosis = diagnosis_of(DATA / "gap-and-nodes.yaml")
+    assert diagnosis["changes"][0]["input"] == "deadline"
+    assert "max_mean_gap" in diagnosis["cannot_help"]
+    assert not feasible(inst, {"freshness.max_mean_gap": None})
+    pair = next(p for p in diagnosis["pairs_of_changes"] if set(p["inputs"]) == {"max_mean_gap", "max_nodes[standard]"})
+    gap, nodes = (pair["values"][pair["inputs"].index(k)] for k in ("max_mean_gap", "max_nodes[standard]"))
+    path_gap, path_nodes = "freshness.max_mean_gap", "environment.node_types[0].max_nodes"
+    assert feasible(inst, {path_gap: gap, path_nodes: int(nodes)})
+    assert not feasible(inst, {path_gap: gap * (1 - 1e-6), path_nodes: int(nodes)})
+    assert not feasible(inst, {path_gap: gap, path_nodes: int(nodes) - 1})

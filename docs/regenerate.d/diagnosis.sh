@@ -5,7 +5,7 @@ set -u
 PYTHON=${PYTHON:-python}
 out=docs/diagnosis
 mkdir -p "$out"
-for name in mean-gap-only max-nodes-only two-limits; do
+for name in mean-gap-only max-nodes-only two-limits gap-and-nodes; do
   "$PYTHON" cli.py solve "tests/data/infeasible/$name.yaml" > "$out/$name.txt"
 done
 "$PYTHON" cli.py solve instances/seed-3000-cards.yaml > "$out/seed-3000-cards.txt"
