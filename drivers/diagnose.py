@@ -202,7 +202,8 @@ def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str,
     out += [Finding(f"tokens_per_gpu_s[{s.name}]", ("pool_capacity",), True,
                     lambda j=j: sc.tokens_per_gpu_s(inst, cache, j)) for j, s in enumerate(inst.inference.shapes)]
     out += [Finding(name, ("pool_capacity",), False, lambda n=name: sc.supply_scale(inst, cache, n))
-            for name, value in (("availability", inst.inference.availability), ("intake_rate", inst.workload.intake_rate))
+            for name, value in (("availability", inst.inference.availability),
+                                ("intake_rate", inst.workload.intake_rate))
             if value < 1]
     out.append(Finding("occupancy_scale", levers, False, lambda: sc.occupancy_scale(inst, cache, base)))
     passing = bool(base.passing().any())
@@ -227,7 +228,8 @@ def _settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
     (``search`` False: only whether the input restores a plan, at its loosest). A search the budget (or the
     command's time limit) cut short without a plan is marked ``skipped``, never "cannot help"."""
     f = _search(checker, f, search)
-    f.skipped = f.value is None and f.bracket is None and checker.spent() and f.cand.values.size + (f.cand.top is not None) > 0
+    searchable = f.cand.values.size > 0 or f.cand.top is not None
+    f.skipped = f.value is None and f.bracket is None and checker.spent() and searchable
     return f
 
 

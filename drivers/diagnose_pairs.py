@@ -1,10 +1,11 @@
-"""Two changes at once, for a diagnosis in which no single change restores a plan.
+"""Two changes at once: for a diagnosis in which no single change restores a plan, or in which a
+family's own limit lets its pairs through but restores no plan alone.
 
 The first change is the own limit of one of the top families that cut (a freshness limit, a pool's
-size, a tokens/s figure, a node cap); with it at its loosest, the inputs acting on the families that
-still cut are searched as in a single diagnosis (closed forms first); the first change is then tightened back to its own threshold with
-the second in place. The cheapest pair is the one that moves its two inputs least (the sum of their
-relative changes).
+size, a tokens/s figure, a node cap); with it at its loosest, the inputs acting on what still cuts
+are searched as in a single diagnosis (closed forms first); the first change is then tightened back
+to its own threshold with the second in place. The cheapest pair is the one that moves its two
+inputs least (the sum of their relative changes).
 """
 
 from __future__ import annotations

@@ -172,7 +172,8 @@ def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates
                      far=float(widest))
     fr = inst.freshness
     if fr.overrun_policy == "downweight" and fr.max_exceedance is None:
-        return Candidates(**{**out.__dict__, "note": "without drops or an exceedance limit, more K only costs throughput"})
+        note = "without drops or an exceedance limit, more K only costs throughput"
+        return Candidates(**{**out.__dict__, "note": note})
     fixed = ("update_time", "max_mean_gap") + (() if inst.schedule.count_startup else ("deadline",))
     if not _rows_pass(base, fixed):
         return Candidates(**{**out.__dict__, "note": _cut_by(base, fixed)})
@@ -314,7 +315,8 @@ def supply_scale(inst: Instance, cache: TableCache, name: str) -> Candidates:
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.where(s.supply > 0, current * s.demand / np.where(s.supply > 0, s.supply, 1.0), np.inf)
     values = _beyond(need[ok & (need <= 1.0)], current)
-    return Candidates(name, path, current, values, steps=False, top=1.0, far=1.0, note=f"{name} 1 leaves every pair cut")
+    return Candidates(name, path, current, values, steps=False, top=1.0, far=1.0,
+                      note=f"{name} 1 leaves every pair cut")
 
 
 def _shortfall(inst: Instance, s: Screen, pool) -> tuple[np.ndarray, np.ndarray, int]:
@@ -323,7 +325,8 @@ def _shortfall(inst: Instance, s: Screen, pool) -> tuple[np.ndarray, np.ndarray,
     a = inst.inference.availability
     mult = supply_multipliers(inst, s.kept)
     inside = [(j, sh) for j, sh in enumerate(inst.inference.shapes) if sh.pool == pool.name]
-    rate = np.max([a * sh.tokens_per_gpu_s * mult[:, j] for j, sh in inside], axis=0) if inside else np.zeros(s.kept.size)
+    rates = [a * sh.tokens_per_gpu_s * mult[:, j] for j, sh in inside]
+    rate = np.max(rates, axis=0) if rates else np.zeros(s.kept.size)
     own = calc.free_gpus(inst, pool, s.groups)[:, None] * rate[None, :]
     short = np.maximum(s.demand - (s.supply - own), 0.0)
     return short, rate, inside[0][1].gpus_per_replica if len(inside) == 1 else 0
@@ -364,7 +367,8 @@ def occupancy_scale(inst: Instance, cache: TableCache, base: Screen, lowest: flo
             if admits(high):
                 return Candidates(**{**out.__dict__, "values": np.array([high]), "exact_values": True})
     if not admits(lowest):
-        return Candidates(**{**out.__dict__, "top": None, "note": f"lifetimes {1 / lowest:.0f}× shorter still leave every pair cut"})
+        note = f"lifetimes {1 / lowest:.0f}× shorter still leave every pair cut"
+        return Candidates(**{**out.__dict__, "top": None, "note": note})
     low = lowest  # admits at low, not at high
     while high / low > 1 + 1e-3:
         mid = math.sqrt(low * high)
