@@ -43,10 +43,10 @@ FAMILY_TEXT = {
 
 class Feasibility:
     """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
-    budget of solves (and the command's clock, when it has a time limit)."""
+    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
 
     def __init__(self, base: Instance, cache: TableCache | None = None, clock: Stopwatch | None = None,
-                 max_solves: int = MAX_SOLVES):
+                 max_solves: int | None = None):
         self.base = base
         self._planner = None
         self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
@@ -55,10 +55,12 @@ class Feasibility:
         self.solves = 0
 
     def spent(self) -> bool:
-        return self.solves >= self.max_solves or (self.clock is not None and self.clock.expired())
+        return ((self.max_solves is not None and self.solves >= self.max_solves)
+                or (self.clock is not None and self.clock.expired()))
 
-    def solve(self, changes: dict, objective: str = "makespan") -> Result | None:
-        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent)."""
+    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
+        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
+        ``time_limit`` bounds this solve, within what the clock has left."""
         if self.spent():
             return None
         try:
@@ -68,7 +70,10 @@ class Feasibility:
         if self._planner is None or not self._planner.retarget(inst):
             self._planner = Planner(inst, reusable=True, cache=self.cache)
         self.solves += 1
-        return self._planner.solve(objective, time_limit=None if self.clock is None else self.clock.remaining())
+        left = None if self.clock is None else self.clock.remaining()
+        if time_limit is not None:
+            left = time_limit if left is None else min(left, time_limit)
+        return self._planner.solve(objective, time_limit=left)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes)
@@ -134,7 +139,7 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     out["conflict"] = _conflict(inst, pairs, base, cut)
     if depth == "brief":
         return out
-    checker = Feasibility(inst, cache, clock)
+    checker = Feasibility(inst, cache, clock, MAX_SOLVES)
     findings = [_settle(checker, f, search=depth == "full") for f in _findings(inst, cache, base, cut)]
     restoring = sorted((f for f in findings if f.value is not None), key=lambda f: f.rank)
     out["relaxations"] = [f.input for f in restoring]

@@ -67,7 +67,8 @@ def _ranked_findings(inst: Instance, findings_of, exclude: str | None = None, ke
 
 def _child(checker, inst: Instance, run):
     """Run ``run`` over a checker of ``inst`` that spends the parent's remaining solves."""
-    child = type(checker)(inst, None, checker.clock, max_solves=checker.max_solves - checker.solves)
+    left = None if checker.max_solves is None else checker.max_solves - checker.solves
+    child = type(checker)(inst, None, checker.clock, max_solves=left)
     try:
         return run(child)
     finally:
