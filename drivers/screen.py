@@ -38,7 +38,7 @@ class Screen:
     judge: Instance
     grid: np.ndarray
     kept: np.ndarray
-    span: np.ndarray  # makespan T, s
+    span: np.ndarray  # makespan T, s (with count_startup a lower bound: the screen never computes the fill)
     groups: np.ndarray  # fewest training groups with U <= L; 0 where none
     gap: np.ndarray  # mean version gap
     exceedance: np.ndarray
@@ -92,7 +92,8 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     top = calc.cadence_top(inst)
     lifted = {f"freshness.{f}": None for f in FRESHNESS}
     # the deadline lifted (the screen judges it), the grid's extent kept by an explicit cadence.max
-    changes = lifted | {"schedule.cadence.max": max(top, c.min), "schedule.deadline": _far(inst)} | (widen or {})
+    changes = lifted | {"schedule.cadence.max": max(top, c.min), "schedule.deadline": _far(inst),
+                        "schedule.count_startup": False} | (widen or {})
     opened = edited(inst, changes)
     g = opened.schedule.cadence
     if calc.cadence_top(opened) < g.min * (1 - REL_TOL) or (top < c.min * (1 - REL_TOL) and not widen):
@@ -100,7 +101,10 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     d = cache.demand(opened)
     w = inst.workload
     gap = calc.mean_version_gap(d.w_use, d.grid, inst.freshness.gap_convention)
-    return Screen(judge=judge, grid=d.grid, kept=d.kept, span=np.asarray(d.span), groups=d.groups, gap=gap,
+    span = np.asarray(d.span)
+    if inst.schedule.count_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
+        span = span - d.grid[:, None]
+    return Screen(judge=judge, grid=d.grid, kept=d.kept, span=span, groups=d.groups, gap=gap,
                   exceedance=d.exceedance, drop=d.drop, attempts=d.attempts,
                   demand=d.attempts * w.tokens_per_attempt, supply=best_supply(judge, d.groups, d.kept))
 
