@@ -66,7 +66,7 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     from solver.solve import solve_instance
 
     with progress:
-        result = diagnosed(inst, solve_instance(inst, objective, clock=clock), notes=warnings)
+        result = diagnosed(inst, solve_instance(inst, objective, clock=clock), clock=clock, notes=warnings)
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 

@@ -119,10 +119,13 @@ def render_diagnosis(console, diagnosis: dict) -> None:
     conflict = diagnosis.get("conflict")
     if conflict:
         console.print("conflict: " + conflict, markup=False)
-    for text in diagnosis.get("notes", []):  # e.g. a bare number read as seconds: likely the whole story
-        console.print(f"note: {text}", markup=False)
     for change in diagnosis.get("changes", []):
-        console.print(f"  feasible with {change['change']}", markup=False)
+        approx = "" if change.get("exact", True) else " (within 0.1 %)"
+        console.print(f"  feasible with {change['change']}{approx}", markup=False)
+    for pair in diagnosis.get("pairs_of_changes") or []:
+        console.print(f"  feasible with two changes: {pair['change']}", markup=False)
+    for text in diagnosis.get("notes", []):
+        console.print(f"  {text}", markup=False)
 
 
 def render_batch(console, report, statuses) -> None:

@@ -207,15 +207,9 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
     rejected = dict(d.rejected)
     shapes = inst.inference.shapes
     a = inst.inference.availability
-    mult = np.stack([calc.supply_multiplier(s.version_slowdown, Ks) for s in shapes], axis=1)  # (K, S)
-    # Pool bound: even filling every pool with its best shape cannot meet the demand.
+    mult = supply_multipliers(inst, Ks)
     demand_tokens = attempts * w.tokens_per_attempt
-    best = np.zeros(attempts.shape)
-    for pool in inst.gpu_pools:
-        rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
-        if not rates:
-            continue
-        best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
+    best = best_supply(inst, groups, Ks)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
     keep &= _undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.schedule.count_startup else None)
 
@@ -242,6 +236,24 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
         rejected=rejected,
         grid_points=int(grid.size),
     )
+
+
+def supply_multipliers(inst: Instance, kept: np.ndarray) -> np.ndarray:
+    """(K, shapes): the throughput each shape keeps with K resident versions."""
+    return np.stack([calc.supply_multiplier(s.version_slowdown, kept) for s in inst.inference.shapes], axis=1)
+
+
+def best_supply(inst: Instance, groups: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """(cadence, K) tokens/s with every pool filled by its best shape beside ``groups`` training groups
+    (per cadence): the pool-capacity bound, which a pair's token demand must not exceed."""
+    a, shapes = inst.inference.availability, inst.inference.shapes
+    mult = supply_multipliers(inst, kept)
+    best = np.zeros((np.asarray(groups).size, np.asarray(kept).size))
+    for pool in inst.gpu_pools:
+        rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
+        if rates:
+            best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
+    return best
 
 
 def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray,

@@ -68,9 +68,10 @@ class Planner:
     def candidates(self, max_makespan: float | None = None, cadence: float | None = None,
                    max_hourly_cost: float | None = None, max_total_cost: float | None = None) -> np.ndarray:
         """Pairs a plan under these restrictions may use; budgets close every pair whose cost bound
-        already breaks them (exact: the bound is valid)."""
+        already breaks them, and a pair whose bound is infinite (no fleet within the node and VM caps,
+        or no pool mix, can hold it) holds no plan (exact: the bound is valid)."""
         pairs, limits = self.pairs, self.inst.limits
-        keep = np.ones(pairs.size, dtype=bool)
+        keep = np.isfinite(self.hourly_lb)
         if max_makespan is not None:
             keep &= pairs.makespan <= max_makespan * (1 + SPAN_TOL)
         if cadence is not None:

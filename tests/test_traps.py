@@ -41,7 +41,7 @@ def test_a_bare_deadline_in_seconds_warns_and_the_diagnosis_repeats_it(hand):
     assert result.stderr.strip() == f"{hand}: warning: {DEADLINE_10}"
     assert DEADLINE_10 in result.stdout  # under the diagnosis
     as_json = run("solve", str(hand), "--set", "schedule.deadline=10", "--json")
-    assert json.loads(as_json.stdout)["diagnosis"]["notes"] == [DEADLINE_10]
+    assert json.loads(as_json.stdout)["diagnosis"]["notes"][0] == DEADLINE_10  # the units first
 
 
 def test_a_bare_deadline_in_a_file_warns(tmp_path):
