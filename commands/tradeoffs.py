@@ -11,15 +11,17 @@ import click
 from render.tradeoffs import render_comparison, render_frontier, render_sweep
 from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE, SolvingBar, console, edits_option,
                              guarded, load_with_edits, show_bar)
+from commands.simulate import simulate_option, simulated_verdicts
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--out", default="frontier-out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for frontier.csv, frontier.json and frontier.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
+@simulate_option
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, edits) -> None:
+def frontier(instance: str, out: str, as_json: bool, replications: int | None, edits) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
@@ -27,7 +29,9 @@ def frontier(instance: str, out: str, as_json: bool, edits) -> None:
     corners: the plans where its slope changes (the vertices of its lower convex hull, each
     the cheapest plan for some price put on a day of schedule), plus both ends; "$ per day
     saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
-    limits.max_total_cost=...). Exit codes: 0, 3 no feasible plan, 2 invalid input.
+    limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
+    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
+    Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
     from drivers.frontier import CSV_COLUMNS, csv_rows, frontiers
     from drivers.output import write_atomic_bytes, write_csv, write_json
@@ -36,6 +40,8 @@ def frontier(instance: str, out: str, as_json: bool, edits) -> None:
     inst = load_with_edits(instance, edits)
     with SolvingBar("frontier", show_bar(as_json)) as bar:
         found = frontiers(inst, on_progress=bar)
+    if replications:
+        _simulate_corners(inst, found, replications, as_json)
     folder = Path(out)
     payload = found.to_json()
     write_csv(folder / "frontier.csv", CSV_COLUMNS, csv_rows(found))
@@ -48,6 +54,14 @@ def frontier(instance: str, out: str, as_json: bool, edits) -> None:
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
+def _simulate_corners(inst, found, replications: int, quiet: bool) -> None:
+    """Attach to each frontier the simulated verdict of its corners (a plan on both frontiers is replayed once)."""
+    chosen = [(front, i) for front in found.frontiers.values() for i in front.corners]
+    for (front, i), verdict in zip(chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen],
+                                                             replications, quiet)):
+        front.simulations[i] = verdict
+
+
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
@@ -56,20 +70,28 @@ def frontier(instance: str, out: str, as_json: bool, edits) -> None:
               help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
                    "stays at the deadline pace.")
 @click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
+@simulate_option
 @edits_option
 @guarded
-def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool, edits) -> None:
+def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool,
+            replications: int | None, edits) -> None:
     """Spend inference slack on fewer cards or a shorter schedule? The article's §4 as a report.
 
     Side by side: the baseline (the seed's arithmetic at the deadline pace on N inference
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %").
+    each against the baseline ("time margin 17.3 %, supply +21 %"). With --simulate [R], each plan
+    column is replayed R times (MODEL.md §10) and the table shows its simulated makespan and verdict.
     """
     from drivers.compare import compare as run_compare
 
-    result = run_compare(load_with_edits(instance, edits), baseline_inference_gpus, cadence=cadence)
+    inst = load_with_edits(instance, edits)
+    result = run_compare(inst, baseline_inference_gpus, cadence=cadence)
+    if replications:
+        plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
+        for col, verdict in zip(result.columns, simulated_verdicts(inst, plans, replications, as_json)):
+            col.simulation = verdict
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
