@@ -18,22 +18,23 @@ from commands.simulate import simulate_option, simulated_verdicts
 @click.option("--out", default="frontier-out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for frontier.csv, frontier.json and frontier.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
+@click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
 @simulate_option
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, replications: int | None, edits) -> None:
+def frontier(instance: str, out: str, as_json: bool, show_all: bool, replications: int | None, edits) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
     below the last plan found until no faster plan exists. The tables list the frontier's
     corners: the plans where its slope changes (the vertices of its lower convex hull, each
-    the cheapest plan for some price put on a day of schedule), plus both ends; "$ per day
-    saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
+    the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
+    evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
     (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
     Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
-    from drivers.frontier import CSV_COLUMNS, csv_rows, frontiers
+    from drivers.frontier import csv_columns, csv_rows, frontiers
     from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import frontier_png
 
@@ -41,22 +42,25 @@ def frontier(instance: str, out: str, as_json: bool, replications: int | None, e
     with SolvingBar("frontier", show_bar(as_json)) as bar:
         found = frontiers(inst, on_progress=bar)
     if replications:
-        _simulate_corners(inst, found, replications, as_json)
+        _simulate_corners(inst, found, replications, show_all, as_json)
     folder = Path(out)
     payload = found.to_json()
-    write_csv(folder / "frontier.csv", CSV_COLUMNS, csv_rows(found))
+    write_csv(folder / "frontier.csv", csv_columns(found), csv_rows(found))
     write_json(folder / "frontier.json", payload)
     write_atomic_bytes(folder / "frontier.png", frontier_png(found))
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     else:
-        render_frontier(console(), found, folder)
+        render_frontier(console(), found, folder, show_all)
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
-def _simulate_corners(inst, found, replications: int, quiet: bool) -> None:
-    """Attach to each frontier the simulated verdict of its corners (a plan on both frontiers is replayed once)."""
-    chosen = [(front, i) for front in found.frontiers.values() for i in front.corners]
+def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: bool) -> None:
+    """Attach to each frontier the simulated verdict of the corners its table shows (all with --all; a plan
+    on both frontiers is replayed once)."""
+    from render.tradeoffs import shown_corners
+
+    chosen = [(front, i) for front in found.frontiers.values() for i in shown_corners(front.corners, show_all)]
     for (front, i), verdict in zip(chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen],
                                                              replications, quiet)):
         front.simulations[i] = verdict
@@ -65,7 +69,8 @@ def _simulate_corners(inst, found, replications: int, quiet: bool) -> None:
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
-              help="The baseline's inference cards [default: the fewer-cards plan's].")
+              help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
+                   "mix can have beside the deadline pace's training; the output says how it was chosen].")
 @click.option("--cadence", type=click.FloatRange(min=0, min_open=True),
               help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
                    "stays at the deadline pace.")
@@ -81,8 +86,11 @@ def compare(instance: str, baseline_inference_gpus: int | None, cadence: float |
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %"). With --simulate [R], each plan
-    column is replayed R times (MODEL.md §10) and the table shows its simulated makespan and verdict.
+    each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
+    rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
+    (infeasible as a yardstick) when those cards cannot deliver once drops count. With --simulate [R],
+    each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
+    and verdict.
     """
     from drivers.compare import compare as run_compare
 
