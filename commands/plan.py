@@ -33,9 +33,6 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     render_explanation(console(), result)
 
 
-SOLVE_SIMULATION_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time", "on_time_share", "lateness_s")
-
-
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
@@ -80,8 +77,9 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     if found is not None:
         payload["levers"] = found.to_json()
     if simulated is not None:
-        payload["simulation"] = {k: simulated.simulated.get(k) for k in SOLVE_SIMULATION_KEYS}
-        payload["simulation"]["replications"] = simulated.replications
+        from simulate.verdicts import verdict_of
+
+        payload["simulation"] = verdict_of(simulated)
     if out:
         from drivers.output import write_json
 

@@ -133,13 +133,26 @@ def _write_outputs(folder: Path, report, payload: dict) -> None:
 
 def simulated_verdict(inst, result, replications: int, quiet: bool):
     """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan."""
-    from simulate.runner import simulate_plan
+    from simulate.verdicts import simulate_result
 
-    if result.plan is None or result.metrics is None:
-        return None
     with DelayedBar("simulating", show_bar(quiet)) as bar:
-        return simulate_plan(inst, result.plan, metrics=result.metrics, replications=replications,
-                             workers=min(replications, 2), on_progress=bar)
+        return simulate_result(inst, result, replications, on_progress=bar)
+
+
+def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:
+    """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
+    from simulate.verdicts import verdicts
+
+    with DelayedBar("simulating plans", show_bar(quiet)) as bar:
+        return verdicts(inst, results, replications, on_progress=bar)
+
+
+def simulate_option(func):
+    """`--simulate [R]`: replay the plans shown R times (default 1, the full run) and show the verdict."""
+    return click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1,
+                        default=None, metavar="[R]",
+                        help="Replay each plan shown R times (default 1, the full run, MODEL.md §10) and show "
+                             "the simulated on-time verdict.")(func)
 
 
 def startup_estimate(inst, result) -> float | None:

@@ -11,6 +11,7 @@ import click
 from render.tradeoffs import render_comparison, render_frontier, render_sweep
 from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE, SolvingBar, console, edits_option,
                              guarded, load_with_edits, show_bar)
+from commands.simulate import simulate_option, simulated_verdicts
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
@@ -18,9 +19,10 @@ from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE,
               help="Folder for frontier.csv, frontier.json and frontier.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
+@simulate_option
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> None:
+def frontier(instance: str, out: str, as_json: bool, show_all: bool, replications: int | None, edits) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
@@ -28,7 +30,9 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
     corners: the plans where its slope changes (the vertices of its lower convex hull, each
     the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
     evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
-    limits.max_total_cost=...). Exit codes: 0, 3 no feasible plan, 2 invalid input.
+    limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
+    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
+    Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
     from drivers.frontier import csv_columns, csv_rows, frontiers
     from drivers.output import write_atomic_bytes, write_csv, write_json
@@ -37,6 +41,8 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
     inst = load_with_edits(instance, edits)
     with SolvingBar("frontier", show_bar(as_json)) as bar:
         found = frontiers(inst, on_progress=bar)
+    if replications:
+        _simulate_corners(inst, found, replications, show_all, as_json)
     folder = Path(out)
     payload = found.to_json()
     write_csv(folder / "frontier.csv", csv_columns(found), csv_rows(found))
@@ -49,6 +55,17 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
+def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: bool) -> None:
+    """Attach to each frontier the simulated verdict of the corners its table shows (all with --all; a plan
+    on both frontiers is replayed once)."""
+    from render.tradeoffs import shown_corners
+
+    chosen = [(front, i) for front in found.frontiers.values() for i in shown_corners(front.corners, show_all)]
+    for (front, i), verdict in zip(chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen],
+                                                             replications, quiet)):
+        front.simulations[i] = verdict
+
+
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
@@ -58,9 +75,11 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> N
               help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
                    "stays at the deadline pace.")
 @click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
+@simulate_option
 @edits_option
 @guarded
-def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool, edits) -> None:
+def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool,
+            replications: int | None, edits) -> None:
     """Spend inference slack on fewer cards or a shorter schedule? The article's §4 as a report.
 
     Side by side: the baseline (the seed's arithmetic at the deadline pace on N inference
@@ -69,11 +88,18 @@ def compare(instance: str, baseline_inference_gpus: int | None, cadence: float |
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
     each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
     rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
-    (infeasible as a yardstick) when those cards cannot deliver once drops count.
+    (infeasible as a yardstick) when those cards cannot deliver once drops count. With --simulate [R],
+    each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
+    and verdict.
     """
     from drivers.compare import compare as run_compare
 
-    result = run_compare(load_with_edits(instance, edits), baseline_inference_gpus, cadence=cadence)
+    inst = load_with_edits(instance, edits)
+    result = run_compare(inst, baseline_inference_gpus, cadence=cadence)
+    if replications:
+        plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
+        for col, verdict in zip(result.columns, simulated_verdicts(inst, plans, replications, as_json)):
+            col.simulation = verdict
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

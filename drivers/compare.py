@@ -84,16 +84,20 @@ class Column:
     result: Result | None = None
     note: str = ""
     yardstick: str = ""  # arithmetic only: why these figures cannot be delivered ("" when they can)
+    simulation: dict | None = None  # the simulated verdict of the plan (`compare --simulate`), when asked
 
     @property
     def ok(self) -> bool:
         return self.status in ("arithmetic", "optimal")
 
     def to_json(self) -> dict:
-        return {"key": self.key, "title": self.title, "heading": self.heading, "kind": self.kind, "status": self.status,
-                "figures": dict(self.figures), "note": self.note,
-                "infeasible_as_yardstick": bool(self.yardstick), "yardstick_note": self.yardstick or None,
-                "result": self.result.to_json() if self.result is not None else None}
+        out = {"key": self.key, "title": self.title, "heading": self.heading, "kind": self.kind, "status": self.status,
+               "figures": dict(self.figures), "note": self.note,
+               "infeasible_as_yardstick": bool(self.yardstick), "yardstick_note": self.yardstick or None,
+               "result": self.result.to_json() if self.result is not None else None}
+        if self.simulation is not None:
+            out["simulation"] = dict(self.simulation)
+        return out
 
 
 @dataclass

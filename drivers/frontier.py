@@ -57,6 +57,7 @@ class Frontier:
     end: Result | None = None
     bounded_by: str = "grid"
     cap: float | None = None  # the makespan cap of the solve that ended the walk
+    simulations: dict[int, dict] = field(default_factory=dict)  # point index -> simulated verdict (`--simulate`)
 
     @property
     def makespans(self) -> np.ndarray:
@@ -96,7 +97,7 @@ class Frontier:
             "corners": list(self.corners),
             "points": [
                 {"makespan_s": r.plan.makespan_s, "cost": cost_of(r, self.criterion), "corner": i in corner,
-                 "result": r.to_json()}
+                 "result": r.to_json(), **({"simulation": self.simulations[i]} if i in self.simulations else {})}
                 for i, r in enumerate(self.points)
             ],
             "end": self.end.to_json() if self.end is not None and not self.points else None,

@@ -76,6 +76,19 @@ def verdict(span: float | None, deadline: float) -> str:
     return f"LATE by {duration(-slack)} ({-slack / deadline:.2%})"
 
 
+def short_verdict(sim: dict | None) -> str:
+    """A simulated verdict in a table cell: 'on time, 13.3 min early', 'LATE by 1.38 h', '2/5 on time'."""
+    if sim is None:
+        return ""
+    lateness = sim.get("lateness_s")
+    if lateness is None:
+        return "did not finish"
+    text = f"on time, {duration(-lateness)} early" if lateness <= 0 else f"LATE by {duration(lateness)}"
+    if sim.get("replications", 1) > 1:
+        text += f" ({round(sim['on_time_share'] * sim['replications'])}/{sim['replications']} on time)"
+    return text
+
+
 def render_simulation(console, report: Report) -> None:
     from rich.table import Table
 

@@ -42,27 +42,39 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
             f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d")
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
+        simulated = bool(front.simulations)
         for col in ("#", "makespan", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
-                    "nodes", "VMs", "$/hour", "total", "margin", per_day):
-            table.add_column(col, justify="right", no_wrap=True)
+                    "nodes", "VMs", "$/hour", "total", "margin", per_day, *(("simulated", "verdict") if simulated else ())):
+            table.add_column(col, justify="left" if col == "verdict" else "right", no_wrap=True)
         shown = set(shown_corners(front.corners, show_all))
         for i, price in zip(front.corners, front.price_of_time()):
             if i not in shown:
                 continue
             plan, met = front.points[i].plan, front.points[i].metrics
             used = {p.pool: p.gpus_used for p in plan.pools}
-            table.add_row(
-                str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
-                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", *(f"{used.get(p, 0):,}" for p in pools),
-                f"{plan.node_count:,}",
-                f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
-                f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}")
+            row = [str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
+                   f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", *(f"{used.get(p, 0):,}" for p in pools),
+                   f"{plan.node_count:,}", f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}",
+                   f"${plan.total_cost:,.0f}", f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}"]
+            if simulated:
+                row += _simulated_cells(front.simulations.get(i))
+            table.add_row(*row)
         fitted(console, table)
         if len(shown) < len(front.corners):
             console.print(f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "
                           "--all prints every one", markup=False)
     console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
                   f"{folder / 'frontier.png'}", markup=False)
+
+
+def _simulated_cells(sim: dict | None) -> list[str]:
+    """The simulated makespan (days) and the on-time verdict of one plan, or blanks."""
+    from render.simulate import short_verdict
+
+    if sim is None:
+        return ["", ""]
+    span = sim.get("makespan_s")
+    return ["—" if span is None else f"{span / 86400:.3f} d", short_verdict(sim)]
 
 
 def _figure(value, kind: str) -> str:
@@ -105,6 +117,10 @@ def render_comparison(console, result) -> None:
     table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for col in result.columns))
     for key, label, kind in ROWS:
         table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
+    if any(col.simulation for col in result.columns):
+        cells = [_simulated_cells(col.simulation) for col in result.columns]
+        table.add_row("simulated makespan", *(c[0] for c in cells))
+        table.add_row("simulated verdict", *(c[1] for c in cells))
     console.print(table)
     for n, col in enumerate(result.columns, start=1):
         console.print(f"({n}) {col.title}: {col.note}", markup=False)

@@ -54,11 +54,15 @@ class SandboxQueue:
             if self.waited_until <= self.frontier:
                 # No attempt holding a sandbox waited: the state is the one where nobody waited, so the
                 # no-wait schedule (computed once per window) says who is first to find the sandboxes full.
+                gone = None
                 if late is None:
-                    late = self._late(arrivals[i:], lifetimes[i:], c) + i
+                    late, gone = self._late(arrivals[i:], lifetimes[i:], c)
+                    late += i
                 ahead = late[np.searchsorted(late, i):]
                 first = int(ahead[0]) if ahead.size else arrivals.size
-                self._absorb(arrivals[i:first], lifetimes[i:first], arrivals[i:first])
+                # Nobody late from i on: the departures _late sorted are the state's after this chunk.
+                self._absorb(arrivals[i:first], lifetimes[i:first], arrivals[i:first],
+                             gone if first == arrivals.size else None)
                 i = first
                 if i == arrivals.size:
                     break
@@ -67,17 +71,18 @@ class SandboxQueue:
             i = stop
         return starts
 
-    def _late(self, arrivals, lifetimes, c: int) -> np.ndarray:
+    def _late(self, arrivals, lifetimes, c: int) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices of arrivals that would find every sandbox taken if none of them waited (the state
-        being one where no attempt still holding a sandbox waited)."""
+        being one where no attempt still holding a sandbox waited), and the sorted departures of the
+        state and of these arrivals started on arrival."""
         if arrivals.size == 0:
-            return np.empty(0, dtype=np.int64)
+            return np.empty(0, dtype=np.int64), None
         gone = np.sort(np.concatenate((self.pending, arrivals + lifetimes)))
         rank = np.arange(arrivals.size) + self.pending.size - c
         valid = rank >= 0
         tau = np.full(arrivals.size, -math.inf)
         tau[valid] = gone[rank[valid]]
-        return np.flatnonzero(tau > arrivals)
+        return np.flatnonzero(tau > arrivals), gone
 
     def _solve_chunk(self, arrivals, lifetimes, c: int) -> np.ndarray:
         rank = np.arange(arrivals.size) + self.pending.size - c
@@ -94,9 +99,10 @@ class SandboxQueue:
         self._absorb(arrivals, lifetimes, starts)
         return starts
 
-    def _absorb(self, arrivals, lifetimes, starts) -> None:
+    def _absorb(self, arrivals, lifetimes, starts, gone: np.ndarray | None = None) -> None:
         """Add started attempts to the state: keep departures after the last start, which every
-        later start is at least."""
+        later start is at least. ``gone``, when given, is already the sorted departures of the
+        state and of these attempts."""
         if starts.size == 0:
             return
         ends = starts + lifetimes
@@ -104,7 +110,8 @@ class SandboxQueue:
         if waited.any():
             self.waited_until = max(self.waited_until, float(ends[waited].max()))
         self.frontier = max(self.frontier, float(starts[-1]))
-        gone = np.sort(np.concatenate((self.pending, ends)))
+        if gone is None:
+            gone = np.sort(np.concatenate((self.pending, ends)))
         self.pending = gone[np.searchsorted(gone, self.frontier, side="right"):]
 
 

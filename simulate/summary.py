@@ -63,8 +63,8 @@ def counts(start: np.ndarray, end: np.ndarray, lo: float, step: float, size: int
     """Attempts holding a sandbox at lo + i·step, i = 0..size-1 (started at or before, not yet ended)."""
     def upto(x):
         idx = np.ceil((x - lo) / step)
-        idx = idx[idx < size]
-        return np.cumsum(np.bincount(np.maximum(idx, 0).astype(np.int64), minlength=size))
+        np.clip(idx, 0, size, out=idx)  # at or past the last sample: counted in a bin dropped below
+        return np.cumsum(np.bincount(idx.astype(np.intp), minlength=size + 1)[:size])
 
     return upto(start) - upto(end)
 
@@ -74,7 +74,7 @@ def _exact_max(start: np.ndarray, end: np.ndarray, held: np.ndarray, lo: float, 
     the count can only pass the sampled maximum by the starts in between, so only those starts are checked
     (each with the attempts started by then and not yet ended)."""
     best = int(held.max())
-    starts = np.sort(start)
+    starts = start if bool(np.all(start[1:] >= start[:-1])) else np.sort(start)  # FIFO starts come sorted
     upto = np.searchsorted(starts, lo + step * np.arange(held.size), side="right")
     room = held[:-1] + np.diff(upto)
     bins = np.flatnonzero(room > best)

@@ -170,3 +170,35 @@ def test_explain_shows_the_startup_figures():
     assert out["startup_fill_s"] == pytest.approx(3769.5, abs=0.1)
     assert out["makespan_with_startup_s"] == pytest.approx(out["startup_fill_s"] + 999 * 604 + 300 * 7000 / 3480,
                                                            rel=1e-12)
+
+
+def test_trace_versions_and_times_agree_with_the_boundaries(tmp_path):
+    """What a calibration reads off the trace holds together: the version at launch is the number of
+    boundaries at or before the launch, a consumed group is within the version cap and complete by its
+    boundary, a dropped one is past the cap and not consumed, every sandbox starts after launch."""
+    import numpy as np
+
+    run = invoke("simulate", DROP, "--iterations", "25", "--trace", tmp_path, "--json")
+    assert run.exit_code == 0, run.output
+    K = json.loads(run.output)["plan"]["versions_kept"]
+    with (tmp_path / "iterations.csv").open() as handle:
+        boundary = np.array([float(r["boundary"]) for r in csv.DictReader(handle)])
+    with (tmp_path / "trajectories.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    launch = np.array([float(r["launch"]) for r in rows])
+    start = np.array([float(r["start"] or "nan") for r in rows])
+    end = np.array([float(r["end"] or "nan") for r in rows])
+    version = np.array([int(r["version_start"]) for r in rows])
+    consumed = np.array([int(r["version_consumed"]) if r["version_consumed"] else -1 for r in rows])
+    dropped = np.array([r["dropped"] == "true" for r in rows])
+    assert np.array_equal(version, np.searchsorted(boundary, launch, side="right"))
+    taken = consumed >= 0
+    assert taken.any() and dropped.any() and not np.any(taken & dropped)
+    assert np.all(consumed[taken] - version[taken] <= K) and np.all(end[taken] <= boundary[consumed[taken]])
+    assert np.all(consumed[taken] >= version[taken])
+    ran = ~np.isnan(start)
+    assert np.all(start[ran] >= launch[ran]) and np.all(end[~np.isnan(end)] > start[~np.isnan(end)])
+    group = np.array([int(r["group"]) for r in rows])
+    for g in np.unique(group[dropped])[:50]:  # dropped groups: past the cap at some boundary, never consumed
+        mine = group == g
+        assert np.all(consumed[mine] == -1) and boundary.size - 1 - version[mine][0] > K
