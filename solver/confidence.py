@@ -126,11 +126,11 @@ def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CH
                             check_samples=check_samples, seed=conf.scenarios.seed, check_seed=seed)
 
 
-def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, conf: Confidence, worst: float = 0.1) -> dict:
-    """What the confidence plan holds beyond the deterministic optimum (decision deltas), and, over its
-    ``worst`` share of scenarios (the smallest margin over the three needs), how often each need is the
-    tightest, with the factors that reach it."""
-    margins = need_margins(inst, plan, conf.scenarios)
+def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.Scenarios, worst: float = 0.1) -> dict:
+    """What the confidence plan holds beyond the deterministic optimum (decision deltas), and, over the
+    ``worst`` share of the scenarios ``scen`` (the smallest margin over the three needs), how often each
+    need is the tightest, with the factors that reach it; ``late``: scenarios with a margin below 1."""
+    margins = need_margins(inst, plan, scen)
     tight = np.nanmin(np.stack(list(margins.values())), axis=0)
     count = max(1, int(round(worst * tight.size)))
     worst_rows = np.argsort(tight, kind="stable")[:count]
