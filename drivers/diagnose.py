@@ -54,7 +54,21 @@ def diagnosed(inst: Instance, result: Result, depth: str = "full") -> Result:
     """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise)."""
     if result.status != "infeasible":
         return result
+    if inst.uncertainty is not None and inst.uncertainty.confidence is not None:
+        return result.model_copy(update={"diagnosis": confidence_diagnosis(inst, result.objective, depth)})
     return result.model_copy(update={"diagnosis": diagnose(inst, build_pairs(inst), result.objective, depth)})
+
+
+def confidence_diagnosis(inst: Instance, objective: str, depth: str) -> dict:
+    """An infeasible confidence solve (MODEL §9): the deterministic problem's diagnosis when it has no plan
+    either, else that its plans are on time too rarely."""
+    plain = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
+    if Planner(plain).solve(objective).status == "infeasible":
+        return diagnose(plain, build_pairs(plain), objective, depth)
+    unc = inst.uncertainty
+    return {"conflict": f"plans meet every constraint at the nominal values, but none is on time in at least "
+                        f"{unc.confidence:.1%} of the {unc.samples:,} scenarios (uncertainty.confidence); "
+                        f"lower the confidence or the uncertainty", "confidence": unc.confidence}
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full") -> dict:
