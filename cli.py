@@ -6,6 +6,7 @@ import click
 
 from commands.batch import batch
 from commands.plan import explain, schema, solve
+from commands.risk import risk
 from commands.simulate import simulate
 from commands.tradeoffs import compare, frontier, sweep
 
@@ -16,7 +17,7 @@ def main() -> None:
     """Size the training ground of an agentic-RL run: inference, training, sandboxes, cadence, as one MIP."""
 
 
-for command in (explain, solve, frontier, compare, sweep, batch, simulate, schema):
+for command in (explain, solve, frontier, compare, sweep, batch, simulate, risk, schema):
     main.add_command(command)
 
 

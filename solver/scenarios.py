@@ -14,38 +14,16 @@ plan evaluated over them. No pyomo; every quantity is a numpy array over scenari
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.edits import edited
 from models.instance import AmdahlLaw, Instance, InverseLaw
-from models.uncertainty import expand, render_path
+from models.uncertainty import expand, render_path, valid_range
 from solver import calculus as calc
 from solver.lifetimes import Lifetimes, lifetimes_of
 from solver.tolerances import REL_TOL
-
-POSITIVE_FLOOR = 1e-9
-"""MODEL §9: a scaled field that must be positive is clipped to at least this (a draw of a normal
-multiplier can be 0 or negative)."""
-
-_AT_MOST_ONE = {"intake_rate", "availability", "utilisation_cap", "serial_fraction", "billed_fraction",
-                "max_exceedance", "max_group_drop"}
-_MAY_BE_ZERO = {"version_slowdown", "gpu_hour_cost", "hour_cost", "extra_time", "serial_fraction",
-                "billed_fraction", "max_exceedance", "max_group_drop"}
-
-
-def valid_range(path: str) -> tuple[float, float]:
-    """(lowest, highest) value of the field at ``path`` (a concrete MODEL path) that the schema admits."""
-    parts = path.replace("]", "").replace("[", ".").split(".")
-    name, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
-    if parent == "eligible_share":
-        return 0.0, 1.0
-    low = 0.0 if name in _MAY_BE_ZERO else POSITIVE_FLOOR
-    if name == "peak_to_mean":
-        low = 1.0
-    return low, 1.0 if name in _AT_MOST_ONE else math.inf
-
 
 @dataclass(frozen=True)
 class Scenarios:
@@ -95,6 +73,18 @@ def from_draws(inst: Instance, draws: np.ndarray, seed: int | None = None) -> Sc
         for path in reached:
             scale[path] = scale[path] * draws[:, j] if path in scale else draws[:, j].copy()
     return Scenarios(tuple(f.name for f in unc.factors), draws, scale, seed)
+
+
+def instance_of(inst: Instance, scen: Scenarios, s: int) -> Instance:
+    """Scenario ``s`` as an instance of its own: every field a factor reaches set to its value there.
+    Raises :class:`models.load.InstanceError` when the scaled fields break a rule that clipping does not
+    restore (e.g. a lognormal's p99 scaled below its median)."""
+    document = inst.model_dump(mode="python")
+    changes = {}
+    for path in scen.scale:
+        nominal = expand(document, path)[0][1]
+        changes[path] = float(scen.value(path, nominal)[s])
+    return edited(inst, changes)
 
 
 def _section(inst: Instance):
@@ -264,7 +254,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
     w, K = inst.workload, plan.versions_kept
     theta = room(inst, plan, scen, v.peak_to_mean)
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = w.batch_trajectories / v.intake * np.maximum(v.tokens / _supply(inst, plan, v, K), v.w_use / theta)
+        need = w.batch_trajectories / v.intake * np.maximum(v.tokens / token_supply(inst, plan, v, K), v.w_use / theta)
     update = np.nan_to_num(update_time(inst, scen, plan.training_gpus), nan=np.inf)
     floor = np.maximum(plan.cadence_s, update / (1 + REL_TOL))
     if v.max_mean_gap is not None:
@@ -279,7 +269,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
                    total_cost=hourly * makespan / 3600.0, on_time=makespan <= v.deadline * (1 + REL_TOL))
 
 
-def _supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
+def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
     """(S,) tokens/s the plan's replicas deliver with K versions resident (MODEL §2)."""
     replicas = {r.shape: r.replicas for r in plan.inference}
     total = np.zeros(v.deadline.shape)
