@@ -38,7 +38,7 @@ def binding_phrase(drove: dict) -> str:
         factors = drove["factors"].get(need) or []
         parts.append(f"{need} in {count}" + (f" ({', '.join(factors)})" if factors else ""))
     return (f"in the {drove['worst']:,} worst of its scenarios the tightest need is " + "; ".join(parts)
-            + f"; late in {drove['late']:,}")
+            + f"; short of a need in {drove['late']:,} of {drove['scenarios']:,}")
 
 
 def render_curve(console, found, files) -> None:

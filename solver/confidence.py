@@ -138,7 +138,7 @@ def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.
     binding = np.argmin(np.stack([margins[n][worst_rows] for n in names]), axis=0)
     return {"deltas": plan_deltas(plan, deterministic) if deterministic is not None else {},
             "worst": count, "binding": {n: int((binding == i).sum()) for i, n in enumerate(names)},
-            "factors": factors_by_need(inst), "late": int((tight < 1.0 - 1e-9).sum())}
+            "factors": factors_by_need(inst), "late": int((tight < 1.0 - 1e-9).sum()), "scenarios": int(tight.size)}
 
 
 def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios) -> dict[str, np.ndarray]:

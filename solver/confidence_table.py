@@ -64,6 +64,9 @@ class Requirements:
 
 def requirements(inst: Instance, scen: Scenarios) -> Requirements:
     """The levels of every scenario of ``scen``, scenarios asking the same merged (exact equality)."""
+    if inst.schedule.count_startup:
+        raise Unsupported("schedule.count_startup", "a confidence solve plans for the steady makespan n·L + "
+                                                    "extra_time (MODEL §2); set count_startup: false")
     for prefix in HOST_FIELDS:
         if scen.scales(prefix):
             path = next(p for p in scen.scale if p.startswith(prefix))
