@@ -174,3 +174,46 @@ def test_a_higher_confidence_never_costs_less():
         costs.append(result.plan.total_cost if result.plan is not None else math.inf)
     assert all(a <= b * (1 + 1e-9) for a, b in zip(costs, costs[1:]))
     assert costs[0] == pytest.approx(Planner(deterministic(small_instance(7, 0.0))).solve("total_cost").plan.total_cost)
+
+
+# ---------------------------------------------------------------- the command
+
+def run(*args):
+    from click.testing import CliRunner
+
+    from cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_confidence_without_an_uncertainty_section_is_bad_input():
+    out = run("solve", SEED, "--confidence", "0.9")
+    assert out.exit_code == 2 and "uncertainty" in out.output and "Traceback" not in out.output
+
+
+def test_a_factor_on_host_fields_is_bad_input_naming_the_field(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(SEED.read_text())
+    data["uncertainty"] = {"samples": 20, "factors": [{"name": "density", "dist": "uniform", "low": 0.9, "high": 1.1,
+                                                       "paths": ["environment.node_types[0].density.container"]}]}
+    path = tmp_path / "hosts.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = run("solve", path, "--confidence", "0.9")
+    assert out.exit_code == 2 and "environment.node_types[0].density.container" in out.output
+
+
+def test_solve_json_carries_the_confidence_object(tmp_path):
+    import json
+
+    import yaml
+
+    data = yaml.safe_load(SEED.read_text())
+    data["uncertainty"] = {"samples": 100, "factors": FACTORS}
+    path = tmp_path / "unc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = run("solve", path, "--confidence", "0.8", "--json")
+    assert out.exit_code == 0, out.output
+    c = json.loads(out.output)["confidence"]
+    assert set(c) >= {"target", "scenarios", "in_sample", "out_of_sample", "out_of_sample_interval", "check_samples"}
+    assert c["target"] == 0.8 and c["scenarios"] == 100 and c["in_sample"] >= 0.8
