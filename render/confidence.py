@@ -48,8 +48,8 @@ def render_curve(console, found, files) -> None:
     base = found.deterministic.plan
     table = Table(title=f"{found.instance}: price of certainty ({found.objective})", title_justify="left",
                   show_edge=False, pad_edge=False)
-    for col in ("confidence", "total cost", "over deterministic", "inference GPUs", "training GPUs", "nodes",
-                "in sample", "out of sample (95 %)"):
+    for col in ("confidence", "total cost", "extra", "inference GPUs", "training GPUs", "nodes",
+                "in sample", "out of sample (95 % interval)"):
         table.add_column(col, justify="left" if col == "confidence" else "right")
     for row in found.rows():
         alpha = "deterministic" if row["confidence"] is None else f"{row['confidence']:.0%}"
@@ -59,7 +59,7 @@ def render_curve(console, found, files) -> None:
         extra = "" if base is None or row["confidence"] is None else f"{row['total_cost'] / base.total_cost - 1:+.1%}"
         shares = ("", "") if row["in_sample"] is None else (
             f"{row['in_sample']:.1%}", f"{row['out_of_sample']:.1%} ({row['out_of_sample_low']:.1%}–{row['out_of_sample_high']:.1%})")
-        table.add_row(alpha, money(row["total_cost"]), extra, f"{row['inference_gpus']:,}", f"{row['training_gpus']:,}",
+        table.add_row(alpha, f"${row['total_cost']:,.0f}", extra, f"{row['inference_gpus']:,}", f"{row['training_gpus']:,}",
                       f"{row['nodes']:,}", *shares)
     console.print(table)
     console.print("wrote " + ", ".join(str(f) for f in files))

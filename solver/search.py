@@ -151,7 +151,7 @@ def pair_by_pair(live: LiveModel, objective: str, candidates: np.ndarray, lower:
     best, best_row = np.inf, None
     for at, row in enumerate(rows):
         tie = best + TIE_TOL * max(1.0, abs(best)) if np.isfinite(best) else np.inf
-        if lower[row] > tie:
+        if lower[row] > tie or not np.isfinite(lower[row]):  # sorted: no pair left can hold a better plan
             break
         if clock.expired():
             search.status, search.bound = Status.TIME_LIMIT, min(best, float(lower[row]))
