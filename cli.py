@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from commands.batch import batch
+from commands.calibrate import calibrate
 from commands.plan import explain, schema, solve
 from commands.risk import risk
 from commands.simulate import simulate
@@ -17,7 +18,7 @@ def main() -> None:
     """Size the training ground of an agentic-RL run: inference, training, sandboxes, cadence, as one MIP."""
 
 
-for command in (explain, solve, frontier, compare, sweep, batch, simulate, risk, schema):
+for command in (explain, solve, frontier, compare, sweep, batch, simulate, risk, calibrate, schema):
     main.add_command(command)
 
 

@@ -16,7 +16,7 @@ from models.load import InstanceError, Problem
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="A `solve --json` result to assess (default: the instance's optimal plan).")
-@click.option("--samples", type=click.IntRange(min=1), help="Scenarios N (default: uncertainty.samples).")
+@click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Scenarios N.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the scenarios (default: uncertainty.seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §9 risk keys as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")

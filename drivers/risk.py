@@ -20,23 +20,13 @@ from models.instance import Instance
 from models.load import InstanceError
 from models.result import Metrics, Plan
 from solver import scenarios as sc
+from solver.scenarios import wilson
 
-Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial share ``successes/n`` (the whole [0, 1] when n is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi
+SAMPLES = 10_000
+"""Scenarios a risk report draws unless told (``uncertainty.samples`` is the S of a confidence solve): the
+Wilson interval is then at most ±1 point wide, and evaluating them takes well under a second."""
 
 
 def spread(values: np.ndarray) -> dict[str, float]:
@@ -115,9 +105,9 @@ def _finite(node):
     return node
 
 
-def assess(inst: Instance, plan: Plan, samples: int | None = None, seed: int | None = None) -> Risk:
-    """``plan`` (verified against ``inst``) over ``samples`` scenarios drawn with ``seed`` (defaults:
-    the uncertainty section's)."""
+def assess(inst: Instance, plan: Plan, samples: int = SAMPLES, seed: int | None = None) -> Risk:
+    """``plan`` (verified against ``inst``) over ``samples`` scenarios drawn with ``seed`` (default the
+    uncertainty section's)."""
     scen = sc.draw(inst, samples, seed)
     outcome = sc.evaluate(inst, plan, scen)
     effects, median = sensitivity(inst, plan)

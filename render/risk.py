@@ -100,10 +100,18 @@ def makespan_png(risk: Risk) -> bytes:
     """Histogram of the realised makespan over the scenarios, the deadline drawn."""
     fig = _figure(HISTOGRAM_PX)
     ax = fig.subplots()
-    span = risk.outcome.makespan[np.isfinite(risk.outcome.makespan)] / HOUR
-    if span.size:
-        ax.hist(span, bins=60, color="tab:blue", alpha=0.8)
-    ax.axvline(risk.deadline_s / HOUR, color="tab:red", linewidth=1.5, label=f"deadline {risk.deadline_s / HOUR:,.1f} h")
+    span = risk.outcome.makespan / HOUR
+    deadline = risk.deadline_s / HOUR
+    finite = span[np.isfinite(span)]
+    top = deadline * 1.1  # the axis: to the p99.5, but not past 3 × the median (clipped draws run to absurd spans)
+    if finite.size:
+        top = max(min(float(np.quantile(finite, 0.995)), 3 * float(np.median(finite))), deadline) * 1.02
+    shown = span[span <= top]
+    if shown.size:
+        ax.hist(shown, bins=60, color="tab:blue", alpha=0.8)
+    ax.axvline(deadline, color="tab:red", linewidth=1.5, label=f"deadline {deadline:,.1f} h")
+    if shown.size < span.size:
+        ax.plot([], [], " ", label=f"{span.size - shown.size:,} scenarios beyond {top:,.0f} h (not drawn)")
     lo, hi = risk.on_time_interval
     ax.set_title(f"{risk.instance}: realised makespan over {risk.samples:,} scenarios — on time "
                  f"{risk.on_time_probability:.1%} (95 % CI {lo:.1%}–{hi:.1%})", fontsize=11)

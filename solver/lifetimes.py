@@ -47,21 +47,64 @@ class Lifetimes:
         return np.clip(q, 0.0, 1.0)
 
     def fill(self, attempts, batch: int, group_size: int, intake, correlation: str) -> np.ndarray:
-        """MODEL §8's pipeline fill per scenario at attempt rates ``attempts`` and intake ``intake``.
+        """MODEL §8's pipeline fill per scenario at attempt rates ``attempts`` and intake ``intake``: the
+        smallest t with p·R·∫_0^t F_grp(s) ds >= B.
 
-        W scaled by c fills in c·fill_1(R·c) (substitute s = c·u in the integral), so scenarios that
-        share a lognormal sigma (or an empirical shape) share one base law."""
+        W scaled by c fills in c·fill_1(R·c) (substitute s = c·u in the integral): an empirical law
+        is its nominal law scaled; a lognormal is e^mu times the median-1 lognormal of its sigma."""
         R = np.asarray(attempts, dtype=float)
         intake = np.broadcast_to(np.asarray(intake, dtype=float), R.shape)
         if self.base is not None:
             return self.scale * calc.fill(self.base, R * self.scale, batch, group_size, intake, correlation)
-        out = np.empty(R.shape)
-        for sigma in np.unique(self.sigma):
-            at = self.sigma == sigma
-            c = np.exp(self.mu[at])
-            unit = calc.lognormal(0.0, float(sigma))
-            out[at] = c * calc.fill(unit, R[at] * c, batch, group_size, intake[at], correlation)
-        return out
+        c = np.exp(self.mu)
+        members = 1 if correlation == "comonotone" else group_size
+        return c * _unit_fill(self.sigma, batch / (intake * R * c), members)
+
+
+# ∫_0^t F(s)^g ds of the median-1 lognormal of each scenario's sigma, over z = ln(s)/sigma: 16-point
+# Gauss-Legendre panels of width _PANEL from _Z_FLOOR (below it the integrand is 0 to double precision)
+# to _Z_TOP (above it Φ(z)^g is 1, so the integral grows like s itself); MODEL §8's fill is its root.
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
+_PANEL, _Z_FLOOR, _Z_TOP = 0.25, -12.0, 12.0
+_EDGES = _Z_FLOOR + _PANEL * np.arange(round((_Z_TOP - _Z_FLOOR) / _PANEL) + 1)
+
+
+def _mass(sigma: np.ndarray, members: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """∫_lo^hi sigma·e^(sigma·z)·Φ(z)^g dz per scenario (each hi - lo <= _PANEL)."""
+    half = (hi - lo) / 2
+    z = (lo + half)[:, None] + half[:, None] * _NODES[None, :]
+    f = sigma[:, None] * np.exp(sigma[:, None] * z) * ndtr(z) ** members
+    return (f * _WEIGHTS).sum(axis=1) * half
+
+
+def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int) -> np.ndarray:
+    """Per scenario the smallest t >= 0 with ∫_0^t F(s)^g ds >= target, F the median-1 lognormal of
+    ``sigma``: Newton from t0 = target + E[group completion], monotone onto the root of this convex
+    increasing function (as :func:`solver.calculus.fill`, vectorised over sigma)."""
+    distinct, which = np.unique(sigma, return_inverse=True)  # the panel sums depend on sigma alone
+    cum = np.zeros((distinct.size, _EDGES.size))
+    for j in range(_EDGES.size - 1):
+        lo, hi = np.full(distinct.size, _EDGES[j]), np.full(distinct.size, _EDGES[j + 1])
+        cum[:, j + 1] = cum[:, j] + _mass(distinct, members, lo, hi)
+    cum = cum[which]
+    top = np.exp(sigma * _Z_TOP)
+    rows = np.arange(sigma.size)
+
+    def completed(t: np.ndarray) -> np.ndarray:
+        z = np.log(t) / sigma
+        zc = np.clip(z, _Z_FLOOR, _Z_TOP)
+        i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), _EDGES.size - 2)
+        inside = cum[rows, i] + _mass(sigma, members, _EDGES[i], zc)
+        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[:, -1] + t - top, inside))
+
+    t = target + (top - cum[:, -1])
+    for _ in range(100):
+        slope = ndtr(np.log(t) / sigma) ** members
+        step = (completed(t) - target) / np.maximum(slope, 1e-300)
+        t = np.maximum(t - np.maximum(step, 0.0), target)
+        if np.all(step <= 1e-12 * t):
+            break
+    return t
 
 
 def lifetimes_of(spec: Lognormal | Empirical, scen) -> Lifetimes:

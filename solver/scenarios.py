@@ -8,12 +8,14 @@ plan evaluated over them. No pyomo; every quantity is a numpy array over scenari
   :func:`update_time` the update law, per scenario.
 - :func:`at_deadline`: per scenario and ``K``, what a plan must meet at the deadline pace ``L_dl`` to be
   on time (the per-scenario coefficients of a chance-constrained model; steady makespan only).
+- :func:`wilson`: the Wilson score interval of an on-time share over scenarios.
 - :func:`evaluate` runs a fixed plan through every scenario (:class:`Outcome`); its sandbox room comes
   from :mod:`solver.scenario_hosts`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +26,7 @@ from models.uncertainty import expand, render_path, valid_range
 from solver import calculus as calc
 from solver.lifetimes import Lifetimes, lifetimes_of
 from solver.tolerances import REL_TOL
+
 
 @dataclass(frozen=True)
 class Scenarios:
@@ -337,3 +340,19 @@ def hourly_cost(inst: Instance, plan, scen: Scenarios) -> np.ndarray:
         where = f"environment.cloud.vm_types[{i}]"
         total += vms.get(m.name, 0) * v(f"{where}.hour_cost", m.hour_cost) * v(f"{where}.billed_fraction", m.billed_fraction)
     return total
+
+
+Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial share ``successes/n`` (the whole [0, 1] when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi

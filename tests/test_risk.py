@@ -19,11 +19,12 @@ from click.testing import CliRunner
 from scipy import stats
 
 from cli import main
-from drivers.risk import assess, wilson
+from drivers.risk import assess
 from models.load import read_document, validate
 from solver import scenarios as sc
 from solver import verify_laws as laws
 from solver.scenario_hosts import _hosts, _lp, room
+from solver.scenarios import wilson
 from solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,3 +276,58 @@ def test_cli_bad_input_exits_2(tmp_path: Path):
     plain = _risk(str(SEED))
     assert plain.exit_code == 2 and "uncertainty: risk needs an uncertainty section" in plain.stderr
     assert _risk(str(UNCERTAIN), "--samples", "0").exit_code == 2
+
+
+def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
+    """The per-scenario coefficients a chance-constrained model reads (MODEL §9: constraints at L_dl) decide
+    on time exactly as the plan's evaluation does."""
+    inst = validate(read_document(UNCERTAIN), str(UNCERTAIN))
+    plan = optimum(inst)
+    scen = sc.draw(inst, 2000, seed=9)
+    out = sc.evaluate(inst, plan, scen)
+    at = sc.at_deadline(inst, scen, [plan.versions_kept])
+    v = sc.values_of(inst, scen)
+    supply = (at.supply_per_replica[:, 0, 0] * plan.inference[0].replicas)
+    update = sc.update_time(inst, scen, plan.training_gpus)
+    theta = room(inst, plan, scen, v.peak_to_mean)
+    verdict = ((plan.cadence_s <= at.pace) & (update <= at.pace * (1 + 1e-9)) & at.fresh[:, 0]
+               & (supply >= at.token_demand[:, 0] * (1 - 1e-9)) & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9)))
+    assert 0.02 < out.on_time.mean() < 0.98
+    assert np.array_equal(verdict, out.on_time)
+
+
+def test_start_up_fill_per_scenario_matches_the_calculus():
+    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.calculus.fill, one law
+    at a time, for independent and comonotone groups."""
+    from solver import calculus as calc
+    from solver.lifetimes import Lifetimes
+
+    rng = np.random.default_rng(4)
+    mu, sigma, rate = rng.uniform(5.0, 8.0, 40), rng.uniform(0.05, 2.0, 40), rng.uniform(0.5, 20.0, 40)
+    life = Lifetimes(mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + 2.33 * sigma), mu=mu, sigma=sigma)
+    for correlation in ("independent", "comonotone"):
+        mine = life.fill(rate, 4096, 8, 0.9, correlation)
+        for s in range(40):
+            ref = float(calc.fill(calc.lognormal(mu[s], sigma[s]), rate[s], 4096, 8, 0.9, correlation))
+            assert mine[s] == pytest.approx(ref, rel=1e-9), (correlation, s)
+
+
+def test_an_empirical_occupancy_is_scaled_as_a_whole():
+    from solver import calculus as calc
+
+    samples = [300.0, 500.0, 700.0, 900.0, 1044.0, 1200.0, 1500.0, 2000.0, 3000.0, 5000.0]
+    document = read_document(SEED)
+    document["environment"] = dict(document["environment"], occupancy={"distribution": "empirical", "samples": samples})
+    document["uncertainty"] = {"factors": [{"name": "lifetimes", "paths": ["environment.occupancy.samples[*]"],
+                                            "dist": "lognormal", "median": 1.0, "sigma": 0.2}]}
+    inst = validate(document, "empirical.yaml")
+    plan = optimum(inst)
+    scen = sc.from_draws(inst, np.array([[1.0], [1.4]]))
+    life = sc.values_of(inst, scen).lifetimes
+    for s, c in enumerate((1.0, 1.4)):
+        law = calc.empirical(np.array(samples) * c)
+        assert life.mean[s] == pytest.approx(law.mean)
+        assert life.exceedance(np.array([604.0, 604.0]), 10)[s] == pytest.approx(float(calc.exceedance(law, 604.0, 10)))
+    out = sc.evaluate(inst, plan, scen)
+    assert out.cadence[0] == plan.cadence_s and out.on_time[0]
+    assert out.cadence[1] > plan.cadence_s and not out.on_time[1]
