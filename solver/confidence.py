@@ -10,7 +10,6 @@ it bought over the deterministic plan and which need binds in the worst scenario
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -27,7 +26,6 @@ from solver.scenario_hosts import room
 
 CHECK_SAMPLES = 10_000  # fresh scenarios the out-of-sample share is estimated on
 CHECK_SEED_OFFSET = 1  # their seed: the section's seed plus this
-WILSON_Z = 1.959963984540054  # 95 %
 
 
 @dataclass
@@ -104,22 +102,12 @@ def class_bounds(live, conf: Confidence) -> np.ndarray:
     return out
 
 
-def wilson(successes: float, n: int, z: float = WILSON_Z) -> tuple[float, float]:
-    """The Wilson score interval of a binomial share."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CHECK_SAMPLES) -> ConfidenceReport:
     """The plan's on-time share in its own scenarios and in ``check_samples`` fresh ones (MODEL §9 keys)."""
     inside = sc.evaluate(inst, plan, conf.scenarios).on_time
     seed = (conf.scenarios.seed or 0) + CHECK_SEED_OFFSET
     fresh = sc.evaluate(inst, plan, sc.draw(inst, check_samples, seed)).on_time
-    lo, hi = wilson(float(fresh.sum()), fresh.size)
+    lo, hi = sc.wilson(int(fresh.sum()), fresh.size)
     return ConfidenceReport(target=conf.alpha, scenarios=conf.scenarios.size, needed=conf.blocks.needed,
                             groups=int(conf.req.weight.size), in_sample=float(inside.mean()),
                             out_of_sample=float(fresh.mean()), out_of_sample_interval=[lo, hi],
