@@ -65,7 +65,7 @@ class Factor(Strict):
     name: Name = Field(description="what the factor stands for, e.g. throughput; named in risk reports")
     paths: list[str] = Field(
         min_length=1,
-        description="MODEL paths of the fields it multiplies (as --set takes them), [*] for every list element, "
+        description="field paths it multiplies (as --set takes them), [*] for every list element, "
         "e.g. inference.shapes[*].tokens_per_gpu_s",
     )
     dist: Literal["normal", "lognormal", "uniform", "triangular"] = Field(

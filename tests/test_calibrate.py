@@ -298,6 +298,12 @@ def test_calibrated_instance_loads_solves_and_explains(tmp_path):
     for command in (["solve", str(new)], ["explain", str(new), "--json"]):
         result = CliRunner().invoke(main, command)
         assert result.exit_code == 0, result.output
+    # risk reads the fitted uncertainty: one sensitivity row per fitted factor.
+    risk = CliRunner().invoke(main, ["risk", str(new), "--samples", "500", "--json"])
+    assert risk.exit_code == 0, risk.output
+    report = json.loads(risk.output)
+    assert report["samples"] == 500
+    assert {row["name"] for row in report["factors"]} == {"lifetimes", "throughput", "intake", "updates"}
 
 
 def test_output_needs_into(tmp_path):
