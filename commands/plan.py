@@ -39,6 +39,8 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
+@click.option("--confidence", type=click.FloatRange(0, 1), metavar="ALPHA",
+              help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (MODEL §9).")
 @click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1, default=None,
               metavar="[R]", help="Replay the plan R times (default 1, the full run) and print the simulated verdict.")
 @click.option("--levers/--no-levers", "with_levers", default=True, show_default=True,
@@ -48,7 +50,7 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
 @edits_option
 @guarded
 def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None,
-          replications: int | None, with_levers: bool, levers_time: float, edits) -> None:
+          confidence: float | None, replications: int | None, with_levers: bool, levers_time: float, edits) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
@@ -58,18 +60,20 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
     inst, warnings = load_with_warnings(instance, edits)
+    inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
     from drivers.diagnose import diagnosed
     from solver.solve import solve_instance
 
     with progress:
-        result = diagnosed(inst, solve_instance(inst, objective, clock=clock), clock=clock, notes=warnings)
+        result = diagnosed(inst, confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock)),
+                           clock=clock, notes=warnings)
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 
     simulated = simulated_verdict(inst, result, replications, as_json) if replications else None
     found = None
-    if with_levers and result.status == "optimal":
+    if with_levers and result.status == "optimal" and result.confidence is None:  # levers re-solve deterministic limits
         from drivers.levers import levers
 
         found = levers(inst, result, levers_time)
@@ -88,6 +92,8 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
         click.echo(json.dumps(payload, indent=2))
     else:
         render_result(console(), result)
+        if result.confidence is not None and result.plan is not None:
+            render_confidence_answer(instance, inst, result, objective)
         from render.levers import render_levers
 
         render_levers(console(), found)
@@ -96,6 +102,41 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
 
             render_solve_verdict(console(), inst.schedule.count_startup, startup_estimate(inst, result), simulated)
     sys.exit(STATUS_EXIT[result.status])
+
+
+def with_confidence(file: str, inst, confidence: float | None):
+    """``inst`` planned for ``confidence`` (MODEL §9) when one is given; it needs an uncertainty section."""
+    if confidence is None:
+        return inst
+    if inst.uncertainty is None:
+        from models.load import InstanceError, Problem
+
+        raise InstanceError(file, [Problem("uncertainty", "--confidence needs an uncertainty section (MODEL §9)")])
+    return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": confidence})})
+
+
+def confident_solve(file: str, solve):
+    """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input."""
+    from models.load import InstanceError, Problem
+    from solver.confidence_table import Unsupported
+
+    try:
+        return solve()
+    except Unsupported as exc:
+        raise InstanceError(file, [Problem(exc.path, exc.rule)]) from None
+
+
+def render_confidence_answer(file: str, inst, result, objective: str | None) -> None:
+    """The confidence report, and what the plan holds beyond the deterministic optimum (a second solve)."""
+    from render.confidence import render_confidence
+    from solver.confidence import what_drove
+    from solver.scenarios import draw
+    from solver.solve import Planner
+
+    deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
+    base = Planner(deterministic).solve(objective)
+    base_plan = base.plan if base.plan is not None else None
+    render_confidence(console(), result, base_plan, what_drove(inst, result.plan, base_plan, draw(inst)))
 
 
 @click.command()

@@ -19,10 +19,14 @@ from commands.simulate import simulate_option, simulated_verdicts
               help="Folder for frontier.csv, frontier.json and frontier.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
+@click.option("--confidence-curve", "alphas", metavar="A1,A2,...",
+              help="Instead: the price of certainty, the best plan's cost for each confidence (MODEL §9), "
+                   "written as certainty.csv, certainty.json and certainty.png.")
 @simulate_option
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, show_all: bool, replications: int | None, edits) -> None:
+def frontier(instance: str, out: str, as_json: bool, show_all: bool, alphas: str | None, replications: int | None,
+             edits) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
@@ -39,6 +43,9 @@ def frontier(instance: str, out: str, as_json: bool, show_all: bool, replication
     from render.plots import frontier_png
 
     inst = load_with_edits(instance, edits)
+    if alphas is not None:
+        certainty(instance, inst, alphas, Path(out), as_json)
+        return
     with SolvingBar("frontier", show_bar(as_json)) as bar:
         found = frontiers(inst, on_progress=bar)
     if replications:
@@ -64,6 +71,39 @@ def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: boo
     for (front, i), verdict in zip(chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen],
                                                              replications, quiet)):
         front.simulations[i] = verdict
+
+
+def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None:
+    """frontier --confidence-curve: the price of certainty (MODEL §9)."""
+    from drivers.certainty import CSV_COLUMNS, curve
+    from drivers.output import write_atomic_bytes, write_csv, write_json
+    from models.load import InstanceError, Problem
+    from render.confidence import curve_png, render_curve
+    from solver.confidence_table import Unsupported
+
+    try:
+        values = [float(a) for a in alphas.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{alphas!r}: a comma-separated list of numbers in [0, 1]",
+                                 param_hint="--confidence-curve") from None
+    if not values or any(not 0 <= a <= 1 for a in values):
+        raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
+    if inst.uncertainty is None:
+        raise InstanceError(file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (MODEL §9)")])
+    try:
+        with SolvingBar("certainty", show_bar(as_json)) as bar:
+            found = curve(inst, values, on_progress=bar)
+    except Unsupported as exc:
+        raise InstanceError(file, [Problem(exc.path, exc.rule)]) from None
+    files = [folder / "certainty.csv", folder / "certainty.json", folder / "certainty.png"]
+    write_csv(files[0], CSV_COLUMNS, found.rows())
+    write_json(files[1], found.to_json())
+    write_atomic_bytes(files[2], curve_png(found))
+    if as_json:
+        click.echo(json.dumps(found.to_json(), indent=2))
+    else:
+        render_curve(console(), found, files)
+    sys.exit(EXIT_OK if any(r.plan is not None for _, r in found.points) else EXIT_INFEASIBLE)
 
 
 @click.command()

@@ -124,9 +124,24 @@ def diagnosed(inst: Instance, result: Result, depth: str = "full", clock: Stopwa
     loader's warnings about units, say) lead the diagnosis's own notes."""
     if result.status != "infeasible":
         return result
-    diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)
+    if inst.uncertainty is not None and inst.uncertainty.confidence is not None:
+        diagnosis = confidence_diagnosis(inst, result.objective, depth, clock)
+    else:
+        diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)
     diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
     return result.model_copy(update={"diagnosis": diagnosis})
+
+
+def confidence_diagnosis(inst: Instance, objective: str, depth: str, clock: Stopwatch | None = None) -> dict:
+    """An infeasible confidence solve (MODEL §9): the deterministic problem's diagnosis when it has no plan
+    either, else that its plans are on time too rarely."""
+    plain = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
+    if Planner(plain).solve(objective).status == "infeasible":
+        return diagnose(plain, build_pairs(plain), objective, depth, clock)
+    unc = inst.uncertainty
+    return {"conflict": f"plans meet every constraint at the nominal values, but none is on time in at least "
+                        f"{unc.confidence:.1%} of the {unc.samples:,} scenarios (uncertainty.confidence); "
+                        f"lower the confidence or the uncertainty", "confidence": unc.confidence}
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: Stopwatch | None = None) -> dict:

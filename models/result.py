@@ -116,6 +116,21 @@ class Timings(Out):
     highs: float = 0.0
 
 
+class ConfidenceReport(Out):
+    """MODEL §9: a plan solved for an on-time probability, checked in and out of its sample."""
+
+    target: float = Field(description="the confidence α planned for")
+    scenarios: int = Field(description="S, the scenarios of the sample average approximation")
+    needed: int = Field(description="ceil(α·S): scenarios the plan must be on time in")
+    groups: int = Field(description="distinct scenarios after merging those that ask the same of every plan")
+    in_sample: float = Field(description="share of the S scenarios the plan is on time in")
+    out_of_sample: float = Field(description="share of check_samples fresh scenarios (seed check_seed) on time")
+    out_of_sample_interval: list[float] = Field(description="Wilson 95 % interval of out_of_sample")
+    check_samples: int
+    seed: int | None = None
+    check_seed: int | None = None
+
+
 class Result(Out):
     instance: str
     status: Status
@@ -129,9 +144,13 @@ class Result(Out):
     message: str | None = None
     timings: Timings = Field(default_factory=Timings)
     model_size: dict[str, int] | None = None
+    confidence: ConfidenceReport | None = None
 
     def to_json(self) -> dict:
-        return self.model_dump(mode="json")
+        out = self.model_dump(mode="json")
+        if out["confidence"] is None:  # an optional key (MODEL §9): only a confidence solve has it
+            del out["confidence"]
+        return out
 
 
 def key_columns(plan: Plan, metrics: Metrics) -> dict:

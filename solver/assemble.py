@@ -38,9 +38,10 @@ def extract_plan(live: LiveModel, values) -> Plan:
     replicas = {s.name: int(round(val(blk.x[s.name]))) for s in shapes}
     nodes = {k: int(round(val(blk.N[k]))) for k in ix.nodes}
     vms = {v: int(round(val(blk.V[v]))) for v in ix.vms}
-    groups = int(pairs.groups[row])
+    extra = int(round(val(blk.extra_groups))) if hasattr(blk, "extra_groups") else 0  # a confidence solve's (MODEL §9)
+    groups = int(pairs.groups[row]) + extra
     train_gpus = groups * inst.training.gpus_per_group
-    terms = _cost_terms(blk, replicas, nodes, vms)
+    terms = _cost_terms(blk, replicas, nodes, vms, extra)
     used = {pool.name: 0 for pool in inst.gpu_pools}
     for s in shapes:
         used[s.pool] += replicas[s.name] * s.gpus_per_replica
@@ -68,8 +69,10 @@ def extract_plan(live: LiveModel, values) -> Plan:
     )
 
 
-def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict) -> CostTerms:
+def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int) -> CostTerms:
     """The block's named cost expressions evaluated at the rounded counts (z = 1)."""
+    if hasattr(blk, "extra_groups"):
+        blk.extra_groups.set_value(extra_groups, skip_validation=True)
     for name, count in replicas.items():
         blk.x[name].set_value(count, skip_validation=True)
     for name, count in nodes.items():

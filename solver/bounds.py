@@ -23,44 +23,18 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
     environment of one resource row at a time. VMs cost at least 0. ``shared``: the model's
     ``global_values`` of ``inst``, when the caller has them.
     """
-    env = inst.environment
-    tok = inst.workload.tokens_per_attempt
     price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
     train_gpus = pairs.groups * inst.training.gpus_per_group
     train = price[inst.training.pool] * train_gpus
-    # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
-    # cheapest shape per attempt is also the one with the most attempts per GPU, so each pool offers one
-    # rate; across pools, filling the cheapest first is optimal (a fractional knapsack).
-    offers = []  # (cost per attempt, attempts/s the pool can give) per pool, each (pairs,)
-    for pool in inst.gpu_pools:
-        per_gpu = np.zeros(pairs.size)  # attempts/s per GPU of the pool's best shape
-        for i, s in enumerate(inst.inference.shapes):
-            if s.pool == pool.name:
-                per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
-        free = calc.free_gpus(inst, pool, pairs.groups)
-        cost = np.where(per_gpu > 0, price[pool.name] / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
-        offers.append((cost, free * per_gpu))
-    costs = np.stack([c for c, _ in offers], axis=1) if offers else np.zeros((pairs.size, 0))
-    caps = np.stack([c for _, c in offers], axis=1) if offers else np.zeros((pairs.size, 0))
-    order = np.argsort(costs, axis=1, kind="stable")
-    need = pairs.attempts.astype(float).copy()
-    inference = np.zeros(pairs.size)
-    for j in range(costs.shape[1]):
-        pick = order[:, j]
-        cost = np.take_along_axis(costs, pick[:, None], axis=1)[:, 0]
-        cap = np.take_along_axis(caps, pick[:, None], axis=1)[:, 0]
-        take = np.where(np.isfinite(cost), np.minimum(need, cap), 0.0)
-        inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
-        need -= take
-    inference = np.where(need > 1e-9 * np.maximum(pairs.attempts, 1.0), np.inf, inference)
-    shapes = inst.inference.shapes
-    if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
-        per_replica = pairs.supply_per_replica[:, 0] / tok
-        with np.errstate(divide="ignore", invalid="ignore"):
-            needed = np.where(per_replica > 0, pairs.attempts * (1 - REL_TOL) / per_replica, np.inf)
-            replicas = calc.ceil_tol(needed, BOUND_SLACK)
-        price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
-        inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
+    inference = inference_lower_bound(inst, pairs, pairs.attempts)
+    sandbox = sandbox_lower_bound(inst, pairs, shared)
+    return reserved_cost(inst) + train + inference + sandbox
+
+
+def sandbox_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None) -> np.ndarray:
+    """A valid lower bound on the nodes' and VMs' $/h of any plan at each pair that holds the pair's
+    in-flight and peak loads (``pairs.inflight``, ``pairs.peak``, ``pairs.attempts`` for the LP curve)."""
+    env = inst.environment
     # Sandboxes: the steady split and the local part of the peak split each need their environments on
     # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
     # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
@@ -92,7 +66,48 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
         bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
     sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
     sandbox = np.maximum(sandbox, SandboxCurve(inst, index_of(inst), shared, pairs.attempts)(pairs.attempts))
-    return reserved_cost(inst) + train + inference + sandbox
+    return sandbox
+
+
+def inference_lower_bound(inst: Instance, pairs: Pairs, attempts: np.ndarray) -> np.ndarray:
+    """A valid lower bound on the inference GPUs' $/h of any plan at each pair whose replicas supply
+    ``attempts`` (attempts/s, per pair) at the pair's per-replica supply (inf where none can)."""
+    tok = inst.workload.tokens_per_attempt
+    price = gpu_prices(inst)
+    # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
+    # cheapest shape per attempt is also the one with the most attempts per GPU, so each pool offers one
+    # rate; across pools, filling the cheapest first is optimal (a fractional knapsack).
+    offers = []  # (cost per attempt, attempts/s the pool can give) per pool, each (pairs,)
+    for pool in inst.gpu_pools:
+        per_gpu = np.zeros(pairs.size)  # attempts/s per GPU of the pool's best shape
+        for i, s in enumerate(inst.inference.shapes):
+            if s.pool == pool.name:
+                per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
+        free = calc.free_gpus(inst, pool, pairs.groups)
+        cost = np.where(per_gpu > 0, price[pool.name] / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
+        offers.append((cost, free * per_gpu))
+    costs = np.stack([c for c, _ in offers], axis=1) if offers else np.zeros((pairs.size, 0))
+    caps = np.stack([c for _, c in offers], axis=1) if offers else np.zeros((pairs.size, 0))
+    order = np.argsort(costs, axis=1, kind="stable")
+    need = attempts.astype(float).copy()
+    inference = np.zeros(pairs.size)
+    for j in range(costs.shape[1]):
+        pick = order[:, j]
+        cost = np.take_along_axis(costs, pick[:, None], axis=1)[:, 0]
+        cap = np.take_along_axis(caps, pick[:, None], axis=1)[:, 0]
+        take = np.where(np.isfinite(cost), np.minimum(need, cap), 0.0)
+        inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
+        need -= take
+    inference = np.where(need > 1e-9 * np.maximum(attempts, 1.0), np.inf, inference)
+    shapes = inst.inference.shapes
+    if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
+        per_replica = pairs.supply_per_replica[:, 0] / tok
+        with np.errstate(divide="ignore", invalid="ignore"):
+            needed = np.where(per_replica > 0, attempts * (1 - REL_TOL) / per_replica, np.inf)
+            replicas = calc.ceil_tol(needed, BOUND_SLACK)
+        price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
+        inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
+    return inference
 
 
 class SandboxCurve:

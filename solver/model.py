@@ -43,18 +43,23 @@ def _table(block, name: str, values: dict, mutable: bool):
 
 # ---------------------------------------------------------------- the model
 
-def build_model(inst: Instance, pairs: Pairs, reusable: bool = False) -> pyo.ConcreteModel:
+def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=None) -> pyo.ConcreteModel:
     """An empty model for ``inst``: global coefficients, and a place for pair blocks and the global rows.
 
     ``reusable`` makes every coefficient a mutable Param so the model can be retargeted (sweeps).
+    ``extension`` adds its own decisions and rows (the chance constraint of MODEL §9,
+    :class:`solver.confidence_model.ConfidenceBlocks`): its globals now, its part of each pair block
+    in :func:`add_pair`.
     """
     m = pyo.ConcreteModel(name=inst.name)
-    m.inst, m.pairs, m.ix, m.mutable = inst, pairs, index_of(inst), reusable
+    m.inst, m.pairs, m.ix, m.mutable, m.extension = inst, pairs, index_of(inst), reusable, extension
     m.blocks = {}  # pair index -> its block
     m.pair_values = PairValues(inst, m.ix)
     m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
     m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}
     m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (budgets, cards), refreshed per solve
+    if extension is not None:
+        extension.declare_globals(m)
     return m
 
 
@@ -65,8 +70,12 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     m.add_component(f"pair_{len(m.blocks)}", blk)
     blk.key = key
     blk.k_values = m.pair_values(m.pairs, p)
+    if m.extension is not None:
+        m.extension.adjust(blk.k_values, p)
     blk.k = {name: _table(blk, name, values, m.mutable) for name, values in blk.k_values.items()}
     declare_decisions(m, blk)
+    if m.extension is not None:
+        m.extension.declare(m, blk, p)
     add_selection(m, blk)
     add_pool_capacity(m, blk)
     add_throughput(m, blk)
@@ -76,6 +85,8 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
     add_peak_sandbox(m, blk)
     add_freshness(m, blk)
     add_cost_terms(m, blk)
+    if m.extension is not None:
+        m.extension.add_rows(m, blk, p, _host_rows)
     m.blocks[key] = blk
     return blk
 
@@ -146,12 +157,18 @@ def add_pool_capacity(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     def rule(b, pool):
         used = sum(s.gpus_per_replica * b.x[s.name] for s in shapes if s.pool == pool)
         if pool == m.ix.training_pool:
-            used = used + b.k["train_gpus"][None] * b.z
+            used = used + b.k["train_gpus"][None] * b.z + _extra_training_gpus(m, b)
         if isinstance(used, int):
             return pyo.Constraint.Skip
         return used <= m.k["pool_gpus"][pool] * b.z
 
     blk.pool_capacity = pyo.Constraint(m.ix.pools, rule=rule)
+
+
+def _extra_training_gpus(m: pyo.ConcreteModel, blk: pyo.Block):
+    """GPUs of the training groups an extension adds beyond the pair's fewest (0 without one)."""
+    extra = getattr(blk, "extra_groups", None)
+    return 0 if extra is None else m.inst.training.gpus_per_group * extra
 
 
 def add_throughput(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
@@ -244,7 +261,7 @@ def add_cost_terms(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     shapes = m.inst.inference.shapes
     blk.gpu_cost = pyo.Expression(
         expr=sum(price[s.pool] * s.gpus_per_replica * blk.x[s.name] for s in shapes)
-        + price[ix.training_pool] * blk.k["train_gpus"][None] * blk.z
+        + price[ix.training_pool] * (blk.k["train_gpus"][None] * blk.z + _extra_training_gpus(m, blk))
         + m.k["reserved_cost"][None] * blk.z
     )
     blk.node_cost = pyo.Expression(expr=sum(m.k["node_price"][n] * blk.N[n] for n in ix.nodes))
@@ -280,6 +297,10 @@ def refresh_globals(m: pyo.ConcreteModel) -> list:
     if m.mutable or limits.max_total_cost is not None:
         m.max_total_cost = pyo.Constraint(expr=m.total_cost <= m.k["budget"]["total"])
         added.append(m.max_total_cost)
+    if m.extension is not None:
+        gone, new = m.extension.refresh(m)
+        removed += gone
+        added += new
     for name in OBJECTIVES:
         objective = pyo.Objective(expr=getattr(m, name), sense=pyo.minimize)
         m.add_component(f"objective_{name}", objective)

@@ -15,12 +15,13 @@ import numpy as np
 
 from models.instance import OBJECTIVES, Instance
 from models.result import Result, Status
+from solver import confidence as confidence_of
 from solver import pairs as pair_tables
 from solver.assemble import assemble, timings_of
 from solver.bounds import hourly_lower_bound
 from solver.coefficients import global_values, index_of
 from solver.live import LiveModel
-from solver.search import cheapest_first, shortest_first
+from solver.search import cheapest_first, pair_by_pair, shortest_first
 from solver.stopwatch import Stopwatch
 from solver.tolerances import REL_TOL, SPAN_TOL
 
@@ -31,9 +32,11 @@ class Planner:
     """One instance's live model and cost bounds; ``solve`` restrictions hold for one call."""
 
     def __init__(self, inst: Instance, threads: int = 1, reusable: bool = False,
-                 cache: pair_tables.TableCache | None = None, clock: Stopwatch | None = None):
+                 cache: pair_tables.TableCache | None = None, clock: Stopwatch | None = None,
+                 confidence: float | None = None):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
-        construction too: the pair table, the cost bounds)."""
+        construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
+        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic)."""
         self.cache = cache
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
@@ -41,9 +44,15 @@ class Planner:
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
             pairs = pair_tables.build(inst, cache)
+            alpha = confidence_of.alpha_of(inst, confidence)
+            self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
-            self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock)
+            extension = None if self.confidence is None else self.confidence.blocks
+            self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock, extension)
             self.hourly_lb = hourly_lower_bound(inst, pairs, global_values(inst, self.live.model.ix))
+            if self.confidence is not None:
+                self.hourly_lb = np.maximum(self.hourly_lb, confidence_of.lower_bound(inst, pairs, self.confidence))
+        self._class_lb: np.ndarray | None = None
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
 
     @property
@@ -56,7 +65,7 @@ class Planner:
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable planner at another instance of the same structure (False: build a new one)."""
-        if not self.live.reusable or index_of(inst) != self.live.model.ix:
+        if not self.live.reusable or index_of(inst) != self.live.model.ix or confidence_of.alpha_of(inst) is not None:
             return False
         with self.build_clock.phase("build"):
             pairs = pair_tables.build(inst, self.cache)
@@ -64,6 +73,12 @@ class Planner:
                 return False
             self.hourly_lb = hourly_lower_bound(inst, pairs, global_values(inst, self.live.model.ix))
         return True
+
+    def _class_bounds(self) -> np.ndarray:
+        """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
+        if self._class_lb is None:
+            self._class_lb = confidence_of.class_bounds(self.live, self.confidence)
+        return self._class_lb
 
     def candidates(self, max_makespan: float | None = None, cadence: float | None = None,
                    max_hourly_cost: float | None = None, max_total_cost: float | None = None) -> np.ndarray:
@@ -76,6 +91,8 @@ class Planner:
             keep &= pairs.makespan <= max_makespan * (1 + SPAN_TOL)
         if cadence is not None:
             keep &= np.abs(pairs.cadence - cadence) <= REL_TOL * cadence
+        if self.confidence is not None:  # pairs that cannot meet enough scenarios whatever their counts
+            keep &= self.confidence.blocks.possible()
         total_lb = self.hourly_lb * pairs.makespan / 3600.0
         for limit, bound in ((limits.max_hourly_cost, self.hourly_lb), (max_hourly_cost, self.hourly_lb),
                              (limits.max_total_cost, total_lb), (max_total_cost, total_lb)):
@@ -97,6 +114,10 @@ class Planner:
             clock.seconds["build"], self.build_clock.seconds = self.build_clock.seconds.get("build", 0.0), {}
         self.build_clock = self.live.clock = clock
         candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
+        hourly_lb = self.hourly_lb
+        if self.confidence is not None and objective != "makespan" and candidates.any():
+            with clock.phase("solve"):
+                hourly_lb = np.maximum(hourly_lb, self._class_bounds())
         self.live.set_caps([("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)])
         search = None
         try:
@@ -104,8 +125,9 @@ class Planner:
                 if candidates.any() and objective == "makespan":
                     search = shortest_first(self.live, candidates, clock)
                 elif candidates.any():
-                    lower = self.hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
-                    search = cheapest_first(self.live, objective, candidates, lower, clock)
+                    lower = hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
+                    run = cheapest_first if self.confidence is None else pair_by_pair
+                    search = run(self.live, objective, candidates, lower, clock)
         finally:
             self.live.end_solve()
         highs_before, self._highs_seen = self._highs_seen, max(self._highs_seen, search.highs_seconds if search else 0.0)
@@ -117,14 +139,21 @@ class Planner:
                     Status.TIME_LIMIT: "time limit reached before any plan was found", Status.ERROR: "HiGHS failed"}
             return Result(instance=self.inst.name, status=status, objective=objective, message=messages[status],
                           timings=timings_of(clock, search, highs_before))
-        return assemble(self.live, objective, search, clock, highs_before)
+        result = assemble(self.live, objective, search, clock, highs_before)
+        if self.confidence is not None:
+            start = clock.elapsed()
+            result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)
+            result.timings.verify += clock.elapsed() - start  # the plan checked in its scenarios and fresh ones
+            result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
+        return result
 
 
 def solve_instance(inst: Instance, objective: str | None = None, time_limit: float | None = None,
                    threads: int = 1, on_progress: Callable[[str], None] | None = None,
-                   clock: Stopwatch | None = None) -> Result:
+                   clock: Stopwatch | None = None, confidence: float | None = None) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result;
     ``time_limit`` covers the whole solve, building included; ``on_progress`` hears what it is doing.
-    ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead."""
+    ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead.
+    ``confidence``: plan for this on-time probability (MODEL §9), over the instance's own."""
     clock = clock or Stopwatch(time_limit, on_progress)
-    return Planner(inst, threads, clock=clock).solve(objective)
+    return Planner(inst, threads, clock=clock, confidence=confidence).solve(objective)
