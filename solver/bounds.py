@@ -23,11 +23,16 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
     environment of one resource row at a time. VMs cost at least 0. ``shared``: the model's
     ``global_values`` of ``inst``, when the caller has them.
     """
-    env = inst.environment
-    tok = inst.workload.tokens_per_attempt
     price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
-    train_gpus = pairs.groups * inst.training.gpus_per_group
-    train = price[inst.training.pool] * train_gpus
+    train = price[inst.training.pool] * (pairs.groups * inst.training.gpus_per_group)
+    if shared is None:
+        shared = global_values(inst, index_of(inst))
+    return reserved_cost(inst) + train + _inference_bound(inst, pairs, price) + _sandbox_bound(inst, pairs, shared)
+
+
+def _inference_bound(inst: Instance, pairs: Pairs, price: dict[str, float]) -> np.ndarray:
+    """The inference part of :func:`hourly_lower_bound` ($/h per pair)."""
+    tok = inst.workload.tokens_per_attempt
     # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
     # cheapest shape per attempt is also the one with the most attempts per GPU, so each pool offers one
     # rate; across pools, filling the cheapest first is optimal (a fractional knapsack).
@@ -61,12 +66,17 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
             replicas = calc.ceil_tol(needed, BOUND_SLACK)
         price_replica = price[shapes[0].pool] * shapes[0].gpus_per_replica
         inference = np.maximum(inference, np.where(np.isfinite(replicas), replicas * price_replica, np.inf))
+    return inference
+
+
+def _sandbox_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict]) -> np.ndarray:
+    """The sandbox part of :func:`hourly_lower_bound` ($/h per pair): the largest (split, row) bound, and the
+    sandbox LP relaxation's supporting lines."""
+    env = inst.environment
     # Sandboxes: the steady split and the local part of the peak split each need their environments on
     # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
     # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
     # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
-    if shared is None:
-        shared = global_values(inst, index_of(inst))
     row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
     active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
     resources = ("density", "cores", "memory")
@@ -91,8 +101,7 @@ def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | N
         price_node = env.node_types[0].hour_cost
         bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
     sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
-    sandbox = np.maximum(sandbox, SandboxCurve(inst, index_of(inst), shared, pairs.attempts)(pairs.attempts))
-    return reserved_cost(inst) + train + inference + sandbox
+    return np.maximum(sandbox, SandboxCurve(inst, index_of(inst), shared, pairs.attempts)(pairs.attempts))
 
 
 class SandboxCurve:
