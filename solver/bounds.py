@@ -204,7 +204,8 @@ class _SandboxLP:
         """(C(rate), dC/da) or None when no fractional fleet holds the load."""
         highs = self._highs()
         rhs = rate * self.coef
-        highs.changeRowsBounds(len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs)
+        highs.changeRowsBounds(  # type: ignore[attr-defined]  # in highspy, not in its stubs
+            len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs)
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
