@@ -31,8 +31,6 @@ class Task:
     input_hash: str
 
 
-
-
 def discover(paths: Sequence[str], exclude: str | Path | None = None) -> list[Path]:
     """Instance files named by ``paths`` (files, folders searched recursively, globs), sorted, each once.
 
@@ -123,6 +121,12 @@ def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: 
             data = path.read_bytes()
         except OSError:
             data = b""  # the worker reports why the file cannot be read
-        tasks.append(Task(path=os.path.abspath(path), file=str(path), result=name,
-                          input_hash=input_hash(data, objective, time_limit)))
+        tasks.append(
+            Task(
+                path=os.path.abspath(path),
+                file=str(path),
+                result=name,
+                input_hash=input_hash(data, objective, time_limit),
+            )
+        )
     return tasks

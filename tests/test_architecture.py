@@ -119,13 +119,16 @@ def test_the_import_reader_sees_imports_inside_functions(tmp_path):
 def test_no_import_cycle():
     found = cycles(graph())
     assert not found, "import cycles (a module imports, directly or not, one that imports it): " + "; ".join(
-        " <-> ".join(c) for c in found)
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_every_package_has_a_layer():
     packages = {name.split(".")[0] for name in project_modules()}
-    assert packages <= set(LAYERS), (f"packages without a layer: {sorted(packages - set(LAYERS))}; "
-                                     "place them in tests/test_architecture.py LAYERS and docs/design.md")
+    assert packages <= set(LAYERS), (
+        f"packages without a layer: {sorted(packages - set(LAYERS))}; "
+        "place them in tests/test_architecture.py LAYERS and docs/design.md"
+    )
 
 
 def test_imports_go_down_the_layers():
@@ -141,8 +144,12 @@ def test_imports_go_down_the_layers():
 
 
 def test_models_and_solver_import_no_upper_layer_nor_models_pyomo():
-    wrong = [f"{name} imports {target}" for name, targets in graph().items() for target in targets
-             if target.split(".")[0] in NEVER.get(name.split(".")[0], ())]
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        for target in targets
+        if target.split(".")[0] in NEVER.get(name.split(".")[0], ())
+    ]
     assert not wrong, "; ".join(sorted(wrong))
 
 

@@ -19,10 +19,13 @@ def without_dask(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` now raises ImportError
 
 
-@pytest.mark.parametrize("command", [
-    ["batch", SEED, "--scheduler", "tcp://127.0.0.1:1", "--quiet"],
-    ["simulate", SEED, "--scheduler", "tcp://127.0.0.1:1", "--replications", "2"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["batch", SEED, "--scheduler", "tcp://127.0.0.1:1", "--quiet"],
+        ["simulate", SEED, "--scheduler", "tcp://127.0.0.1:1", "--replications", "2"],
+    ],
+)
 def test_scheduler_without_dask_says_how_to_install_it(without_dask, tmp_path, command):
     run = CliRunner().invoke(cli.main, command + (["--out", str(tmp_path / "out")]))
     assert run.exit_code == 2, run.output
