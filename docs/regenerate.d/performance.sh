@@ -2,8 +2,6 @@
 # a quiet machine, so it runs only with BENCH=1; otherwise the committed outputs stay as they are.
 if [ "${BENCH:-0}" = 1 ]; then
     ln -sfn "$ROOT/bench" "$SCRATCH/bench"
-    python() { "$PYTHON" "$@"; }
-    export -f python
     show docs/performance/command.txt python bench/solve.py --repeats 5 --sections command
     show docs/performance/instances.txt python bench/solve.py --repeats 3 --sections instances --skip-enumeration
     show docs/performance/enumeration.txt python bench/solve.py --repeats 3 --sections instances \

@@ -3,10 +3,13 @@
 # lead to the repository's) and write into OUT (relative to the repository root) the line "$ COMMAND", its
 # output (stdout and stderr, trailing blanks cut) and, when it exits non-zero, "$ echo $?" and the code.
 # also OUT COMMAND...: the same, appended to OUT.
-# `trainground` runs this checkout's cli.py with $PYTHON.
+# `trainground` runs this checkout's cli.py with $PYTHON, named as the installed command is;
+# `python` is $PYTHON.
 
-trainground() { "$PYTHON" "$ROOT/cli.py" "$@"; }
+trainground() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c 'import cli; cli.main(prog_name="trainground")' "$@"; }
 export -f trainground
+python() { "$PYTHON" "$@"; }
+export -f python
 
 _run_shown() {
     local code=0
