@@ -4,11 +4,11 @@
 # output (stdout and stderr, trailing blanks cut) and, when it exits non-zero, "$ echo $?" and the code.
 # also OUT COMMAND...: the same, appended to OUT.
 # `trainground` runs this checkout's cli.py with $PYTHON, named as the installed command is;
-# `python` is $PYTHON.
+# `python` is $PYTHON, importing this checkout.
 
 trainground() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c 'import cli; cli.main(prog_name="trainground")' "$@"; }
 export -f trainground
-python() { "$PYTHON" "$@"; }
+python() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" "$@"; }
 export -f python
 
 _run_shown() {
