@@ -71,3 +71,19 @@ def test_readme_set_up_is_what_ci_runs():
             continue
         assert plain in quiet[position:], f"README runs {' '.join(command)!r}, which .ci/run does not (in order)"
         position = quiet.index(plain, position) + 1
+
+
+def test_the_model_page_names_every_result_and_instance_field():
+    """docs/model.md stays in step with the schemas: every top-level instance field and every key of the
+    result, its plan and its metrics appears in it (as code, a JSON key or a key of the example file)."""
+    from models.instance import Instance
+    from models.result import Metrics, Plan, Result
+
+    text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
+    missing = [
+        f"{schema.__name__}.{name}"
+        for schema in (Instance, Result, Plan, Metrics)
+        for name in schema.model_fields
+        if not any(form in text for form in (f"`{name}`", f'"{name}"', f"\n{name}:", f"\n  {name}:"))
+    ]
+    assert not missing, f"docs/model.md does not name: {missing}"

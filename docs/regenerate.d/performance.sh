@@ -5,5 +5,5 @@ if [ "${BENCH:-0}" = 1 ]; then
     show docs/performance/command.txt python bench/solve.py --repeats 5 --sections command
     show docs/performance/instances.txt python bench/solve.py --repeats 3 --sections instances --skip-enumeration
     show docs/performance/enumeration.txt python bench/solve.py --repeats 3 --sections instances \
-        --only seed-week-75 large-three-pools two-backends-cloud
+        --only seed-week-75 two-backends-cloud large-three-pools
 fi
