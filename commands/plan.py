@@ -43,10 +43,14 @@ SOLVE_SIMULATION_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
 @click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1, default=None,
               metavar="[R]", help="Replay the plan R times (default 1, the full run) and print the simulated verdict.")
+@click.option("--levers/--no-levers", "with_levers", default=True, show_default=True,
+              help="Re-solve with each limit relaxed one step and show what it would save (JSON key 'levers').")
+@click.option("--levers-time", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              metavar="S", help="Seconds all the lever re-solves may take together.")
 @edits_option
 @guarded
 def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None,
-          replications: int | None, edits) -> None:
+          replications: int | None, with_levers: bool, levers_time: float, edits) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
@@ -66,7 +70,14 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     from commands.simulate import simulated_verdict, startup_estimate
 
     simulated = simulated_verdict(inst, result, replications, as_json) if replications else None
+    found = None
+    if with_levers and result.status == "optimal":
+        from drivers.levers import levers
+
+        found = levers(inst, result, levers_time)
     payload = result.to_json()
+    if found is not None:
+        payload["levers"] = found.to_json()
     if simulated is not None:
         payload["simulation"] = {k: simulated.simulated.get(k) for k in SOLVE_SIMULATION_KEYS}
         payload["simulation"]["replications"] = simulated.replications
@@ -78,6 +89,9 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
         click.echo(json.dumps(payload, indent=2))
     else:
         render_result(console(), result)
+        from render.levers import render_levers
+
+        render_levers(console(), found)
         if result.plan is not None:
             from render.simulate import render_solve_verdict
 

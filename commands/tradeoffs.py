@@ -17,19 +17,20 @@ from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE,
 @click.option("--out", default="frontier-out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for frontier.csv, frontier.json and frontier.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
+@click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, edits) -> None:
+def frontier(instance: str, out: str, as_json: bool, show_all: bool, edits) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
     below the last plan found until no faster plan exists. The tables list the frontier's
     corners: the plans where its slope changes (the vertices of its lower convex hull, each
-    the cheapest plan for some price put on a day of schedule), plus both ends; "$ per day
-    saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
+    the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
+    evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
-    from drivers.frontier import CSV_COLUMNS, csv_rows, frontiers
+    from drivers.frontier import csv_columns, csv_rows, frontiers
     from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import frontier_png
 
@@ -38,20 +39,21 @@ def frontier(instance: str, out: str, as_json: bool, edits) -> None:
         found = frontiers(inst, on_progress=bar)
     folder = Path(out)
     payload = found.to_json()
-    write_csv(folder / "frontier.csv", CSV_COLUMNS, csv_rows(found))
+    write_csv(folder / "frontier.csv", csv_columns(found), csv_rows(found))
     write_json(folder / "frontier.json", payload)
     write_atomic_bytes(folder / "frontier.png", frontier_png(found))
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     else:
-        render_frontier(console(), found, folder)
+        render_frontier(console(), found, folder, show_all)
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
-              help="The baseline's inference cards [default: the fewer-cards plan's].")
+              help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
+                   "mix can have beside the deadline pace's training; the output says how it was chosen].")
 @click.option("--cadence", type=click.FloatRange(min=0, min_open=True),
               help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
                    "stays at the deadline pace.")
@@ -65,7 +67,9 @@ def compare(instance: str, baseline_inference_gpus: int | None, cadence: float |
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %").
+    each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
+    rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
+    (infeasible as a yardstick) when those cards cannot deliver once drops count.
     """
     from drivers.compare import compare as run_compare
 

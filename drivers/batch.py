@@ -32,7 +32,7 @@ SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_COLUMNS = (
     "file", "name", "status", "objective", "objective_value", "cadence_s", "versions_kept",
-    "inference_gpus", "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
+    "inference_gpus", "training_gpus", "gpus_by_pool", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
     "solve_seconds", "message", "result",
 )
 SUMMARY_EVERY_S = 10.0  # rewrite the summaries at most this often while a batch runs
@@ -370,6 +370,7 @@ def summary_row(task: Task, payload: dict) -> dict:
         "versions_kept": plan.get("versions_kept"),
         "inference_gpus": plan.get("inference_gpus"),
         "training_gpus": plan.get("training_gpus"),
+        "gpus_by_pool": "; ".join(f"{p['pool']}={p['gpus_used']}" for p in plan.get("pools") or []) or None,
         "nodes": sum(n["count"] for n in plan["local_nodes"]) if plan else None,
         "vms": sum(v["count"] for v in plan["cloud_vms"]) if plan else None,
         "hourly_cost": plan.get("hourly_cost"),

@@ -34,7 +34,7 @@ class Feasibility:
         self._cache = TableCache()  # the edited copies share most of the base's pair quantities
         self.solves = 0
 
-    def solve(self, changes: dict, objective: str = "makespan"):
+    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None):
         """The result of the edited instance (None when the edit makes it invalid)."""
         try:
             inst = edited(self.base, changes)
@@ -43,7 +43,7 @@ class Feasibility:
         if self._planner is None or not self._planner.retarget(inst):
             self._planner = Planner(inst, reusable=True, cache=self._cache)
         self.solves += 1
-        return self._planner.solve(objective)
+        return self._planner.solve(objective, time_limit=time_limit)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes)

@@ -22,6 +22,7 @@ import numpy as np
 from models.instance import Instance
 from models.result import Result, key_columns
 from drivers.diagnose import diagnosed
+from solver.calculus import cadence_grid
 from solver.solve import Planner
 from solver.tolerances import TIE_TOL
 
@@ -44,7 +45,9 @@ class Frontier:
     of schedule. ``stopped`` says why the walk ended: ``grid`` (no faster admissible
     cadence), ``infeasible`` (none of the faster ones has a plan) or a solver status.
     ``end`` is the solve that ended it, when there was one (its diagnosis when the first
-    solve already failed).
+    solve already failed). ``bounded_by`` says what held the fast end: ``grid`` (the fastest
+    cadence of the grid), ``budget`` (a faster plan exists once the instance's budgets are
+    lifted), ``constraints`` (no faster plan even without budgets) or the status that ended it.
     """
 
     criterion: str
@@ -52,6 +55,8 @@ class Frontier:
     corners: list[int]
     stopped: str
     end: Result | None = None
+    bounded_by: str = "grid"
+    cap: float | None = None  # the makespan cap of the solve that ended the walk
 
     @property
     def makespans(self) -> np.ndarray:
@@ -85,6 +90,7 @@ class Frontier:
         return {
             "criterion": self.criterion,
             "stopped": self.stopped,
+            "bounded_by": self.bounded_by,
             "fastest": 0 if self.points else None,
             "cheapest": len(self.points) - 1 if self.points else None,
             "corners": list(self.corners),
@@ -126,13 +132,24 @@ CSV_COLUMNS = ("frontier", "makespan_s", "makespan_days", "cost", "corner", "cad
                "exceedance", "group_drop_rate")
 
 
+def pools_of(frontiers: Frontiers) -> list[str]:
+    """The GPU pools the frontiers' plans report, in order."""
+    return list(dict.fromkeys(p.pool for f in frontiers.frontiers.values() for r in f.points for p in r.plan.pools))
+
+
+def csv_columns(frontiers: Frontiers) -> list[str]:
+    """CSV_COLUMNS, then the GPUs each pool uses (``gpus[POOL]``)."""
+    return [*CSV_COLUMNS, *(f"gpus[{p}]" for p in pools_of(frontiers))]
+
+
 def csv_rows(frontiers: Frontiers) -> list[dict]:
     rows = []
     for name, front in frontiers.frontiers.items():
         corner = set(front.corners)
         for i, r in enumerate(front.points):
             rows.append({"frontier": name, "makespan_s": r.plan.makespan_s, "makespan_days": r.plan.makespan_s / DAY_S,
-                         "cost": cost_of(r, name), "corner": int(i in corner), **key_columns(r.plan, r.metrics)})
+                         "cost": cost_of(r, name), "corner": int(i in corner), **key_columns(r.plan, r.metrics),
+                         **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools}})
     return rows
 
 
@@ -148,6 +165,8 @@ def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progre
     out = Frontiers(instance=inst.name or "", deadline_s=inst.schedule.deadline,
                     budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost})
     total = max(1, spans.size) * len(criteria)
+    grid = cadence_grid(inst)
+    fastest_grid = float(grid[0]) if grid.size else 0.0
     for k, criterion in enumerate(criteria):
         def step(done: int, k: int = k) -> None:
             if on_progress is not None:
@@ -155,7 +174,27 @@ def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progre
 
         out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose)
         out.solves += solves
+        front = out.frontiers[criterion]
+        if front.points and front.stopped == "infeasible":
+            front.bounded_by, extra = _fast_end_bound(inst, criterion, front.cap)
+            out.solves += extra
+        elif front.points and front.stopped != "grid":
+            front.bounded_by = front.stopped
+        elif front.points and front.fastest.plan.cadence_s > fastest_grid * (1 + 1e-12):
+            front.bounded_by = "constraints"  # the faster grid points failed the per-pair checks
     return out
+
+
+def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[str, int]:
+    """``budget`` when a plan faster than the frontier's fastest exists once the budgets are lifted,
+    else ``constraints`` (one solve of the instance without its limits; none when it has none)."""
+    limits = inst.limits
+    if cap is None or (limits.max_hourly_cost is None and limits.max_total_cost is None):
+        return "constraints", 0
+    free = inst.model_copy(update={"limits": limits.model_copy(update={"max_hourly_cost": None,
+                                                                       "max_total_cost": None})})
+    faster = Planner(free).solve(criterion, max_makespan=cap)
+    return ("budget" if faster.status == "optimal" else "constraints"), 1
 
 
 def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None],
@@ -167,6 +206,7 @@ def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[in
     stopped = "grid"
     solves = 0
     while True:
+        last_cap = cap
         result = planner.solve(criterion, max_makespan=cap)
         if diagnose and not found:
             result = diagnosed(planner.inst, result)
@@ -184,7 +224,8 @@ def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[in
     step(int(max(1, spans.size)))
     points = nondominated(found, criterion)
     corners = hull_corners([r.plan.makespan_s for r in points], [cost_of(r, criterion) for r in points])
-    return Frontier(criterion=criterion, points=points, corners=corners, stopped=stopped, end=end), solves
+    front = Frontier(criterion=criterion, points=points, corners=corners, stopped=stopped, end=end, cap=last_cap)
+    return front, solves
 
 
 def nondominated(results: list[Result], criterion: str) -> list[Result]:

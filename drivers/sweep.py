@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +120,23 @@ class SweepReport:
     builds: int = 0  # models built; the other points re-solved a model already built
     workers: int = 1
     seconds: float = 0.0
+    names: dict[str, str] = field(default_factory=dict)  # list item path -> its name (item_names)
 
     @property
     def counts(self) -> Counter:
         return Counter(row["status"] for row in self.rows)
 
+    @property
+    def pools(self) -> list[str]:
+        """Every GPU pool a plan of the sweep reports, in order of first appearance."""
+        return list(dict.fromkeys(p for row in self.rows for p in row.get("pool_gpus") or {}))
+
     def csv_columns(self) -> list[str]:
-        return ["index", *(axis.path for axis in self.axes), *ROW_COLUMNS]
+        return ["index", *(axis.path for axis in self.axes), *ROW_COLUMNS, *(f"gpus[{p}]" for p in self.pools)]
 
     def csv_rows(self) -> list[dict]:
-        return [{"index": row["index"], **row["edits"], **{k: row.get(k) for k in ROW_COLUMNS}} for row in self.rows]
+        return [{"index": row["index"], **row["edits"], **{k: row.get(k) for k in ROW_COLUMNS},
+                 **{f"gpus[{p}]": (row.get("pool_gpus") or {}).get(p) for p in self.pools}} for row in self.rows]
 
     def to_json(self) -> dict:
         counts = self.counts
@@ -138,6 +145,7 @@ class SweepReport:
             "file": self.file,
             "objective": self.objective,
             "axes": [{"path": a.path, "values": list(a.texts)} for a in self.axes],
+            "names": dict(self.names),
             "counts": {status: counts.get(status, 0) for status in STATUSES},
             "builds": self.builds,
             "workers": self.workers,
@@ -162,7 +170,29 @@ def run_sweep(file: str | Path, axes: Sequence[Axis], objective: str | None = No
         rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse)
     name = document.get("name") if isinstance(document.get("name"), str) else Path(file).stem
     return SweepReport(instance=name, file=file, objective=objective, axes=list(axes), rows=rows, builds=builds,
-                       workers=workers, seconds=time.perf_counter() - clock)
+                       workers=workers, seconds=time.perf_counter() - clock,
+                       names=item_names(document, [axis.path for axis in axes]))
+
+
+def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
+    """The ``name`` of every list item along ``paths`` in the base document, by item path
+    (``inference.shapes[1]`` -> ``h200-tp8``); items without a name are left out."""
+    out: dict[str, str] = {}
+    for path in paths:
+        node: Any = document
+        prefix = ""
+        for token in parse_path(path):
+            if isinstance(token, int):
+                prefix += f"[{token}]"
+                node = node[token] if isinstance(node, list) and token < len(node) else None
+                if isinstance(node, dict) and isinstance(node.get("name"), str):
+                    out[prefix] = node["name"]
+            else:
+                prefix = f"{prefix}.{token}" if prefix else token
+                node = node.get(token) if isinstance(node, dict) else None
+            if node is None:
+                break
+    return out
 
 
 def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequence[tuple[int, tuple[str, ...]]],
@@ -235,6 +265,7 @@ def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
                seconds=seconds, highs_seconds=result.timings.highs)
     if result.plan is not None:
         row.update(key_columns(result.plan, result.metrics))
+        row["pool_gpus"] = {p.pool: p.gpus_used for p in result.plan.pools}
     if result.status != "optimal":
         row["message"] = diagnosis_summary(result.diagnosis, result.message)
     row["result"] = result.to_json()

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from drivers.frontier import DAY_S, Frontiers
 from drivers.sweep import Axis, SweepReport
+from render.labels import field_label
 
 DPI = 100
 FRONTIER_PX = (1200, 500)
@@ -22,6 +23,10 @@ GROUPS_IN_LEGEND = 8  # more series than this are drawn alike, without a legend
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 _LABELS = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "makespan"}
+# What held the frontier's fast end (Frontier.bounded_by), as its label says it.
+FAST_END = {"grid": "fastest on the cadence grid", "budget": "fastest within budget",
+            "constraints": "fastest feasible", "time_limit": "fastest found (time limit)",
+            "error": "fastest found (solver error)"}
 
 
 def _figure(size_px: tuple[int, int]):
@@ -87,12 +92,11 @@ def frontier_png(frontiers: Frontiers) -> bytes:
                 markeredgecolor="tab:orange", label=f"corners ({len(corners)})")
         cheap, fast = len(days) - 1, 0
         _label(ax, days[cheap], costs[cheap], "cheapest in deadline\n"
-               f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s",
-               (-40, -30), "right")
-        within = "within budget" if budget is not None else "(no budget set)"
-        _label(ax, days[fast], costs[fast], f"fastest {within}\n"
-               f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s",
-               (40, 10), "left")
+               f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s"
+               + _pool_line(front.points[cheap].plan), (-40, -30), "right")
+        _label(ax, days[fast], costs[fast], f"{FAST_END[front.bounded_by]}\n"
+               f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s"
+               + _pool_line(front.points[fast].plan), (40, 10), "left")
         low, high = min(days.min(), deadline), max(days.max(), deadline)
         pad = max(0.04 * (high - low), 0.05)
         ax.set_xlim(low - pad, high + pad)
@@ -100,6 +104,13 @@ def frontier_png(frontiers: Frontiers) -> bytes:
         ax.set_ylim(costs.min() - 0.25 * span, costs.max() + 0.35 * span)
         ax.legend(loc="upper right", fontsize=8)
     return _png(fig)
+
+
+def _pool_line(plan) -> str:
+    """The GPUs a plan uses in each pool, as a label's last line (nothing for a single pool)."""
+    if len(plan.pools) < 2:
+        return ""
+    return "\nGPUs: " + ", ".join(f"{p.pool} {p.gpus_used:,}" for p in plan.pools)
 
 
 def _label(ax, x: float, y: float, text: str, offset: tuple[int, int], align: str) -> None:
@@ -119,6 +130,36 @@ PANELS = (  # (row key, panel title; None: the objective's own)
     ("nodes", "sandbox nodes"),
     ("vms", "cloud VMs"),
 )
+
+
+def _value(row: dict, key: str):
+    """A row's value for a panel key; ``pool:NAME`` is the GPUs the plan uses in that pool."""
+    if key.startswith("pool:"):
+        return (row.get("pool_gpus") or {}).get(key[5:])
+    return row[key]
+
+
+def sweep_panels(report: SweepReport, panels=PANELS) -> list[tuple[str, str | None]]:
+    """The panels worth drawing: ``panels`` plus the GPUs of each pool when there are several, less
+    every panel (but the objective's) whose values are all zero or missing."""
+    pools = report.pools
+    extra = [(f"pool:{p}", f"GPUs used in pool {p}") for p in pools] if len(pools) > 1 else []
+    out = []
+    for key, title in [*panels, *extra]:
+        values = [_value(row, key) for row in report.rows]
+        if key == "objective_value" or any(v not in (None, 0) for v in values):
+            out.append((key, title))
+    return out
+
+
+def _grid(fig, count: int, columns: int):
+    """``count`` axes on a grid ``columns`` wide, the unused cells removed."""
+    columns = max(1, min(columns, count))
+    rows = math.ceil(count / columns)
+    cells = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax in cells[count:]:
+        ax.remove()
+    return list(cells[:count]), columns
 
 
 def slug(path: str) -> str:
@@ -165,15 +206,16 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
     legend = 1 < len(groups) <= GROUPS_IN_LEGEND
     objective_title, objective_scale, objective_money = _objective_title(report)
     fig = _figure(SWEEP_PX)
-    panels = fig.subplots(2, 3, sharex=True).ravel()
-    for ax, (key, title) in zip(panels, PANELS):
+    shown = sweep_panels(report)
+    panels, columns = _grid(fig, len(shown), 3)
+    for ax, (key, title) in zip(panels, shown):
         scale = objective_scale if key == "objective_value" else 1.0
         ax.set_title(title or objective_title, fontsize=10)
         ax.grid(True, alpha=0.3)
         for n, (group, rows) in enumerate(groups.items()):
-            pts = sorted((where[r["edits"][axis.path]], r[key] * scale if r[key] is not None else math.nan)
-                         for r in rows)
-            label = ", ".join(f"{report.axes[i].path.split('.')[-1]}={v}" for i, v in zip(others, group))
+            pts = sorted((where[r["edits"][axis.path]], _value(r, key) * scale if _value(r, key) is not None
+                          else math.nan) for r in rows)
+            label = ", ".join(f"{field_label(report.axes[i].path, report.names)} = {v}" for i, v in zip(others, group))
             if legend:  # distinct, shrinking markers: series that coincide stay visible under each other
                 style = {"color": f"C{n % 10}", "marker": MARKERS[n % len(MARKERS)],
                          "markersize": max(3.0, 8.0 - 1.5 * n), "markerfacecolor": "none"}
@@ -192,13 +234,14 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
             ax.yaxis.set_major_formatter(FuncFormatter(money))
         if legend and key == "objective_value":
             ax.legend(fontsize=7, loc="best")
-    for ax in panels[3:]:
-        ax.set_xlabel(axis.path)
+    for ax in panels[-columns:]:
+        ax.set_xlabel(field_label(axis.path, report.names))
+    for ax in panels:
         if not numeric:
             ax.set_xticks(xs, list(axis.texts), rotation=30 if len(xs) > 6 else 0)
     counts = report.counts
     failed = ", ".join(f"{counts[s]} {s}" for s in ("infeasible", "invalid", "error", "time_limit") if counts.get(s))
-    fig.suptitle(f"{report.instance}: sweep over {axis.path} ({len(report.rows)} points"
+    fig.suptitle(f"{report.instance}: sweep over {field_label(axis.path, report.names)} ({len(report.rows)} points"
                  + (f"; {failed}" if failed else "") + ")", fontsize=11)
     return _png(fig)
 
@@ -221,14 +264,15 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
     index = {(r["edits"][first.path], r["edits"][second.path]): r for r in report.rows}
     objective_title, objective_scale, objective_money = _objective_title(report)
     fig = _figure(HEATMAP_PX)
-    panels = fig.subplots(2, 2).ravel()
-    shown = (("objective_value", objective_title, objective_scale), ("cadence_s", "cadence (s)", 1.0),
-             ("inference_gpus", "inference GPUs", 1.0), ("nodes", "sandbox nodes", 1.0))
-    for ax, (key, title, scale) in zip(panels, shown):
+    chosen = sweep_panels(report, (("objective_value", objective_title), ("cadence_s", "cadence (s)"),
+                                   ("inference_gpus", "inference GPUs"), ("nodes", "sandbox nodes")))
+    panels, _ = _grid(fig, len(chosen), 2 if len(chosen) <= 4 else 3)
+    for ax, (key, title) in zip(panels, chosen):
+        scale = objective_scale if key == "objective_value" else 1.0
         grid = np.full((len(first.texts), len(second.texts)), np.nan)
         for i, a in enumerate(first.texts):
             for j, b in enumerate(second.texts):
-                value = index[(a, b)][key]
+                value = _value(index[(a, b)], key)
                 if value is not None:
                     grid[i, j] = value * scale
         masked = np.ma.masked_invalid(grid)
@@ -237,8 +281,8 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
         in_money = key == "objective_value" and objective_money
         fig.colorbar(image, ax=ax, shrink=0.9, format=FuncFormatter(money) if in_money else None)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel(second.path, fontsize=8)
-        ax.set_ylabel(first.path, fontsize=8)
+        ax.set_xlabel(field_label(second.path, report.names), fontsize=8)
+        ax.set_ylabel(field_label(first.path, report.names), fontsize=8)
         _ticks(ax.set_xticks, second.texts)
         _ticks(ax.set_yticks, first.texts)
         if grid.size <= 144:
@@ -253,7 +297,8 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
                         text = _short(value, key)
                         color = "black" if value > middle else "white"
                     ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
-    fig.suptitle(f"{report.instance}: {first.path} × {second.path} ({len(report.rows)} points)", fontsize=11)
+    fig.suptitle(f"{report.instance}: {field_label(first.path, report.names)} × "
+                 f"{field_label(second.path, report.names)} ({len(report.rows)} points)", fontsize=11)
     return _png(fig)
 
 

@@ -5,12 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.result import STATUSES
+from render.labels import field_label
 from render.tables import fitted, money, render_diagnosis
 
-def render_frontier(console, found, folder: Path) -> None:
+CORNER_ROWS = 12  # corners a frontier table shows without --all
+
+
+def shown_corners(corners: list[int], show_all: bool = False, most: int = CORNER_ROWS) -> list[int]:
+    """The corners a table prints: all of them, or ``most`` spread evenly from the fastest to the cheapest."""
+    if show_all or len(corners) <= most:
+        return list(corners)
+    picks = sorted({round(i * (len(corners) - 1) / (most - 1)) for i in range(most)})
+    return [corners[i] for i in picks]
+
+
+def render_frontier(console, found, folder: Path, show_all: bool = False) -> None:
     from rich.table import Table
 
-    from drivers.frontier import DAY_S, cost_of
+    from drivers.frontier import DAY_S, cost_of, pools_of
+
+    pools = pools_of(found)
+    pools = pools if len(pools) > 1 else []
 
     for name, front in found.frontiers.items():
         what = "total cost" if name == "total_cost" else "hourly cost"
@@ -27,17 +42,25 @@ def render_frontier(console, found, folder: Path) -> None:
             f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d")
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
-        for col in ("#", "makespan", "cadence", "K", "inference", "training", "nodes", "VMs", "$/hour", "total",
-                    "margin", per_day):
+        for col in ("#", "makespan", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
+                    "nodes", "VMs", "$/hour", "total", "margin", per_day):
             table.add_column(col, justify="right", no_wrap=True)
+        shown = set(shown_corners(front.corners, show_all))
         for i, price in zip(front.corners, front.price_of_time()):
+            if i not in shown:
+                continue
             plan, met = front.points[i].plan, front.points[i].metrics
+            used = {p.pool: p.gpus_used for p in plan.pools}
             table.add_row(
                 str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
-                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", f"{plan.node_count:,}",
+                f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", *(f"{used.get(p, 0):,}" for p in pools),
+                f"{plan.node_count:,}",
                 f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}", f"${plan.total_cost:,.0f}",
                 f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}")
         fitted(console, table)
+        if len(shown) < len(front.corners):
+            console.print(f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "
+                          "--all prints every one", markup=False)
     console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
                   f"{folder / 'frontier.png'}", markup=False)
 
@@ -67,19 +90,28 @@ def render_comparison(console, result) -> None:
 
     from drivers.compare import ROWS
 
-    console.print(f"[bold]{result.instance}[/bold]: fewer cards, or a shorter schedule? "
+    console.print(f"{result.instance}: fewer cards, or a shorter schedule? "
                   f"(baseline {result.baseline_gpus:,} inference GPUs: {result.baseline_source}"
-                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")")
+                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")",
+                  markup=False)
+    if result.mix is not None:
+        console.print(f"arithmetic columns: inference GPUs of {result.mix.describe()}: "
+                      f"{result.mix.tokens_per_gpu_s:,.4g} tokens/s/GPU, ${result.mix.gpu_hour_cost:,.4g}/GPU-hour",
+                      markup=False)
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("figure", no_wrap=True)
     for n, col in enumerate(result.columns, start=1):
         table.add_column(f"({n}) {col.heading}", justify="right")
-    table.add_row("status", *(col.status for col in result.columns))
+    table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for col in result.columns))
     for key, label, kind in ROWS:
         table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
     console.print(table)
     for n, col in enumerate(result.columns, start=1):
         console.print(f"({n}) {col.title}: {col.note}", markup=False)
+        if col.yardstick:
+            console.print(f"    ✗ infeasible as a yardstick: {col.yardstick}", markup=False)
+    for sentence in result.coincide:
+        console.print(sentence, markup=False)
     console.print("[bold]Against the baseline[/bold]")
     for key, phrases in result.deltas().items():
         n = next(i for i, col in enumerate(result.columns, start=1) if col.key == key)
@@ -93,11 +125,11 @@ def render_sweep(console, report, files) -> None:
 
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("#", justify="right", no_wrap=True)
-    short = [a.path.split(".")[-1] for a in report.axes]
-    for axis, name in zip(report.axes, short):
-        table.add_column(name if short.count(name) == 1 else axis.path, no_wrap=True)
-    for col in ("status", "objective", "cadence", "K", "inference", "training", "nodes", "VMs", "margin",
-                "exceed.", "drop"):
+    for axis in report.axes:
+        table.add_column(field_label(axis.path, report.names), no_wrap=True)
+    pools = report.pools if len(report.pools) > 1 else []
+    for col in ("status", "objective", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
+                "nodes", "VMs", "margin", "exceed.", "drop"):
         table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
     table.add_column("diagnosis / message", overflow="fold", min_width=20)
 
@@ -116,7 +148,8 @@ def render_sweep(console, report, files) -> None:
         table.add_row(
             str(row["index"]), *(row["edits"][a.path] for a in report.axes), row["status"], shown,
             show(row["cadence_s"], ",.6g"), show(row["versions_kept"], "d"), show(row["inference_gpus"], ",d"),
-            show(row["training_gpus"], ",d"), show(row["nodes"], ",d"), show(row["vms"], ",d"),
+            show(row["training_gpus"], ",d"), *(show((row.get("pool_gpus") or {}).get(p), ",d") for p in pools),
+            show(row["nodes"], ",d"), show(row["vms"], ",d"),
             show(row["time_margin"], ".2%"), show(row["exceedance"], ".2%"), show(row["group_drop_rate"], ".2%"),
             (row["message"] or "").replace(prefix, ""))
     fitted(console, table)

@@ -102,11 +102,13 @@ def test_shorter_schedules_keep_their_caps_and_are_faster(tier_200):
         4096 * 32768 / (w.plan.cadence_s * w.plan.inference_gpus), rel=1e-12)
 
 
-def test_default_baseline_is_the_fewer_cards_plan(tier_200):
+def test_default_baseline_is_every_card_the_plan_mix_can_have(tier_200):
     inst, _ = tier_200
     report = compare(inst)
-    assert report.baseline_gpus == report.column("fewer_cards").figures["inference_gpus"]
-    assert "fewer-cards" in report.baseline_source
+    # One pool of 10,000 holding inference and training: the baseline is what the deadline pace's
+    # training (435 groups of 8) leaves, and the output says so.
+    assert report.baseline_gpus == 10000 - 3480
+    assert "the most inference GPUs" in report.baseline_source and "3,480 training GPUs" in report.baseline_source
 
 
 def test_the_cadence_option_pins_like_the_grid_edits():
@@ -117,3 +119,66 @@ def test_the_cadence_option_pins_like_the_grid_edits():
         assert (a["key"], a["status"], a["figures"]) == (b["key"], b["status"], b["figures"])
         if a["kind"] == "plan":
             assert a["note"] == b["note"]
+
+
+TWO_POOLS = Path(__file__).resolve().parent / "data" / "compare" / "two-pools.yaml"
+
+
+@pytest.fixture(scope="module")
+def two_pools():
+    inst = load_instance(TWO_POOLS)
+    return inst, compare(inst)
+
+
+def test_two_pools_without_options_gives_distinct_feasible_columns_or_says_why(two_pools):
+    _, report = two_pools
+    plans = [c for c in report.columns if c.kind == "plan"]
+    assert all(c.status == "optimal" for c in plans)
+    assert report.column("shorter_same_cards").figures["makespan_s"] < report.column("fewer_cards").figures["makespan_s"]
+    explained = {tuple(int(n) for n in s.split(" coincide")[0].replace("(", "").replace(")", "").split(" and "))
+                 for s in report.coincide}
+    for i, a in enumerate(report.columns):
+        for j in range(i + 1, len(report.columns)):
+            if a.ok and a.figures == report.columns[j].figures:
+                assert (i + 1, j + 1) in explained  # every pair of identical columns has its sentence
+    assert len(explained) < 3  # most columns differ: the baseline is no longer the fewer-cards plan
+    assert report.baseline_source != "given" and "h200" in report.baseline_source
+
+
+def test_two_pools_arithmetic_never_claims_more_than_its_shapes_deliver(two_pools):
+    inst, report = two_pools
+    fastest = max(s.tokens_per_gpu_s for s in inst.inference.shapes)
+    for key in ("baseline", "shorter_arithmetic"):
+        col = report.column(key)
+        figures = col.figures
+        assert figures["deliverable_tokens_per_gpu_s"] <= fastest
+        if not col.yardstick:
+            assert figures["loss_adjusted_tokens_per_gpu_s"] <= figures["deliverable_tokens_per_gpu_s"] * (1 + 1e-9)
+        # priced and rated by the plan's shape mix, not by shapes[0]
+        mix = report.mix
+        assert figures["deliverable_tokens_per_gpu_s"] == pytest.approx(
+            sum(mix.weights[s.name] * s.tokens_per_gpu_s for s in inst.inference.shapes))
+    # raw attempts with drops beside the lossless ones, and the group drop that separates them
+    base = report.column("baseline").figures
+    assert base["attempts_with_drops_per_s"] == pytest.approx(base["attempts_per_s"] / (1 - base["group_drop_rate"]))
+    assert base["attempts_with_drops_per_s"] > base["attempts_per_s"]
+
+
+def test_an_undeliverable_baseline_is_flagged(two_pools):
+    inst, _ = two_pools
+    report = compare(inst, 450)  # the issue's 450 cards: far too few once drops count
+    base = report.column("baseline")
+    assert base.yardstick and "once availability, intake and group drops" in base.yardstick
+    assert base.figures["loss_adjusted_tokens_per_gpu_s"] > base.figures["deliverable_tokens_per_gpu_s"]
+    assert report.to_json()["columns"][0]["infeasible_as_yardstick"] is True
+    run = CliRunner().invoke(main, ["compare", str(TWO_POOLS), "--baseline-inference-gpus", "450"])
+    assert run.exit_code == 0, run.output
+    assert "✗ infeasible as a yardstick" in run.output and "arithmetic ✗" in run.output
+
+
+def test_without_a_plan_the_mix_is_the_pools_capacity():
+    inst = load_edited(TWO_POOLS, ["schedule.deadline=2d"])
+    report = compare(inst)
+    assert report.column("fewer_cards").status == "infeasible"
+    assert report.mix.source == "the pools' capacity"
+    assert 0 < report.mix.weights["h100-tp4"] < 1 and sum(report.mix.weights.values()) == pytest.approx(1.0)

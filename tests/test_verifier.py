@@ -78,79 +78,68 @@ def _feasible(solved):
     return [(name, *solved[name]) for name in IDS if solved[name][1].plan is not None]
 
 
-@pytest.mark.parametrize("name", IDS)
-def test_one_replica_fewer_breaks_throughput(solved, name):
-    inst, result = solved[name]
-    if result.plan is None or "throughput" not in result.binding:
-        pytest.skip("no plan with binding throughput")  # not a bug: nothing to corrupt
-    plan = result.plan
-    for i, item in enumerate(plan.inference):
-        if item.replicas == 0:
-            continue
-        inference = [r.model_copy() for r in plan.inference]
-        inference[i] = item.model_copy(update={"replicas": item.replicas - 1})
-        check = verify_plan(inst, recosted(inst, plan, inference=inference))
-        assert violated(check, "throughput"), (item.shape, check.violations)
-
-
-@pytest.mark.parametrize("name", IDS)
-def test_one_node_fewer_breaks_sandbox(solved, name):
-    inst, result = solved[name]
-    plan = result.plan
-    if plan is None:
-        pytest.skip("infeasible instance")
+def test_one_replica_fewer_breaks_throughput(solved):
+    """Every bundled plan whose throughput binds fails the verifier with one replica fewer of any shape."""
     tested = 0
-    for i, node in enumerate(plan.local_nodes):
-        if node.count == 0 or f"sandbox_nodes[{node.type}]" not in result.binding:
+    for _, inst, result in _feasible(solved):
+        if "throughput" not in result.binding:
             continue
-        nodes = [n.model_copy() for n in plan.local_nodes]
-        nodes[i] = Count(type=node.type, count=node.count - 1)
-        check = verify_plan(inst, recosted(inst, plan, local_nodes=nodes))
-        assert violated(check, f"_nodes[{node.type}]."), (node.type, check.violations)
+        plan = result.plan
+        for i, item in enumerate(plan.inference):
+            if item.replicas == 0:
+                continue
+            inference = [r.model_copy() for r in plan.inference]
+            inference[i] = item.model_copy(update={"replicas": item.replicas - 1})
+            check = verify_plan(inst, recosted(inst, plan, inference=inference))
+            assert violated(check, "throughput"), (item.shape, check.violations)
+            tested += 1
+    assert tested, "no bundled plan has a binding throughput"
+
+
+def test_one_node_fewer_breaks_sandbox(solved):
+    """Every bundled plan's node types at capacity fail the verifier with one node fewer."""
+    tested = 0
+    for _, inst, result in _feasible(solved):
+        plan = result.plan
+        for i, node in enumerate(plan.local_nodes):
+            if node.count == 0 or f"sandbox_nodes[{node.type}]" not in result.binding:
+                continue
+            nodes = [n.model_copy() for n in plan.local_nodes]
+            nodes[i] = Count(type=node.type, count=node.count - 1)
+            check = verify_plan(inst, recosted(inst, plan, local_nodes=nodes))
+            assert violated(check, f"_nodes[{node.type}]."), (node.type, check.violations)
+            tested += 1
+    assert tested, "no bundled plan uses local nodes at their capacity"
+
+
+def test_one_group_fewer_breaks_update_time(solved):
+    """Every bundled plan whose update time binds fails the verifier with one training group fewer."""
+    tested = 0
+    for _, inst, result in _feasible(solved):
+        plan = result.plan
+        if "update_time" not in result.binding or plan.training_groups <= inst.training.min_groups:
+            continue
+        check = verify_plan(inst, recosted(inst, plan, training_groups=plan.training_groups - 1))
+        assert violated(check, "update_time"), check.violations
         tested += 1
-    assert tested, "every bundled plan uses local nodes at their capacity"
+    assert tested, "no bundled plan has a binding update time"
 
 
-@pytest.mark.parametrize("name", IDS)
-def test_one_group_fewer_breaks_update_time(solved, name):
-    inst, result = solved[name]
-    plan = result.plan
-    if plan is None or "update_time" not in result.binding:
-        pytest.skip("no plan with binding update time")
-    assert plan.training_groups > inst.training.min_groups
-    check = verify_plan(inst, recosted(inst, plan, training_groups=plan.training_groups - 1))
-    assert violated(check, "update_time"), check.violations
+def test_cadence_off_grid(solved):
+    for name, inst, result in _feasible(solved):
+        plan = result.plan
+        step = inst.schedule.cadence.step
+        check = verify_plan(inst, recosted(inst, plan, cadence_s=plan.cadence_s - step / 2))
+        assert violated(check, "not on the grid"), (name, check.violations)
 
 
-@pytest.mark.parametrize("name", IDS)
-def test_cadence_off_grid(solved, name):
-    inst, result = solved[name]
-    plan = result.plan
-    if plan is None:
-        pytest.skip("infeasible instance")
-    step = inst.schedule.cadence.step
-    check = verify_plan(inst, recosted(inst, plan, cadence_s=plan.cadence_s - step / 2))
-    assert violated(check, "not on the grid"), check.violations
-
-
-@pytest.mark.parametrize("name", IDS)
-def test_wrong_costs(solved, name):
-    inst, result = solved[name]
-    plan = result.plan
-    if plan is None:
-        pytest.skip("infeasible instance")
-    check = verify_plan(inst, plan.model_copy(update={"total_cost": plan.total_cost * (1 + 1e-4)}))
-    assert violated(check, "total_cost"), check.violations
-    check = verify_plan(inst, plan.model_copy(update={"hourly_cost": plan.hourly_cost + 1.0}))
-    assert violated(check, "hourly_cost"), check.violations
-
-
-def test_corruptions_cover_every_family(solved):
-    # The skips above are conditions, not gaps: the bundled set exercises each corruption somewhere.
-    feasible = _feasible(solved)
-    assert any("throughput" in r.binding for _, _, r in feasible)
-    assert any("update_time" in r.binding and r.plan.training_groups > i.training.min_groups for _, i, r in feasible)
-    assert any(any(b.startswith("sandbox_nodes[") for b in r.binding) for _, _, r in feasible)
+def test_wrong_costs(solved):
+    for name, inst, result in _feasible(solved):
+        plan = result.plan
+        check = verify_plan(inst, plan.model_copy(update={"total_cost": plan.total_cost * (1 + 1e-4)}))
+        assert violated(check, "total_cost"), (name, check.violations)
+        check = verify_plan(inst, plan.model_copy(update={"hourly_cost": plan.hourly_cost + 1.0}))
+        assert violated(check, "hourly_cost"), (name, check.violations)
 
 
 def test_cloud_placement_above_eligible_share():

@@ -1,0 +1,145 @@
+"""The levers under a plan: what relaxing each limit of the instance one step would save.
+
+For a feasible plan, each limit that can bind — the versions kept (``max_versions_kept``),
+each pool's size, each node or VM type's cap, the deadline (one day looser and one day
+tighter), each freshness limit, each budget — is moved one step (:data:`STEPS`) and the
+edited instance is re-solved under the plan's own objective. The re-solves share one
+reusable model (:class:`drivers.diagnose.Feasibility`: ``Planner.retarget`` while the
+structure allows, as a sweep does), and every plan they return has passed the verifier.
+The saving is the plan's objective value minus the re-solved one (positive: cheaper, or
+faster under ``makespan``).
+
+Nothing here prints; :mod:`render.levers` phrases the result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from models.instance import Instance
+from models.result import Result
+from drivers.diagnose import Feasibility
+
+DAY_S = 86400.0
+# One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
+# freshness limits and budgets +10 % (counts at least +1, shares at most 1); the deadline ±1 day.
+VERSIONS_STEP = 0.5
+LIMIT_STEP = 0.10
+
+
+@dataclass
+class Lever:
+    """One limit moved one step and the instance re-solved.
+
+    ``kind`` says how to print ``before``/``after``: count, seconds, share, ratio or money.
+    ``saving`` is the base objective value minus the re-solved one (None when the edited
+    instance has no plan); ``saving_share`` that over the base value.
+    """
+
+    name: str
+    path: str
+    kind: str
+    before: float
+    after: float
+    status: str
+    objective_value: float | None
+    saving: float | None
+    saving_share: float | None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "path": self.path, "kind": self.kind, "before": self.before, "after": self.after,
+                "status": self.status, "objective_value": self.objective_value, "saving": self.saving,
+                "saving_share": self.saving_share}
+
+
+@dataclass
+class Levers:
+    """Every lever of one plan, the largest saving first; levers whose edit has no plan come last."""
+
+    objective: str
+    base_value: float
+    versions_kept: int
+    group_drop_rate: float
+    overrun_policy: str
+    items: list[Lever] = field(default_factory=list)
+    solves: int = 0
+    seconds: float = 0.0
+
+    def lever(self, path: str, after: float | None = None) -> Lever | None:
+        """The lever moving ``path`` (to ``after``, when given)."""
+        return next((lv for lv in self.items if lv.path == path and (after is None or lv.after == after)), None)
+
+    def to_json(self) -> dict:
+        return {"objective": self.objective, "base_value": self.base_value, "versions_kept": self.versions_kept,
+                "group_drop_rate": self.group_drop_rate, "overrun_policy": self.overrun_policy,
+                "items": [lv.to_json() for lv in self.items], "solves": self.solves, "seconds": self.seconds}
+
+
+def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
+    """(name, path, kind, value now, value one step relaxed) for every limit of ``inst`` that is set."""
+    out = []
+    k = inst.freshness.max_versions_kept
+    out.append(("max_versions_kept", "freshness.max_versions_kept", "count", k,
+                k + max(1, math.ceil(k * VERSIONS_STEP))))
+    for i, pool in enumerate(inst.gpu_pools):
+        out.append((f"GPUs in pool {pool.name}", f"gpu_pools[{i}].gpus", "count", pool.gpus, _more(pool.gpus)))
+    env = inst.environment
+    for i, node in enumerate(env.node_types):
+        if node.max_nodes is not None:
+            out.append((f"max_nodes of {node.name}", f"environment.node_types[{i}].max_nodes", "count",
+                        node.max_nodes, _more(node.max_nodes)))
+    for i, vm in enumerate(env.cloud.vm_types):
+        if vm.max_vms is not None:
+            out.append((f"max_vms of {vm.name}", f"environment.cloud.vm_types[{i}].max_vms", "count", vm.max_vms,
+                        _more(vm.max_vms)))
+    deadline = inst.schedule.deadline
+    out.append(("deadline", "schedule.deadline", "seconds", deadline, deadline + DAY_S))
+    if deadline - DAY_S > inst.schedule.extra_time:
+        out.append(("deadline", "schedule.deadline", "seconds", deadline, deadline - DAY_S))
+    fr = inst.freshness
+    for key, kind in (("max_mean_gap", "ratio"), ("max_exceedance", "share"), ("max_group_drop", "share")):
+        value = getattr(fr, key)
+        if value is not None and not (kind == "share" and value >= 1):
+            after = value * (1 + LIMIT_STEP)
+            out.append((key, f"freshness.{key}", kind, value, min(after, 1.0) if kind == "share" else after))
+    for key in ("max_hourly_cost", "max_total_cost"):
+        value = getattr(inst.limits, key)
+        if value is not None:
+            out.append((key, f"limits.{key}", "money", value, value * (1 + LIMIT_STEP)))
+    return out
+
+
+def _more(count: int) -> int:
+    return count + max(1, math.ceil(count * LIMIT_STEP))
+
+
+def levers(inst: Instance, result: Result, time_limit: float | None = None) -> Levers | None:
+    """The levers under ``result``'s plan (None when it has no optimal plan).
+
+    ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
+    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving.
+    """
+    if result.status != "optimal" or result.plan is None or result.objective_value is None:
+        return None
+    clock = time.perf_counter()
+    base = float(result.objective_value)
+    checker = Feasibility(inst)
+    items = []
+    for name, path, kind, before, after in steps(inst):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - clock)
+        if left is not None and left <= 0:
+            items.append(Lever(name, path, kind, float(before), float(after), "skipped", None, None, None))
+            continue
+        solved = checker.solve({path: after}, result.objective, left)
+        proven = solved is not None and solved.status == "optimal"
+        value = solved.objective_value if proven else None
+        status = "invalid" if solved is None else str(solved.status)
+        saving = None if value is None else base - float(value)
+        share = None if saving is None or not base else saving / base
+        items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share))
+    items.sort(key=lambda lv: (lv.saving is None, -(lv.saving or 0.0)))
+    return Levers(objective=result.objective, base_value=base, versions_kept=result.plan.versions_kept,
+                  group_drop_rate=result.metrics.group_drop_rate, overrun_policy=inst.freshness.overrun_policy,
+                  items=items, solves=checker.solves, seconds=time.perf_counter() - clock)
