@@ -48,8 +48,8 @@ def fill(markdown: str, where: Path) -> str:
             raise SystemExit(f"{where.relative_to(ROOT)}: {match['path']} does not exist (run docs/regenerate.sh)")
         lang = "console"
         opening = FENCE.match(lines[i]) if i < len(lines) else None
-        if opening:  # drop the old block, keep its language
-            lang = opening["lang"] or lang
+        if opening:  # drop the old block, keep its language (none stays none)
+            lang = opening["lang"]
             close = next((j for j in range(i + 1, len(lines)) if lines[j] == opening["ticks"]), None)
             if close is None:
                 raise SystemExit(f"{where.relative_to(ROOT)}:{i + 1}: the block after the output marker never closes")

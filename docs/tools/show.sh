@@ -1,4 +1,4 @@
-# Sourced by docs/regenerate.sh for the fragments in docs/regenerate.d/.
+# Sourced by docs/regenerate.sh, which exports these functions to the fragments in docs/regenerate.d/.
 # show OUT COMMAND...: run COMMAND (a shell line, in the scratch folder $SCRATCH, whose `instances` and `tests`
 # lead to the repository's) and write into OUT (relative to the repository root) the line "$ COMMAND", its
 # output (stdout and stderr, trailing blanks cut) and, when it exits non-zero, "$ echo $?" and the code.
