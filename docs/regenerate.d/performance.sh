@@ -4,6 +4,6 @@ if [ "${BENCH:-0}" = 1 ]; then
     ln -sfn "$ROOT/bench" "$SCRATCH/bench"
     show docs/performance/command.txt python bench/solve.py --repeats 5 --sections command
     show docs/performance/instances.txt python bench/solve.py --repeats 3 --sections instances --skip-enumeration
-    show docs/performance/enumeration-small.txt python bench/solve.py --repeats 3 --sections instances \
-        --only seed-week-75 two-backends-cloud
+    show docs/performance/enumeration.txt python bench/solve.py --repeats 3 --sections instances \
+        --only seed-week-75 two-backends-cloud large-three-pools
 fi
