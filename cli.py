@@ -5,7 +5,11 @@ from __future__ import annotations
 import click
 
 from commands.batch import batch
+from commands.calibrate import calibrate
+from commands.common import protect_stdout
+from commands.init import init
 from commands.plan import explain, schema, solve
+from commands.risk import risk
 from commands.simulate import simulate
 from commands.tradeoffs import compare, frontier, sweep
 
@@ -14,9 +18,10 @@ from commands.tradeoffs import compare, frontier, sweep
 @click.version_option(package_name="trainground")
 def main() -> None:
     """Size the training ground of an agentic-RL run: inference, training, sandboxes, cadence, as one MIP."""
+    protect_stdout()
 
 
-for command in (explain, solve, frontier, compare, sweep, batch, simulate, schema):
+for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, calibrate, schema):
     main.add_command(command)
 
 

@@ -9,11 +9,48 @@ from pathlib import Path
 
 import click
 
-from models.edits import load_edited
+from models.edits import load_edited_checked
 from models.instance import OBJECTIVES
 from models.load import InstanceError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
+
+
+class ClosedPipeSafe:
+    """Standard output that outlives its reader: once the pipe is closed (``trainground ... | head -1``),
+    the rest of the output goes to /dev/null, so the command ends with its own exit code, silently."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guard(self, operation, *args):
+        try:
+            return operation(*args)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())  # what is still buffered drains into /dev/null
+            os.close(devnull)
+            return operation(*args)
+
+    def write(self, text):
+        return self._guard(self._stream.write, text)
+
+    def flush(self):
+        return self._guard(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def protect_stdout() -> None:
+    """Route standard output through :class:`ClosedPipeSafe` (once; only a real file descriptor can be
+    redirected)."""
+    try:
+        sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if not isinstance(sys.stdout, ClosedPipeSafe):
+        sys.stdout = ClosedPipeSafe(sys.stdout)
 
 
 def console():
@@ -51,7 +88,16 @@ def edits_option(func):
 
 
 def load_with_edits(path: str, edits: tuple[str, ...] = ()):
-    return load_edited(Path(path), list(edits))
+    """The instance, its unit warnings shown on standard error."""
+    return load_with_warnings(path, edits)[0]
+
+
+def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
+    """(instance, warnings): the warnings about implausible bare-number durations, also shown on standard error."""
+    inst, warnings = load_edited_checked(Path(path), list(edits))
+    for text in warnings:
+        click.echo(f"{path}: warning: {text}", err=True)
+    return inst, warnings
 
 
 def require_dask(scheduler: str | None) -> None:

@@ -8,7 +8,8 @@ import sys
 import click
 
 from render.tables import render_explanation, render_result
-from commands.common import (ProgressLine, EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits)
+from commands.common import (ProgressLine, EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits,
+                             load_with_warnings)
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
@@ -59,13 +60,13 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
 
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
-    inst = load_with_edits(instance, edits)
+    inst, warnings = load_with_warnings(instance, edits)
     load_seconds = clock.elapsed()
     from drivers.diagnose import diagnosed
     from solver.solve import solve_instance
 
     with progress:
-        result = diagnosed(inst, solve_instance(inst, objective, clock=clock))
+        result = diagnosed(inst, solve_instance(inst, objective, clock=clock), notes=warnings)
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 

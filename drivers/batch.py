@@ -35,7 +35,10 @@ SUMMARY_COLUMNS = (
     "inference_gpus", "training_gpus", "gpus_by_pool", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
     "solve_seconds", "message", "result",
 )
-SUMMARY_EVERY_S = 10.0  # rewrite the summaries at most this often while a batch runs
+# The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
+# rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes
+# about n·SUMMARY_ROWS summary rows in all rather than n²/2.
+SUMMARY_ROWS = 1000
 PARENT_CHECK_S = 0.5  # how often a local worker checks that the batch that started it still runs
 
 
@@ -85,19 +88,21 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
                         objective, label, input_hash(b"", objective, time_limit))
     digest = input_hash(data, objective, time_limit)
     try:
-        from models.load import InstanceError, load_instance
+        from models.load import InstanceError, read_document, validate
+        from models.plausible import unit_warnings
         from drivers.diagnose import diagnosed
         from solver.solve import solve_instance
 
         clock = time.perf_counter()
         try:
-            inst = load_instance(path)
+            document = read_document(Path(path))
+            inst = validate(document, str(path), Path(path).parent)
         except InstanceError as exc:
             message = InstanceError(label, exc.problems).message
             return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
         load_seconds = time.perf_counter() - clock
         try:
-            result = diagnosed(inst, solve_instance(inst, objective, time_limit, threads=1))
+            result = diagnosed(inst, solve_instance(inst, objective, time_limit, threads=1), notes=unit_warnings(document))
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
         result.timings.load = load_seconds
@@ -298,7 +303,8 @@ def run_batch(
     on_progress: Callable[[Tally], None] | None = None,
     task_function: TaskFunction = solve_file,
 ) -> BatchReport:
-    """Solve every task, writing each result into ``out`` as it arrives and the summaries at the end.
+    """Solve every task, writing each result into ``out`` as it arrives, then the summaries (atomically, after
+    every result while they are short, see ``SUMMARY_ROWS``, and at the end).
 
     With ``resume``, a task whose result file already holds the same ``input_hash`` is not
     solved again. An interrupt (Ctrl-C, SIGTERM turned into KeyboardInterrupt) stops the
@@ -326,7 +332,7 @@ def run_batch(
     else:
         stream = run_local(todo, task_function, objective, time_limit, workers or os.cpu_count() or 1)
     interrupted = False
-    last_summary = time.monotonic()
+    unsummarised = 0
     try:
         for task, payload in stream:
             write_json(out / task.result, payload)
@@ -335,9 +341,10 @@ def run_batch(
             tally.counts[payload["status"]] += 1
             if on_progress:
                 on_progress(tally)
-            if time.monotonic() - last_summary >= SUMMARY_EVERY_S:
+            unsummarised += 1
+            if unsummarised >= len(rows) // SUMMARY_ROWS:
                 write_summaries(out, tasks, rows)
-                last_summary = time.monotonic()
+                unsummarised = 0
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -359,7 +366,7 @@ def summary_row(task: Task, payload: dict) -> dict:
     """One summary line: the key decisions, costs and timing of one result, in input vocabulary."""
     plan = payload.get("plan") or {}
     timings = payload.get("timings") or {}
-    message = payload.get("message")
+    message = "; ".join(filter(None, [payload.get("message"), *top_fix(payload.get("diagnosis"))])) or None
     return {
         "file": task.file,
         "name": payload.get("instance"),
@@ -380,6 +387,15 @@ def summary_row(task: Task, payload: dict) -> dict:
         "message": "; ".join(message.splitlines()) if message else None,
         "result": task.result,
     }
+
+
+def top_fix(diagnosis: dict | None) -> list[str]:
+    """What a summary row says of an infeasible result: the first single change the diagnosis found that
+    restores a plan, and its notes (implausible units)."""
+    if not diagnosis:
+        return []
+    fixes = [c["change"] for c in diagnosis.get("changes", []) if c.get("value") is not None]
+    return ([f"feasible with {fixes[0]}"] if fixes else []) + list(diagnosis.get("notes", []))
 
 
 def write_summaries(out: Path, tasks: Sequence[Task], rows_by_task: dict[Task, dict]) -> list[dict]:

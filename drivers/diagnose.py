@@ -50,11 +50,15 @@ class Feasibility:
         return result is not None and result.plan is not None
 
 
-def diagnosed(inst: Instance, result: Result, depth: str = "full") -> Result:
-    """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise)."""
+def diagnosed(inst: Instance, result: Result, depth: str = "full", notes: list[str] = ()) -> Result:
+    """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise); ``notes`` (the
+    loader's warnings about units, say) are kept in the diagnosis beside the suggested changes."""
     if result.status != "infeasible":
         return result
-    return result.model_copy(update={"diagnosis": diagnose(inst, build_pairs(inst), result.objective, depth)})
+    diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth)
+    if notes:
+        diagnosis["notes"] = list(notes)
+    return result.model_copy(update={"diagnosis": diagnosis})
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full") -> dict:

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from models.edits import apply_edit, parse_path, parse_value
+from models.edits import apply_edit, blamed_on_edits, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
 from models.result import STATUSES, key_columns
 from drivers.workers import clip, one_line, prepare_worker
@@ -219,6 +219,7 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
         try:
             inst = validate(edited(document, edits, file, read), file, base_dir)
         except InstanceError as exc:
+            exc = blamed_on_edits(exc, [f"{path}={text}" for path, text in edits.items()])
             rows.append(_row(index, edits, "invalid", objective, message=exc.message,
                              seconds=time.perf_counter() - clock))
         else:
@@ -250,7 +251,7 @@ def edited(document: dict, edits: dict[str, str], file: str, read: dict[str, Any
                 read[text] = parse_value(text)
             data = apply_edit(data, path, read[text])
         except (ValueError, yaml.YAMLError) as exc:
-            raise InstanceError(file, [Problem(f"--set {path}={text}", str(exc).splitlines()[0])]) from None
+            raise InstanceError(file, [Problem("", str(exc).splitlines()[0], source=f"--set {path}={text}")]) from None
     return data
 
 

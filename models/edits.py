@@ -10,6 +10,7 @@ import yaml
 
 from models.instance import Instance
 from models.load import InstanceError, Problem, read_document, validate
+from models.plausible import unit_warnings
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -102,12 +103,44 @@ def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
             field, text = split_edit(edit)
             data = apply_edit(data, field, parse_value(text))
         except (ValueError, yaml.YAMLError) as exc:
-            raise InstanceError(str(path), [Problem(f"--set {edit}", str(exc))]) from None
+            raise InstanceError(str(path), [Problem("", str(exc).splitlines()[0], source=f"--set {edit}")]) from None
     return data
 
 
 def load_edited(path: Path, edits: list[str]) -> Instance:
-    return validate(edited_document(path, edits), str(path), path.parent)
+    """The instance at ``path`` with ``--set`` edits applied; a problem in an edited field names the option."""
+    return load_edited_checked(path, edits)[0]
+
+
+def load_edited_checked(path: Path, edits: list[str]) -> tuple[Instance, list[str]]:
+    """:func:`load_edited` and the warnings about bare numbers read as implausible seconds (models.plausible)."""
+    data = edited_document(path, edits)
+    try:
+        inst = validate(data, str(path), path.parent)
+    except InstanceError as exc:
+        raise blamed_on_edits(exc, edits) from None
+    return inst, unit_warnings(data)
+
+
+def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:
+    """``error`` with each problem at (or above, or below) an edited field's path named by that ``--set`` option."""
+    paths = []
+    for edit in edits:
+        try:
+            paths.append((_render(parse_path(split_edit(edit)[0])), edit))
+        except ValueError:
+            continue
+    problems = []
+    for problem in error.problems:
+        source = next((f"--set {edit}" for field, edit in reversed(paths)
+                       if problem.path and (_within(problem.path, field) or _within(field, problem.path))), None)
+        problems.append(Problem(problem.path, problem.rule, source) if source else problem)
+    return InstanceError(error.file, problems)
+
+
+def _within(path: str, prefix: str) -> bool:
+    """Whether ``path`` is ``prefix`` or a field below it (``a.b[0]`` is within ``a.b``, ``a.bc`` is not)."""
+    return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
 
 
 def edited(inst: Instance, changes: dict[str, Any]) -> Instance:

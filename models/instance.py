@@ -1,51 +1,56 @@
 """The instance schema of MODEL.md §5, validated by pydantic, in SI units (seconds, tokens/s).
 
-Field names are the contract of MODEL.md; defaults are those of MODEL.md §2.
+Field names are the contract of MODEL.md; defaults are those of MODEL.md §2; every field carries a
+description (meaning, unit, typical values, the seed baseline's value) that `trainground schema`,
+docs/fields.md and `trainground init` show. The environment section lives in models/environment.py.
 Cross-references (pools, backends, node densities) are checked by
 :func:`models.load.reference_errors` after the field-level validation here.
 """
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-from statistics import NormalDist
 from typing import Annotated, Literal, Union, get_args
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from models.base import (NUMBER, WHOLE, AtLeastOne, Count, FieldError, Fraction, Name, NonNegative, Positive,
-                         PositiveFraction, PositiveInt, Strict)
+from models.base import (DURATION, WHOLE, FieldError, Fraction, Name, NonNegative, NonNegativeDuration,
+                         Positive, PositiveDuration, PositiveFraction, PositiveInt, Strict, about, with_defaults)
+from models.environment import (Z_99, Backend, Cloud, Empirical, Environment, Lognormal, NodeType, Occupancy,
+                                VmType, read_samples_csv)
 from models.uncertainty import Uncertainty
-from models.units import _DURATION, parse_duration
 
-Z_99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99
-
-
-def _duration_schema(**number: float) -> WithJsonSchema:
-    """Validation-mode JSON schema of a duration: seconds as a number, or a string with a unit."""
-    string = {"type": "string", "pattern": _DURATION.pattern, "examples": ["600s", "10m", "168h", "7d", "2w"]}
-    return WithJsonSchema({"anyOf": [{"type": "number", **number}, string]}, mode="validation")
-
-
-# Constraints come before the BeforeValidator so pydantic puts them on the float itself
-# (standard JSON-schema keywords, messages "must be > 0"), and the parser or bool check runs first.
-PositiveDuration = Annotated[float, Field(gt=0), BeforeValidator(parse_duration), _duration_schema(exclusiveMinimum=0)]
-NonNegativeDuration = Annotated[float, Field(ge=0), BeforeValidator(parse_duration), _duration_schema(minimum=0)]
+__all__ = ["Z_99", "Backend", "Cloud", "Empirical", "Environment", "Lognormal", "NodeType", "Occupancy", "VmType",
+           "read_samples_csv"]
 
 
 class Workload(Strict):
-    iterations: PositiveInt = Field(description="outer iterations n")
-    batch_trajectories: PositiveInt = Field(description="effective trajectories per iteration B")
-    group_size: PositiveInt = Field(description="GRPO group size g")
-    tokens_per_attempt: Positive = Field(description="output tokens per trajectory attempt")
-    intake_rate: PositiveFraction = Field(1.0, description="effective intake rate p, in (0, 1]")
+    iterations: PositiveInt = Field(description=about(
+        "Outer iterations n of the run: one batch, one update and one published weight version each",
+        unit="iterations", typical="500-5,000", seed="1000"))
+    batch_trajectories: PositiveInt = Field(description=about(
+        "Effective trajectories B per iteration (those that enter a batch)", unit="trajectories",
+        typical="1,024-8,192", seed="4096"))
+    group_size: PositiveInt = Field(description=about(
+        "GRPO group size g: attempts launched together on one prompt; under overrun_policy drop, the whole "
+        "group is dropped if any member is too stale", unit="attempts", typical="4-16", seed="8"))
+    tokens_per_attempt: Positive = Field(description=about(
+        "Output tokens generated per trajectory attempt, averaged over all attempts", unit="tokens",
+        typical="8,192-65,536", seed="32768"))
+    intake_rate: PositiveFraction = Field(1.0, description=about(
+        "Effective intake p: share of attempts usable for training (failed or filtered attempts are lost)",
+        unit="share in (0, 1]", typical="0.8-1.0", seed="1.0"))
 
 
 class Cadence(Strict):
-    min: PositiveDuration = Field(1.0, description="shortest cadence on the grid (s)")
-    max: PositiveDuration | None = Field(None, description="longest cadence; default (deadline - extra_time)/n")
-    step: PositiveDuration = Field(1.0, description="grid step (s)")
+    min: PositiveDuration = Field(1.0, description=about(
+        "Shortest cadence L (seconds per outer iteration) the plan may choose", unit=DURATION,
+        typical="60s-10m", seed="60s"))
+    max: PositiveDuration | None = Field(None, description=about(
+        "Longest cadence on the grid; null: the deadline pace (deadline - extra_time)/iterations",
+        unit=DURATION, seed="null (604.8 s)"))
+    step: PositiveDuration = Field(1.0, description=about(
+        "Spacing of the cadence grid min, min+step, ...; a coarser step solves faster", unit=DURATION,
+        typical="1s-10s", seed="1s"))
 
     @model_validator(mode="after")
     def _ordered(self) -> "Cadence":
@@ -55,14 +60,18 @@ class Cadence(Strict):
 
 
 class Schedule(Strict):
-    deadline: PositiveDuration
-    extra_time: NonNegativeDuration = 0.0
-    cadence: Cadence = Cadence()
-    count_startup: bool = Field(
-        False,
-        description="count the pipeline fill before the first batch and the last update (MODEL.md §8): "
-        "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time",
-    )
+    deadline: PositiveDuration = Field(description=about(
+        "Wall-clock time the whole run must finish in (makespan T <= deadline). A bare number is seconds",
+        unit=DURATION, typical="3d-30d", seed="7d"))
+    extra_time: NonNegativeDuration = Field(0.0, description=about(
+        "Time outside the iterations (evaluation, checkpoints, set-up) added to the makespan: T = n·L + "
+        "extra_time", unit=DURATION, typical="0-1d", seed="0s"))
+    cadence: Cadence = Field(Cadence(), description=about(
+        "The grid of cadences L (seconds per outer iteration) the plan chooses from"))
+    count_startup: bool = Field(False, description=about(
+        "Count the pipeline fill before the first batch (until enough whole groups have finished) and the last "
+        "update after the last batch: "
+        "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time", seed="false"))
 
     @model_validator(mode="after")
     def _room(self) -> "Schedule":
@@ -74,48 +83,71 @@ class Schedule(Strict):
 
 
 class GpuPool(Strict):
-    name: Name
-    gpus: PositiveInt
-    gpu_hour_cost: NonNegative
-    billing: Literal["used", "reserved"] = Field(
-        "used", description="used: pay for the GPUs the plan uses; reserved: pay for every GPU of the pool"
-    )
+    name: Name = Field(description=about(
+        "Name of a GPU pool (a cluster or a GPU generation); shapes and training refer to it", seed="main"))
+    gpus: PositiveInt = Field(description=about(
+        "GPUs in the pool: inference replicas and training groups placed on it share them", unit="GPUs",
+        typical="1,000-20,000", seed="10000"))
+    gpu_hour_cost: NonNegative = Field(description=about(
+        "Price of one GPU for one hour", unit="$ per GPU-hour", typical="1.5-4", seed="2.0"))
+    billing: Literal["used", "reserved"] = Field("used", description=about(
+        "used: pay for the GPUs the plan uses; reserved: pay for every GPU of the pool whatever the plan uses "
+        "(an owned or reserved cluster)", seed="used"))
 
 
 class Shape(Strict):
-    name: Name
-    pool: Name
-    gpus_per_replica: PositiveInt
-    tokens_per_gpu_s: Positive = Field(description="output tokens/s per GPU under the target agent load")
-    version_slowdown: NonNegative = Field(0.0, description="throughput lost per extra resident version")
+    name: Name = Field(description=about("Name of an inference replica shape, echoed in the plan", seed="tp8"))
+    pool: Name = Field(description=about("The gpu_pools name its replicas run on", seed="main"))
+    gpus_per_replica: PositiveInt = Field(description=about(
+        "GPUs one inference replica uses (its tensor/pipeline parallel size)", unit="GPUs", typical="1-16",
+        seed="8"))
+    tokens_per_gpu_s: Positive = Field(description=about(
+        "Output tokens per second per GPU, measured under the target agent load (not a chat benchmark)",
+        unit="tokens/s per GPU", typical="50-2,000", seed="75"))
+    version_slowdown: NonNegative = Field(0.0, description=about(
+        "Throughput lost per extra resident weight version: supply × (1 - version_slowdown·(K-1))",
+        unit="share per version", typical="0-0.02", seed="0.0"))
 
 
 class Inference(Strict):
-    availability: PositiveFraction = Field(1.0, description="availability a, in (0, 1]")
-    shapes: list[Shape] = Field(min_length=1)
+    availability: PositiveFraction = Field(1.0, description=about(
+        "Share of time the generation service runs (restarts, weight loads and failures lost)",
+        unit="share in (0, 1]", typical="0.9-1.0", seed="1.0"))
+    shapes: list[Shape] = Field(min_length=1, description=about(
+        "Inference replica shapes the plan chooses counts of, one or more per pool", seed="one shape, tp8"))
+
+
+LAW = "How the update time U(m) of one outer iteration falls with the training GPUs m·gpus_per_group"
+REFERENCE_GPUS = about("Training GPUs of the reference measurement", unit="GPUs", seed="7000")
+REFERENCE_TIME = about("Update time measured on reference_gpus", unit=DURATION, typical="1m-20m", seed="300s")
 
 
 class InverseLaw(Strict):
-    law: Literal["inverse"]
-    reference_gpus: Positive
-    reference_time: PositiveDuration
+    law: Literal["inverse"] = Field(description=about(
+        f"{LAW}: inverse, U = reference_time·reference_gpus/G (perfect scaling)", seed="inverse"))
+    reference_gpus: Positive = Field(description=REFERENCE_GPUS)
+    reference_time: PositiveDuration = Field(description=REFERENCE_TIME)
 
 
 class AmdahlLaw(Strict):
-    law: Literal["amdahl"]
-    reference_gpus: Positive
-    reference_time: PositiveDuration
-    serial_fraction: Fraction = Field(description="f: the share of the update that does not scale")
+    law: Literal["amdahl"] = Field(description=about(
+        f"{LAW}: amdahl, U = reference_time·(f + (1-f)·reference_gpus/G)"))
+    reference_gpus: Positive = Field(description=REFERENCE_GPUS)
+    reference_time: PositiveDuration = Field(description=REFERENCE_TIME)
+    serial_fraction: Fraction = Field(description=about(
+        "f: the share of the update that does not scale with GPUs", unit="share in [0, 1]", typical="0.01-0.2"))
 
 
 class TablePoint(Strict):
-    gpus: Positive
-    seconds: PositiveDuration
+    gpus: Positive = Field(description=about("Training GPUs of one measurement", unit="GPUs"))
+    seconds: PositiveDuration = Field(description=about("Update time measured at those GPUs", unit=DURATION))
 
 
 class TableLaw(Strict):
-    law: Literal["table"]
-    points: list[TablePoint] = Field(min_length=2, description="measured (gpus, seconds) points")
+    law: Literal["table"] = Field(description=about(
+        f"{LAW}: table, linear interpolation of measured points (no plan outside their range)"))
+    points: list[TablePoint] = Field(min_length=2, description=about(
+        "Measured (gpus, seconds) points, by strictly increasing gpus, at least 2"))
 
     @model_validator(mode="after")
     def _increasing(self) -> "TableLaw":
@@ -133,11 +165,16 @@ UpdateTime = Annotated[Union[InverseLaw, AmdahlLaw, TableLaw], Field(discriminat
 
 
 class Training(Strict):
-    pool: Name
-    gpus_per_group: PositiveInt
-    min_groups: PositiveInt = 1
-    max_groups: PositiveInt | None = None
-    update_time: UpdateTime
+    pool: Name = Field(description=about("The gpu_pools name training groups run on", seed="main"))
+    gpus_per_group: PositiveInt = Field(description=about(
+        "GPUs in one training (parallelism) group; the plan chooses the number of groups m", unit="GPUs",
+        typical="8-64", seed="8"))
+    min_groups: PositiveInt = Field(1, description=about("Fewest training groups", unit="groups", seed="1"))
+    max_groups: PositiveInt | None = Field(None, description=about(
+        "Most training groups; null: as many as the pool holds", unit="groups", seed="null"))
+    update_time: UpdateTime = Field(description=about(
+        "Update time per outer iteration as a function of training GPUs; it must fit in the cadence (U <= L). "
+        "law: inverse, amdahl or table", seed="inverse, 300s on 7000 GPUs"))
 
     @model_validator(mode="after")
     def _range(self) -> "Training":
@@ -146,158 +183,73 @@ class Training(Strict):
         return self
 
 
-class Lognormal(Strict):
-    distribution: Literal["lognormal"]
-    median: PositiveDuration | None = None
-    p99: PositiveDuration | None = None
-    mean: PositiveDuration | None = None
-    sigma: Positive | None = None
-
-    @model_validator(mode="after")
-    def _two_parameters(self) -> "Lognormal":
-        given = [k for k in ("median", "p99", "mean", "sigma") if getattr(self, k) is not None]
-        if len(given) != 2:
-            raise ValueError(
-                f"a lognormal occupancy takes exactly two of median, p99, mean, sigma (got {len(given)}: "
-                f"{', '.join(given) or 'none'})"
-            )
-        m, p, mean = self.median, self.p99, self.mean
-        if m is not None and p is not None and p <= m:
-            raise FieldError("p99", f"p99 ({p:g} s) must be above the median ({m:g} s)")
-        if m is not None and mean is not None and mean <= m:
-            raise FieldError("mean", f"a lognormal mean ({mean:g} s) must be above its median ({m:g} s)")
-        if p is not None and mean is not None:
-            gap = math.log(p / mean)
-            if Z_99 * Z_99 < 2 * gap:
-                raise FieldError("p99", f"no lognormal has mean {mean:g} s and p99 {p:g} s (p99/mean too large)")
-            if Z_99 - math.sqrt(Z_99 * Z_99 - 2 * gap) <= 0:
-                raise FieldError("p99", f"p99 ({p:g} s) must be above the mean ({mean:g} s)")
-        return self
-
-
-class Empirical(Strict):
-    distribution: Literal["empirical"]
-    samples: list[PositiveDuration] | None = Field(None, description="occupancy samples (s)")
-    csv: str | None = Field(None, description="CSV of samples in seconds, path relative to the instance file")
-
-    @model_validator(mode="after")
-    def _one_source(self, info: ValidationInfo) -> "Empirical":
-        if (self.samples is None) == (self.csv is None):
-            raise ValueError("an empirical occupancy takes exactly one of samples, csv")
-        source = "samples"
-        if self.csv is not None:
-            source = "csv"
-            base = Path((info.context or {}).get("base_dir", "."))
-            try:
-                object.__setattr__(self, "samples", read_samples_csv(base / self.csv))
-            except ValueError as exc:
-                raise FieldError("csv", str(exc)) from None
-        if len(self.samples) < 2:
-            raise FieldError(source, f"needs at least 2 samples, got {len(self.samples)}")
-        return self
-
-
-def read_samples_csv(path: Path) -> list[float]:
-    """Occupancy samples in seconds: the first column of a CSV, one header line allowed."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise ValueError(f"cannot read samples CSV '{path}': {exc.strerror or exc}") from None
-    samples: list[float] = []
-    for number, line in enumerate(lines, start=1):
-        cell = line.split(",")[0].strip()
-        if not cell:
-            continue
-        try:
-            value = float(cell)
-        except ValueError:
-            if number == 1 and not samples:
-                continue
-            raise ValueError(f"{path.name} line {number}: {cell!r} is not a number of seconds") from None
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{path.name} line {number}: samples must be finite and > 0, got {cell}")
-        samples.append(value)
-    return samples
-
-
-Occupancy = Annotated[Union[Lognormal, Empirical], Field(discriminator="distribution")]
-
-
-class Backend(Strict):
-    name: Name
-    share: Fraction
-    cores: Positive | None = None
-    memory_gb: Positive | None = None
-
-
-class NodeType(Strict):
-    name: Name
-    cores: Positive | None = None
-    memory_gb: Positive | None = None
-    density: dict[str, Positive] = Field(description="environments of each backend one node holds")
-    hour_cost: NonNegative
-    max_nodes: Count | None = None
-
-
-class VmType(Strict):
-    name: Name
-    density: dict[str, Positive]
-    cores: Positive | None = None
-    memory_gb: Positive | None = None
-    hour_cost: NonNegative
-    billed_fraction: Fraction = 1.0
-    max_vms: Count | None = None
-
-
-class Cloud(Strict):
-    eligible_share: dict[str, Fraction] = Field(default_factory=dict)
-    vm_types: list[VmType] = Field(default_factory=list)
-
-
-class Environment(Strict):
-    occupancy: Occupancy
-    littles_law_uses: Literal["mean", "median"] = "mean"
-    backends: list[Backend] = Field(min_length=1)
-    node_types: list[NodeType] = Field(min_length=1)
-    utilisation_cap: PositiveFraction = 1.0
-    peak_to_mean: AtLeastOne = 1.0
-    cloud: Cloud = Cloud()
-
-
 class Freshness(Strict):
-    max_versions_kept: PositiveInt = 10
-    gap_convention: Literal["consumer", "post_publish"] = "consumer"
-    overrun_policy: Literal["drop", "downweight"] = "drop"
-    group_correlation: Literal["independent", "comonotone"] = "independent"
-    max_mean_gap: Positive | None = None
-    max_exceedance: Fraction | None = None
-    max_group_drop: Fraction | None = None
+    max_versions_kept: PositiveInt = Field(10, description=about(
+        "Most weight versions K kept resident for generation; a trajectory whose version gap exceeds K is too "
+        "stale. Higher K drops fewer groups but slows replicas by version_slowdown", unit="versions",
+        typical="4-16", seed="10"))
+    gap_convention: Literal["consumer", "post_publish"] = Field("consumer", description=about(
+        "How a version gap is counted: consumer (seed appendix A1, gap = floor(u + W/L)) or post_publish (one "
+        "more)", seed="consumer"))
+    overrun_policy: Literal["drop", "downweight"] = Field("drop", description=about(
+        "What happens to a group with a member staler than K: drop (lost, more attempts needed) or downweight "
+        "(kept with a lower weight, no loss)", seed="drop"))
+    group_correlation: Literal["independent", "comonotone"] = Field("independent", description=about(
+        "How lifetimes within a group relate: independent (drop = 1-(1-q)^g, pessimistic) or comonotone (drop "
+        "= q, optimistic)", seed="independent"))
+    max_mean_gap: Positive | None = Field(None, description=about(
+        "Upper limit on the mean version gap W_use/L; null: no limit", unit="versions", typical="2-4",
+        seed="null"))
+    max_exceedance: Fraction | None = Field(None, description=about(
+        "Upper limit on q, the share of trajectories staler than K; null: no limit", unit="share in [0, 1]",
+        typical="0.05-0.2", seed="null"))
+    max_group_drop: Fraction | None = Field(None, description=about(
+        "Upper limit on the share of groups dropped for staleness; null: no limit", unit="share in [0, 1]",
+        typical="0.1-0.3", seed="null"))
 
 
 class Limits(Strict):
-    max_hourly_cost: Positive | None = None
-    max_total_cost: Positive | None = None
+    max_hourly_cost: Positive | None = Field(None, description=about(
+        "Budget on the plan's hourly cost (GPUs + nodes + VMs); null: none", unit="$ per hour", seed="null"))
+    max_total_cost: Positive | None = Field(None, description=about(
+        "Budget on the whole run's cost (hourly cost × makespan); null: none", unit="$", seed="null"))
 
 
 Objective = Literal["total_cost", "hourly_cost", "makespan"]
 OBJECTIVES: tuple[str, ...] = get_args(Objective)
 
 
-class Instance(Strict):
-    model_config = ConfigDict(json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"})
+def _instance_schema(schema: dict, cls: type | None = None) -> None:
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    with_defaults(schema, cls)
 
-    schema_version: Annotated[Literal[1], WHOLE] = 1
-    name: Name | None = None
-    workload: Workload
-    schedule: Schedule
-    gpu_pools: list[GpuPool] = Field(min_length=1)
-    inference: Inference
-    training: Training
-    environment: Environment
-    freshness: Freshness = Freshness()
-    objective: Objective = "total_cost"
-    limits: Limits = Limits()
-    uncertainty: Uncertainty | None = None
+
+class Instance(Strict):
+    model_config = ConfigDict(json_schema_extra=_instance_schema)
+
+    schema_version: Annotated[Literal[1], WHOLE] = Field(1, description=about(
+        "Version of this file format; 1 is the only one"))
+    name: Name | None = Field(None, description=about(
+        "Name of the instance shown in every output; null: the file's name without extension",
+        seed="seed-week-75"))
+    workload: Workload = Field(description=about("The run: iterations, batch, groups, tokens per attempt"))
+    schedule: Schedule = Field(description=about("Deadline, time outside iterations, the cadence grid"))
+    gpu_pools: list[GpuPool] = Field(min_length=1, description=about(
+        "GPU pools (clusters, generations) with their sizes and prices", seed="one pool, main, 10000 GPUs"))
+    inference: Inference = Field(description=about("Inference replica shapes and the service's availability"))
+    training: Training = Field(description=about("Training groups and how fast they update"))
+    environment: Environment = Field(description=about(
+        "Sandboxes: lifetimes, backends, local node types, cloud spillover"))
+    freshness: Freshness = Field(Freshness(), description=about(
+        "Weight versions kept, how staleness is counted and handled, optional freshness limits"))
+    objective: Objective = Field("total_cost", description=about(
+        "What the plan minimises: total_cost (cost of the whole run), hourly_cost or makespan; ties break "
+        "total_cost → makespan → hourly_cost, hourly_cost → makespan, makespan → total_cost",
+        seed="total_cost"))
+    limits: Limits = Field(Limits(), description=about("Optional budgets"))
+    uncertainty: Uncertainty | None = Field(None, description=about(
+        "Optional run-level uncertainty factors for risk and solve --confidence; null: none",
+        seed="null"))
 
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

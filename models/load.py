@@ -27,8 +27,12 @@ _TAG_MODELS = {get_args(model.model_fields[tag].annotation)[0]: model
 
 @dataclass(frozen=True)
 class Problem:
+    """One broken rule: the field path (or "" for the whole file) and the rule; ``source`` names what
+    to blame when it is not the file itself (a ``--set PATH=VALUE`` option)."""
+
     path: str
     rule: str
+    source: str | None = None
 
 
 class InstanceError(Exception):
@@ -41,7 +45,8 @@ class InstanceError(Exception):
 
     @property
     def message(self) -> str:
-        return "\n".join(f"{self.file}: {p.path}: {p.rule}" if p.path else f"{self.file}: {p.rule}" for p in self.problems)
+        return "\n".join(f"{p.source or self.file}: {p.path}: {p.rule}" if p.path else f"{p.source or self.file}: {p.rule}"
+                         for p in self.problems)
 
 
 def read_document(path: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict
 
@@ -30,12 +30,42 @@ DISTRIBUTIONS = {
 _PARAMETERS = ("mean", "sd", "median", "sigma", "low", "mode", "high")
 _STANDARD_NORMAL = NormalDist()
 
+POSITIVE_FLOOR = 1e-9
+"""MODEL §9: a scaled field that must be positive is clipped to at least this (a normal multiplier can
+draw 0 or less)."""
+
+_AT_MOST_ONE = {"intake_rate", "availability", "utilisation_cap", "serial_fraction", "billed_fraction",
+                "max_exceedance", "max_group_drop"}
+_MAY_BE_ZERO = {"version_slowdown", "gpu_hour_cost", "hour_cost", "extra_time", "serial_fraction",
+                "billed_fraction", "max_exceedance", "max_group_drop"}
+
+
+def valid_range(path: str) -> tuple[float, float]:
+    """(lowest, highest) value the schema admits for the real-valued field at ``path`` (a concrete MODEL
+    path): what a scaled field is clipped into (MODEL §9)."""
+    parts = path.replace("]", "").replace("[", ".").split(".")
+    name, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
+    if parent == "eligible_share":
+        return 0.0, 1.0
+    low = 1.0 if name == "peak_to_mean" else 0.0 if name in _MAY_BE_ZERO else POSITIVE_FLOOR
+    return low, 1.0 if name in _AT_MOST_ONE else math.inf
+
+
+def _parameters_schema() -> dict:
+    """JSON Schema of the parameter rule: each distribution requires its own parameters, and no other."""
+    return {"allOf": [{"if": {"properties": {"dist": {"const": dist}}, "required": ["dist"]},
+                       "then": {"required": list(wanted),
+                                "properties": {p: {"type": "number" if p in wanted else "null"} for p in _PARAMETERS}}}
+                      for dist, wanted in DISTRIBUTIONS.items()]}
+
 
 class Factor(Strict):
+    model_config = ConfigDict(json_schema_extra=_parameters_schema())
+
     name: Name = Field(description="what the factor stands for, e.g. throughput; named in risk reports")
     paths: list[str] = Field(
         min_length=1,
-        description="MODEL paths of the fields it multiplies (as --set takes them), [*] for every list element, "
+        description="field paths it multiplies (as --set takes them), [*] for every list element, "
         "e.g. inference.shapes[*].tokens_per_gpu_s",
     )
     dist: Literal["normal", "lognormal", "uniform", "triangular"] = Field(
@@ -78,6 +108,15 @@ class Factor(Strict):
     def degenerate(self) -> bool:
         """Every draw is the same number (sd 0, sigma 0, low = high)."""
         return self.quantile(0.0 + 1e-12) == self.quantile(1.0 - 1e-12)
+
+    @property
+    def support(self) -> tuple[float, float]:
+        """(smallest, largest) multiplier a draw can take (infinite for a normal or lognormal tail)."""
+        if self.dist == "normal":
+            return (self.mean, self.mean) if self.sd == 0 else (-math.inf, math.inf)
+        if self.dist == "lognormal":
+            return (self.median, self.median) if self.sigma == 0 else (0.0, math.inf)
+        return self.low, self.high
 
     def quantile(self, p: float) -> float:
         """The multiplier at probability ``p`` in (0, 1)."""
@@ -213,12 +252,29 @@ def path_errors(document: dict[str, Any]) -> list[tuple[str, str]]:
             if not hits:
                 problems.append((where, f"'{path}' matches no field that is set in this instance"))
                 continue
-            for tokens, value in hits:
-                if isinstance(value, bool) or not isinstance(value, float):
-                    kind = "a whole number" if isinstance(value, int) and not isinstance(value, bool) else "not a number"
-                    problems.append((where, f"{render_path(tokens)} is {kind}; factors scale real-valued fields only"))
-                    break
-                if tokens[:2] == ["environment", "backends"] and tokens[-1] == "share":
-                    problems.append((where, "backend shares must sum to 1; a factor cannot scale them"))
-                    break
+            samples = [t for t, _ in hits if t[:3] == ["environment", "occupancy", "samples"]]
+            if samples and len(samples) != len(document["environment"]["occupancy"]["samples"]):
+                problems.append((where, "a factor scales every occupancy sample or none "
+                                        "(environment.occupancy.samples[*]): the law keeps its shape"))
+                continue
+            problems += _hit_errors(where, factor, hits)
     return problems
+
+
+def _hit_errors(where: str, factor: dict, hits: list[tuple[list[str | int], Any]]) -> list[tuple[str, str]]:
+    """The rules on the fields one path of a factor reaches: real-valued, scalable, some draw valid."""
+    low_draw, high_draw = Factor.model_validate(factor).support
+    for tokens, value in hits:
+        if isinstance(value, bool) or not isinstance(value, float):
+            kind = "a whole number" if isinstance(value, int) and not isinstance(value, bool) else "not a number"
+            return [(where, f"{render_path(tokens)} is {kind}; factors scale real-valued fields only")]
+        if tokens[:2] == ["environment", "backends"] and tokens[-1] == "share":
+            return [(where, "backend shares must sum to 1; a factor cannot scale them")]
+        low, high = valid_range(render_path(tokens))
+        lowest, highest = sorted((value * low_draw, value * high_draw))
+        if value != 0 and (lowest > high or highest < low or (low == POSITIVE_FLOOR and highest <= 0)):
+            opening = "(0" if low == POSITIVE_FLOOR else f"[{low:g}"
+            bounds = f"{opening}, {high:g}]" if math.isfinite(high) else "> 0" if low == POSITIVE_FLOOR else f">= {low:g}"
+            return [(where, f"every draw of factor '{factor['name']}' ({lowest:g} to {highest:g}) puts "
+                            f"{render_path(tokens)} out of its range ({bounds}): the factor could only give invalid values")]
+    return []

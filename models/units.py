@@ -8,6 +8,7 @@ import re
 SECONDS_PER_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([smhdw]?)\s*$")
+_NEGATIVE = re.compile(r"^\s*-\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([smhdw]?)\s*$")
 
 
 def parse_duration(value: object) -> object:
@@ -18,9 +19,13 @@ def parse_duration(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError(f"must be a duration (seconds or a string like '600s', '10m', '7d'), got {value!r}")
     if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"must be positive (a duration cannot be negative), got {value:g}")
         return float(value)
     if isinstance(value, str):
         match = _DURATION.match(value)
+        if not match and _NEGATIVE.match(value):
+            raise ValueError(f"must be positive (a duration cannot be negative), got {value!r}")
         if not match:
             raise ValueError(
                 f"cannot read duration {value!r}: use seconds or a number with one of the units "

@@ -80,7 +80,10 @@ def render_result(console, result) -> None:
     for vm in plan.cloud_vms:
         decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
     for pool in plan.pools:
-        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", f"of {pool.gpus:,} GPUs used")
+        detail = f"of {pool.gpus:,} GPUs used"
+        if pool.billing == "reserved":
+            detail += f"; reserved: all {pool.gpus:,} billed, {pool.gpus - pool.gpus_used:,} idle"
+        decisions.add_row(f"pool {pool.pool}", f"{pool.gpus_used:,}", detail)
     console.print(decisions)
     costs = Table(title="Costs", title_justify="left", show_edge=False, pad_edge=False)
     costs.add_column("term")
@@ -116,10 +119,10 @@ def render_diagnosis(console, diagnosis: dict) -> None:
     conflict = diagnosis.get("conflict")
     if conflict:
         console.print("conflict: " + conflict, markup=False)
+    for text in diagnosis.get("notes", []):  # e.g. a bare number read as seconds: likely the whole story
+        console.print(f"note: {text}", markup=False)
     for change in diagnosis.get("changes", []):
         console.print(f"  feasible with {change['change']}", markup=False)
-    for text in diagnosis.get("notes", []):
-        console.print(f"  {text}", markup=False)
 
 
 def render_batch(console, report, statuses) -> None:

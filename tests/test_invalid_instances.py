@@ -100,6 +100,31 @@ CASES: dict[str, tuple] = {
         "training.update_time.points[2].gpus", "points must be listed by strictly increasing gpus"),
     "update-time-unknown-law.yaml": ("training.update_time.law", "must be 'inverse', 'amdahl' or 'table', got 'linear'"),
     "amdahl-missing-serial-fraction.yaml": ("training.update_time.serial_fraction", "required field is missing"),
+    # uncertainty (MODEL §9): paths, distribution parameters, factors that could only give invalid values
+    "uncertainty-path-matches-nothing.yaml": (
+        "uncertainty.factors[0].paths[0]", "'inference.shapes[*].tokens_per_gpu' matches no field that is set"),
+    "uncertainty-malformed-path.yaml": ("uncertainty.factors[0].paths[0]", "cannot read field path"),
+    "uncertainty-whole-number-field.yaml": (
+        "uncertainty.factors[0].paths[0]", "workload.iterations is a whole number; factors scale real-valued fields"),
+    "uncertainty-scales-backend-shares.yaml": ("uncertainty.factors[0].paths[0]", "a factor cannot scale them"),
+    "uncertainty-some-occupancy-samples.yaml": (
+        "uncertainty.factors[0].paths[0]", "a factor scales every occupancy sample or none"),
+    "uncertainty-normal-missing-sd.yaml": ("uncertainty.factors[0].sd", "a normal factor needs mean, sd (missing sd)"),
+    "uncertainty-negative-sd.yaml": ("uncertainty.factors[0].sd", "must be >= 0, got -0.05"),
+    "uncertainty-lognormal-zero-median.yaml": ("uncertainty.factors[0].median", "a multiplier's median must be > 0"),
+    "uncertainty-uniform-high-below-low.yaml": ("uncertainty.factors[0].high", "high (0.95) must be >= low (1.3)"),
+    "uncertainty-triangular-mode-outside.yaml": ("uncertainty.factors[0].mode", "mode (1.5) must lie in [low, high]"),
+    "uncertainty-parameter-of-another-distribution.yaml": (
+        "uncertainty.factors[0].low", "a normal factor takes mean, sd, not low"),
+    "uncertainty-unknown-distribution.yaml": (
+        "uncertainty.factors[0].dist", "must be 'normal', 'lognormal', 'uniform' or 'triangular', got 'weibull'"),
+    "uncertainty-only-invalid-values.yaml": (
+        "uncertainty.factors[0].paths[0]", "puts workload.intake_rate out of its range ((0, 1]): the factor could only"),
+    "uncertainty-peak-to-mean-below-one.yaml": (
+        "uncertainty.factors[0].paths[0]", "puts environment.peak_to_mean out of its range (>= 1)"),
+    "uncertainty-duplicate-factor.yaml": ("uncertainty.factors[1].name", "duplicate factor name 'throughput'"),
+    "uncertainty-no-factors.yaml": ("uncertainty.factors", "must have at least 1 item(s), got 0"),
+    "uncertainty-confidence-above-one.yaml": ("uncertainty.confidence", "must be in [0, 1], got 90"),
 }
 
 # Run these as real processes too: one per parser, file-level problems, a rule that reads a side file.
@@ -120,7 +145,7 @@ PATHS_COVERED = {
     "workload.intake_rate", "workload.iterations", "training", "inference.availability",
     "inference.shapes[0].pool", "training.pool", "environment.occupancy", "schedule.deadline",
     "schedule.extra_time", "schedule.cadence.max", "training.max_groups", "gpu_pools[1].name",
-    "training.update_time.law", "objective",
+    "training.update_time.law", "objective", "uncertainty.factors[0].paths[0]", "uncertainty.factors[0].sd",
 }
 
 

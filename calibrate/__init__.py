@@ -1,0 +1,1 @@
+"""calibrate: run logs (trajectories, steps) -> instance fields with bootstrap intervals (a driver above solve)."""

@@ -1,0 +1,145 @@
+"""Tokens/s per GPU, tokens per attempt, intake and the within-group correlation of lifetimes.
+
+Tokens/s per GPU is the seed's definition: output tokens over *allocated* inference GPU-seconds.
+It is read over the steady part of the log, ``[b_0, b_last]`` (the first and last batch boundaries
+of the step log) or, without boundaries, the span of starts less its first and last TRIM share:
+the warm-up (the pipeline filling before the first batch) and the drain (no new launches at the
+end) are trimmed. Tokens are counted by the attempts that *started* in the window (in a steady run
+as many tokens start per second as are produced); a running attempt's empty ``output_tokens`` is
+the mean of the ended attempts started in the window. Its interval is the Poisson bootstrap of the
+launches (groups when the log has them) in closed form: the token count's sd is the square root of
+the sum of squared tokens per launch.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from calibrate.figures import Z_LEVEL, Figure, percentile_interval, resample
+from calibrate.logs import Steps, Trajectories
+
+TRIM = 0.10  # without batch boundaries: the share of the span of starts trimmed at each end
+COMONOTONE_ABOVE = 0.5
+BLOCKS = 2000  # above this many groups, replicates resample blocks of groups (group index mod BLOCKS)
+
+
+def steady_window(log: Trajectories, steps: Steps | None) -> tuple[float, float, str]:
+    if steps is not None and steps.boundary is not None and steps.boundary.size >= 2 and \
+            steps.boundary[-1] > steps.boundary[0]:
+        return float(steps.boundary[0]), float(steps.boundary[-1]), "first to last batch boundary"
+    lo, hi = float(np.nanmin(log.start)), float(np.nanmax(log.start))
+    span = hi - lo
+    return lo + TRIM * span, hi - TRIM * span, f"span of starts less {TRIM:.0%} at each end"
+
+
+def allocated_gpus(steps: Steps | None, inference_gpus: int | None, t0: float, t1: float) -> tuple[float, str] | None:
+    """Mean inference GPUs over the window: --inference-gpus, else the step log's column (time-weighted
+    between boundaries when it has them)."""
+    if inference_gpus is not None:
+        return float(inference_gpus), "--inference-gpus"
+    if steps is None or steps.inference_gpus is None:
+        return None
+    g = steps.inference_gpus
+    if steps.boundary is not None and steps.boundary.size >= 2:
+        b = steps.boundary
+        lo, hi = np.clip(b[:-1], t0, t1), np.clip(b[1:], t0, t1)
+        weights = hi - lo
+        if weights.sum() > 0:
+            return float(np.sum(g[1:] * weights) / weights.sum()), f"{Path(steps.file).name}: inference_gpus"
+    return float(np.mean(g)), f"{Path(steps.file).name}: inference_gpus"
+
+
+def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int | None) -> tuple[Figure | None, dict]:
+    t0, t1, rule = steady_window(log, steps)
+    window = {"start_s": t0, "end_s": t1, "rule": rule}
+    gpus = allocated_gpus(steps, inference_gpus, t0, t1)
+    inside = (log.start >= t0) & (log.start < t1)
+    if gpus is None or t1 <= t0 or not inside.any():
+        window["missing"] = "needs --inference-gpus or an inference_gpus column" if gpus is None else "empty window"
+        return None, window
+    tokens = log.tokens[inside]
+    known = ~np.isnan(tokens)
+    tokens = np.where(known, tokens, np.mean(tokens[known]) if known.any() else 0.0)
+    denominator = gpus[0] * (t1 - t0)
+    value = float(tokens.sum() / denominator)
+    if log.group is not None:  # attempts launch by group: the group is the unit that is resampled
+        units = np.bincount(dense_ids(log.group[inside]), weights=tokens)
+    else:
+        units = tokens
+    sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
+    window["gpus"] = gpus[0]
+    note = f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}"
+    return Figure("tokens_per_gpu_s", value, value - Z_LEVEL * sd, value + Z_LEVEL * sd, int(inside.sum()),
+                  "tok/s/GPU", f"{log.file}: output_tokens, start", note), window
+
+
+def dense_ids(ids: np.ndarray) -> np.ndarray:
+    """Group ids renumbered 0..k-1 (by counting when the ids are not much larger than their number)."""
+    if ids.size and ids.max() < 4 * ids.size:
+        present = np.bincount(ids) > 0
+        return (np.cumsum(present) - 1)[ids]
+    return np.unique(ids, return_inverse=True)[1]
+
+
+def tokens_per_attempt(log: Trajectories) -> Figure:
+    tokens = log.tokens[log.finished]
+    n = tokens.size
+    mean = float(tokens.mean())
+    half = Z_LEVEL * float(tokens.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    return Figure("tokens_per_attempt", mean, mean - half, mean + half, n, "tokens",
+                  f"{log.file}: output_tokens", "mean over ended attempts")
+
+
+def intake(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figure | None:
+    if log.effective is None:
+        return None
+    known = log.effective[~np.isnan(log.effective)]
+    if known.size == 0:
+        return None
+    p = float(known.mean())
+    lo, hi = percentile_interval(rng.binomial(known.size, p, replicates) / known.size)
+    return Figure("intake_rate", p, lo, hi, int(known.size), "share", f"{log.file}: effective",
+                  "share of attempts that entered a batch")
+
+
+def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figure | None:
+    """Intraclass correlation of log-lifetimes within groups (ended members of groups with two or more):
+    0 for independent members, 1 for one lifetime per group (comonotone). Replicates resample groups
+    (above BLOCKS groups: fixed blocks of groups, whose sums are what the correlation needs)."""
+    if log.group is None:
+        return None
+    ended = log.finished
+    group = dense_ids(log.group[ended])
+    x = np.log(np.maximum(log.end[ended] - log.start[ended], 1e-6))
+    n = np.bincount(group).astype(float)
+    s1 = np.bincount(group, weights=x)
+    s2 = np.bincount(group, weights=x * x)
+    keep = n >= 2
+    if keep.sum() < 3:
+        return None
+    n, s1, s2 = n[keep], s1[keep], s2[keep]
+    sums = np.stack([np.ones(n.size), n, s1, s2, s1 * s1 / n, n * n])  # per group: what the ICC sums
+    value = float(_icc(sums.sum(axis=1, keepdims=True).T)[0])
+    blocks = sums if n.size <= BLOCKS else np.stack([np.bincount(np.arange(n.size) % BLOCKS, weights=row)
+                                                     for row in sums])
+    k = blocks.shape[1]
+    counts = resample(rng, k, replicates)
+    lo, hi = percentile_interval(_icc(counts @ blocks.T))
+    verdict = "comonotone" if value > COMONOTONE_ABOVE else "independent"
+    return Figure("group_correlation", value, lo, hi, int(n.sum()), "ICC", f"{log.file}: group, start, end",
+                  f"closer to {verdict} (0 independent, 1 comonotone); {int(keep.sum()):,} groups")
+
+
+def _icc(totals: np.ndarray) -> np.ndarray:
+    """One-way ANOVA intraclass correlation from rows of summed (groups, n, s1, s2, s1^2/n, n^2)."""
+    groups, total, s1, s2, between, nn = totals.T
+    grand = s1 / total
+    ssb = between - total * grand * grand
+    ssw = s2 - between
+    msb = ssb / np.maximum(groups - 1, 1)
+    msw = ssw / np.maximum(total - groups, 1)
+    k0 = (total - nn / total) / np.maximum(groups - 1, 1)
+    return (msb - msw) / np.maximum(msb + (k0 - 1) * msw, 1e-300)

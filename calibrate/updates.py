@@ -1,0 +1,149 @@
+"""The step log: the update-time law, the cadence achieved, where the time went, the version gaps.
+
+Update law (MODEL.md §2) from the (training GPUs, update seconds) rows by least squares on relative
+errors:
+``inverse`` ``U = k/G`` when it misses the median of every GPU count by at most LAW_TOLERANCE,
+else ``amdahl`` ``U = a + b/G`` (a, b >= 0) under the same test, else a ``table`` of the medians.
+One GPU count only: ``inverse`` through its median (amdahl needs two counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibrate.figures import Figure, percentile_interval, resample
+from calibrate.logs import Steps
+
+LAW_TOLERANCE = 0.05  # largest relative miss of a law on the per-GPU-count medians for it to be kept
+UPDATE_BOUND_SLACK = 0.02  # a boundary within this share of the cadence after its update's end waited for it
+
+
+@dataclass
+class UpdateFit:
+    law: str  # inverse | amdahl | table
+    reference_gpus: float
+    reference: Figure  # U at reference_gpus
+    serial_fraction: float | None = None
+    points: list[tuple[float, float]] = field(default_factory=list)  # (gpus, median seconds) per GPU count
+    miss: dict[str, float] = field(default_factory=dict)  # law -> largest relative miss on the medians
+    observed: tuple[np.ndarray, np.ndarray] | None = None  # (gpus, seconds) of every row
+
+    def seconds(self, gpus: np.ndarray) -> np.ndarray:
+        if self.law == "table":
+            g, s = zip(*self.points)
+            return np.interp(gpus, g, s)
+        f = self.serial_fraction or 0.0
+        return self.reference.value * (f + (1 - f) * self.reference_gpus / np.asarray(gpus, dtype=float))
+
+    def to_json(self) -> dict:
+        return {"law": self.law, "reference_gpus": self.reference_gpus, "reference_time_s": self.reference.to_json(),
+                "serial_fraction": self.serial_fraction,
+                "points": [{"gpus": g, "seconds": s} for g, s in self.points], "relative_miss": self.miss}
+
+
+def _weighted_fits(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of weights: inverse k, and amdahl (a, b) by least squares on relative errors (each row
+    weighted 1/u², so that a 5 % miss counts alike at every GPU count), a and b clipped at 0."""
+    w = w / (u * u)
+    inv = 1.0 / g
+    k = (w @ (u * inv)) / (w @ (inv * inv))
+    sw, sx, sy, sxx, sxy = w.sum(axis=1), w @ inv, w @ u, w @ (inv * inv), w @ (inv * u)
+    det = sw * sxx - sx * sx
+    safe = np.where(np.abs(det) > 1e-300, det, 1.0)
+    b = np.where(np.abs(det) > 1e-300, (sw * sxy - sx * sy) / safe, k)
+    b = np.maximum(b, 0.0)
+    a = np.maximum((sy - b * sx) / sw, 0.0)
+    return k, a, b
+
+
+def fit_update_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateFit:
+    fit = _fit_law(steps, rng, replicates)
+    fit.observed = (steps.training_gpus, steps.update_s)
+    return fit
+
+
+def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateFit:
+    g, u = steps.training_gpus, steps.update_s
+    counts = np.unique(g)
+    medians = np.array([np.median(u[g == c]) for c in counts])
+    values, freq = np.unique(g, return_counts=True)
+    ref = float(values[np.argmax(freq)])  # the GPU count the run spent most iterations at
+    ones = np.ones((1, g.size))
+    draws = resample(rng, g.size, replicates)
+    source = f"{steps.file}: training_gpus, update_s"
+    if counts.size == 1:
+        boot = [np.median(np.repeat(u, d.astype(int))) for d in draws]
+        lo, hi = percentile_interval(np.array(boot))
+        fig = Figure("update_reference_time_s", float(medians[0]), lo, hi, g.size, "s", source,
+                     f"one GPU count ({ref:g}): inverse through the median; amdahl needs two")
+        return UpdateFit("inverse", ref, fig, None, [(float(counts[0]), float(medians[0]))])
+    k, a, b = (x[0] for x in _weighted_fits(ones, g, u))
+    miss = {"inverse": float(np.max(np.abs(k / counts / medians - 1))),
+            "amdahl": float(np.max(np.abs((a + b / counts) / medians - 1)))}
+    points = [(float(c), float(m)) for c, m in zip(counts, medians)]
+    kb, ab, bb = _weighted_fits(draws, g, u)
+    if miss["inverse"] <= LAW_TOLERANCE:
+        law, value, boot, f = "inverse", k / ref, kb / ref, None
+    elif miss["amdahl"] <= LAW_TOLERANCE:
+        law, value, boot = "amdahl", a + b / ref, ab + bb / ref
+        f = float(a / value) if value > 0 else 0.0
+    else:
+        at_ref = [np.median(np.repeat(u[g == ref], d.astype(int)[g == ref])) if d[g == ref].sum() else np.nan
+                  for d in draws]
+        lo, hi = percentile_interval(np.array([x for x in at_ref if np.isfinite(x)]))
+        fig = Figure("update_reference_time_s", float(medians[counts == ref][0]), lo, hi, int((g == ref).sum()), "s",
+                     source, f"neither inverse nor amdahl within {LAW_TOLERANCE:.0%}: a table of medians")
+        return UpdateFit("table", ref, fig, None, points, miss)
+    lo, hi = percentile_interval(boot)
+    fig = Figure("update_reference_time_s", float(value), lo, hi, g.size, "s", source,
+                 f"{law} by least squares; reference {ref:g} GPUs")
+    return UpdateFit(law, ref, fig, f, points, miss)
+
+
+@dataclass
+class Cadence:
+    achieved: Figure | None
+    update_bound: int  # iterations whose boundary waited for the previous update
+    generation_bound: int  # iterations whose boundary waited for trajectories
+    time_split: dict[str, float] | None = None  # framework logs: share of step time per phase
+
+    def to_json(self) -> dict:
+        return {"achieved_s": self.achieved.to_json() if self.achieved else None, "update_bound": self.update_bound,
+                "generation_bound": self.generation_bound, "time_split": self.time_split}
+
+
+def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
+    """Seconds per iteration from the boundaries (or the framework's step time) and the bound of each."""
+    if steps.boundary is not None and steps.boundary.size >= 2:
+        gaps = np.diff(steps.boundary)
+        value = float(gaps.mean())
+        draws = resample(rng, gaps.size, replicates) @ gaps / gaps.size
+        lo, hi = percentile_interval(draws)
+        fig = Figure("cadence_s", value, lo, hi, int(gaps.size), "s", f"{steps.file}: boundary",
+                     "mean time between batch boundaries")
+        waited = steps.boundary[1:] - (steps.boundary[:-1] + steps.update_s[:-1])
+        bound = waited <= UPDATE_BOUND_SLACK * value
+        return Cadence(fig, int(bound.sum()), int((~bound).sum()))
+    if steps.generation_s is not None:
+        total = steps.step_s if steps.step_s is not None else steps.generation_s + steps.update_s
+        split = {"generation": float(steps.generation_s.sum() / total.sum()),
+                 "update": float(steps.update_s.sum() / total.sum())}
+        split["other"] = max(0.0, 1.0 - split["generation"] - split["update"])
+        value = float(total.mean())
+        lo, hi = percentile_interval(resample(rng, total.size, replicates) @ total / total.size)
+        fig = Figure("cadence_s", value, lo, hi, steps.rows, "s", f"{steps.file}: step time",
+                     "serial steps: generation, then the update and the other phases")
+        gen_bound = int((steps.generation_s > steps.update_s).sum())
+        return Cadence(fig, steps.rows - gen_bound, gen_bound, split)
+    return Cadence(None, 0, 0)
+
+
+def version_gaps(version_start: np.ndarray, version_consumed: np.ndarray, post_publish: bool) -> dict | None:
+    """Observed gaps of consumed attempts (a dropped group's gap is never observed: the tail is capped at K)."""
+    consumed = ~np.isnan(version_consumed) & ~np.isnan(version_start)
+    if not consumed.any():
+        return None
+    gaps = version_consumed[consumed] - version_start[consumed] + (1 if post_publish else 0)
+    return {"mean": float(gaps.mean()), "p99": float(np.percentile(gaps, 99)), "rows": int(consumed.sum())}

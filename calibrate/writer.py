@@ -1,0 +1,167 @@
+"""The calibrated instance: the ``--into`` instance (pools, prices, deadline: what logs cannot know)
+with every fitted field replaced, each with a YAML comment (source, rows, interval), and an
+``uncertainty`` section (MODEL.md §9) whose factors are the fitted intervals.
+
+Fitted fields go into the dumped YAML as placeholders that are then replaced by the value and its
+comment, so the comment sits on the field's own line. The ``--into`` file's own comments are not kept.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from calibrate.figures import Figure
+from calibrate.fit import Calibration
+from models.load import read_document
+
+FACTOR_NAMES = ("throughput", "lifetimes", "intake", "updates")
+
+
+class _Fields:
+    """Placeholders and the text that replaces each: ``value  # comment``."""
+
+    def __init__(self):
+        self.text: dict[str, str] = {}
+
+    def put(self, value: str, comment: str) -> str:
+        key = f"__CALIBRATED_{len(self.text)}__"
+        self.text[key] = f"{value}  # {comment}"
+        return key
+
+
+def number(value: float) -> str:
+    """A float PyYAML reads back as a float (six significant digits, never '1e-05')."""
+    text = f"{value:.6g}"
+    if "e" in text or "inf" in text or "nan" in text:
+        text = f"{value:.12f}".rstrip("0")
+    return text if "." in text else text + ".0"
+
+
+def _interval(f: Figure) -> str:
+    if f.low is None or f.high is None:
+        return "no interval"
+    return f"90 % interval {number(f.low)}-{number(f.high)}"
+
+
+def _comment(f: Figure, what: str | None = None) -> str:
+    where = Path(f.source.split(":")[0]).name
+    return f"calibrated{': ' + what if what else ''}: {f.rows:,} rows of {where}, {_interval(f)}"
+
+
+def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
+    """The YAML text of the calibrated instance built on ``into_path``."""
+    doc = read_document(Path(into_path))
+    fields = _Fields()
+    _occupancy(doc, cal, fields)
+    _throughput(doc, cal, fields)
+    _updates(doc, cal, fields)
+    _shares(doc, cal, fields)
+    doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields)
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+    for key, replacement in fields.text.items():
+        text = text.replace(key, replacement)
+    head = (f"# Calibrated by `trainground calibrate` from {Path(cal.trajectories).name}"
+            + (f" and {Path(cal.steps).name}" if cal.steps else "") + f" onto {Path(into_path).name}.\n")
+    return head + text
+
+
+def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
+    occ = cal.occupancy
+    env = doc.setdefault("environment", {})
+    if occ.law == "lognormal":
+        med, p99 = occ.figures["median"], occ.figures["p99"]
+        env["occupancy"] = {"distribution": "lognormal",
+                            "median": fields.put(number(med.value), _comment(med, "censored lognormal MLE")),
+                            "p99": fields.put(number(p99.value), _comment(p99, "censored lognormal MLE"))}
+        return
+    samples = "[" + ", ".join(number(round(s, 3)) for s in occ.samples) + "]"
+    env["occupancy"] = {"distribution": "empirical", "samples": fields.put(
+        samples, _comment(occ.figures["p99"], f"Kaplan–Meier quantiles, lognormal rejected (KS {occ.distance:.3f}); "
+                                              "interval of the p99"))}
+
+
+def _throughput(doc: dict, cal: Calibration, fields: _Fields) -> None:
+    work = doc.setdefault("workload", {})
+    work["tokens_per_attempt"] = fields.put(number(cal.tokens_per_attempt.value),
+                                            _comment(cal.tokens_per_attempt, "mean output tokens"))
+    if cal.intake is not None and cal.intake.value > 0:
+        work["intake_rate"] = fields.put(number(min(cal.intake.value, 1.0)), _comment(cal.intake, "effective share"))
+    if cal.tokens_per_gpu_s is not None:
+        for shape in doc.get("inference", {}).get("shapes", []):
+            shape["tokens_per_gpu_s"] = fields.put(number(cal.tokens_per_gpu_s.value), _comment(
+                cal.tokens_per_gpu_s, "output tokens / allocated GPU-s, steady window"))
+    if cal.correlation is not None:
+        verdict = "comonotone" if cal.correlation.note.startswith("closer to comonotone") else "independent"
+        doc.setdefault("freshness", {})["group_correlation"] = fields.put(
+            verdict, _comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}"))
+
+
+def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
+    fit = cal.update
+    if fit is None:
+        return
+    ref = fit.reference
+    why = _comment(ref, f"{fit.law} law by least squares")
+    if fit.law == "table":
+        points = "[" + ", ".join(f"{{gpus: {number(g)}, seconds: {number(s)}}}" for g, s in fit.points) + "]"
+        law = {"law": "table", "points": fields.put(points, why + " (medians per GPU count)")}
+    else:
+        where = Path(ref.source.split(":")[0]).name
+        law = {"law": fit.law, "reference_gpus": fields.put(number(fit.reference_gpus), "calibrated: the training GPU "
+                                                            f"count most rows of {where} ran at"),
+               "reference_time": fields.put(number(ref.value), why)}
+        if fit.law == "amdahl":
+            law["serial_fraction"] = fields.put(number(min(max(fit.serial_fraction or 0.0, 0.0), 1.0)), why)
+    doc.setdefault("training", {})["update_time"] = law
+
+
+def _shares(doc: dict, cal: Calibration, fields: _Fields) -> None:
+    """Backend shares, when the log's backends are exactly the instance's (else the instance keeps its own)."""
+    backends = doc.get("environment", {}).get("backends", [])
+    if not cal.shares or {b.get("name") for b in backends} != set(cal.shares):
+        if cal.shares:
+            cal.notes.append("backend shares not written: the log's backends differ from the instance's "
+                             f"({', '.join(sorted(cal.shares))})")
+        return
+    rounded = {k: round(v, 6) for k, v in cal.shares.items()}
+    biggest = max(rounded, key=rounded.get)
+    rounded[biggest] = round(1.0 - sum(v for k, v in rounded.items() if k != biggest), 6)
+    for b in backends:
+        b["share"] = fields.put(number(rounded[b["name"]]), f"calibrated: share of {cal.trajectories.split('/')[-1]}'s "
+                                                            "attempts")
+
+
+def _uncertainty(existing: dict | None, cal: Calibration, fields: _Fields) -> dict[str, Any]:
+    """§9 factors from the intervals: normal (mean 1, sd from the interval) for throughput, intake and
+    updates; lognormal (median 1, sigma from the median's interval) for lifetimes. Factors of other
+    names in the instance are kept."""
+    section = dict(existing or {})
+    kept = [f for f in section.get("factors", []) if f.get("name") not in FACTOR_NAMES]
+    factors = []
+    occ = cal.occupancy
+    paths = (["environment.occupancy.median", "environment.occupancy.p99"] if occ.law == "lognormal"
+             else ["environment.occupancy.samples[*]"])
+    factors.append(_factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"].log_sd, occ.figures["median"]))
+    if cal.tokens_per_gpu_s is not None:
+        factors.append(_factor(fields, "throughput", ["inference.shapes[*].tokens_per_gpu_s"], "normal",
+                               cal.tokens_per_gpu_s.relative_sd, cal.tokens_per_gpu_s))
+    if cal.intake is not None and cal.intake.value > 0:
+        factors.append(_factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake.relative_sd, cal.intake))
+    if cal.update is not None:
+        path = ("training.update_time.points[*].seconds" if cal.update.law == "table"
+                else "training.update_time.reference_time")
+        factors.append(_factor(fields, "updates", [path], "normal", cal.update.reference.relative_sd, cal.update.reference))
+    section["factors"] = factors + kept
+    return section
+
+
+def _factor(fields: _Fields, name: str, paths: list[str], dist: str, spread: float, source: Figure) -> dict:
+    spread = 0.0 if not math.isfinite(spread) else spread
+    value = fields.put(number(spread), f"calibrated: from the 90 % interval of {source.name} ({source.rows:,} rows)")
+    if dist == "normal":
+        return {"name": name, "paths": paths, "dist": "normal", "mean": 1.0, "sd": value}
+    return {"name": name, "paths": paths, "dist": "lognormal", "median": 1.0, "sigma": value}

@@ -1,0 +1,67 @@
+"""risk: a plan over N scenarios of the instance's uncertainty (MODEL.md §9), optionally replayed by the simulator."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from commands.common import console, edits_option, guarded, load_with_edits, show_bar
+from models.load import InstanceError, Problem
+
+
+@click.command()
+@click.argument("instance", type=click.Path(dir_okay=True))
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="A `solve --json` result to assess (default: the instance's optimal plan).")
+@click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Scenarios N.")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of the scenarios (default: uncertainty.seed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §9 risk keys as JSON.")
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")
+@click.option("--simulate", "replays", type=click.IntRange(min=1), metavar="R",
+              help="Also replay the first R scenarios trajectory by trajectory (MODEL.md §10).")
+@click.option("--sim-iterations", type=click.IntRange(min=1),
+              help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).")
+@edits_option
+@guarded
+def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iterations, edits) -> None:
+    """How likely a plan for INSTANCE is to finish on time when its inputs are uncertain.
+
+    The plan (verified against INSTANCE) keeps its capacity; each scenario draws every factor of the
+    instance's `uncertainty` section and the plan runs at the cadence the scenario allows. Exit codes:
+    0 assessed (on time or not), 2 invalid input (no uncertainty section, a plan that does not fit),
+    3 or 4 when the instance has no optimal plan to assess, 1 internal error.
+    """
+    from commands.simulate import DelayedBar, plan_to_replay
+    from drivers.risk import assess, replay
+
+    inst = load_with_edits(instance, edits)
+    if inst.uncertainty is None:
+        raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (MODEL.md §9)")])
+    plan, metrics = plan_to_replay(inst, plan_file)
+    report = assess(inst, plan, samples, seed)
+    if replays:
+        with DelayedBar("replaying scenarios", show_bar(as_json)) as bar:
+            report.replays = replay(inst, plan, metrics, report, replays, sim_iterations, on_progress=bar)
+    payload = report.to_json()
+    if out:
+        _write_outputs(Path(out), report, payload)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+        sys.exit(0)
+    from render.risk import render_risk
+
+    render_risk(console(), report)
+    if out:
+        click.echo(f"report and plots: {out}")
+
+
+def _write_outputs(folder: Path, report, payload: dict) -> None:
+    from drivers.output import write_atomic_bytes, write_json
+    from render.risk import risk_pngs
+
+    write_json(folder / "risk.json", payload)
+    for name, data in risk_pngs(report).items():
+        write_atomic_bytes(folder / name, data)

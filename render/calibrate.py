@@ -1,0 +1,146 @@
+"""What a person reads after `calibrate`: each fitted figure with its interval and rows, the bottleneck
+sentence, and three plots (lifetime histogram with the fitted density, Kaplan–Meier against the fitted
+survival, update time against training GPUs with the fitted law)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from calibrate.figures import Figure
+from calibrate.fit import Calibration
+from render.plots import _figure, _png
+
+HISTOGRAM_PX = (1000, 460)
+SURVIVAL_PX = (1000, 460)
+UPDATE_PX = (1000, 460)
+
+
+def _value(f: Figure) -> str:
+    v = f.value
+    if f.unit == "share":
+        return f"{v:.4f}"
+    return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+
+
+def _interval(f: Figure) -> str:
+    if f.low is None or f.high is None:
+        return "—"
+    if f.unit == "share":
+        return f"{f.low:.4f} – {f.high:.4f}"
+    return f"{f.low:,.4g} – {f.high:,.4g}" if max(abs(f.low), abs(f.high)) < 1e4 else f"{f.low:,.0f} – {f.high:,.0f}"
+
+
+def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
+    rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
+    for name, fit in cal.per_backend.items():
+        rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
+    for label, fig in (("tokens/s per GPU", cal.tokens_per_gpu_s), ("tokens per attempt", cal.tokens_per_attempt),
+                       ("intake rate", cal.intake), ("within-group correlation", cal.correlation)):
+        if fig is not None:
+            rows.append((label, fig))
+    if cal.update is not None:
+        rows.append((f"update time at {cal.update.reference_gpus:,.0f} GPUs ({cal.update.law})", cal.update.reference))
+    if cal.cadence is not None and cal.cadence.achieved is not None:
+        rows.append(("cadence achieved", cal.cadence.achieved))
+    return rows
+
+
+def render_calibration(console, cal: Calibration) -> None:
+    from rich.table import Table
+
+    title = f"calibrated from {cal.trajectories}" + (f" and {cal.steps}" if cal.steps else "")
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("figure", "left"), ("value", "right"), ("90 % interval", "right"), ("unit", "left"),
+                          ("rows", "right"), ("how", "left")):
+        table.add_column(name, justify=justify)
+    for label, fig in figure_rows(cal):
+        table.add_row(label, _value(fig), _interval(fig), fig.unit, f"{fig.rows:,}", fig.note)
+    console.print(table)
+    for line in summary_lines(cal):
+        console.print(line)
+
+
+def summary_lines(cal: Calibration) -> list[str]:
+    occ = cal.occupancy
+    lines = [f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
+             f"{occ.threshold:.4f}); dropping the {occ.censored:,} running attempts would give median "
+             f"{occ.dropped['median']:,.0f} s, p99 {occ.dropped['p99']:,.0f} s"]
+    if cal.tokens_per_gpu_s is None and "missing" in cal.window:
+        lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
+    if cal.update is not None and cal.update.miss:
+        misses = ", ".join(f"{k} {v:.1%}" for k, v in cal.update.miss.items())
+        lines.append(f"update law: {cal.update.law} (largest miss on the per-GPU medians: {misses})")
+    if cal.gaps:
+        g = cal.gaps
+        model = (f"; the model's at the achieved cadence: mean {g['model_mean']:.2f}, p99 {g['model_p99']:.2f}"
+                 if "model_mean" in g else "")
+        lines.append(f"version gaps (consumed attempts): mean {g['mean']:.2f}, p99 {g['p99']:.2f}{model}")
+    if cal.cadence is not None and cal.cadence.time_split:
+        split = ", ".join(f"{k} {v:.0%}" for k, v in cal.cadence.time_split.items())
+        lines.append(f"step time: {split}")
+    if cal.bottleneck:
+        lines.append(f"bottleneck: {cal.bottleneck}")
+    lines += [f"note: {n}" for n in cal.notes]
+    return lines
+
+
+def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
+    out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
+    if cal.update is not None and cal.update.observed is not None:
+        out["calibrate-update.png"] = update_png(cal)
+    return out
+
+
+def histogram_png(cal: Calibration) -> bytes:
+    """Ended lifetimes on a log axis (density per log-second) with the fitted lognormal density."""
+    occ = cal.occupancy
+    x = occ.data.x
+    fig = _figure(HISTOGRAM_PX)
+    ax = fig.subplots()
+    edges = np.linspace(x.min(), x.max(), 81) / math.log(10)
+    weights = np.full(x.size, 1.0 / (occ.data.rows * (edges[1] - edges[0])))  # area = the share that ended
+    ax.hist(x / math.log(10), bins=edges, weights=weights, color="tab:blue", alpha=0.6,
+            label=f"ended attempts ({x.size:,}; area = their share of {occ.data.rows:,})")
+    grid = np.linspace(x.min(), max(x.max(), math.log(occ.figures["p99"].value)), 400)
+    density = np.exp(-0.5 * ((grid - occ.mu) / occ.sigma) ** 2) / (occ.sigma * math.sqrt(2 * math.pi))
+    ax.plot(grid / math.log(10), density * math.log(10), color="tab:red",
+            label=f"censored lognormal fit (median {math.exp(occ.mu):,.0f} s, sigma {occ.sigma:.3f})")
+    ax.set_xlabel("lifetime, log10 seconds")
+    ax.set_ylabel("density")
+    ax.set_title(f"sandbox lifetimes ({occ.law} law chosen; {occ.censored:,} running attempts censored)")
+    ax.legend()
+    return _png(fig)
+
+
+def survival_png(cal: Calibration) -> bytes:
+    from scipy import special
+
+    occ = cal.occupancy
+    fig = _figure(SURVIVAL_PX)
+    ax = fig.subplots()
+    ax.step(occ.km.t, occ.km.survival, where="post", color="tab:blue", label="Kaplan–Meier")
+    fitted = special.ndtr(-(np.log(occ.km.t) - occ.mu) / occ.sigma)
+    ax.plot(occ.km.t, fitted, color="tab:red", linestyle="--", label=f"lognormal fit (KS {occ.distance:.4f})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(max(1e-4, 0.5 / max(occ.km.events, 1)), 1.05)
+    ax.set_xlabel("lifetime (s)")
+    ax.set_ylabel("survival P(W > t)")
+    ax.legend()
+    return _png(fig)
+
+
+def update_png(cal: Calibration) -> bytes:
+    fit = cal.update
+    gpus, seconds = fit.observed
+    fig = _figure(UPDATE_PX)
+    ax = fig.subplots()
+    ax.scatter(gpus, seconds, s=8, alpha=0.5, color="tab:blue", label=f"iterations ({gpus.size:,})")
+    grid = np.linspace(gpus.min(), gpus.max(), 200) if gpus.max() > gpus.min() else np.array([gpus.min()])
+    ax.plot(grid, fit.seconds(grid), color="tab:red", label=f"{fit.law} law")
+    ax.set_xlabel("training GPUs")
+    ax.set_ylabel("update time (s)")
+    ax.legend()
+    return _png(fig)

@@ -1,0 +1,358 @@
+"""Scenarios of MODEL.md §9: draws of the uncertainty factors, the instance's fields in each, and a fixed
+plan evaluated over them. No pyomo; every quantity is a numpy array over scenarios.
+
+- :func:`draw` (or :func:`from_draws` for hand-made multipliers) gives a :class:`Scenarios`: the (S, F)
+  multipliers and, per concrete field path a factor reaches, the product of its factors' draws.
+  :meth:`Scenarios.value` is that field's value in every scenario, clipped into its valid range.
+- :func:`values_of` reads the run-level fields every evaluation needs (:class:`Values`), and
+  :func:`update_time` the update law, per scenario.
+- :func:`at_deadline`: per scenario and ``K``, what a plan must meet at the deadline pace ``L_dl`` to be
+  on time (the per-scenario coefficients of a chance-constrained model; steady makespan only).
+- :func:`wilson`: the Wilson score interval of an on-time share over scenarios.
+- :func:`evaluate` runs a fixed plan through every scenario (:class:`Outcome`); its sandbox room comes
+  from :mod:`solver.scenario_hosts`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.edits import edited
+from models.instance import AmdahlLaw, Instance, InverseLaw
+from models.uncertainty import expand, render_path, valid_range
+from solver import calculus as calc
+from solver.lifetimes import Lifetimes, lifetimes_of
+from solver.tolerances import REL_TOL
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """S scenarios: every factor drawn once per scenario (MODEL §9)."""
+
+    factors: tuple[str, ...]
+    draws: np.ndarray  # (S, F) multipliers as drawn, column j for factor j
+    scale: dict[str, np.ndarray] = field(repr=False)  # concrete field path -> (S,) product of its factors' draws
+    seed: int | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.draws.shape[0])
+
+    def value(self, path: str, nominal: float) -> np.ndarray:
+        """(S,) the field at ``path`` in every scenario: ``nominal`` times its multipliers, clipped into
+        the field's valid range (``nominal`` everywhere when no factor reaches it)."""
+        scale = self.scale.get(path)
+        if scale is None:
+            return np.full(self.size, float(nominal))
+        low, high = valid_range(path)
+        return np.clip(nominal * scale, low, high)
+
+    def scales(self, prefix: str) -> bool:
+        """True when some factor reaches a field whose path starts with ``prefix``."""
+        return any(p.startswith(prefix) for p in self.scale)
+
+
+def draw(inst: Instance, samples: int | None = None, seed: int | None = None) -> Scenarios:
+    """``samples`` scenarios (default the section's ``samples``) drawn with ``seed`` (default its ``seed``)."""
+    unc = _section(inst)
+    seed = unc.seed if seed is None else seed
+    return from_draws(inst, unc.draws(unc.samples if samples is None else samples, seed), seed)
+
+
+def from_draws(inst: Instance, draws: np.ndarray, seed: int | None = None) -> Scenarios:
+    """Scenarios from given multipliers, (S, F) in the order of ``uncertainty.factors``."""
+    unc = _section(inst)
+    draws = np.atleast_2d(np.asarray(draws, dtype=float))
+    if draws.shape[1] != len(unc.factors):
+        raise ValueError(f"draws have {draws.shape[1]} columns for {len(unc.factors)} factors")
+    document = inst.model_dump(mode="python")
+    scale: dict[str, np.ndarray] = {}
+    for j, factor in enumerate(unc.factors):
+        reached = {render_path(tokens) for path in factor.paths for tokens, value in expand(document, path)
+                   if value is not None}
+        for path in reached:
+            scale[path] = scale[path] * draws[:, j] if path in scale else draws[:, j].copy()
+    return Scenarios(tuple(f.name for f in unc.factors), draws, scale, seed)
+
+
+def instance_of(inst: Instance, scen: Scenarios, s: int) -> Instance:
+    """Scenario ``s`` as an instance of its own: every field a factor reaches set to its value there.
+    Raises :class:`models.load.InstanceError` when the scaled fields break a rule that clipping does not
+    restore (e.g. a lognormal's p99 scaled below its median)."""
+    document = inst.model_dump(mode="python")
+    changes = {}
+    for path in scen.scale:
+        nominal = expand(document, path)[0][1]
+        changes[path] = float(scen.value(path, nominal)[s])
+    return edited(inst, changes)
+
+
+def _section(inst: Instance):
+    if inst.uncertainty is None:
+        raise ValueError(f"{inst.name}: no uncertainty section (MODEL §9)")
+    return inst.uncertainty
+
+
+@dataclass(frozen=True)
+class Values:
+    """The run-level fields of an instance in every scenario, (S,) arrays ((S, shapes) per shape)."""
+
+    tokens: np.ndarray  # tokens per attempt
+    intake: np.ndarray  # p
+    availability: np.ndarray  # a
+    rate: np.ndarray  # (S, shapes) tokens/s per GPU
+    slowdown: np.ndarray  # (S, shapes)
+    deadline: np.ndarray  # s
+    extra: np.ndarray  # s
+    lifetimes: Lifetimes
+    w_use: np.ndarray  # s, the occupancy figure Little's law uses
+    peak_to_mean: np.ndarray
+    max_mean_gap: np.ndarray | None
+    max_exceedance: np.ndarray | None
+    max_group_drop: np.ndarray | None
+
+
+def values_of(inst: Instance, scen: Scenarios) -> Values:
+    w, fr, env, sched = inst.workload, inst.freshness, inst.environment, inst.schedule
+    v = scen.value
+    shapes = inst.inference.shapes
+    lifetimes = lifetimes_of(env.occupancy, scen)
+
+    def limit(name: str) -> np.ndarray | None:
+        nominal = getattr(fr, name)
+        return None if nominal is None else v(f"freshness.{name}", nominal)
+
+    return Values(
+        tokens=v("workload.tokens_per_attempt", w.tokens_per_attempt),
+        intake=v("workload.intake_rate", w.intake_rate),
+        availability=v("inference.availability", inst.inference.availability),
+        rate=np.stack([v(f"inference.shapes[{i}].tokens_per_gpu_s", s.tokens_per_gpu_s) for i, s in enumerate(shapes)], 1),
+        slowdown=np.stack([v(f"inference.shapes[{i}].version_slowdown", s.version_slowdown)
+                           for i, s in enumerate(shapes)], 1),
+        deadline=v("schedule.deadline", sched.deadline),
+        extra=v("schedule.extra_time", sched.extra_time),
+        lifetimes=lifetimes,
+        w_use=lifetimes.mean if env.littles_law_uses == "mean" else lifetimes.median,
+        peak_to_mean=v("environment.peak_to_mean", env.peak_to_mean),
+        max_mean_gap=limit("max_mean_gap"),
+        max_exceedance=limit("max_exceedance"),
+        max_group_drop=limit("max_group_drop"),
+    )
+
+
+def update_time(inst: Instance, scen: Scenarios, gpus) -> np.ndarray:
+    """U(G_t) per scenario, (S, len(gpus)) for an array ``gpus`` ((S,) for a number); NaN outside a
+    table's measured range (MODEL §2)."""
+    law, v, where = inst.training.update_time, scen.value, "training.update_time"
+    g = np.atleast_1d(np.asarray(gpus, dtype=float))[None, :]
+    if isinstance(law, (InverseLaw, AmdahlLaw)):
+        ref_time = v(f"{where}.reference_time", law.reference_time)[:, None]
+        ref = v(f"{where}.reference_gpus", law.reference_gpus)[:, None] / g
+        f = v(f"{where}.serial_fraction", law.serial_fraction)[:, None] if isinstance(law, AmdahlLaw) else 0.0
+        out = ref_time * (f + (1 - f) * ref)
+    else:
+        xs = np.stack([v(f"{where}.points[{j}].gpus", p.gpus) for j, p in enumerate(law.points)], 1)
+        ys = np.stack([v(f"{where}.points[{j}].seconds", p.seconds) for j, p in enumerate(law.points)], 1)
+        out = np.full((scen.size, g.shape[1]), np.nan)
+        for j in range(xs.shape[1] - 1):  # segment j of every scenario's table at once
+            x0, x1, y0, y1 = xs[:, j, None], xs[:, j + 1, None], ys[:, j, None], ys[:, j + 1, None]
+            inside = (g >= x0 * (1 - REL_TOL)) & (g <= x1 * (1 + REL_TOL)) & np.isnan(out)
+            t = np.clip((g - x0) / (x1 - x0), 0.0, 1.0)
+            out = np.where(inside, y0 + t * (y1 - y0), out)
+    return out if np.ndim(gpus) else out[:, 0]
+
+
+def group_drop(inst: Instance, q: np.ndarray) -> np.ndarray:
+    w, fr = inst.workload, inst.freshness
+    return calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
+
+
+def exceedance_limit(inst: Instance, values: Values) -> np.ndarray:
+    """(S,) the largest exceedance q the freshness limits allow (max_exceedance, and max_group_drop read
+    back through the drop law); inf where neither is set."""
+    limit = np.full(values.deadline.shape, np.inf)
+    if values.max_exceedance is not None:
+        limit = np.minimum(limit, values.max_exceedance * (1 + REL_TOL) + 1e-15)
+    fr, g = inst.freshness, inst.workload.group_size
+    if values.max_group_drop is not None and fr.overrun_policy == "drop":
+        d = np.minimum(values.max_group_drop * (1 + REL_TOL) + 1e-15, 1.0)
+        q = d if fr.group_correlation == "comonotone" or g == 1 else -np.expm1(np.log1p(-d) / g)
+        limit = np.minimum(limit, q)
+    return limit
+
+
+@dataclass(frozen=True)
+class AtDeadline:
+    """Per scenario (axis 0) and versions kept (axis 1, ``kept``): what a plan keeping ``K`` versions must
+    meet at the scenario's deadline pace ``L_dl = (deadline - extra_time)/n`` to be on time (MODEL §9,
+    steady makespan). A plan at cadence ``L`` is on time in scenario s iff ``L <= pace[s]``, its update
+    time ``update_time(inst, scen, G_t)[s] <= pace[s]``, ``fresh[s, K]``, its token supply
+    ``Σ x_i·supply_per_replica[s, K, i] >= token_demand[s, K]``, and its hosts hold ``inflight[s, K]`` and
+    ``peak[s, K]`` under §3.5-3.6 with the scenario's host fields (``Scenarios.value``)."""
+
+    kept: np.ndarray  # (K,)
+    pace: np.ndarray  # (S,) L_dl, s
+    attempts: np.ndarray  # (S, K) R_raw at L_dl, 1/s (inf where every group is dropped)
+    token_demand: np.ndarray  # (S, K) tokens/s
+    supply_per_replica: np.ndarray  # (S, K, shapes) tokens/s one replica delivers
+    inflight: np.ndarray  # (S, K, backends) E_b
+    peak: np.ndarray  # (S, K, backends) E^pk_b
+    fresh: np.ndarray  # (S, K) freshness limits of §3.7 hold at L_dl
+
+
+def at_deadline(inst: Instance, scen: Scenarios, kept=None) -> AtDeadline:
+    v = values_of(inst, scen)
+    w, fr = inst.workload, inst.freshness
+    Ks = np.arange(1, fr.max_versions_kept + 1) if kept is None else np.asarray(kept, dtype=int)
+    pace = (v.deadline - v.extra) / w.iterations
+    q = np.stack([v.lifetimes.exceedance(pace, int(K)) for K in Ks], 1)
+    drop = group_drop(inst, q)
+    fresh = q <= exceedance_limit(inst, v)[:, None]
+    if v.max_mean_gap is not None:
+        post = 1.0 if fr.gap_convention == "post_publish" else 0.0
+        fresh &= (v.w_use / pace + post <= v.max_mean_gap * (1 + REL_TOL))[:, None]
+    intake = v.intake[:, None] * (1.0 - drop)
+    with np.errstate(divide="ignore"):
+        attempts = np.where(intake > 0, w.batch_trajectories / (pace[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
+    gpus = np.array([s.gpus_per_replica for s in inst.inference.shapes], dtype=float)
+    mult = np.maximum(0.0, 1.0 - v.slowdown[:, None, :] * (Ks[None, :, None] - 1.0))
+    supply = v.availability[:, None, None] * gpus[None, None, :] * v.rate[:, None, :] * mult
+    shares = np.array([b.share for b in inst.environment.backends])
+    inflight = (attempts * v.w_use[:, None])[:, :, None] * shares[None, None, :]
+    return AtDeadline(kept=Ks, pace=pace, attempts=attempts, token_demand=attempts * v.tokens[:, None],
+                      supply_per_replica=supply, inflight=inflight,
+                      peak=inflight * v.peak_to_mean[:, None, None], fresh=fresh)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A fixed plan in every scenario (MODEL §9), arrays over scenarios; inf where no cadence works."""
+
+    cadence: np.ndarray  # realised cadence L_s, s
+    makespan: np.ndarray  # T_s, s
+    deadline: np.ndarray  # the scenario's deadline, s
+    hourly_cost: np.ndarray  # $/h, at the scenario's prices
+    total_cost: np.ndarray  # hourly_cost · T_s / 3600, $
+    on_time: np.ndarray  # bool: T_s <= deadline
+
+    @property
+    def lateness(self) -> np.ndarray:
+        """max(0, T_s - deadline), s."""
+        return np.maximum(self.makespan - self.deadline, 0.0)
+
+
+def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
+    """``plan`` (a :class:`models.result.Plan` that fits ``inst``) in every scenario of ``scen``.
+
+    Its capacity is fixed; its realised cadence ``L_s`` is the smallest ``L' >= L`` at which §3's
+    constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:
+    the throughput and sandbox rows ask ``L'·(1 - drop(L')) >= need``, the update and mean-gap rows are
+    floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised."""
+    from solver.scenario_hosts import room
+
+    v = values_of(inst, scen)
+    w, K = inst.workload, plan.versions_kept
+    theta = room(inst, plan, scen, v.peak_to_mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = w.batch_trajectories / v.intake * np.maximum(v.tokens / token_supply(inst, plan, v, K), v.w_use / theta)
+    update = np.nan_to_num(update_time(inst, scen, plan.training_gpus), nan=np.inf)
+    floor = np.maximum(plan.cadence_s, update / (1 + REL_TOL))
+    if v.max_mean_gap is not None:
+        room_gap = v.max_mean_gap * (1 + REL_TOL) - (1.0 if inst.freshness.gap_convention == "post_publish" else 0.0)
+        floor = np.maximum(floor, np.where(room_gap > 0, v.w_use / np.where(room_gap > 0, room_gap, 1.0), np.inf))
+    cadence = _smallest_cadence(inst, v, K, floor, need * (1 - REL_TOL), exceedance_limit(inst, v))
+    makespan = w.iterations * cadence + v.extra
+    if inst.schedule.count_startup:
+        makespan = _with_startup(inst, v, K, cadence, update)
+    hourly = hourly_cost(inst, plan, scen)
+    return Outcome(cadence=cadence, makespan=makespan, deadline=v.deadline, hourly_cost=hourly,
+                   total_cost=hourly * makespan / 3600.0, on_time=makespan <= v.deadline * (1 + REL_TOL))
+
+
+def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
+    """(S,) tokens/s the plan's replicas deliver with K versions resident (MODEL §2)."""
+    replicas = {r.shape: r.replicas for r in plan.inference}
+    total = np.zeros(v.deadline.shape)
+    for i, s in enumerate(inst.inference.shapes):
+        total += replicas.get(s.name, 0) * s.gpus_per_replica * v.rate[:, i] * np.maximum(0.0, 1 - v.slowdown[:, i] * (K - 1))
+    return v.availability * total
+
+
+def _smallest_cadence(inst: Instance, v: Values, K: int, floor: np.ndarray, need: np.ndarray,
+                      q_limit: np.ndarray) -> np.ndarray:
+    """Per scenario the smallest L' >= floor with L'·(1 - drop(L')) >= need and q(L') <= q_limit (inf if none)."""
+
+    def ok(L: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            q = v.lifetimes.exceedance(L, K)
+            return (L * (1.0 - group_drop(inst, q)) >= need) & (q <= q_limit)
+
+    finite = np.isfinite(floor) & np.isfinite(need)
+    lo = np.where(finite, floor, 1.0)
+    done = ~finite | ok(lo)
+    hi = np.where(done, lo, 2.0 * np.maximum(lo, need))
+    for _ in range(64):  # bracket: double until the constraints hold
+        short = ~done & ~ok(hi)
+        if not short.any():
+            break
+        lo, hi = np.where(short, hi, lo), np.where(short, 2.0 * hi, hi)
+    bracketed = done | ok(hi)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        good = ok(mid)
+        hi, lo = np.where(~done & good, mid, hi), np.where(~done & ~good, mid, lo)
+    out = np.where(done, lo, hi)
+    return np.where(finite & bracketed, out, np.inf)
+
+
+def _with_startup(inst: Instance, v: Values, K: int, cadence: np.ndarray, update: np.ndarray) -> np.ndarray:
+    """MODEL §8: T = fill(L_s, K) + (n-1)·L_s + U(m) + extra_time, per scenario."""
+    w, fr = inst.workload, inst.freshness
+    T = np.full(cadence.shape, np.inf)
+    at = np.isfinite(cadence)
+    q = v.lifetimes.exceedance(np.where(at, cadence, 1.0), K)
+    intake = v.intake * (1.0 - group_drop(inst, q))
+    attempts = w.batch_trajectories / (np.where(at, cadence, 1.0) * intake)
+    fill = v.lifetimes.fill(attempts, w.batch_trajectories, w.group_size, v.intake, fr.group_correlation)
+    steady = (w.iterations - 1) * cadence + update + v.extra
+    return np.where(at, fill + steady, T)
+
+
+def hourly_cost(inst: Instance, plan, scen: Scenarios) -> np.ndarray:
+    """(S,) the plan's $/h at each scenario's prices (MODEL §4: GPUs used, or a reserved pool's every GPU)."""
+    env, v = inst.environment, scen.value
+    gpus = {p.name: 0 for p in inst.gpu_pools}
+    for r in plan.inference:
+        gpus[r.pool] += r.gpus
+    gpus[inst.training.pool] += plan.training_gpus
+    total = np.zeros(scen.size)
+    for i, pool in enumerate(inst.gpu_pools):
+        billed = pool.gpus if pool.billing == "reserved" else gpus[pool.name]
+        total += billed * v(f"gpu_pools[{i}].gpu_hour_cost", pool.gpu_hour_cost)
+    nodes = {c.type: c.count for c in plan.local_nodes}
+    vms = {c.type: c.count for c in plan.cloud_vms}
+    for i, k in enumerate(env.node_types):
+        total += nodes.get(k.name, 0) * v(f"environment.node_types[{i}].hour_cost", k.hour_cost)
+    for i, m in enumerate(env.cloud.vm_types):
+        where = f"environment.cloud.vm_types[{i}]"
+        total += vms.get(m.name, 0) * v(f"{where}.hour_cost", m.hour_cost) * v(f"{where}.billed_fraction", m.billed_fraction)
+    return total
+
+
+Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial share ``successes/n`` (the whole [0, 1] when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
