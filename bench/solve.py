@@ -3,12 +3,19 @@ the in-process solve (load, build, solve, extract, verify; imports excluded) wit
 against enumerating the cadence grid with one inner integer solve per grid point; the HiGHS settings;
 the searches' probe sizes. Prints medians and ratios.
 
-    python bench/solve.py [--repeats 5] [--skip-enumeration] [--only NAME ...]
+    python bench/solve.py [--repeats 5] [--skip-enumeration | --enumerate NAME ...] [--only NAME ...]
+                          [--sections command instances highs probes]
+
+``--enumerate`` limits the (slow) enumeration to the named instances, the acceptance ones by default
+(``--enumerate all``: every instance). docs/regenerate.d/performance.sh runs it for docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,13 +40,18 @@ SEED = INSTANCES / "seed-week-75.yaml"
 FOCUS = ("seed-week-75", "large-three-pools", "two-backends-cloud")  # the acceptance instances
 
 
-def median_wall(command: list[str], repeats: int) -> float:
-    times = []
+def median_wall(command: list[str], repeats: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system) of ``command`` as a subprocess. CPU time
+    counts only the command's own work, so on a loaded machine it moves much less than wall time."""
+    walls, cpus = [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, check=False, capture_output=True, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def in_process(path: Path, objective: str, repeats: int) -> dict:
@@ -81,10 +93,13 @@ def instances(only: list[str]) -> list[Path]:
     return [p for p in paths if not only or p.stem in only]
 
 
-def per_instance(repeats: int, enumerate_too: bool, only: list[str]) -> None:
+def per_instance(repeats: int, enumerated: set[str] | None, only: list[str]) -> None:
+    """``enumerated``: the instances also enumerated (None: all of them)."""
+    enumerate_any = enumerated is None or bool(enumerated)
     print(f"{'instance':28s} {'status':10s} {'pairs built/admissible':>23s} {'MIP s':>8s} {'HiGHS s':>8s}"
-          + (f" {'enumeration s':>14s} {'ratio':>7s} {'same optimum':>13s}" if enumerate_too else ""))
+          + (f" {'enumeration s':>14s} {'ratio':>7s} {'same optimum':>13s}" if enumerate_any else ""))
     for path in instances(only):
+        enumerate_too = enumerated is None or path.stem in enumerated
         mip = in_process(path, "total_cost", repeats)
         line = (f"{path.stem:28s} {mip['status']:10s} {mip['built']:>11d}/{mip['pairs']:<11d} "
                 f"{mip['wall']:8.3f} {mip['highs']:8.3f}")
@@ -147,22 +162,35 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-enumeration", action="store_true")
+    parser.add_argument("--enumerate", nargs="*", default=list(FOCUS), metavar="NAME",
+                        help="instances also enumerated (default: the acceptance ones; 'all': every one)")
     parser.add_argument("--only", nargs="*", default=[], help="instance names (file stems) to measure")
+    parser.add_argument("--sections", nargs="*", default=["command", "instances", "highs", "probes"],
+                        choices=["command", "instances", "highs", "probes"])
     args = parser.parse_args()
     n = args.repeats
+    enumerated = set() if args.skip_enumeration else None if "all" in args.enumerate else set(args.enumerate)
 
-    print(f"== whole commands (subprocess, median of {n} runs)")
-    floor = median_wall([sys.executable, "-c", "import pyomo.environ, highspy"], n)
-    command = median_wall(["trainground", "solve", str(SEED.relative_to(ROOT))], n)
-    print(f"import pyomo + highspy only          {floor:7.3f} s")
-    print(f"trainground solve seed-week-75.yaml  {command:7.3f} s   ratio {command / floor:.2f} (target <= 1.4)")
-
-    print(f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)")
-    per_instance(n, not args.skip_enumeration, args.only or [])
-    print("\n== HiGHS settings (median HiGHS seconds of one solve)")
-    highs_settings(n)
-    print("\n== probe sizes: pairs opened by the cost search's first HiGHS run")
-    probe_sizes(3)
+    if "command" in args.sections:
+        print(f"== whole commands (subprocess, median of {n} runs)")
+        floor, floor_cpu = median_wall([sys.executable, "-c", "import pyomo.environ, highspy"], n)
+        entry = shutil.which("trainground")
+        command, command_cpu = median_wall(([entry] if entry else [sys.executable, "cli.py"])
+                                           + ["solve", str(SEED.relative_to(ROOT))], n)
+        print(f"{'':37s} {'wall s':>8s} {'CPU s':>8s}")
+        print(f"import pyomo + highspy only          {floor:8.3f} {floor_cpu:8.3f}")
+        print(f"trainground solve seed-week-75.yaml  {command:8.3f} {command_cpu:8.3f}")
+        print(f"ratio (target <= 1.4)                {command / floor:8.2f} {command_cpu / floor_cpu:8.2f}")
+        print(f"1-minute load average after the runs {os.getloadavg()[0]:8.2f} (on {os.cpu_count()} cores)")
+    if "instances" in args.sections:
+        print(f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)")
+        per_instance(n, enumerated, args.only or [])
+    if "highs" in args.sections:
+        print("\n== HiGHS settings (median HiGHS seconds of one solve)")
+        highs_settings(n)
+    if "probes" in args.sections:
+        print("\n== probe sizes: pairs opened by the cost search's first HiGHS run")
+        probe_sizes(3)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import sys
 import click
 
 from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, OBJECTIVE, console, guarded,
-                             show_bar)
+                             require_dask, show_bar)
 from models.result import STATUSES
 from render.tables import render_batch
 
@@ -41,6 +41,7 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
+    require_dask(scheduler)
     try:
         files = driver.discover(paths, exclude=out)
     except driver.BatchError as exc:

@@ -100,6 +100,17 @@ def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
     return inst, warnings
 
 
+def require_dask(scheduler: str | None) -> None:
+    """``--scheduler`` runs on Dask, an optional extra: without it, say how to install it (exit 2)."""
+    if not scheduler:
+        return
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise click.UsageError("--scheduler runs on a Dask cluster, which needs the optional Dask extra: "
+                               "pip install 'trainground[dask]' (or: pip install -e '.[dask]')") from None
+
+
 OBJECTIVE = click.Choice(OBJECTIVES)
 STATUS_EXIT = {"optimal": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "time_limit": EXIT_TIME_LIMIT,
                "invalid": EXIT_INVALID, "error": EXIT_INTERNAL}

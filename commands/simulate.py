@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from commands.common import EXIT_INTERNAL, STATUS_EXIT, console, edits_option, guarded, load_with_edits, show_bar
+from commands.common import (EXIT_INTERNAL, STATUS_EXIT, console, edits_option, guarded, load_with_edits, require_dask,
+                             show_bar)
 
 PROGRESS_AFTER_S = 2.0  # a run that takes longer than this shows a progress bar (on a terminal, without --json)
 
@@ -95,6 +96,7 @@ def simulate(instance, plan_file, iterations, replications, seed, launch, trace_
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
+    require_dask(scheduler)
     if trace_dir and trace_format == "parquet" and not have_pyarrow():
         raise click.BadParameter("parquet needs pyarrow: pip install 'trainground[parquet]'",
                                  param_hint="--trace-format")

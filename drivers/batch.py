@@ -1,6 +1,6 @@
 """Batch solving: many instance files, each solved in its own worker, each result kept as soon as it is known.
 
-The driver finds the input files, solves each with :func:`solve_file` in a local process
+The driver takes the input files (found by :mod:`drivers.batch_inputs`), solves each with :func:`solve_file` in a local process
 pool or on a Dask cluster, and writes into the output folder one MODEL.md §6 JSON per
 input (plus ``file`` and ``input_hash``), ``summary.csv`` and ``summary.jsonl``. Every file
 is written atomically by this (the parent) process, so workers need no access to the
@@ -11,9 +11,6 @@ progress goes to a callback, the outcome comes back as a :class:`BatchReport`.
 from __future__ import annotations
 
 import atexit
-import glob
-import hashlib
-import json
 import multiprocessing
 import os
 import signal
@@ -26,41 +23,21 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from models.load import EXTENSIONS
-from drivers.output import write_atomic, write_csv, write_json
+from drivers.batch_inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
+from drivers.batch_summary import (  # noqa: F401 (the batch's API)
+    SUMMARY_COLUMNS, SUMMARY_CSV, SUMMARY_JSONL, read_result, summary_row, top_fix, write_summaries)
+from drivers.output import write_json
 from drivers.workers import one_line, prepare_worker
 
-SUMMARY_CSV = "summary.csv"
-SUMMARY_JSONL = "summary.jsonl"
-SUMMARY_COLUMNS = (
-    "file", "name", "status", "objective", "objective_value", "cadence_s", "versions_kept",
-    "inference_gpus", "training_gpus", "gpus_by_pool", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s",
-    "solve_seconds", "message", "result",
-)
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
 # rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes
 # about n·SUMMARY_ROWS summary rows in all rather than n²/2.
 SUMMARY_ROWS = 1000
 PARENT_CHECK_S = 0.5  # how often a local worker checks that the batch that started it still runs
-_HASH_VERSION = b"trainground-batch/1"
-
-
-class BatchError(Exception):
-    """The batch cannot start: a PATH matching no file, or inputs inside the output folder."""
 
 
 class SchedulerUnavailable(Exception):
     """The Dask scheduler given with ``--scheduler`` could not be reached."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One input file: where workers read it, how it is shown, where its result goes (inside --out)."""
-
-    path: str
-    file: str
-    result: str
-    input_hash: str
 
 
 @dataclass
@@ -84,104 +61,6 @@ class BatchReport:
     summary_csv: Path
     summary_jsonl: Path
     interrupted: bool = False
-
-
-# ---------------------------------------------------------------- inputs
-
-
-def discover(paths: Sequence[str], exclude: str | Path | None = None) -> list[Path]:
-    """Instance files named by ``paths`` (files, folders searched recursively, globs), sorted, each once.
-
-    Folders and globs yield only ``*.yaml|*.yml|*.toml|*.json`` files, skipping hidden
-    entries and anything under ``exclude`` (the output folder); a file named explicitly is
-    kept whatever its extension, so that it is reported as invalid rather than ignored.
-    """
-    skip = Path(exclude).resolve() if exclude is not None else None
-    found: dict[Path, Path] = {}
-    unmatched: list[str] = []
-    for arg in paths:
-        here = Path(arg)
-        if here.is_file():
-            matches = [here]
-        elif here.is_dir():
-            matches = _walk(here, skip)
-        else:
-            matches = []
-            for hit in sorted(glob.glob(arg, recursive=True)):
-                hit_path = Path(hit)
-                if hit_path.is_dir():
-                    matches += _walk(hit_path, skip)
-                elif hit_path.suffix.lower() in EXTENSIONS and not _inside(hit_path, skip):
-                    matches.append(hit_path)
-        if not matches:
-            unmatched.append(arg)
-        for match in matches:
-            found.setdefault(match.resolve(), match)
-    if unmatched:
-        raise BatchError("no instance files match " + ", ".join(repr(a) for a in unmatched))
-    inside = [str(p) for p in found.values() if _inside(p, skip)]
-    if inside:
-        raise BatchError(f"input files inside the output folder {str(exclude)!r}: {', '.join(inside)}")
-    return [found[key] for key in sorted(found, key=str)]
-
-
-def _walk(folder: Path, skip: Path | None) -> list[Path]:
-    out = []
-    for path in folder.rglob("*"):
-        rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or _inside(path, skip):
-            continue
-        if path.suffix.lower() in EXTENSIONS and path.is_file():
-            out.append(path)
-    return out
-
-
-def _inside(path: Path, folder: Path | None) -> bool:
-    return folder is not None and path.resolve().is_relative_to(folder)
-
-
-def input_hash(data: bytes, objective: str | None, time_limit: float | None) -> str:
-    """sha256 of the file's bytes and the options that change its result."""
-    options = json.dumps({"objective": objective, "time_limit": time_limit}, sort_keys=True)
-    return hashlib.sha256(_HASH_VERSION + b"\0" + options.encode() + b"\0" + data).hexdigest()
-
-
-def result_names(files: Sequence[Path]) -> list[str]:
-    """Result file names inside --out, mirroring the inputs' folders below their common folder.
-
-    ``a/x.yaml`` -> ``a/x.json``; inputs sharing a stem in one folder keep their extension
-    (``x.yaml.json``, ``x.toml.json``); anything still equal gets ``-2``, ``-3``... in input order.
-    """
-    absolute = [Path(os.path.abspath(f)) for f in files]
-    if not absolute:
-        return []
-    base = Path(os.path.commonpath([str(p.parent) for p in absolute]))
-    rel = [p.relative_to(base) for p in absolute]
-    first = [r.with_suffix(".json").as_posix() for r in rel]
-    clash = Counter(name.casefold() for name in first)
-    names = [f if clash[f.casefold()] == 1 else (r.parent / (r.name + ".json")).as_posix() for f, r in zip(first, rel)]
-    taken: set[str] = set()
-    out = []
-    for name in names:
-        candidate, n = name, 1
-        while candidate.casefold() in taken:
-            n += 1
-            candidate = f"{name[: -len('.json')]}-{n}.json"
-        taken.add(candidate.casefold())
-        out.append(candidate)
-    return out
-
-
-def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: float | None = None) -> list[Task]:
-    tasks = []
-    for path, name in zip(files, result_names(files)):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = b""  # the worker reports why the file cannot be read
-        tasks.append(Task(path=os.path.abspath(path), file=str(path), result=name,
-                          input_hash=input_hash(data, objective, time_limit)))
-    return tasks
 
 
 # ---------------------------------------------------------------- one file, in a worker
@@ -466,56 +345,3 @@ def run_batch(
         stream.close()
     return BatchReport(tally=tally, rows=write_summaries(out, tasks, rows), summary_csv=out / SUMMARY_CSV,
                        summary_jsonl=out / SUMMARY_JSONL, interrupted=interrupted)
-
-
-def read_result(path: Path) -> dict | None:
-    """A result file written by an earlier batch, or None if it is absent or unreadable."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def summary_row(task: Task, payload: dict) -> dict:
-    """One summary line: the key decisions, costs and timing of one result, in input vocabulary."""
-    plan = payload.get("plan") or {}
-    timings = payload.get("timings") or {}
-    message = "; ".join(filter(None, [payload.get("message"), *top_fix(payload.get("diagnosis"))])) or None
-    return {
-        "file": task.file,
-        "name": payload.get("instance"),
-        "status": payload.get("status"),
-        "objective": payload.get("objective"),
-        "objective_value": payload.get("objective_value"),
-        "cadence_s": plan.get("cadence_s"),
-        "versions_kept": plan.get("versions_kept"),
-        "inference_gpus": plan.get("inference_gpus"),
-        "training_gpus": plan.get("training_gpus"),
-        "gpus_by_pool": "; ".join(f"{p['pool']}={p['gpus_used']}" for p in plan.get("pools") or []) or None,
-        "nodes": sum(n["count"] for n in plan["local_nodes"]) if plan else None,
-        "vms": sum(v["count"] for v in plan["cloud_vms"]) if plan else None,
-        "hourly_cost": plan.get("hourly_cost"),
-        "total_cost": plan.get("total_cost"),
-        "makespan_s": plan.get("makespan_s"),
-        "solve_seconds": sum(timings.get(k, 0.0) for k in ("load", "build", "solve", "extract", "verify")),
-        "message": "; ".join(message.splitlines()) if message else None,
-        "result": task.result,
-    }
-
-
-def top_fix(diagnosis: dict | None) -> list[str]:
-    """What a summary row says of an infeasible result: the first single change the diagnosis found that
-    restores a plan, and its notes (implausible units)."""
-    if not diagnosis:
-        return []
-    fixes = [c["change"] for c in diagnosis.get("changes", []) if c.get("value") is not None]
-    return ([f"feasible with {fixes[0]}"] if fixes else []) + list(diagnosis.get("notes", []))
-
-
-def write_summaries(out: Path, tasks: Sequence[Task], rows_by_task: dict[Task, dict]) -> list[dict]:
-    """Rewrite summary.csv and summary.jsonl (atomically): one row per finished task, in input order."""
-    rows = [rows_by_task[task] for task in tasks if task in rows_by_task]
-    write_csv(out / SUMMARY_CSV, SUMMARY_COLUMNS, rows)
-    write_atomic(out / SUMMARY_JSONL, "".join(json.dumps(row) + "\n" for row in rows))
-    return rows

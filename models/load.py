@@ -6,6 +6,7 @@ import difflib
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -212,7 +213,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 _SIGNS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 
 
-def _problem(err: dict[str, Any]) -> Problem:
+def _problem(err: Mapping[str, Any]) -> Problem:
     loc = tuple(err["loc"])
     kind = err["type"]
     ctx = err.get("ctx") or {}

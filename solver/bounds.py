@@ -35,12 +35,12 @@ def sandbox_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | 
     """A valid lower bound on the nodes' and VMs' $/h of any plan at each pair that holds the pair's
     in-flight and peak loads (``pairs.inflight``, ``pairs.peak``, ``pairs.attempts`` for the LP curve)."""
     env = inst.environment
+    if shared is None:
+        shared = global_values(inst, index_of(inst))
     # Sandboxes: the steady split and the local part of the peak split each need their environments on
     # nodes, and each resource row (density, cores, memory) alone bounds what those nodes cost: every
     # environment of b takes coef_b of a row's capacity on some node type that runs b. Each (split,
     # row) bound is valid, so is the largest; a sum of per-backend worst cases would not be.
-    if shared is None:
-        shared = global_values(inst, index_of(inst))
     row_load, row_cap = shared["row_load"], shared["row_cap"]  # per environment and per node, of each resource row
     active = [(j, b) for j, b in enumerate(env.backends) if b.share > 0]
     resources = ("density", "cores", "memory")
@@ -210,7 +210,8 @@ class _SandboxLP:
         """(C(rate), dC/da) or None when no fractional fleet holds the load."""
         highs = self._highs()
         rhs = rate * self.coef
-        highs.changeRowsBounds(len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs)
+        highs.changeRowsBounds(  # type: ignore[attr-defined]  # in highspy, not in its stubs
+            len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs)
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None

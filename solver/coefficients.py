@@ -128,7 +128,7 @@ class PairValues:
             for host in hosts:
                 terms = [(self.col[b], env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0,
                           host_footprint(host, backends[b])) for (h, b) in hosted_pairs if h == host.name]
-                limit = host.max_nodes if kind == "node" else host.max_vms
+                limit = getattr(host, "max_nodes" if kind == "node" else "max_vms")
                 self.hosts[kind, host.name] = (terms, cap, limit)
 
     def __call__(self, pairs: Pairs, p: int) -> dict[str, dict]:

@@ -39,7 +39,7 @@ SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "F
 
 
 def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | None = None) -> Explanation:
-    w, s, env, fr = inst.workload, inst.schedule, inst.environment, inst.freshness
+    w, s, env = inst.workload, inst.schedule, inst.environment
     L = float(cadence) if cadence is not None else calc.deadline_pace(inst)
     G = inference_gpus
     B, n, tok, p, a = w.batch_trajectories, w.iterations, w.tokens_per_attempt, w.intake_rate, inst.inference.availability
@@ -48,7 +48,6 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     uses = env.littles_law_uses
     w_use = calc.occupancy_used(occ, uses)
     u = env.utilisation_cap
-    K = fr.max_versions_kept
 
     r_eff = B / L
     r_raw = r_eff / p
@@ -94,17 +93,23 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
     _startup(inst, L, occ, add)
 
+    _freshness(inst, L, occ, w_use, add)
+    return out
+
+
+def _freshness(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add) -> None:
+    """The Freshness section: version gaps, the exceedance q(L,K) and the group-drop bounds."""
+    fr, K, g = inst.freshness, inst.freshness.max_versions_kept, inst.workload.group_size
     gap_note = " + 1 (post_publish)" if fr.gap_convention == "post_publish" else ""
     add(3, "mean_version_gap", float(calc.mean_version_gap(w_use, L, fr.gap_convention)), "versions",
         f"W_use/L = {w_use:.6g}/{L:.6g}{gap_note}")
     add(3, "p99_version_gap", float(calc.p99_version_gap(occ, L, fr.gap_convention)), "versions",
         f"p99(W)/L = {occ.p99:.6g}/{L:.6g}{gap_note}")
     q = float(calc.exceedance(occ, L, K))
-    lower, upper = calc.group_drop_bounds(q, w.group_size)
+    lower, upper = calc.group_drop_bounds(q, g)
     add(3, "exceedance", q, "share", f"q(L,K) = ∫_K^(K+1) S(vL) dv at K={K} (max_versions_kept)")
-    add(3, "group_drop_upper", float(upper), "share", f"1-(1-q)^g = 1-(1-{q:.4g})^{w.group_size} (independent durations)")
+    add(3, "group_drop_upper", float(upper), "share", f"1-(1-q)^g = 1-(1-{q:.4g})^{g} (independent durations)")
     add(3, "group_drop_lower", float(lower), "share", "q (comonotone durations)")
-    return out
 
 
 def _startup(inst: Instance, L: float, occ: calc.Occupancy, add) -> None:

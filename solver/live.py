@@ -37,9 +37,9 @@ class LiveModel:
         self.inst, self.pairs = inst, pairs
         self.keys = pairs.keys()
         self.row_of = {key: row for row, key in enumerate(self.keys)}
-        self.block_rows: dict[tuple[float, int], int] = {}  # key of a built block -> its row in self.pairs
+        self.block_rows: dict[tuple[float, int, int], int] = {}  # key of a built block -> its row in self.pairs
         self._highs: HighsModel | None = None
-        self._open: dict[tuple[float, int], int] = {}  # key -> upper bound of its z, as HiGHS holds it
+        self._open: dict[tuple[float, int, int], int] = {}  # key -> upper bound of its z, as HiGHS holds it
         self._dirty = True  # blocks were added since the global rows were last built
         self._objective: str | None = None
         self._caps: list = []  # this solve's (kind, limit) restrictions

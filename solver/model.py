@@ -63,7 +63,7 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=
     return m
 
 
-def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int]) -> pyo.Block:
+def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int, int]) -> pyo.Block:
     """Build the block of pair ``key`` (row p of m.pairs): its decisions, every constraint family of
     MODEL.md §3, its cost terms."""
     blk = pyo.Block(concrete=True)
@@ -271,7 +271,7 @@ def add_cost_terms(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     blk.makespan = pyo.Expression(expr=blk.k["makespan"][None] * blk.z)
 
 
-def refresh_globals(m: pyo.ConcreteModel) -> list:
+def refresh_globals(m: pyo.ConcreteModel) -> tuple[list, list]:
     """The rows spanning the built pairs, rebuilt after blocks are added; returns (removed, added) rows.
 
     One selection: Σ_p z_p = 1. MODEL §3.8 budgets (rows always present in a reusable model; an unset

@@ -11,10 +11,12 @@ more are a small LP per scenario (one in all when no factor reaches a host field
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.optimize import linprog
 
-from models.instance import Instance
+from models.instance import Instance, NodeType, VmType
 from models.result import Plan
 
 _HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
@@ -27,8 +29,9 @@ def _hosts(inst: Instance, plan: Plan, scen, active: list[int]) -> list[dict]:
     counts = {("node", c.type): c.count for c in plan.local_nodes} | {("vm", c.type): c.count for c in plan.cloud_vms}
     u = v("environment.utilisation_cap", env.utilisation_cap)
     out = []
-    for kind, hosts, where in (("node", env.node_types, "environment.node_types"),
-                               ("vm", env.cloud.vm_types, "environment.cloud.vm_types")):
+    groups: tuple[tuple[str, Sequence[NodeType | VmType], str], ...] = (
+        ("node", env.node_types, "environment.node_types"), ("vm", env.cloud.vm_types, "environment.cloud.vm_types"))
+    for kind, hosts, where in groups:
         for i, host in enumerate(hosts):
             count = counts.get((kind, host.name), 0)
             runs = [j for j in active if env.backends[j].name in host.density]
@@ -85,20 +88,23 @@ def _lp(hosts: list[dict], shares: dict[int, float], eligible: dict[int, np.ndar
         row = np.zeros(theta + 1)
         row[[c for c, (n, jj) in enumerate(cells) if jj == j]] = -1.0
         row[theta] = share
-        A.append(row), b.append(0.0)
+        A.append(row)
+        b.append(0.0)
         vm_cells = [c for c, (n, jj) in enumerate(cells) if jj == j and used[n]["kind"] == "vm"]
         if vm_cells:  # eligible: Σ_v c_vb - eligible_b·share_b·θ <= 0
             row = np.zeros(theta + 1)
             row[vm_cells] = 1.0
             row[theta] = -float(eligible[j][s]) * share
-            A.append(row), b.append(0.0)
+            A.append(row)
+            b.append(0.0)
     for n, h in enumerate(used):  # host rows: Σ_b load·placed <= count·capacity
         for capacity, load in h["rows"]:
             row = np.zeros(theta + 1)
             for c, (nn, j) in enumerate(cells):
                 if nn == n:
                     row[c] = float(load[j][s])
-            A.append(row), b.append(h["count"] * float(capacity[s]))
+            A.append(row)
+            b.append(h["count"] * float(capacity[s]))
     objective = np.zeros(theta + 1)
     objective[theta] = -1.0
     res = linprog(objective, A_ub=np.array(A), b_ub=np.array(b), bounds=(0, None), method="highs")

@@ -135,7 +135,7 @@ class Planner:
         if status is None:  # the time limit ran out before HiGHS was started
             status = Status.TIME_LIMIT if clock.expired() else Status.INFEASIBLE
         if search is None or search.values is None:
-            messages = {Status.INFEASIBLE: "no plan meets every constraint",
+            messages: dict[str, str] = {Status.INFEASIBLE: "no plan meets every constraint",
                     Status.TIME_LIMIT: "time limit reached before any plan was found", Status.ERROR: "HiGHS failed"}
             return Result(instance=self.inst.name, status=status, objective=objective, message=messages[status],
                           timings=timings_of(clock, search, highs_before))

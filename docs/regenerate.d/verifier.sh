@@ -1,0 +1,16 @@
+# docs/verifier.md: the plan the old reading of MODEL §3.5 returned, rejected by the verifier.
+show docs/verifier/old-reading.txt "$(cat <<'SNIPPET'
+python - <<'EOF'
+from models.edits import load_edited
+from models.result import Count
+from solver.solve import solve_instance
+from solver.verify import verify_plan
+from tests.plans import recosted
+from tests.test_mixed_backends import MIXED, SEED
+inst = load_edited(SEED, MIXED)
+plan = solve_instance(inst).plan
+old = recosted(inst, plan, local_nodes=[Count(type="standard", count=13)])
+print("\n".join(verify_plan(inst, old).violations))
+EOF
+SNIPPET
+)"
