@@ -113,7 +113,7 @@ def stand_in(path, objective=None, time_limit=None, label=None) -> dict:
 
 
 @pytest.mark.parametrize("deadline, expected", [
-    ("2000s", "feasible with deadline ≥ 0.03 d (2,160 s)"),  # 144 iterations at the shortest cadence, 15 s
+    ("2000s", "feasible with deadline ≥ 0.025 d (2,160 s)"),  # 144 iterations at the shortest cadence, 15 s
     (100, "schedule.deadline: 100 is read as 100 s (under an hour); did you mean 100d?"),
 ])
 def test_infeasible_rows_carry_the_top_fix_and_unit_warnings(tmp_path, deadline, expected):
