@@ -72,11 +72,11 @@ def summary_row(task: Task, payload: dict) -> dict:
 
 def top_fix(diagnosis: dict | None) -> list[str]:
     """What a summary row says of an infeasible result: the first single change the diagnosis found that
-    restores a plan, and its notes (implausible units)."""
+    restores a plan, and the loader's notes on implausible units."""
     if not diagnosis:
         return []
     fixes = [c["change"] for c in diagnosis.get("changes", []) if c.get("value") is not None]
-    return ([f"feasible with {fixes[0]}"] if fixes else []) + list(diagnosis.get("notes", []))
+    return ([f"feasible with {fixes[0]}"] if fixes else []) + list(diagnosis.get("unit_notes", []))
 
 
 def write_summaries(out: Path, tasks: Sequence[Task], rows_by_task: dict[Task, dict]) -> list[dict]:

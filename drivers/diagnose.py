@@ -129,6 +129,8 @@ def diagnosed(inst: Instance, result: Result, depth: str = "full", clock: Stopwa
     else:
         diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)
     diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
+    if notes:
+        diagnosis["unit_notes"] = list(notes)
     return result.model_copy(update={"diagnosis": diagnosis})
 
 
