@@ -266,13 +266,11 @@ def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spar
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)
     update = calc.update_time(t.update_time, counts * t.gpus_per_group)
-    pool = inst.pool(t.pool)
-    rate = max((inst.inference.availability * s.tokens_per_gpu_s for s in inst.inference.shapes if s.pool == pool.name),
-               default=0.0)  # tokens/s a training GPU would give back to inference at best (K slowdown ignored: an upper bound)
+    rate = _training_pool_rate(inst, d.kept)
     rows_at, rows_k, rows_m, rows_span = [], [], [], []
     for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
         fewest = int(d.groups[i])
-        extra = np.inf if rate == 0 else spare / (rate * t.gpus_per_group)  # groups the pool could still give up
+        extra = np.inf if rate[j] == 0 else spare / (rate[j] * t.gpus_per_group)  # groups the pool could still give up
         options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
         u = update[options - lo]
         best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
@@ -287,6 +285,16 @@ def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spar
             rejected["deadline"] = rejected.get("deadline", 0) + 1
     return (np.array(rows_at, dtype=int), np.array(rows_k, dtype=int), np.array(rows_m, dtype=int),
             np.array(rows_span, dtype=float))
+
+
+def _training_pool_rate(inst: Instance, kept: np.ndarray) -> np.ndarray:
+    """(K,): tokens/s one GPU of the training pool gives its best shape with K versions resident — the
+    rate :func:`best_supply` counts per free GPU, so ``spare / rate`` is exactly the GPUs the bound can spare
+    (a rate that ignored the slowdown would be too high and cut group counts the bound admits)."""
+    a, pool, shapes = inst.inference.availability, inst.training.pool, inst.inference.shapes
+    mult = supply_multipliers(inst, kept)
+    rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
+    return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
 
 
 def _undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None = None) -> np.ndarray:
