@@ -125,14 +125,11 @@ def small_instances(draw) -> dict:
         },
     }
     # MODEL §8 start-up and §4 reserved pools, drawn last so the draws above keep their examples.
-    # Reserved pools are likelier with the start-up counted: extra groups then shorten T at no extra $/h,
-    # the case where the group-count expansion (solver/pairs.py) must list every count the pool admits.
-    startup = draw(st.floats(0, 1)) < 0.3
-    if startup:
+    if draw(st.floats(0, 1)) < 0.3:
         data["schedule"]["count_startup"] = True
         data["schedule"]["deadline"] = deadline * draw(st.sampled_from([1.0, 1.5]))
     for pool in pools:
-        if draw(st.floats(0, 1)) < (0.6 if startup else 0.25):
+        if draw(st.floats(0, 1)) < 0.25:
             pool["billing"] = "reserved"
     return data
 
