@@ -246,14 +246,18 @@ def supply_multipliers(inst: Instance, kept: np.ndarray) -> np.ndarray:
 def best_supply(inst: Instance, groups: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """(cadence, K) tokens/s with every pool filled by its best shape beside ``groups`` training groups
     (per cadence): the pool-capacity bound, which a pair's token demand must not exceed."""
-    a, shapes = inst.inference.availability, inst.inference.shapes
-    mult = supply_multipliers(inst, kept)
     best = np.zeros((np.asarray(groups).size, np.asarray(kept).size))
     for pool in inst.gpu_pools:
-        rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool.name]
-        if rates:
-            best += calc.free_gpus(inst, pool, groups)[:, None] * np.max(rates, axis=0)[None, :]
+        best += calc.free_gpus(inst, pool, groups)[:, None] * pool_rate(inst, pool.name, kept)[None, :]
     return best
+
+
+def pool_rate(inst: Instance, pool: str, kept: np.ndarray) -> np.ndarray:
+    """(K,): tokens/s one GPU of ``pool`` gives with its best shape and K versions resident (0 with no shape)."""
+    a, shapes = inst.inference.availability, inst.inference.shapes
+    mult = supply_multipliers(inst, kept)
+    rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
+    return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
 
 
 def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray,
@@ -266,13 +270,13 @@ def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spar
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)
     update = calc.update_time(t.update_time, counts * t.gpus_per_group)
-    pool = inst.pool(t.pool)
-    rate = max((inst.inference.availability * s.tokens_per_gpu_s for s in inst.inference.shapes if s.pool == pool.name),
-               default=0.0)  # tokens/s a training GPU would give back to inference at best (K slowdown ignored: an upper bound)
+    # The rate best_supply counts per free training-pool GPU at each K, slowdown included: spare / rate is then
+    # exactly the GPUs the bound can spare (a higher rate would cut group counts the bound admits).
+    rate = pool_rate(inst, t.pool, d.kept)
     rows_at, rows_k, rows_m, rows_span = [], [], [], []
     for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
         fewest = int(d.groups[i])
-        extra = np.inf if rate == 0 else spare / (rate * t.gpus_per_group)  # groups the pool could still give up
+        extra = np.inf if rate[j] == 0 else spare / (rate[j] * t.gpus_per_group)  # groups the pool could still give up
         options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
         u = update[options - lo]
         best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
