@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
+from drivers import batch as driver
 from models.edits import apply_edit
 from models.load import read_document
-from drivers import batch as driver
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 
@@ -76,16 +76,23 @@ def run_once(inputs: Path, out: Path, workers: int) -> dict:
     clock = time.perf_counter()
     arrivals: list[float] = []
     tasks = driver.plan_tasks(driver.discover([str(inputs)], exclude=out))
-    report = driver.run_batch(tasks, out, workers=workers,
-                              on_progress=lambda tally: arrivals.append(time.perf_counter()))
+    report = driver.run_batch(
+        tasks, out, workers=workers, on_progress=lambda tally: arrivals.append(time.perf_counter())
+    )
     wall = time.perf_counter() - clock
     solve = sum(row["solve_seconds"] for row in report.rows)
     statuses = {row["status"] for row in report.rows}
     if statuses != {"optimal"} or len(report.rows) != len(tasks):
         raise SystemExit(f"bench inputs must all solve: got {statuses}, {len(report.rows)} of {len(tasks)} rows")
-    return {"wall": wall, "solve": solve, "n": len(tasks), "load1": os.getloadavg()[0], "first": arrivals[1] - clock,
-            "parent_cpu": cpu_seconds(resource.RUSAGE_SELF) - parent,
-            "worker_cpu": cpu_seconds(resource.RUSAGE_CHILDREN) - children}
+    return {
+        "wall": wall,
+        "solve": solve,
+        "n": len(tasks),
+        "load1": os.getloadavg()[0],
+        "first": arrivals[1] - clock,
+        "parent_cpu": cpu_seconds(resource.RUSAGE_SELF) - parent,
+        "worker_cpu": cpu_seconds(resource.RUSAGE_CHILDREN) - children,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -106,27 +113,40 @@ def main(argv: list[str] | None = None) -> None:
             for workers in args.workers:
                 runs[workers].append(run_once(inputs, Path(tmp) / f"out-{workers}-{repeat}", workers))
                 last = runs[workers][-1]
-                print(f"  repeat {repeat + 1}, {workers} worker(s): {last['wall']:.2f} s wall, "
-                      f"{last['solve']:.2f} s solving", file=sys.stderr)
+                print(
+                    f"  repeat {repeat + 1}, {workers} worker(s): {last['wall']:.2f} s wall, "
+                    f"{last['solve']:.2f} s solving",
+                    file=sys.stderr,
+                )
 
     base = statistics.median(r["wall"] for r in runs[args.workers[0]]) * args.workers[0]
     print(f"{args.count} seed variants, median of {args.repeats} run(s), {os.cpu_count()} cores")
-    print(f"{'workers':>7} {'wall s':>8} {'inst/s':>8} {'speedup':>8} {'efficiency':>10} {'solve s':>8} "
-          f"{'overhead':>9} {'1st result s':>12} {'worker cpu s':>12} {'parent cpu s':>12} {'load':>5}")
+    print(
+        f"{'workers':>7} {'wall s':>8} {'inst/s':>8} {'speedup':>8} {'efficiency':>10} {'solve s':>8} "
+        f"{'overhead':>9} {'1st result s':>12} {'worker cpu s':>12} {'parent cpu s':>12} {'load':>5}"
+    )
     for workers, group in runs.items():
         wall = statistics.median(r["wall"] for r in group)
         speedup = base / wall
         overhead = statistics.median((r["wall"] * workers - r["solve"]) / r["solve"] for r in group)
-        median = {key: statistics.median(r[key] for r in group)
-                  for key in ("solve", "first", "worker_cpu", "parent_cpu", "load1")}
-        print(f"{workers:>7} {wall:>8.2f} {args.count / wall:>8.2f} {speedup:>7.2f}x {speedup / workers:>10.1%} "
-              f"{median['solve']:>8.2f} {overhead:>9.1%} {median['first']:>12.2f} {median['worker_cpu']:>12.2f} "
-              f"{median['parent_cpu']:>12.2f} {median['load1']:>5.2f}")
-    print("CPU ceiling before the runs (pure-Python spin, n processes vs one, ideal n): "
-          + ", ".join(f"{w} -> {c:.2f}x" for w, c in ceiling.items()))
-    print("overhead = (wall x workers - solve) / solve; solve = the workers' own load+build+HiGHS+extract+verify"
-          " seconds;\n1st result = batch start to first result (worker start-up); load = 1-minute load average"
-          " after the run (other processes included)")
+        median = {
+            key: statistics.median(r[key] for r in group)
+            for key in ("solve", "first", "worker_cpu", "parent_cpu", "load1")
+        }
+        print(
+            f"{workers:>7} {wall:>8.2f} {args.count / wall:>8.2f} {speedup:>7.2f}x {speedup / workers:>10.1%} "
+            f"{median['solve']:>8.2f} {overhead:>9.1%} {median['first']:>12.2f} {median['worker_cpu']:>12.2f} "
+            f"{median['parent_cpu']:>12.2f} {median['load1']:>5.2f}"
+        )
+    print(
+        "CPU ceiling before the runs (pure-Python spin, n processes vs one, ideal n): "
+        + ", ".join(f"{w} -> {c:.2f}x" for w, c in ceiling.items())
+    )
+    print(
+        "overhead = (wall x workers - solve) / solve; solve = the workers' own load+build+HiGHS+extract+verify"
+        " seconds;\n1st result = batch start to first result (worker start-up); load = 1-minute load average"
+        " after the run (other processes included)"
+    )
     if args.json:
         print(json.dumps(runs, indent=2))
 

@@ -31,19 +31,35 @@ def run(rows: int, repeats: int) -> None:
         tpath, spath = Path(folder) / "trajectories.csv", Path(folder) / "steps.csv"
         write_csv(tpath, traj)
         write_csv(spath, steps)
-        print(f"{traj['start'].size:,} trajectory rows, {steps['iteration'].size} step rows "
-              f"({tpath.stat().st_size / 1e6:,.0f} MB CSV)")
+        print(
+            f"{traj['start'].size:,} trajectory rows, {steps['iteration'].size} step rows "
+            f"({tpath.stat().st_size / 1e6:,.0f} MB CSV)"
+        )
         times = []
         for _ in range(repeats):
             began = time.perf_counter()
-            result = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tpath), "--steps", str(spath),
-                                               "--into", str(ROOT / "instances/seed-week-75.yaml"),
-                                               "-o", str(Path(folder) / "out.yaml"), "--json"])
+            result = CliRunner().invoke(
+                main,
+                [
+                    "calibrate",
+                    "--trajectories",
+                    str(tpath),
+                    "--steps",
+                    str(spath),
+                    "--into",
+                    str(ROOT / "instances/seed-week-75.yaml"),
+                    "-o",
+                    str(Path(folder) / "out.yaml"),
+                    "--json",
+                ],
+            )
             times.append(time.perf_counter() - began)
             if result.exit_code != 0:
                 raise SystemExit(f"calibrate failed ({result.exit_code}): {result.output}")
-        print(f"calibrate: median {statistics.median(times):.2f} s over {repeats} runs "
-              f"({', '.join(f'{t:.2f}' for t in times)})")
+        print(
+            f"calibrate: median {statistics.median(times):.2f} s over {repeats} runs "
+            f"({', '.join(f'{t:.2f}' for t in times)})"
+        )
 
 
 if __name__ == "__main__":

@@ -29,12 +29,19 @@ def whole_command(edits: list[str], repeat: int) -> tuple[float, float, str]:
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "solve", str(INSTANCE), "--confidence", "0.9",
-                               *edits], capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "cli.py"), "solve", str(INSTANCE), "--confidence", "0.9", *edits],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT)},
+        )
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        first = (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else f"exit {done.returncode}"
+        first = (
+            (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else f"exit {done.returncode}"
+        )
     return statistics.median(walls), statistics.median(cpus), first
 
 
@@ -52,13 +59,24 @@ def growth(samples: int) -> dict:
     result = planner.solve()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     blocks = planner.confidence.blocks
-    edges = dominance_edges(blocks.req, np.unique(planner.pairs.kept), blocks.allowed, float(planner.pairs.cadence.max()))
+    edges = dominance_edges(
+        blocks.req, np.unique(planner.pairs.kept), blocks.allowed, float(planner.pairs.cadence.max())
+    )
     size = result.model_size or {}
-    return {"S": samples, "groups": int(blocks.req.weight.size), "edges": len(edges), "columns": size.get("variables"),
-            "rows": size.get("rows"), "pairs built": size.get("pairs_built"), "HiGHS runs": size.get("highs_runs"),
-            "HiGHS wall s": round(result.timings.highs, 2), "solve wall s": round(seconds, 2),
-            "solve CPU s": round(cpu, 2), "status": str(result.status),
-            "total cost": round(result.objective_value or 0.0, 2)}
+    return {
+        "S": samples,
+        "groups": int(blocks.req.weight.size),
+        "edges": len(edges),
+        "columns": size.get("variables"),
+        "rows": size.get("rows"),
+        "pairs built": size.get("pairs_built"),
+        "HiGHS runs": size.get("highs_runs"),
+        "HiGHS wall s": round(result.timings.highs, 2),
+        "solve wall s": round(seconds, 2),
+        "solve CPU s": round(cpu, 2),
+        "status": str(result.status),
+        "total cost": round(result.objective_value or 0.0, 2),
+    }
 
 
 def main() -> None:
@@ -67,8 +85,10 @@ def main() -> None:
     args = parser.parse_args()
     for label, edits in (("bundled (lifetimes sigma 0.2)", []), ("lifetimes sigma 0.1", REACHABLE)):
         wall, cpu, first = whole_command(edits, args.repeat)
-        print(f"solve --confidence 0.9, S = 1,000, {label}: median wall {wall:.2f} s, CPU {cpu:.2f} s "
-              f"({args.repeat} runs) -> {first}")
+        print(
+            f"solve --confidence 0.9, S = 1,000, {label}: median wall {wall:.2f} s, CPU {cpu:.2f} s "
+            f"({args.repeat} runs) -> {first}"
+        )
     rows = [growth(s) for s in (100, 300, 1000)]
     print(" | ".join(rows[0]))
     for row in rows:

@@ -65,24 +65,36 @@ def main() -> None:
     args = parser.parse_args()
     paths = [p for p in infeasible_instances() if not args.only or p.stem in args.only]
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    for label, code in (("import cli", "import cli"),
-                        ("imports of solve", "import cli, commands.plan, solver.solve, drivers.diagnose")):
+    for label, code in (
+        ("import cli", "import cli"),
+        ("imports of solve", "import cli, commands.plan, solver.solve, drivers.diagnose"),
+    ):
         floor = [run([sys.executable, "-c", code]) for _ in range(args.repeats)]
-        print(f"floor, {label}: median {statistics.median(w for w, _ in floor):.2f} s wall, "
-              f"{statistics.median(c for _, c in floor):.2f} s CPU")
+        print(
+            f"floor, {label}: median {statistics.median(w for w, _ in floor):.2f} s wall, "
+            f"{statistics.median(c for _, c in floor):.2f} s CPU"
+        )
     rows = []
     for path in paths:
         runs = [run([sys.executable, "cli.py", "solve", str(path.relative_to(ROOT))]) for _ in range(args.repeats)]
-        rows.append((path.relative_to(ROOT), statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs),
-                     *diagnosis_alone(path)))
+        rows.append(
+            (
+                path.relative_to(ROOT),
+                statistics.median(w for w, _ in runs),
+                statistics.median(c for _, c in runs),
+                *diagnosis_alone(path),
+            )
+        )
     print(f"{'instance':46} {'wall median':>12} {'CPU median':>11} {'re-solves':>10} {'diagnosis CPU':>14}")
     for name, wall, cpu, solves, alone in sorted(rows, key=lambda r: -r[1]):
         print(f"{str(name):46} {wall:11.2f}s {cpu:10.2f}s {solves:10d} {alone:13.2f}s")
     if rows:
         name, wall, cpu, _, _ = max(rows, key=lambda r: r[1])
         verdict = "meets" if wall <= TARGET_S else "misses"
-        print(f"slowest: {name} {wall:.2f} s wall ({cpu:.2f} s CPU), {verdict} the {TARGET_S:g} s target "
-              f"(median of {args.repeats}; load average now {os.getloadavg()[0]:.2f})")
+        print(
+            f"slowest: {name} {wall:.2f} s wall ({cpu:.2f} s CPU), {verdict} the {TARGET_S:g} s target "
+            f"(median of {args.repeats}; load average now {os.getloadavg()[0]:.2f})"
+        )
 
 
 if __name__ == "__main__":

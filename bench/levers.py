@@ -34,12 +34,15 @@ def main() -> None:
         start = time.perf_counter()
         found = levers(inst, result)
         seconds.append(time.perf_counter() - start)
-    print(f"levers of {inst.name}: {len(found.items)} levers, {found.solves} re-solves per call, "
-          f"{args.rounds} rounds")
-    print(f"  median {statistics.median(seconds):.3f} s (min {min(seconds):.3f}, max {max(seconds):.3f}); "
-          f"target ≤ 1 s on the seed baseline")
-    print(f"  per re-solve: median {statistics.median(seconds) / found.solves * 1000:.1f} ms; "
-          f"1-minute load average after the runs {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"levers of {inst.name}: {len(found.items)} levers, {found.solves} re-solves per call, {args.rounds} rounds")
+    print(
+        f"  median {statistics.median(seconds):.3f} s (min {min(seconds):.3f}, max {max(seconds):.3f}); "
+        f"target ≤ 1 s on the seed baseline"
+    )
+    print(
+        f"  per re-solve: median {statistics.median(seconds) / found.solves * 1000:.1f} ms; "
+        f"1-minute load average after the runs {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

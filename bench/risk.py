@@ -49,8 +49,12 @@ def command_seconds(instance: Path, samples: int, repeats: int) -> tuple[float, 
     times = []
     for _ in range(repeats):
         clock = time.perf_counter()
-        proc = subprocess.run([sys.executable, "cli.py", "risk", str(instance), "--samples", str(samples), "--json"],
-                              cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "cli.py", "risk", str(instance), "--samples", str(samples), "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         times.append(time.perf_counter() - clock)
         if proc.returncode != 0:
             raise SystemExit(f"risk failed ({proc.returncode}): {proc.stderr}")
@@ -61,13 +65,18 @@ def command_seconds(instance: Path, samples: int, repeats: int) -> tuple[float, 
 # The chance-constrained solve (`solve --confidence 0.9`, S = 1,000 scenarios, target <= 10 s for the whole
 # command); bench/confidence.py measures it further (CPU time, a reachable variant, growth with S).
 
+
 def confidence_seconds(instance: Path, repeats: int) -> tuple[float, list[float]] | None:
     """Whole-command time of `solve INSTANCE --confidence 0.9 --json` with the instance's S (1,000 bundled)."""
     times = []
     for _ in range(repeats):
         clock = time.perf_counter()
-        proc = subprocess.run([sys.executable, "cli.py", "solve", str(instance), "--confidence", "0.9", "--json"],
-                              cwd=ROOT, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "cli.py", "solve", str(instance), "--confidence", "0.9", "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         times.append(time.perf_counter() - clock)
         if proc.returncode not in (0, 3):  # 3: no plan reaches the confidence (the bundled instance at 0.9)
             raise SystemExit(f"solve --confidence failed ({proc.returncode}): {proc.stderr}")
@@ -83,8 +92,14 @@ def main() -> None:
     inst = load_instance(args.instance)
     plan = solve_instance(inst).plan
     med, runs, outcome = timed(lambda: sc.evaluate(inst, plan, sc.draw(inst, args.samples)), args.repeats)
-    report = {"instance": inst.name, "samples": args.samples, "repeats": args.repeats,
-              "scenarios_s": med, "scenarios_runs_s": runs, "on_time_share": float(outcome.on_time.mean())}
+    report = {
+        "instance": inst.name,
+        "samples": args.samples,
+        "repeats": args.repeats,
+        "scenarios_s": med,
+        "scenarios_runs_s": runs,
+        "on_time_share": float(outcome.on_time.mean()),
+    }
     med, runs, _ = timed(lambda: assess(inst, plan, args.samples), args.repeats)
     report |= {"assess_s": med, "assess_runs_s": runs}
     med, runs = command_seconds(args.instance, args.samples, args.repeats)

@@ -54,15 +54,22 @@ def child(plan_file: str, iterations: int | None, replications: int, workers: in
     plan = read_plan(plan_file)
     metrics = checked_metrics(inst, plan, plan_file)
     cpu0, clock = cpu_seconds(resource.RUSAGE_SELF), time.perf_counter()
-    report = simulate_plan(inst, plan, metrics=metrics, replications=replications, iterations=iterations,
-                           workers=workers)
+    report = simulate_plan(
+        inst, plan, metrics=metrics, replications=replications, iterations=iterations, workers=workers
+    )
     wall = time.perf_counter() - clock
     cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0 + cpu_seconds(resource.RUSAGE_CHILDREN)
     attempts = sum(r["attempts_launched"] for r in report.runs)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_mb(resource.RUSAGE_SELF),
-            "worker_peak_mb": peak_mb(resource.RUSAGE_CHILDREN) if workers else None,
-            "attempts": attempts, "iterations": report.iterations, "replications": replications,
-            "makespan_s": report.simulated["makespan_s"]}
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_mb": peak_mb(resource.RUSAGE_SELF),
+        "worker_peak_mb": peak_mb(resource.RUSAGE_CHILDREN) if workers else None,
+        "attempts": attempts,
+        "iterations": report.iterations,
+        "replications": replications,
+        "makespan_s": report.simulated["makespan_s"],
+    }
 
 
 def measure(plan_file: Path, iterations: int | None, replications: int, workers: int | None) -> dict:
@@ -110,8 +117,14 @@ def main() -> None:
         return
     args.workers = args.workers or 2
     cases = [(f"seed week, {n:,} iterations, 1 replication", n, 1, None) for n in args.iterations]
-    cases.append((f"seed week, {args.replications} replications on {args.workers} workers", None,
-                  args.replications, args.workers))
+    cases.append(
+        (
+            f"seed week, {args.replications} replications on {args.workers} workers",
+            None,
+            args.replications,
+            args.workers,
+        )
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         plan_file = solve_seed(Path(tmp))
@@ -122,13 +135,17 @@ def main() -> None:
     if args.json:
         print(json.dumps({"load_average": load, "rows": rows}, indent=2))
         return
-    print(f"load average before the runs: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; "
-          f"medians of {args.repeats} runs")
+    print(
+        f"load average before the runs: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; "
+        f"medians of {args.repeats} runs"
+    )
     print(f"{'case':<48} {'attempts':>11} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'worker MB':>9}")
     for row in rows:
         worker = "" if row["worker_peak_mb"] is None else f"{row['worker_peak_mb']:.0f}"
-        print(f"{row['case']:<48} {row['attempts']:>11,} {row['wall_s']:>7.2f} {row['cpu_s']:>7.2f} "
-              f"{row['peak_mb']:>8.0f} {worker:>9}")
+        print(
+            f"{row['case']:<48} {row['attempts']:>11,} {row['wall_s']:>7.2f} {row['cpu_s']:>7.2f} "
+            f"{row['peak_mb']:>8.0f} {worker:>9}"
+        )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,14 @@ def in_process(path: Path, objective: str, repeats: int) -> dict:
         result = Planner(load_instance(path)).solve(objective)
         walls.append(time.perf_counter() - start)
     size = result.model_size or {}
-    return {"wall": statistics.median(walls), "value": result.objective_value, "status": result.status,
-            "pairs": size.get("pairs", 0), "built": size.get("pairs_built", 0), "highs": result.timings.highs}
+    return {
+        "wall": statistics.median(walls),
+        "value": result.objective_value,
+        "status": result.status,
+        "pairs": size.get("pairs", 0),
+        "built": size.get("pairs_built", 0),
+        "highs": result.timings.highs,
+    }
 
 
 def enumerate_grid(path: Path, objective: str) -> tuple[float, float | None, int]:
@@ -96,17 +102,22 @@ def instances(only: list[str]) -> list[Path]:
 def per_instance(repeats: int, enumerated: set[str] | None, only: list[str]) -> None:
     """``enumerated``: the instances also enumerated (None: all of them)."""
     enumerate_any = enumerated is None or bool(enumerated)
-    print(f"{'instance':28s} {'status':10s} {'pairs built/admissible':>23s} {'MIP s':>8s} {'HiGHS s':>8s}"
-          + (f" {'enumeration s':>14s} {'ratio':>7s} {'same optimum':>13s}" if enumerate_any else ""))
+    print(
+        f"{'instance':28s} {'status':10s} {'pairs built/admissible':>23s} {'MIP s':>8s} {'HiGHS s':>8s}"
+        + (f" {'enumeration s':>14s} {'ratio':>7s} {'same optimum':>13s}" if enumerate_any else "")
+    )
     for path in instances(only):
         enumerate_too = enumerated is None or path.stem in enumerated
         mip = in_process(path, "total_cost", repeats)
-        line = (f"{path.stem:28s} {mip['status']:10s} {mip['built']:>11d}/{mip['pairs']:<11d} "
-                f"{mip['wall']:8.3f} {mip['highs']:8.3f}")
+        line = (
+            f"{path.stem:28s} {mip['status']:10s} {mip['built']:>11d}/{mip['pairs']:<11d} "
+            f"{mip['wall']:8.3f} {mip['highs']:8.3f}"
+        )
         if enumerate_too and mip["pairs"]:
             seconds, best, points = enumerate_grid(path, "total_cost")
             same = (best is None and mip["value"] is None) or (
-                best is not None and mip["value"] is not None and abs(best - mip["value"]) <= 1e-9 * abs(best))
+                best is not None and mip["value"] is not None and abs(best - mip["value"]) <= 1e-9 * abs(best)
+            )
             line += f" {seconds:14.2f} {seconds / mip['wall']:6.0f}x {str(same):>13s}"
         print(line, flush=True)
 
@@ -115,7 +126,9 @@ def highs_settings(repeats: int) -> None:
     variants = {
         "tuned (as shipped)": ({}, None),
         "stock HiGHS (presolve on, heuristics on)": (
-            {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05, "presolve_rule_off": 0}, "on"),
+            {"mip_heuristic_run_feasibility_jump": True, "mip_heuristic_effort": 0.05, "presolve_rule_off": 0},
+            "on",
+        ),
         "with presolve probing and enumeration": ({"presolve_rule_off": 0}, None),
         "presolve off everywhere": ({}, "off"),
     }
@@ -127,15 +140,20 @@ def highs_settings(repeats: int) -> None:
             if presolve is not None:
                 for stage in highs_module.STAGE_OPTIONS.values():
                     stage["presolve"] = presolve
-            cells = [in_process(path, objective, repeats)["highs"] for path in (SEED, INSTANCES / "large-three-pools.yaml")
-                     for objective in ("total_cost", "makespan")]
+            cells = [
+                in_process(path, objective, repeats)["highs"]
+                for path in (SEED, INSTANCES / "large-three-pools.yaml")
+                for objective in ("total_cost", "makespan")
+            ]
         finally:
             highs_module.OPTIONS.clear()
             highs_module.OPTIONS.update(saved_base)
             for key, value in saved_stage.items():
                 highs_module.STAGE_OPTIONS[key] = value
-        print(f"{name:42s} seed total {cells[0]:.4f}  seed makespan {cells[1]:.4f}  "
-              f"large total {cells[2]:.4f}  large makespan {cells[3]:.4f}")
+        print(
+            f"{name:42s} seed total {cells[0]:.4f}  seed makespan {cells[1]:.4f}  "
+            f"large total {cells[2]:.4f}  large makespan {cells[3]:.4f}"
+        )
 
 
 def probe_sizes(repeats: int) -> None:
@@ -162,11 +180,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-enumeration", action="store_true")
-    parser.add_argument("--enumerate", nargs="*", default=list(FOCUS), metavar="NAME",
-                        help="instances also enumerated (default: the acceptance ones; 'all': every one)")
+    parser.add_argument(
+        "--enumerate",
+        nargs="*",
+        default=list(FOCUS),
+        metavar="NAME",
+        help="instances also enumerated (default: the acceptance ones; 'all': every one)",
+    )
     parser.add_argument("--only", nargs="*", default=[], help="instance names (file stems) to measure")
-    parser.add_argument("--sections", nargs="*", default=["command", "instances", "highs", "probes"],
-                        choices=["command", "instances", "highs", "probes"])
+    parser.add_argument(
+        "--sections",
+        nargs="*",
+        default=["command", "instances", "highs", "probes"],
+        choices=["command", "instances", "highs", "probes"],
+    )
     args = parser.parse_args()
     n = args.repeats
     enumerated = set() if args.skip_enumeration else None if "all" in args.enumerate else set(args.enumerate)
@@ -175,15 +202,18 @@ def main() -> None:
         print(f"== whole commands (subprocess, median of {n} runs)")
         floor, floor_cpu = median_wall([sys.executable, "-c", "import pyomo.environ, highspy"], n)
         entry = shutil.which("trainground")
-        command, command_cpu = median_wall(([entry] if entry else [sys.executable, "cli.py"])
-                                           + ["solve", str(SEED.relative_to(ROOT))], n)
+        command, command_cpu = median_wall(
+            ([entry] if entry else [sys.executable, "cli.py"]) + ["solve", str(SEED.relative_to(ROOT))], n
+        )
         print(f"{'':37s} {'wall s':>8s} {'CPU s':>8s}")
         print(f"import pyomo + highspy only          {floor:8.3f} {floor_cpu:8.3f}")
         print(f"trainground solve seed-week-75.yaml  {command:8.3f} {command_cpu:8.3f}")
         print(f"ratio (target <= 1.4)                {command / floor:8.2f} {command_cpu / floor_cpu:8.2f}")
         print(f"1-minute load average after the runs {os.getloadavg()[0]:8.2f} (on {os.cpu_count()} cores)")
     if "instances" in args.sections:
-        print(f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)")
+        print(
+            f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)"
+        )
         per_instance(n, enumerated, args.only or [])
     if "highs" in args.sections:
         print("\n== HiGHS settings (median HiGHS seconds of one solve)")

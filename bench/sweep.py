@@ -60,17 +60,20 @@ def main() -> None:
     args = parser.parse_args()
     step = (args.high - args.low) / max(1, args.points - 1)
     axis = Axis(PATH, tuple(repr(round(args.low + i * step, 9)) for i in range(args.points)))
-    print(f"{args.points:,}-point sweep of {SEED.name}: {PATH} from {args.low:g} to {args.high:g}, "
-          f"{args.rounds} round(s)")
+    print(
+        f"{args.points:,}-point sweep of {SEED.name}: {PATH} from {args.low:g} to {args.high:g}, {args.rounds} round(s)"
+    )
     modes = ["reuse"] if args.skip_fresh else ["reuse", "fresh"]
     rounds: list[dict[str, dict]] = []
     for number in range(1, args.rounds + 1):
         runs = {}
-        for name in (modes if number % 2 else modes[::-1]):
+        for name in modes if number % 2 else modes[::-1]:
             run = runs[name] = measure(axis, reuse=name == "reuse")
-            print(f"  round {number} {name:5}: median {run['median_s'] * 1e3:6.2f} ms/point (p90 {run['p90_s'] * 1e3:.2f} ms), "
-                  f"HiGHS share median {run['highs_share_median']:.1%} (of all point time {run['highs_share_total']:.1%}), "
-                  f"wall {run['wall_s']:.1f} s, model builds {run['builds']:,}, statuses {run['statuses']}")
+            print(
+                f"  round {number} {name:5}: median {run['median_s'] * 1e3:6.2f} ms/point (p90 {run['p90_s'] * 1e3:.2f} ms), "
+                f"HiGHS share median {run['highs_share_median']:.1%} (of all point time {run['highs_share_total']:.1%}), "
+                f"wall {run['wall_s']:.1f} s, model builds {run['builds']:,}, statuses {run['statuses']}"
+            )
         rounds.append(runs)
     medians = {name: statistics.median(r[name]["median_s"] for r in rounds) for name in modes}
     walls = {name: statistics.median(r[name]["wall_s"] for r in rounds) for name in modes}
@@ -80,10 +83,14 @@ def main() -> None:
         ratios = [r["fresh"]["median_s"] / r["reuse"]["median_s"] for r in rounds]
         agree = all(
             (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-9 * abs(b))
-            for r in rounds for a, b in zip(r["reuse"]["values"], r["fresh"]["values"]))
-        print(f"  ratio: a fresh model per point takes {medians['fresh'] / medians['reuse']:.1f}x the median time of a "
-              f"reused one (rounds: {', '.join(f'{x:.1f}x' for x in ratios)}); objective values "
-              f"{'agree' if agree else 'DIFFER'} point by point")
+            for r in rounds
+            for a, b in zip(r["reuse"]["values"], r["fresh"]["values"])
+        )
+        print(
+            f"  ratio: a fresh model per point takes {medians['fresh'] / medians['reuse']:.1f}x the median time of a "
+            f"reused one (rounds: {', '.join(f'{x:.1f}x' for x in ratios)}); objective values "
+            f"{'agree' if agree else 'DIFFER'} point by point"
+        )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,14 @@ class Figure:
     note: str = ""
 
     def to_json(self) -> dict:
-        return {"value": _num(self.value), "interval": [_num(self.low), _num(self.high)], "rows": self.rows,
-                "unit": self.unit, "source": self.source, "note": self.note or None}
+        return {
+            "value": _num(self.value),
+            "interval": [_num(self.low), _num(self.high)],
+            "rows": self.rows,
+            "unit": self.unit,
+            "source": self.source,
+            "note": self.note or None,
+        }
 
     @property
     def relative_sd(self) -> float:

@@ -35,9 +35,15 @@ class OccupancyFit:
     samples: np.ndarray | None = None
 
     def to_json(self) -> dict:
-        return {"law": self.law, **{k: f.to_json() for k, f in self.figures.items()},
-                "ks_distance": self.distance, "ks_threshold": self.threshold, "censored_rows": self.censored,
-                "lognormal_rejected": self.law == "empirical", "if_running_dropped": self.dropped}
+        return {
+            "law": self.law,
+            **{k: f.to_json() for k, f in self.figures.items()},
+            "ks_distance": self.distance,
+            "ks_threshold": self.threshold,
+            "censored_rows": self.censored,
+            "lognormal_rejected": self.law == "empirical",
+            "if_running_dropped": self.dropped,
+        }
 
 
 @dataclass
@@ -62,14 +68,23 @@ class Calibration:
         def fig(f):
             return f.to_json() if f is not None else None
 
-        return {"trajectories": self.trajectories, "steps": self.steps, "occupancy": self.occupancy.to_json(),
-                "per_backend": {k: v.to_json() for k, v in self.per_backend.items()}, "backend_shares": self.shares,
-                "tokens_per_gpu_s": fig(self.tokens_per_gpu_s), "window": self.window,
-                "tokens_per_attempt": fig(self.tokens_per_attempt), "intake_rate": fig(self.intake),
-                "group_correlation": fig(self.correlation),
-                "update_time": self.update.to_json() if self.update else None,
-                "cadence": self.cadence.to_json() if self.cadence else None, "version_gaps": self.gaps,
-                "bottleneck": self.bottleneck, "notes": self.notes}
+        return {
+            "trajectories": self.trajectories,
+            "steps": self.steps,
+            "occupancy": self.occupancy.to_json(),
+            "per_backend": {k: v.to_json() for k, v in self.per_backend.items()},
+            "backend_shares": self.shares,
+            "tokens_per_gpu_s": fig(self.tokens_per_gpu_s),
+            "window": self.window,
+            "tokens_per_attempt": fig(self.tokens_per_attempt),
+            "intake_rate": fig(self.intake),
+            "group_correlation": fig(self.correlation),
+            "update_time": self.update.to_json() if self.update else None,
+            "cadence": self.cadence.to_json() if self.cadence else None,
+            "version_gaps": self.gaps,
+            "bottleneck": self.bottleneck,
+            "notes": self.notes,
+        }
 
 
 def fit_occupancy(data: lt.Lifetimes, source: str, rng: np.random.Generator, replicates: int) -> OccupancyFit:
@@ -82,28 +97,68 @@ def fit_occupancy(data: lt.Lifetimes, source: str, rng: np.random.Generator, rep
     if not lt.lognormal_rejected(distance, km.events):
         point = lt.figures_of(mu, sigma)
         draws = lt.figures_of(*lt.bootstrap_lognormal(data, replicates, rng, (mu, sigma)))
-        figures = {k: Figure(k, float(point[k]), *percentile_interval(draws[k]), rows, "s" if k != "sigma" else "ln s",
-                             source, f"lognormal MLE; {note}") for k in point}
-        return OccupancyFit("lognormal", figures, mu, sigma, distance, threshold, data.c.size, km,
-                            {k: float(dropped[k]) for k in ("median", "p99")}, data)
+        figures = {
+            k: Figure(
+                k,
+                float(point[k]),
+                *percentile_interval(draws[k]),
+                rows,
+                "s" if k != "sigma" else "ln s",
+                source,
+                f"lognormal MLE; {note}",
+            )
+            for k in point
+        }
+        return OccupancyFit(
+            "lognormal",
+            figures,
+            mu,
+            sigma,
+            distance,
+            threshold,
+            data.c.size,
+            km,
+            {k: float(dropped[k]) for k in ("median", "p99")},
+            data,
+        )
     quantiles = km.quantile(np.array([0.5, 0.99]))
     draws = lt.bootstrap_km(data, replicates, rng, (0.5, 0.99))
     why = f"Kaplan–Meier (lognormal rejected: distance {distance:.3f} > {threshold:.3f}); {note}"
-    figures = {"median": Figure("median", float(quantiles[0]), *percentile_interval(draws[:, 0]), rows, "s", source, why),
-               "p99": Figure("p99", float(quantiles[1]), *percentile_interval(draws[:, 1]), rows, "s", source, why),
-               "mean": Figure("mean", km.mean, None, None, rows, "s", source, "area under Kaplan–Meier")}
-    return OccupancyFit("empirical", figures, mu, sigma, distance, threshold, data.c.size, km,
-                        {k: float(dropped[k]) for k in ("median", "p99")}, data, lt.empirical_samples(km, SAMPLES))
+    figures = {
+        "median": Figure("median", float(quantiles[0]), *percentile_interval(draws[:, 0]), rows, "s", source, why),
+        "p99": Figure("p99", float(quantiles[1]), *percentile_interval(draws[:, 1]), rows, "s", source, why),
+        "mean": Figure("mean", km.mean, None, None, rows, "s", source, "area under Kaplan–Meier"),
+    }
+    return OccupancyFit(
+        "empirical",
+        figures,
+        mu,
+        sigma,
+        distance,
+        threshold,
+        data.c.size,
+        km,
+        {k: float(dropped[k]) for k in ("median", "p99")},
+        data,
+        lt.empirical_samples(km, SAMPLES),
+    )
 
 
-def calibrate(log: Trajectories, steps: Steps | None = None, into: Instance | None = None,
-              inference_gpus: int | None = None, replicates: int = REPLICATES, seed: int = SEED) -> Calibration:
+def calibrate(
+    log: Trajectories,
+    steps: Steps | None = None,
+    into: Instance | None = None,
+    inference_gpus: int | None = None,
+    replicates: int = REPLICATES,
+    seed: int = SEED,
+) -> Calibration:
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
     data = lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group)
     if data.x.size < MIN_ENDED:
-        raise InstanceError(log.file, [Problem("column 'end'", f"{data.x.size} attempt(s) ended: lifetimes need at "
-                                                               f"least {MIN_ENDED}")])
+        raise InstanceError(
+            log.file, [Problem("column 'end'", f"{data.x.size} attempt(s) ended: lifetimes need at least {MIN_ENDED}")]
+        )
     occupancy = fit_occupancy(data, source, rng, replicates)
     per_backend, shares = {}, {}
     if log.backends is not None:
@@ -124,9 +179,22 @@ def calibrate(log: Trajectories, steps: Steps | None = None, into: Instance | No
         if gaps and pace and pace.achieved:
             gaps["model_mean"] = occupancy.figures["mean"].value / pace.achieved.value + (1 if post else 0)
             gaps["model_p99"] = occupancy.figures["p99"].value / pace.achieved.value + (1 if post else 0)
-    result = Calibration(log.file, steps.file if steps else None, occupancy, per_backend, shares, throughput, window,
-                         tokens_per_attempt(log), intake(log, rng, replicates), group_correlation(log, rng, replicates),
-                         update, pace, gaps, None)
+    result = Calibration(
+        log.file,
+        steps.file if steps else None,
+        occupancy,
+        per_backend,
+        shares,
+        throughput,
+        window,
+        tokens_per_attempt(log),
+        intake(log, rng, replicates),
+        group_correlation(log, rng, replicates),
+        update,
+        pace,
+        gaps,
+        None,
+    )
     result.bottleneck = bottleneck(result, into)
     return result
 
@@ -141,22 +209,32 @@ def bottleneck(cal: Calibration, into: Instance | None) -> str | None:
         excess = capacity / r.value - 1
         if excess > 0.01:
             idle = gpus * (1 - r.value / capacity)
-            return (f"inference supply exceeded demand by {excess:.0%}: ~{idle:,.0f} inference GPUs idle "
-                    f"(measured {r.value:.4g} tok/s/GPU against the instance's {capacity:.4g})")
+            return (
+                f"inference supply exceeded demand by {excess:.0%}: ~{idle:,.0f} inference GPUs idle "
+                f"(measured {r.value:.4g} tok/s/GPU against the instance's {capacity:.4g})"
+            )
         if excess < -0.01:
-            return (f"inference ran {-excess / (1 + excess):.0%} above the instance's throughput figure "
-                    f"({r.value:.4g} against {capacity:.4g} tok/s/GPU): generation-bound, no idle inference GPUs")
+            return (
+                f"inference ran {-excess / (1 + excess):.0%} above the instance's throughput figure "
+                f"({r.value:.4g} against {capacity:.4g} tok/s/GPU): generation-bound, no idle inference GPUs"
+            )
         return f"inference supply matched demand within 1 % ({r.value:.4g} tok/s/GPU)"
     if pace is not None and pace.achieved is not None and pace.update_bound + pace.generation_bound:
         total = pace.update_bound + pace.generation_bound
         if pace.time_split is not None:  # serial steps: the larger phase of each step
             side = "generation" if pace.generation_bound >= pace.update_bound else "update"
             share = max(pace.generation_bound, pace.update_bound) / total
-            return (f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, the "
-                    f"update {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps")
+            return (
+                f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, the "
+                f"update {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps"
+            )
         if pace.update_bound > pace.generation_bound:
-            return (f"update-bound: {pace.update_bound / total:.0%} of iterations waited for the update; "
-                    "the inference side had slack")
-        return (f"generation-bound: {pace.generation_bound / total:.0%} of iterations waited for trajectories; "
-                "the update finished early")
+            return (
+                f"update-bound: {pace.update_bound / total:.0%} of iterations waited for the update; "
+                "the inference side had slack"
+            )
+        return (
+            f"generation-bound: {pace.generation_bound / total:.0%} of iterations waited for trajectories; "
+            "the update finished early"
+        )
     return None

@@ -47,8 +47,9 @@ class Lifetimes:
         return self.x.size + self.c.size
 
 
-def lifetimes_of(start: np.ndarray, end: np.ndarray, log_end: float, keep: np.ndarray | None = None,
-                 group: np.ndarray | None = None) -> Lifetimes:
+def lifetimes_of(
+    start: np.ndarray, end: np.ndarray, log_end: float, keep: np.ndarray | None = None, group: np.ndarray | None = None
+) -> Lifetimes:
     """Log-lifetimes of the attempts that started (optionally only where ``keep``); running ones censored."""
     started = ~np.isnan(start) if keep is None else keep & ~np.isnan(start)
     ended = started & ~np.isnan(end)
@@ -61,8 +62,9 @@ def lifetimes_of(start: np.ndarray, end: np.ndarray, log_end: float, keep: np.nd
     return Lifetimes(x, c, units)
 
 
-def em_fit(xw: np.ndarray, x: np.ndarray, cw: np.ndarray, c: np.ndarray,
-           start: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def em_fit(
+    xw: np.ndarray, x: np.ndarray, cw: np.ndarray, c: np.ndarray, start: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Censored-normal MLE of (mu, sigma) for each row of weights: ``xw`` (R, len x) on observed values,
     ``cw`` (R, len c) on censoring points. From ``start`` (default: a few EM steps from the ended values'
     moments), Newton steps on the exact log-likelihood; a step that would not raise it falls back to EM."""
@@ -100,7 +102,7 @@ def _hazard(z: np.ndarray) -> np.ndarray:
 
 def _loglik(stats, cw, c, mu, sigma) -> np.ndarray:
     n0, s1, s2 = stats
-    observed = -n0 * np.log(sigma) - 0.5 * (s2 - 2 * mu * s1 + mu * mu * n0) / sigma ** 2
+    observed = -n0 * np.log(sigma) - 0.5 * (s2 - 2 * mu * s1 + mu * mu * n0) / sigma**2
     z = (c[None, :] - mu[:, None]) / sigma[:, None]
     return observed + (cw * special.log_ndtr(-z)).sum(axis=1)
 
@@ -113,7 +115,7 @@ def _em_step(stats, cw, c, mu, sigma):
     ex = mu[:, None] + sigma[:, None] * h
     ex2 = mu[:, None] ** 2 + sigma[:, None] ** 2 + sigma[:, None] * (c[None, :] + mu[:, None]) * h
     new_mu = (s1 + (cw * ex).sum(axis=1)) / n
-    return new_mu, np.sqrt(np.maximum((s2 + (cw * ex2).sum(axis=1)) / n - new_mu ** 2, 1e-12))
+    return new_mu, np.sqrt(np.maximum((s2 + (cw * ex2).sum(axis=1)) / n - new_mu**2, 1e-12))
 
 
 def _newton_step(stats, cw, c, mu, sigma):
@@ -121,17 +123,17 @@ def _newton_step(stats, cw, c, mu, sigma):
     hazard h and h' = h (h - z)."""
     n0, s1, s2 = stats
     zs = (s1 - mu * n0) / sigma  # sum of z over ended
-    zz = (s2 - 2 * mu * s1 + mu * mu * n0) / sigma ** 2  # sum of z^2 over ended
+    zz = (s2 - 2 * mu * s1 + mu * mu * n0) / sigma**2  # sum of z^2 over ended
     z = (c[None, :] - mu[:, None]) / sigma[:, None]
     h = _hazard(z)
     dh = h * (h - z)
-    sq = sigma ** 2
+    sq = sigma**2
     g_mu = (zs + (cw * h).sum(axis=1)) / sigma
     g_sigma = (zz - n0 + (cw * h * z).sum(axis=1)) / sigma
     h_mumu = (-n0 - (cw * dh).sum(axis=1)) / sq
     h_musig = (-2 * zs - (cw * (dh * z + h)).sum(axis=1)) / sq
     h_sigsig = (n0 - 3 * zz - (cw * (dh * z * z + 2 * h * z)).sum(axis=1)) / sq
-    det = h_mumu * h_sigsig - h_musig ** 2
+    det = h_mumu * h_sigsig - h_musig**2
     ok = (h_mumu < 0) & (det > 0)
     det = np.where(ok, det, 1.0)
     step_mu = np.where(ok, -(h_sigsig * g_mu - h_musig * g_sigma) / det, 0.0)
@@ -169,19 +171,24 @@ def _resampled(rng: np.random.Generator, counts: np.ndarray, data: Lifetimes, re
     return rng.multinomial(rows, counts / rows, size=replicates).astype(float)
 
 
-def bootstrap_lognormal(data: Lifetimes, replicates: int, rng: np.random.Generator,
-                        start: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_lognormal(
+    data: Lifetimes, replicates: int, rng: np.random.Generator, start: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
     """(mu, sigma) of each bootstrap replicate (the attempts resampled with replacement), EM from ``start``."""
     x, xn = _atoms(data.x, data.rows)
     c, cn = _atoms(data.c, data.rows)
     counts = _resampled(rng, np.concatenate([xn, cn]), data, replicates)
-    return em_fit(counts[:, : x.size], x, counts[:, x.size:], c, start)
+    return em_fit(counts[:, : x.size], x, counts[:, x.size :], c, start)
 
 
 def figures_of(mu: np.ndarray | float, sigma: np.ndarray | float) -> dict[str, np.ndarray | float]:
     """Median, p99, mean (seconds) and sigma of lognormal(s) with log-mean ``mu`` and log-sd ``sigma``."""
-    return {"median": np.exp(mu), "p99": np.exp(mu + Z_99 * sigma), "mean": np.exp(mu + 0.5 * np.square(sigma)),
-            "sigma": sigma}
+    return {
+        "median": np.exp(mu),
+        "p99": np.exp(mu + Z_99 * sigma),
+        "mean": np.exp(mu + 0.5 * np.square(sigma)),
+        "sigma": sigma,
+    }
 
 
 @dataclass(frozen=True)
@@ -237,8 +244,9 @@ def empirical_samples(km: KaplanMeier, count: int = 500) -> np.ndarray:
     return km.quantile((np.arange(count) + 0.5) / count)
 
 
-def bootstrap_km(data: Lifetimes, replicates: int, rng: np.random.Generator,
-                 probabilities: tuple[float, ...]) -> np.ndarray:
+def bootstrap_km(
+    data: Lifetimes, replicates: int, rng: np.random.Generator, probabilities: tuple[float, ...]
+) -> np.ndarray:
     """Kaplan–Meier quantiles of each replicate, shape (replicates, len(probabilities)), seconds."""
     x, xn = _atoms(data.x, data.rows)
     c, cn = _atoms(data.c, data.rows)

@@ -118,8 +118,11 @@ def _optional_columns(table: Table, log: Trajectories) -> None:
         early = log.version_consumed < log.version_start
         if early.any():
             row = int(np.argmax(early))
-            table.fail(row, "version_consumed", f"is before version_start ({log.version_consumed[row]:g} < "
-                                                f"{log.version_start[row]:g})")
+            table.fail(
+                row,
+                "version_consumed",
+                f"is before version_start ({log.version_consumed[row]:g} < {log.version_start[row]:g})",
+            )
 
 
 def read_steps(path: str | Path, origin: float | None) -> Steps:

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from models.load import InstanceError, Problem
 
-FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet",
-           ".pq": "parquet"}
+FORMATS = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 @dataclass
@@ -44,15 +50,20 @@ class Table:
         missing = [n for n in names if n not in self.columns]
         if missing:
             have = ", ".join(self.columns) or "none"
-            self.fail(None, None, f"missing column{'s' if len(missing) > 1 else ''} "
-                                  f"{', '.join(repr(m) for m in missing)} (have: {have})")
+            self.fail(
+                None,
+                None,
+                f"missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} (have: {have})",
+            )
 
 
 def _need_pyarrow(file: str):
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InstanceError(file, [Problem("", "reading logs needs pyarrow: pip install 'trainground[parquet]'")]) from None
+        raise InstanceError(
+            file, [Problem("", "reading logs needs pyarrow: pip install 'trainground[parquet]'")]
+        ) from None
 
 
 def read_table(path: str | Path) -> Table:
@@ -120,8 +131,13 @@ def numbers(table: Table, name: str, *, minimum: float | None = None, allow_null
     if bad.any():
         row = int(np.argmax(bad))
         v = values[row]
-        rule = ("is empty (a value is required)" if math.isnan(v) else
-                f"must be >= {minimum:g}, got {v:g}" if minimum is not None and v < minimum else f"must be finite, got {v}")
+        rule = (
+            "is empty (a value is required)"
+            if math.isnan(v)
+            else f"must be >= {minimum:g}, got {v:g}"
+            if minimum is not None and v < minimum
+            else f"must be finite, got {v}"
+        )
         table.fail(row, name, rule)
     return values
 
@@ -198,7 +214,7 @@ def _iso(table: Table, name: str, col, allow_null: bool) -> np.ndarray:
         except ValueError:
             table.fail(row, name, f"{cell!r} is neither seconds nor an ISO-8601 time")
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
         out[row] = moment.timestamp()
     return out
 
@@ -234,4 +250,6 @@ def labels(table: Table, name: str) -> tuple[list[str], np.ndarray]:
     if col.null_count:
         table.fail(int(np.argmax(col.is_null().to_numpy(zero_copy_only=False))), name, "is empty (a name is required)")
     encoded = pc.dictionary_encode(col)
-    return [str(v) for v in encoded.dictionary.to_pylist()], encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return [str(v) for v in encoded.dictionary.to_pylist()], encoded.indices.to_numpy(zero_copy_only=False).astype(
+        np.int64
+    )

@@ -27,8 +27,12 @@ BLOCKS = 2000  # above this many groups, replicates resample blocks of groups (g
 
 
 def steady_window(log: Trajectories, steps: Steps | None) -> tuple[float, float, str]:
-    if steps is not None and steps.boundary is not None and steps.boundary.size >= 2 and \
-            steps.boundary[-1] > steps.boundary[0]:
+    if (
+        steps is not None
+        and steps.boundary is not None
+        and steps.boundary.size >= 2
+        and steps.boundary[-1] > steps.boundary[0]
+    ):
         return float(steps.boundary[0]), float(steps.boundary[-1]), "first to last batch boundary"
     lo, hi = float(np.nanmin(log.start)), float(np.nanmax(log.start))
     span = hi - lo
@@ -72,8 +76,16 @@ def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int
     sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
     window["gpus"] = gpus[0]
     note = f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}"
-    return Figure("tokens_per_gpu_s", value, value - Z_LEVEL * sd, value + Z_LEVEL * sd, int(inside.sum()),
-                  "tok/s/GPU", f"{log.file}: output_tokens, start", note), window
+    return Figure(
+        "tokens_per_gpu_s",
+        value,
+        value - Z_LEVEL * sd,
+        value + Z_LEVEL * sd,
+        int(inside.sum()),
+        "tok/s/GPU",
+        f"{log.file}: output_tokens, start",
+        note,
+    ), window
 
 
 def dense_ids(ids: np.ndarray) -> np.ndarray:
@@ -89,8 +101,16 @@ def tokens_per_attempt(log: Trajectories) -> Figure:
     n = tokens.size
     mean = float(tokens.mean())
     half = Z_LEVEL * float(tokens.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-    return Figure("tokens_per_attempt", mean, mean - half, mean + half, n, "tokens",
-                  f"{log.file}: output_tokens", "mean over ended attempts")
+    return Figure(
+        "tokens_per_attempt",
+        mean,
+        mean - half,
+        mean + half,
+        n,
+        "tokens",
+        f"{log.file}: output_tokens",
+        "mean over ended attempts",
+    )
 
 
 def intake(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figure | None:
@@ -101,8 +121,16 @@ def intake(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figu
         return None
     p = float(known.mean())
     lo, hi = percentile_interval(rng.binomial(known.size, p, replicates) / known.size)
-    return Figure("intake_rate", p, lo, hi, int(known.size), "share", f"{log.file}: effective",
-                  "share of attempts that entered a batch")
+    return Figure(
+        "intake_rate",
+        p,
+        lo,
+        hi,
+        int(known.size),
+        "share",
+        f"{log.file}: effective",
+        "share of attempts that entered a batch",
+    )
 
 
 def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: int) -> Figure | None:
@@ -123,14 +151,23 @@ def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: i
     n, s1, s2 = n[keep], s1[keep], s2[keep]
     sums = np.stack([np.ones(n.size), n, s1, s2, s1 * s1 / n, n * n])  # per group: what the ICC sums
     value = float(_icc(sums.sum(axis=1, keepdims=True).T)[0])
-    blocks = sums if n.size <= BLOCKS else np.stack([np.bincount(np.arange(n.size) % BLOCKS, weights=row)
-                                                     for row in sums])
+    blocks = (
+        sums if n.size <= BLOCKS else np.stack([np.bincount(np.arange(n.size) % BLOCKS, weights=row) for row in sums])
+    )
     k = blocks.shape[1]
     counts = resample(rng, k, replicates)
     lo, hi = percentile_interval(_icc(counts @ blocks.T))
     verdict = "comonotone" if value > COMONOTONE_ABOVE else "independent"
-    return Figure("group_correlation", value, lo, hi, int(n.sum()), "ICC", f"{log.file}: group, start, end",
-                  f"closer to {verdict} (0 independent, 1 comonotone); {int(keep.sum()):,} groups")
+    return Figure(
+        "group_correlation",
+        value,
+        lo,
+        hi,
+        int(n.sum()),
+        "ICC",
+        f"{log.file}: group, start, end",
+        f"closer to {verdict} (0 independent, 1 comonotone); {int(keep.sum()):,} groups",
+    )
 
 
 def _icc(totals: np.ndarray) -> np.ndarray:

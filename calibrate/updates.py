@@ -38,9 +38,14 @@ class UpdateFit:
         return self.reference.value * (f + (1 - f) * self.reference_gpus / np.asarray(gpus, dtype=float))
 
     def to_json(self) -> dict:
-        return {"law": self.law, "reference_gpus": self.reference_gpus, "reference_time_s": self.reference.to_json(),
-                "serial_fraction": self.serial_fraction,
-                "points": [{"gpus": g, "seconds": s} for g, s in self.points], "relative_miss": self.miss}
+        return {
+            "law": self.law,
+            "reference_gpus": self.reference_gpus,
+            "reference_time_s": self.reference.to_json(),
+            "serial_fraction": self.serial_fraction,
+            "points": [{"gpus": g, "seconds": s} for g, s in self.points],
+            "relative_miss": self.miss,
+        }
 
 
 def _weighted_fits(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,12 +81,22 @@ def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateF
     if counts.size == 1:
         boot = [np.median(np.repeat(u, d.astype(int))) for d in draws]
         lo, hi = percentile_interval(np.array(boot))
-        fig = Figure("update_reference_time_s", float(medians[0]), lo, hi, g.size, "s", source,
-                     f"one GPU count ({ref:g}): inverse through the median; amdahl needs two")
+        fig = Figure(
+            "update_reference_time_s",
+            float(medians[0]),
+            lo,
+            hi,
+            g.size,
+            "s",
+            source,
+            f"one GPU count ({ref:g}): inverse through the median; amdahl needs two",
+        )
         return UpdateFit("inverse", ref, fig, None, [(float(counts[0]), float(medians[0]))])
     k, a, b = (x[0] for x in _weighted_fits(ones, g, u))
-    miss = {"inverse": float(np.max(np.abs(k / counts / medians - 1))),
-            "amdahl": float(np.max(np.abs((a + b / counts) / medians - 1)))}
+    miss = {
+        "inverse": float(np.max(np.abs(k / counts / medians - 1))),
+        "amdahl": float(np.max(np.abs((a + b / counts) / medians - 1))),
+    }
     points = [(float(c), float(m)) for c, m in zip(counts, medians)]
     kb, ab, bb = _weighted_fits(draws, g, u)
     if miss["inverse"] <= LAW_TOLERANCE:
@@ -90,15 +105,32 @@ def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateF
         law, value, boot = "amdahl", a + b / ref, ab + bb / ref
         f = float(a / value) if value > 0 else 0.0
     else:
-        at_ref = [np.median(np.repeat(u[g == ref], d.astype(int)[g == ref])) if d[g == ref].sum() else np.nan
-                  for d in draws]
+        at_ref = [
+            np.median(np.repeat(u[g == ref], d.astype(int)[g == ref])) if d[g == ref].sum() else np.nan for d in draws
+        ]
         lo, hi = percentile_interval(np.array([x for x in at_ref if np.isfinite(x)]))
-        fig = Figure("update_reference_time_s", float(medians[counts == ref][0]), lo, hi, int((g == ref).sum()), "s",
-                     source, f"neither inverse nor amdahl within {LAW_TOLERANCE:.0%}: a table of medians")
+        fig = Figure(
+            "update_reference_time_s",
+            float(medians[counts == ref][0]),
+            lo,
+            hi,
+            int((g == ref).sum()),
+            "s",
+            source,
+            f"neither inverse nor amdahl within {LAW_TOLERANCE:.0%}: a table of medians",
+        )
         return UpdateFit("table", ref, fig, None, points, miss)
     lo, hi = percentile_interval(boot)
-    fig = Figure("update_reference_time_s", float(value), lo, hi, g.size, "s", source,
-                 f"{law} by least squares; reference {ref:g} GPUs")
+    fig = Figure(
+        "update_reference_time_s",
+        float(value),
+        lo,
+        hi,
+        g.size,
+        "s",
+        source,
+        f"{law} by least squares; reference {ref:g} GPUs",
+    )
     return UpdateFit(law, ref, fig, f, points, miss)
 
 
@@ -110,8 +142,12 @@ class Cadence:
     time_split: dict[str, float] | None = None  # framework logs: share of step time per phase
 
     def to_json(self) -> dict:
-        return {"achieved_s": self.achieved.to_json() if self.achieved else None, "update_bound": self.update_bound,
-                "generation_bound": self.generation_bound, "time_split": self.time_split}
+        return {
+            "achieved_s": self.achieved.to_json() if self.achieved else None,
+            "update_bound": self.update_bound,
+            "generation_bound": self.generation_bound,
+            "time_split": self.time_split,
+        }
 
 
 def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
@@ -121,20 +157,38 @@ def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
         value = float(gaps.mean())
         draws = resample(rng, gaps.size, replicates) @ gaps / gaps.size
         lo, hi = percentile_interval(draws)
-        fig = Figure("cadence_s", value, lo, hi, int(gaps.size), "s", f"{steps.file}: boundary",
-                     "mean time between batch boundaries")
+        fig = Figure(
+            "cadence_s",
+            value,
+            lo,
+            hi,
+            int(gaps.size),
+            "s",
+            f"{steps.file}: boundary",
+            "mean time between batch boundaries",
+        )
         waited = steps.boundary[1:] - (steps.boundary[:-1] + steps.update_s[:-1])
         bound = waited <= UPDATE_BOUND_SLACK * value
         return Cadence(fig, int(bound.sum()), int((~bound).sum()))
     if steps.generation_s is not None:
         total = steps.step_s if steps.step_s is not None else steps.generation_s + steps.update_s
-        split = {"generation": float(steps.generation_s.sum() / total.sum()),
-                 "update": float(steps.update_s.sum() / total.sum())}
+        split = {
+            "generation": float(steps.generation_s.sum() / total.sum()),
+            "update": float(steps.update_s.sum() / total.sum()),
+        }
         split["other"] = max(0.0, 1.0 - split["generation"] - split["update"])
         value = float(total.mean())
         lo, hi = percentile_interval(resample(rng, total.size, replicates) @ total / total.size)
-        fig = Figure("cadence_s", value, lo, hi, steps.rows, "s", f"{steps.file}: step time",
-                     "serial steps: generation, then the update and the other phases")
+        fig = Figure(
+            "cadence_s",
+            value,
+            lo,
+            hi,
+            steps.rows,
+            "s",
+            f"{steps.file}: step time",
+            "serial steps: generation, then the update and the other phases",
+        )
         gen_bound = int((steps.generation_s > steps.update_s).sum())
         return Cadence(fig, steps.rows - gen_bound, gen_bound, split)
     return Cadence(None, 0, 0)

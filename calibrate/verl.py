@@ -68,8 +68,9 @@ def read_verl_steps(path: str | Path) -> tuple[Steps, dict]:
             raise InstanceError(file, [Problem(where, "each line must be a JSON object")])
         metrics = _metrics(record)
         step = record.get("step", metrics.get("training/global_step"))
-        values = [_metric(file, where, "step", step)] + [_metric(file, where, name, metrics.get(name))
-                                                         for name in (UPDATE, GEN, TOKENS, STEP_TIME, THROUGHPUT)]
+        values = [_metric(file, where, "step", step)] + [
+            _metric(file, where, name, metrics.get(name)) for name in (UPDATE, GEN, TOKENS, STEP_TIME, THROUGHPUT)
+        ]
         rows.append(tuple(values))
         if isinstance(metrics.get(RESPONSE), (int, float)):
             lengths.append(float(metrics[RESPONSE]))
@@ -78,7 +79,10 @@ def read_verl_steps(path: str | Path) -> tuple[Steps, dict]:
     step, update, gen, tokens, step_time, throughput = (np.array(col) for col in zip(*rows))
     gpus = np.rint(tokens / (throughput * step_time))
     steps = Steps(file, step, update, gpus, generation_s=gen, step_s=step_time)
-    return steps, {"response_length_mean": float(np.mean(lengths)) if lengths else None, "training_gpus": float(gpus[0])}
+    return steps, {
+        "response_length_mean": float(np.mean(lengths)) if lengths else None,
+        "training_gpus": float(gpus[0]),
+    }
 
 
 def _metric(file: str, where: str, name: str, value) -> float:

@@ -64,8 +64,11 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
-    head = (f"# Calibrated by `trainground calibrate` from {Path(cal.trajectories).name}"
-            + (f" and {Path(cal.steps).name}" if cal.steps else "") + f" onto {Path(into_path).name}.\n")
+    head = (
+        f"# Calibrated by `trainground calibrate` from {Path(cal.trajectories).name}"
+        + (f" and {Path(cal.steps).name}" if cal.steps else "")
+        + f" onto {Path(into_path).name}.\n"
+    )
     return head + text
 
 
@@ -74,30 +77,43 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
     env = doc.setdefault("environment", {})
     if occ.law == "lognormal":
         med, p99 = occ.figures["median"], occ.figures["p99"]
-        env["occupancy"] = {"distribution": "lognormal",
-                            "median": fields.put(number(med.value), _comment(med, "censored lognormal MLE")),
-                            "p99": fields.put(number(p99.value), _comment(p99, "censored lognormal MLE"))}
+        env["occupancy"] = {
+            "distribution": "lognormal",
+            "median": fields.put(number(med.value), _comment(med, "censored lognormal MLE")),
+            "p99": fields.put(number(p99.value), _comment(p99, "censored lognormal MLE")),
+        }
         return
     samples = "[" + ", ".join(number(round(s, 3)) for s in occ.samples) + "]"
-    env["occupancy"] = {"distribution": "empirical", "samples": fields.put(
-        samples, _comment(occ.figures["p99"], f"Kaplan–Meier quantiles, lognormal rejected (KS {occ.distance:.3f}); "
-                                              "interval of the p99"))}
+    env["occupancy"] = {
+        "distribution": "empirical",
+        "samples": fields.put(
+            samples,
+            _comment(
+                occ.figures["p99"],
+                f"Kaplan–Meier quantiles, lognormal rejected (KS {occ.distance:.3f}); interval of the p99",
+            ),
+        ),
+    }
 
 
 def _throughput(doc: dict, cal: Calibration, fields: _Fields) -> None:
     work = doc.setdefault("workload", {})
-    work["tokens_per_attempt"] = fields.put(number(cal.tokens_per_attempt.value),
-                                            _comment(cal.tokens_per_attempt, "mean output tokens"))
+    work["tokens_per_attempt"] = fields.put(
+        number(cal.tokens_per_attempt.value), _comment(cal.tokens_per_attempt, "mean output tokens")
+    )
     if cal.intake is not None and cal.intake.value > 0:
         work["intake_rate"] = fields.put(number(min(cal.intake.value, 1.0)), _comment(cal.intake, "effective share"))
     if cal.tokens_per_gpu_s is not None:
         for shape in doc.get("inference", {}).get("shapes", []):
-            shape["tokens_per_gpu_s"] = fields.put(number(cal.tokens_per_gpu_s.value), _comment(
-                cal.tokens_per_gpu_s, "output tokens / allocated GPU-s, steady window"))
+            shape["tokens_per_gpu_s"] = fields.put(
+                number(cal.tokens_per_gpu_s.value),
+                _comment(cal.tokens_per_gpu_s, "output tokens / allocated GPU-s, steady window"),
+            )
     if cal.correlation is not None:
         verdict = "comonotone" if cal.correlation.note.startswith("closer to comonotone") else "independent"
         doc.setdefault("freshness", {})["group_correlation"] = fields.put(
-            verdict, _comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}"))
+            verdict, _comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}")
+        )
 
 
 def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
@@ -111,9 +127,13 @@ def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
         law = {"law": "table", "points": fields.put(points, why + " (medians per GPU count)")}
     else:
         where = Path(ref.source.split(":")[0]).name
-        law = {"law": fit.law, "reference_gpus": fields.put(number(fit.reference_gpus), "calibrated: the training GPU "
-                                                            f"count most rows of {where} ran at"),
-               "reference_time": fields.put(number(ref.value), why)}
+        law = {
+            "law": fit.law,
+            "reference_gpus": fields.put(
+                number(fit.reference_gpus), f"calibrated: the training GPU count most rows of {where} ran at"
+            ),
+            "reference_time": fields.put(number(ref.value), why),
+        }
         if fit.law == "amdahl":
             law["serial_fraction"] = fields.put(number(min(max(fit.serial_fraction or 0.0, 0.0), 1.0)), why)
     doc.setdefault("training", {})["update_time"] = law
@@ -124,15 +144,18 @@ def _shares(doc: dict, cal: Calibration, fields: _Fields) -> None:
     backends = doc.get("environment", {}).get("backends", [])
     if not cal.shares or {b.get("name") for b in backends} != set(cal.shares):
         if cal.shares:
-            cal.notes.append("backend shares not written: the log's backends differ from the instance's "
-                             f"({', '.join(sorted(cal.shares))})")
+            cal.notes.append(
+                "backend shares not written: the log's backends differ from the instance's "
+                f"({', '.join(sorted(cal.shares))})"
+            )
         return
     rounded = {k: round(v, 6) for k, v in cal.shares.items()}
     biggest = max(rounded, key=rounded.get)
     rounded[biggest] = round(1.0 - sum(v for k, v in rounded.items() if k != biggest), 6)
     for b in backends:
-        b["share"] = fields.put(number(rounded[b["name"]]), f"calibrated: share of {cal.trajectories.split('/')[-1]}'s "
-                                                            "attempts")
+        b["share"] = fields.put(
+            number(rounded[b["name"]]), f"calibrated: share of {cal.trajectories.split('/')[-1]}'s attempts"
+        )
 
 
 def _uncertainty(existing: dict | None, cal: Calibration, fields: _Fields) -> dict[str, Any]:
@@ -143,18 +166,38 @@ def _uncertainty(existing: dict | None, cal: Calibration, fields: _Fields) -> di
     kept = [f for f in section.get("factors", []) if f.get("name") not in FACTOR_NAMES]
     factors = []
     occ = cal.occupancy
-    paths = (["environment.occupancy.median", "environment.occupancy.p99"] if occ.law == "lognormal"
-             else ["environment.occupancy.samples[*]"])
-    factors.append(_factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"].log_sd, occ.figures["median"]))
+    paths = (
+        ["environment.occupancy.median", "environment.occupancy.p99"]
+        if occ.law == "lognormal"
+        else ["environment.occupancy.samples[*]"]
+    )
+    factors.append(
+        _factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"].log_sd, occ.figures["median"])
+    )
     if cal.tokens_per_gpu_s is not None:
-        factors.append(_factor(fields, "throughput", ["inference.shapes[*].tokens_per_gpu_s"], "normal",
-                               cal.tokens_per_gpu_s.relative_sd, cal.tokens_per_gpu_s))
+        factors.append(
+            _factor(
+                fields,
+                "throughput",
+                ["inference.shapes[*].tokens_per_gpu_s"],
+                "normal",
+                cal.tokens_per_gpu_s.relative_sd,
+                cal.tokens_per_gpu_s,
+            )
+        )
     if cal.intake is not None and cal.intake.value > 0:
-        factors.append(_factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake.relative_sd, cal.intake))
+        factors.append(
+            _factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake.relative_sd, cal.intake)
+        )
     if cal.update is not None:
-        path = ("training.update_time.points[*].seconds" if cal.update.law == "table"
-                else "training.update_time.reference_time")
-        factors.append(_factor(fields, "updates", [path], "normal", cal.update.reference.relative_sd, cal.update.reference))
+        path = (
+            "training.update_time.points[*].seconds"
+            if cal.update.law == "table"
+            else "training.update_time.reference_time"
+        )
+        factors.append(
+            _factor(fields, "updates", [path], "normal", cal.update.reference.relative_sd, cal.update.reference)
+        )
     section["factors"] = factors + kept
     return section
 

@@ -8,25 +8,45 @@ import sys
 
 import click
 
-from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, OBJECTIVE, console, guarded,
-                             require_dask, show_bar)
+from commands.common import (
+    EXIT_INFEASIBLE,
+    EXIT_INTERNAL,
+    EXIT_INVALID,
+    EXIT_OK,
+    OBJECTIVE,
+    console,
+    guarded,
+    require_dask,
+    show_bar,
+)
 from models.result import STATUSES
 from render.tables import render_batch
 
-BATCH_SEVERITY = (("error", EXIT_INTERNAL), ("invalid", EXIT_INVALID), ("infeasible", EXIT_INFEASIBLE),
-                  ("time_limit", EXIT_INFEASIBLE))
+BATCH_SEVERITY = (
+    ("error", EXIT_INTERNAL),
+    ("invalid", EXIT_INVALID),
+    ("infeasible", EXIT_INFEASIBLE),
+    ("time_limit", EXIT_INFEASIBLE),
+)
 EXIT_INTERRUPTED = 130
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--out", default="batch-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for one JSON per instance, summary.csv and summary.jsonl.")
+@click.option(
+    "--out",
+    default="batch-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for one JSON per instance, summary.csv and summary.jsonl.",
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: the core count].")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster instead (e.g. tcp://host:8786).")
 @click.option("--objective", type=OBJECTIVE, help="Override every instance's objective.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds per instance.")
-@click.option("--resume", is_flag=True, help="Skip instances whose result in --out is for the same file content and options.")
+@click.option(
+    "--resume", is_flag=True, help="Skip instances whose result in --out is for the same file content and options."
+)
 @click.option("--quiet", is_flag=True, help="Print nothing; the exit code tells.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and summary paths as JSON.")
 @guarded
@@ -63,11 +83,21 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
     tally = report.tally
     code = EXIT_INTERRUPTED if report.interrupted else batch_exit_code(tally.counts)
     if as_json:
-        click.echo(json.dumps({
-            "instances": tally.total, "done": tally.done, "reused": tally.reused, "interrupted": report.interrupted,
-            "counts": {status: tally.counts[status] for status in STATUSES},
-            "summary_csv": str(report.summary_csv), "summary_jsonl": str(report.summary_jsonl), "exit_code": code,
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "instances": tally.total,
+                    "done": tally.done,
+                    "reused": tally.reused,
+                    "interrupted": report.interrupted,
+                    "counts": {status: tally.counts[status] for status in STATUSES},
+                    "summary_csv": str(report.summary_csv),
+                    "summary_jsonl": str(report.summary_jsonl),
+                    "exit_code": code,
+                },
+                indent=2,
+            )
+        )
     elif not quiet:
         render_batch(console(), report, STATUSES)
     sys.exit(code)
@@ -84,10 +114,24 @@ def _terminate_as_interrupt(signum, frame):
 
 
 def _batch_with_bar(driver, tasks, out, options):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn("solving"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    columns = (
+        TextColumn("solving"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console(), transient=False) as bar:
         job = bar.add_task("batch", total=len(tasks), tally="")
 
@@ -99,4 +143,3 @@ def _batch_with_bar(driver, tasks, out, options):
                 bar.update(job, completed=tally.done, tally=text)
 
         return driver.run_batch(tasks, out, on_progress=update, **options)
-

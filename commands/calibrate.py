@@ -22,15 +22,33 @@ def _steps(path: str | None, origin: float | None):
 
 
 @click.command()
-@click.option("--trajectories", "trajectories", required=True, type=click.Path(dir_okay=False),
-              help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].")
-@click.option("--steps", "steps_file", type=click.Path(dir_okay=False),
-              help="Step log: iteration, update_s (or update_start/update_end), training_gpus [inference_gpus, "
-                   "boundary]; or verl's per-step metrics JSONL.")
-@click.option("--into", "into", type=click.Path(dir_okay=False),
-              help="Instance giving what logs cannot know (pools, prices, deadline); the fitted fields replace its own.")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False),
-              help="Write the calibrated instance (YAML) here; needs --into.")
+@click.option(
+    "--trajectories",
+    "trajectories",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].",
+)
+@click.option(
+    "--steps",
+    "steps_file",
+    type=click.Path(dir_okay=False),
+    help="Step log: iteration, update_s (or update_start/update_end), training_gpus [inference_gpus, "
+    "boundary]; or verl's per-step metrics JSONL.",
+)
+@click.option(
+    "--into",
+    "into",
+    type=click.Path(dir_okay=False),
+    help="Instance giving what logs cannot know (pools, prices, deadline); the fitted fields replace its own.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    help="Write the calibrated instance (YAML) here; needs --into.",
+)
 @click.option("--inference-gpus", type=click.IntRange(min=1), help="Inference GPUs allocated during the log.")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
@@ -52,8 +70,10 @@ def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, o
     steps, framework = _steps(steps_file, origin)
     cal = run(log, steps, inst, inference_gpus)
     if framework and framework.get("response_length_mean") is not None:
-        cal.notes.append(f"verl: mean response length {framework['response_length_mean']:,.0f} tokens, "
-                         f"{framework['training_gpus']:,.0f} GPUs")
+        cal.notes.append(
+            f"verl: mean response length {framework['response_length_mean']:,.0f} tokens, "
+            f"{framework['training_gpus']:,.0f} GPUs"
+        )
     if output:
         _write_instance(cal, into, output)
     payload = cal.to_json()

@@ -74,7 +74,10 @@ def guarded(func):
         except Exception as exc:  # the one place that turns bugs into a clear exit code
             if os.environ.get("TRAINGROUND_DEBUG"):
                 raise
-            click.echo(f"trainground: internal error: {type(exc).__name__}: {exc} (set TRAINGROUND_DEBUG=1 for details)", err=True)
+            click.echo(
+                f"trainground: internal error: {type(exc).__name__}: {exc} (set TRAINGROUND_DEBUG=1 for details)",
+                err=True,
+            )
             sys.exit(EXIT_INTERNAL)
 
     return wrapper
@@ -82,7 +85,10 @@ def guarded(func):
 
 def edits_option(func):
     return click.option(
-        "--set", "edits", multiple=True, metavar="PATH=VALUE",
+        "--set",
+        "edits",
+        multiple=True,
+        metavar="PATH=VALUE",
         help="Edit one field before use, by its MODEL.md path (e.g. environment.littles_law_uses=median).",
     )(func)
 
@@ -107,13 +113,20 @@ def require_dask(scheduler: str | None) -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise click.UsageError("--scheduler runs on a Dask cluster, which needs the optional Dask extra: "
-                               "pip install 'trainground[dask]' (or: pip install -e '.[dask]')") from None
+        raise click.UsageError(
+            "--scheduler runs on a Dask cluster, which needs the optional Dask extra: "
+            "pip install 'trainground[dask]' (or: pip install -e '.[dask]')"
+        ) from None
 
 
 OBJECTIVE = click.Choice(OBJECTIVES)
-STATUS_EXIT = {"optimal": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "time_limit": EXIT_TIME_LIMIT,
-               "invalid": EXIT_INVALID, "error": EXIT_INTERNAL}
+STATUS_EXIT = {
+    "optimal": EXIT_OK,
+    "infeasible": EXIT_INFEASIBLE,
+    "time_limit": EXIT_TIME_LIMIT,
+    "invalid": EXIT_INVALID,
+    "error": EXIT_INTERNAL,
+}
 
 
 HANDFUL = 5  # commands solving more models than this show a progress bar (on a terminal, without --json)
@@ -133,13 +146,19 @@ class SolvingBar:
         if self.progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                     console=console(), transient=True)
+            self.progress = Progress(
+                TextColumn(self.label),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console(),
+                transient=True,
+            )
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=total)
         self.progress.update(self.task, completed=done, total=total)
 
-    def __enter__(self) -> "SolvingBar":
+    def __enter__(self) -> SolvingBar:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -180,11 +199,16 @@ class ProgressLine:
         from rich.console import Console
         from rich.live import Live
 
-        self._live = Live(self._render(), console=Console(stderr=True), transient=True, refresh_per_second=2,
-                          get_renderable=self._render)
+        self._live = Live(
+            self._render(),
+            console=Console(stderr=True),
+            transient=True,
+            refresh_per_second=2,
+            get_renderable=self._render,
+        )
         self._live.start()
 
-    def __enter__(self) -> "ProgressLine":
+    def __enter__(self) -> ProgressLine:
         import threading
         import time
 

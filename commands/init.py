@@ -16,10 +16,20 @@ Edit the numbers to your run, then: trainground solve {file}
 
 
 @click.command()
-@click.option("--pools", type=click.IntRange(min=1, max=26), default=1, show_default=True,
-              help="GPU pools (one inference shape on each; training on the first).")
-@click.option("--backends", default="container", show_default=True, metavar="NAMES",
-              help="Sandbox backends, comma-separated (e.g. container,microvm); they share attempts equally.")
+@click.option(
+    "--pools",
+    type=click.IntRange(min=1, max=26),
+    default=1,
+    show_default=True,
+    help="GPU pools (one inference shape on each; training on the first).",
+)
+@click.option(
+    "--backends",
+    default="container",
+    show_default=True,
+    metavar="NAMES",
+    help="Sandbox backends, comma-separated (e.g. container,microvm); they share attempts equally.",
+)
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="Write to this .yaml file instead of printing.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @guarded
@@ -32,12 +42,14 @@ def init(pools: int, backends: str, out: str | None, force: bool) -> None:
 
     names = tuple(n.strip() for n in backends.split(","))
     if not all(names) or len(set(names)) != len(names):
-        raise click.BadParameter(f"give distinct, non-empty names separated by commas, got {backends!r}",
-                                 param_hint="--backends")
+        raise click.BadParameter(
+            f"give distinct, non-empty names separated by commas, got {backends!r}", param_hint="--backends"
+        )
     if out is not None:
         if Path(out).suffix.lower() not in (".yaml", ".yml"):
-            raise click.BadParameter("init writes YAML (it carries comments): name a .yaml or .yml file",
-                                     param_hint="--out")
+            raise click.BadParameter(
+                "init writes YAML (it carries comments): name a .yaml or .yml file", param_hint="--out"
+            )
         if Path(out).exists() and not force:
             raise click.BadParameter(f"{out} exists; give --force to overwrite it", param_hint="--out")
     text = commented_yaml(starter_document(pools, names), field_docs(), HEADER.format(file=out or "FILE.yaml"))

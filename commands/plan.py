@@ -7,9 +7,18 @@ import sys
 
 import click
 
+from commands.common import (
+    OBJECTIVE,
+    STATUS_EXIT,
+    ProgressLine,
+    console,
+    edits_option,
+    guarded,
+    load_with_edits,
+    load_with_warnings,
+)
 from render.tables import render_explanation, render_result
-from commands.common import (ProgressLine, EXIT_OK, OBJECTIVE, STATUS_EXIT, console, edits_option, guarded, load_with_edits,
-                             load_with_warnings)
+
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
@@ -36,21 +45,56 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
+@click.option(
+    "--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
-@click.option("--confidence", type=click.FloatRange(0, 1), metavar="ALPHA",
-              help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (MODEL §9).")
-@click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1, default=None,
-              metavar="[R]", help="Replay the plan R times (default 1, the full run) and print the simulated verdict.")
-@click.option("--levers/--no-levers", "with_levers", default=True, show_default=True,
-              help="Re-solve with each limit relaxed one step and show what it would save (JSON key 'levers').")
-@click.option("--levers-time", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
-              metavar="S", help="Seconds all the lever re-solves may take together.")
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1),
+    metavar="ALPHA",
+    help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (MODEL §9).",
+)
+@click.option(
+    "--simulate",
+    "replications",
+    type=click.IntRange(min=1),
+    is_flag=False,
+    flag_value=1,
+    default=None,
+    metavar="[R]",
+    help="Replay the plan R times (default 1, the full run) and print the simulated verdict.",
+)
+@click.option(
+    "--levers/--no-levers",
+    "with_levers",
+    default=True,
+    show_default=True,
+    help="Re-solve with each limit relaxed one step and show what it would save (JSON key 'levers').",
+)
+@click.option(
+    "--levers-time",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds all the lever re-solves may take together.",
+)
 @edits_option
 @guarded
-def solve(instance: str, objective: str | None, time_limit: float | None, as_json: bool, out: str | None,
-          confidence: float | None, replications: int | None, with_levers: bool, levers_time: float, edits) -> None:
+def solve(
+    instance: str,
+    objective: str | None,
+    time_limit: float | None,
+    as_json: bool,
+    out: str | None,
+    confidence: float | None,
+    replications: int | None,
+    with_levers: bool,
+    levers_time: float,
+    edits,
+) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
@@ -66,8 +110,12 @@ def solve(instance: str, objective: str | None, time_limit: float | None, as_jso
     from solver.solve import solve_instance
 
     with progress:
-        result = diagnosed(inst, confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock)),
-                           clock=clock, notes=warnings)
+        result = diagnosed(
+            inst,
+            confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock)),
+            clock=clock,
+            notes=warnings,
+        )
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 
@@ -146,4 +194,3 @@ def schema() -> None:
     from models.instance import Instance
 
     click.echo(json.dumps(Instance.model_json_schema(mode="validation"), indent=2))
-

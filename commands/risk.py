@@ -14,16 +14,28 @@ from models.load import InstanceError, Problem
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
-              help="A `solve --json` result to assess (default: the instance's optimal plan).")
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="A `solve --json` result to assess (default: the instance's optimal plan).",
+)
 @click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Scenarios N.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the scenarios (default: uncertainty.seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §9 risk keys as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")
-@click.option("--simulate", "replays", type=click.IntRange(min=1), metavar="R",
-              help="Also replay the first R scenarios trajectory by trajectory (MODEL.md §10).")
-@click.option("--sim-iterations", type=click.IntRange(min=1),
-              help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).")
+@click.option(
+    "--simulate",
+    "replays",
+    type=click.IntRange(min=1),
+    metavar="R",
+    help="Also replay the first R scenarios trajectory by trajectory (MODEL.md §10).",
+)
+@click.option(
+    "--sim-iterations",
+    type=click.IntRange(min=1),
+    help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).",
+)
 @edits_option
 @guarded
 def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iterations, edits) -> None:

@@ -9,8 +9,16 @@ from pathlib import Path
 
 import click
 
-from commands.common import (EXIT_INTERNAL, STATUS_EXIT, console, edits_option, guarded, load_with_edits, require_dask,
-                             show_bar)
+from commands.common import (
+    EXIT_INTERNAL,
+    STATUS_EXIT,
+    console,
+    edits_option,
+    guarded,
+    load_with_edits,
+    require_dask,
+    show_bar,
+)
 
 PROGRESS_AFTER_S = 2.0  # a run that takes longer than this shows a progress bar (on a terminal, without --json)
 
@@ -30,13 +38,19 @@ class DelayedBar:
         if self.progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                     console=console(), transient=True)
+            self.progress = Progress(
+                TextColumn(self.label),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console(),
+                transient=True,
+            )
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=total)
         self.progress.update(self.task, completed=done, total=total)
 
-    def __enter__(self) -> "DelayedBar":
+    def __enter__(self) -> DelayedBar:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -56,25 +70,49 @@ def plan_to_replay(inst, plan_file: str | None):
 
     result = solve_instance(inst)
     if result.plan is None or result.status != "optimal":
-        click.echo(f"{inst.name}: {result.status}: no optimal plan to simulate"
-                   + (f" ({result.message})" if result.message else ""), err=True)
+        click.echo(
+            f"{inst.name}: {result.status}: no optimal plan to simulate"
+            + (f" ({result.message})" if result.message else ""),
+            err=True,
+        )
         sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
     return result.plan, checked_metrics(inst, result.plan, inst.name or "plan")
 
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
-              help="A `solve --json` result to replay (default: the instance's optimal plan).")
-@click.option("--iterations", type=click.IntRange(min=1),
-              help="Simulate N iterations instead of the instance's n (deadline pro rata).")
-@click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Independent replications, each with its own seed.")
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="A `solve --json` result to replay (default: the instance's optimal plan).",
+)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    help="Simulate N iterations instead of the instance's n (deadline pro rata).",
+)
+@click.option(
+    "--replications",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Independent replications, each with its own seed.",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed.")
-@click.option("--launch", type=click.Choice(["even", "poisson"]), default="even", show_default=True,
-              help="Group launches evenly spaced at the attempt rate, or a Poisson process.")
-@click.option("--trace", "trace_dir", type=click.Path(file_okay=False),
-              help="Write replication 0's trajectories and iterations into this folder.")
+@click.option(
+    "--launch",
+    type=click.Choice(["even", "poisson"]),
+    default="even",
+    show_default=True,
+    help="Group launches evenly spaced at the attempt rate, or a Poisson process.",
+)
+@click.option(
+    "--trace",
+    "trace_dir",
+    type=click.Path(file_okay=False),
+    help="Write replication 0's trajectories and iterations into this folder.",
+)
 @click.option("--trace-format", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §10 report as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for simulate.json and the plots (PNG).")
@@ -82,8 +120,21 @@ def plan_to_replay(inst, plan_file: str | None):
 @click.option("--scheduler", metavar="ADDRESS", help="Run the replications on a Dask cluster (e.g. tcp://host:8786).")
 @edits_option
 @guarded
-def simulate(instance, plan_file, iterations, replications, seed, launch, trace_dir, trace_format, as_json, out,
-             workers, scheduler, edits) -> None:
+def simulate(
+    instance,
+    plan_file,
+    iterations,
+    replications,
+    seed,
+    launch,
+    trace_dir,
+    trace_format,
+    as_json,
+    out,
+    workers,
+    scheduler,
+    edits,
+) -> None:
     """Replay a plan for INSTANCE trajectory by trajectory and compare it with the model.
 
     Groups launch at the plan's attempt rate, lifetimes come from the occupancy law, sandboxes
@@ -98,16 +149,27 @@ def simulate(instance, plan_file, iterations, replications, seed, launch, trace_
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
     require_dask(scheduler)
     if trace_dir and trace_format == "parquet" and not have_pyarrow():
-        raise click.BadParameter("parquet needs pyarrow: pip install 'trainground[parquet]'",
-                                 param_hint="--trace-format")
+        raise click.BadParameter(
+            "parquet needs pyarrow: pip install 'trainground[parquet]'", param_hint="--trace-format"
+        )
     inst = load_with_edits(instance, edits)
     plan, metrics = plan_to_replay(inst, plan_file)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
     with DelayedBar("simulating", show_bar(as_json)) as bar:
         try:
-            report = simulate_plan(inst, plan, metrics=metrics, replications=replications, seed=seed,
-                                   iterations=iterations, launch=launch, workers=workers, scheduler=scheduler,
-                                   trace=trace, on_progress=bar)
+            report = simulate_plan(
+                inst,
+                plan,
+                metrics=metrics,
+                replications=replications,
+                seed=seed,
+                iterations=iterations,
+                launch=launch,
+                workers=workers,
+                scheduler=scheduler,
+                trace=trace,
+                on_progress=bar,
+            )
         except SchedulerUnavailable as exc:
             click.echo(f"trainground: {exc}", err=True)
             sys.exit(EXIT_INTERNAL)
@@ -151,10 +213,17 @@ def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[di
 
 def simulate_option(func):
     """`--simulate [R]`: replay the plans shown R times (default 1, the full run) and show the verdict."""
-    return click.option("--simulate", "replications", type=click.IntRange(min=1), is_flag=False, flag_value=1,
-                        default=None, metavar="[R]",
-                        help="Replay each plan shown R times (default 1, the full run, MODEL.md §10) and show "
-                             "the simulated on-time verdict.")(func)
+    return click.option(
+        "--simulate",
+        "replications",
+        type=click.IntRange(min=1),
+        is_flag=False,
+        flag_value=1,
+        default=None,
+        metavar="[R]",
+        help="Replay each plan shown R times (default 1, the full run, MODEL.md §10) and show "
+        "the simulated on-time verdict.",
+    )(func)
 
 
 def startup_estimate(inst, result) -> float | None:
@@ -164,5 +233,13 @@ def startup_estimate(inst, result) -> float | None:
     from solver import calculus as calc
 
     w = inst.workload
-    return float(calc.fill(calc.occupancy_of(inst.environment.occupancy), result.metrics.attempts_per_s,
-                           w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation))
+    return float(
+        calc.fill(
+            calc.occupancy_of(inst.environment.occupancy),
+            result.metrics.attempts_per_s,
+            w.batch_trajectories,
+            w.group_size,
+            w.intake_rate,
+            inst.freshness.group_correlation,
+        )
+    )

@@ -8,25 +8,46 @@ from pathlib import Path
 
 import click
 
-from render.tradeoffs import render_comparison, render_frontier, render_sweep
-from commands.common import (EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, OBJECTIVE, SolvingBar, console, edits_option,
-                             guarded, load_with_edits, show_bar)
+from commands.common import (
+    EXIT_INFEASIBLE,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    OBJECTIVE,
+    SolvingBar,
+    console,
+    edits_option,
+    guarded,
+    load_with_edits,
+    show_bar,
+)
 from commands.simulate import simulate_option, simulated_verdicts
+from render.tradeoffs import render_comparison, render_frontier, render_sweep
+
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--out", default="frontier-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for frontier.csv, frontier.json and frontier.png.")
+@click.option(
+    "--out",
+    default="frontier-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for frontier.csv, frontier.json and frontier.png.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
-@click.option("--confidence-curve", "alphas", metavar="A1,A2,...",
-              help="Instead: the price of certainty, the best plan's cost for each confidence (MODEL §9), "
-                   "written as certainty.csv, certainty.json and certainty.png.")
+@click.option(
+    "--confidence-curve",
+    "alphas",
+    metavar="A1,A2,...",
+    help="Instead: the price of certainty, the best plan's cost for each confidence (MODEL §9), "
+    "written as certainty.csv, certainty.json and certainty.png.",
+)
 @simulate_option
 @edits_option
 @guarded
-def frontier(instance: str, out: str, as_json: bool, show_all: bool, alphas: str | None, replications: int | None,
-             edits) -> None:
+def frontier(
+    instance: str, out: str, as_json: bool, show_all: bool, alphas: str | None, replications: int | None, edits
+) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
     Exact over the instance's cadence grid: one model, re-solved with the makespan capped just
@@ -68,8 +89,9 @@ def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: boo
     from render.tradeoffs import shown_corners
 
     chosen = [(front, i) for front in found.frontiers.values() for i in shown_corners(front.corners, show_all)]
-    for (front, i), verdict in zip(chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen],
-                                                             replications, quiet)):
+    for (front, i), verdict in zip(
+        chosen, simulated_verdicts(inst, [front.points[i] for front, i in chosen], replications, quiet)
+    ):
         front.simulations[i] = verdict
 
 
@@ -84,12 +106,15 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     try:
         values = [float(a) for a in alphas.split(",")]
     except ValueError:
-        raise click.BadParameter(f"{alphas!r}: a comma-separated list of numbers in [0, 1]",
-                                 param_hint="--confidence-curve") from None
+        raise click.BadParameter(
+            f"{alphas!r}: a comma-separated list of numbers in [0, 1]", param_hint="--confidence-curve"
+        ) from None
     if not values or any(not 0 <= a <= 1 for a in values):
         raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
     if inst.uncertainty is None:
-        raise InstanceError(file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (MODEL §9)")])
+        raise InstanceError(
+            file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (MODEL §9)")]
+        )
     try:
         with SolvingBar("certainty", show_bar(as_json)) as bar:
             found = curve(inst, values, on_progress=bar)
@@ -108,18 +133,31 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--baseline-inference-gpus", type=click.IntRange(min=1), metavar="N",
-              help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
-                   "mix can have beside the deadline pace's training; the output says how it was chosen].")
-@click.option("--cadence", type=click.FloatRange(min=0, min_open=True),
-              help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
-                   "stays at the deadline pace.")
+@click.option(
+    "--baseline-inference-gpus",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
+    "mix can have beside the deadline pace's training; the output says how it was chosen].",
+)
+@click.option(
+    "--cadence",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
+    "stays at the deadline pace.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
 @simulate_option
 @edits_option
 @guarded
-def compare(instance: str, baseline_inference_gpus: int | None, cadence: float | None, as_json: bool,
-            replications: int | None, edits) -> None:
+def compare(
+    instance: str,
+    baseline_inference_gpus: int | None,
+    cadence: float | None,
+    as_json: bool,
+    replications: int | None,
+    edits,
+) -> None:
     """Spend inference slack on fewer cards or a shorter schedule? The article's §4 as a report.
 
     Side by side: the baseline (the seed's arithmetic at the deadline pace on N inference
@@ -148,14 +186,30 @@ def compare(instance: str, baseline_inference_gpus: int | None, cadence: float |
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--set", "axes", multiple=True, required=True, metavar="PATH=V1,V2,...",
-              help="A swept field and its values (split on top-level commas: {a: 1, b: 2} and [1,2] stay whole); "
-                   "repeat for a cartesian product.")
+@click.option(
+    "--set",
+    "axes",
+    multiple=True,
+    required=True,
+    metavar="PATH=V1,V2,...",
+    help="A swept field and its values (split on top-level commas: {a: 1, b: 2} and [1,2] stay whole); "
+    "repeat for a cartesian product.",
+)
 @click.option("--objective", type=OBJECTIVE, help="Override every point's objective.")
-@click.option("--out", default="sweep-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for sweep.csv, sweep.json and the plots.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes; the points are cut into this many contiguous chunks, each reusing one model.")
+@click.option(
+    "--out",
+    default="sweep-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for sweep.csv, sweep.json and the plots.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes; the points are cut into this many contiguous chunks, each reusing one model.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
 @guarded
 def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool) -> None:
@@ -186,10 +240,12 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
         write_atomic_bytes(folder / name, png)
         files.append(folder / name)
     if as_json:
-        payload = {**document, "points": [{k: v for k, v in row.items() if k != "result"} for row in report.rows],
-                   "files": [str(f) for f in files]}
+        payload = {
+            **document,
+            "points": [{k: v for k, v in row.items() if k != "result"} for row in report.rows],
+            "files": [str(f) for f in files],
+        }
         click.echo(json.dumps(payload, indent=2))
     else:
         render_sweep(console(), report, files)
     sys.exit(EXIT_INTERNAL if report.counts.get("error") else EXIT_OK)
-

@@ -25,7 +25,14 @@ from pathlib import Path
 
 from drivers.batch_inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
 from drivers.batch_summary import (  # noqa: F401 (the batch's API)
-    SUMMARY_COLUMNS, SUMMARY_CSV, SUMMARY_JSONL, read_result, summary_row, top_fix, write_summaries)
+    SUMMARY_COLUMNS,
+    SUMMARY_CSV,
+    SUMMARY_JSONL,
+    read_result,
+    summary_row,
+    top_fix,
+    write_summaries,
+)
 from drivers.output import write_json
 from drivers.workers import one_line, prepare_worker
 
@@ -66,8 +73,9 @@ class BatchReport:
 # ---------------------------------------------------------------- one file, in a worker
 
 
-def solve_file(path: str, objective: str | None = None, time_limit: float | None = None,
-               label: str | None = None) -> dict:
+def solve_file(
+    path: str, objective: str | None = None, time_limit: float | None = None, label: str | None = None
+) -> dict:
     """Load and solve one file; return its §6 result with ``file`` and ``input_hash``. Never raises.
 
     An unusable file becomes status ``invalid`` with the loader's message; an infeasible or
@@ -78,13 +86,19 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        return _failure(Path(label).stem, "invalid", f"{label}: cannot read file: {exc.strerror or exc}",
-                        objective, label, input_hash(b"", objective, time_limit))
+        return _failure(
+            Path(label).stem,
+            "invalid",
+            f"{label}: cannot read file: {exc.strerror or exc}",
+            objective,
+            label,
+            input_hash(b"", objective, time_limit),
+        )
     digest = input_hash(data, objective, time_limit)
     try:
+        from drivers.diagnose import diagnosed
         from models.load import InstanceError, read_document, validate
         from models.plausible import unit_warnings
-        from drivers.diagnose import diagnosed
         from solver.solve import solve_instance
 
         clock = time.perf_counter()
@@ -96,7 +110,9 @@ def solve_file(path: str, objective: str | None = None, time_limit: float | None
             return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
         load_seconds = time.perf_counter() - clock
         try:
-            result = diagnosed(inst, solve_instance(inst, objective, time_limit, threads=1), notes=unit_warnings(document))
+            result = diagnosed(
+                inst, solve_instance(inst, objective, time_limit, threads=1), notes=unit_warnings(document)
+            )
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
         result.timings.load = load_seconds
@@ -170,8 +186,9 @@ class _LocalPool:
         self._before = set(multiprocessing.active_children())
         # spawn, not forkserver: a forkserver child outlives a killed batch (each holds the server's
         # alive-pipe open), while a spawned worker sees its parent go and ends (see _worker_init)
-        self.executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_worker_init)
+        self.executor = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+        )
 
     def __enter__(self) -> ProcessPoolExecutor:
         return self.executor
@@ -187,8 +204,9 @@ class _LocalPool:
         self.executor.shutdown(wait=True)
 
 
-def run_local(tasks: Iterable[Task], call: TaskFunction, objective: str | None, time_limit: float | None,
-              workers: int) -> Iterator[tuple[Task, dict]]:
+def run_local(
+    tasks: Iterable[Task], call: TaskFunction, objective: str | None, time_limit: float | None, workers: int
+) -> Iterator[tuple[Task, dict]]:
     """Yield (task, result) as files finish on a local process pool of ``workers`` processes.
 
     When a worker process dies, the files that were in flight are each retried once alone
@@ -232,8 +250,9 @@ def _outcome(task: Task, future, objective: str | None) -> dict:
     return _died(task, objective, f"worker failed: {one_line(exc)}")
 
 
-def run_dask(tasks: Sequence[Task], call: TaskFunction, objective: str | None, time_limit: float | None,
-             address: str) -> Iterator[tuple[Task, dict]]:
+def run_dask(
+    tasks: Sequence[Task], call: TaskFunction, objective: str | None, time_limit: float | None, address: str
+) -> Iterator[tuple[Task, dict]]:
     """Yield (task, result) as files finish on the Dask cluster at ``address``.
 
     Workers must import trainground (same install as here) and read the input paths (a
@@ -343,5 +362,10 @@ def run_batch(
         interrupted = True
     finally:
         stream.close()
-    return BatchReport(tally=tally, rows=write_summaries(out, tasks, rows), summary_csv=out / SUMMARY_CSV,
-                       summary_jsonl=out / SUMMARY_JSONL, interrupted=interrupted)
+    return BatchReport(
+        tally=tally,
+        rows=write_summaries(out, tasks, rows),
+        summary_csv=out / SUMMARY_CSV,
+        summary_jsonl=out / SUMMARY_JSONL,
+        interrupted=interrupted,
+    )

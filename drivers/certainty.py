@@ -14,9 +14,23 @@ from models.instance import Instance
 from models.result import Result
 from solver.solve import Planner
 
-CSV_COLUMNS = ("confidence", "status", "objective_value", "total_cost", "hourly_cost", "makespan_s", "cadence_s",
-               "inference_gpus", "training_gpus", "nodes", "vms", "in_sample", "out_of_sample",
-               "out_of_sample_low", "out_of_sample_high")
+CSV_COLUMNS = (
+    "confidence",
+    "status",
+    "objective_value",
+    "total_cost",
+    "hourly_cost",
+    "makespan_s",
+    "cadence_s",
+    "inference_gpus",
+    "training_gpus",
+    "nodes",
+    "vms",
+    "in_sample",
+    "out_of_sample",
+    "out_of_sample_low",
+    "out_of_sample_high",
+)
 
 
 @dataclass
@@ -29,23 +43,41 @@ class CertaintyCurve:
     def rows(self) -> list[dict]:
         out = []
         for alpha, r in [(None, self.deterministic), *self.points]:
-            row = {k: None for k in CSV_COLUMNS} | {"confidence": alpha, "status": str(r.status),
-                                                      "objective_value": r.objective_value}
+            row = {k: None for k in CSV_COLUMNS} | {
+                "confidence": alpha,
+                "status": str(r.status),
+                "objective_value": r.objective_value,
+            }
             if r.plan is not None:
                 p = r.plan
-                row.update(total_cost=p.total_cost, hourly_cost=p.hourly_cost, makespan_s=p.makespan_s,
-                           cadence_s=p.cadence_s, inference_gpus=p.inference_gpus, training_gpus=p.training_gpus,
-                           nodes=p.node_count, vms=p.vm_count)
+                row.update(
+                    total_cost=p.total_cost,
+                    hourly_cost=p.hourly_cost,
+                    makespan_s=p.makespan_s,
+                    cadence_s=p.cadence_s,
+                    inference_gpus=p.inference_gpus,
+                    training_gpus=p.training_gpus,
+                    nodes=p.node_count,
+                    vms=p.vm_count,
+                )
             if r.confidence is not None:
                 c = r.confidence
-                row.update(in_sample=c.in_sample, out_of_sample=c.out_of_sample,
-                           out_of_sample_low=c.out_of_sample_interval[0], out_of_sample_high=c.out_of_sample_interval[1])
+                row.update(
+                    in_sample=c.in_sample,
+                    out_of_sample=c.out_of_sample,
+                    out_of_sample_low=c.out_of_sample_interval[0],
+                    out_of_sample_high=c.out_of_sample_interval[1],
+                )
             out.append(row)
         return out
 
     def to_json(self) -> dict:
-        return {"instance": self.instance, "objective": self.objective, "deterministic": self.deterministic.to_json(),
-                "points": [{"confidence": a, "result": r.to_json()} for a, r in self.points]}
+        return {
+            "instance": self.instance,
+            "objective": self.objective,
+            "deterministic": self.deterministic.to_json(),
+            "points": [{"confidence": a, "result": r.to_json()} for a, r in self.points],
+        }
 
 
 def with_alpha(inst: Instance, alpha: float | None) -> Instance:
@@ -53,8 +85,12 @@ def with_alpha(inst: Instance, alpha: float | None) -> Instance:
     return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": alpha})})
 
 
-def curve(inst: Instance, alphas: Sequence[float], objective: str | None = None,
-          on_progress: Callable[[int, int], None] | None = None) -> CertaintyCurve:
+def curve(
+    inst: Instance,
+    alphas: Sequence[float],
+    objective: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> CertaintyCurve:
     """The deterministic optimum, then the confidence plan for each α (sorted ascending)."""
     if inst.uncertainty is None:
         raise ValueError(f"{inst.name}: the price of certainty needs an uncertainty section (MODEL §9)")

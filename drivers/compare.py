@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of
+from drivers.sweep import diagnosis_summary
 from models.instance import Instance
 from models.result import Result
 from solver import calculus as calc
 from solver.explain import explain
 from solver.solve import Planner
 from solver.tolerances import TIE_TOL
-from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of
-from drivers.sweep import diagnosis_summary
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is
 # B·tokens/(L·inference GPUs) (lossless); "in flight (mean)" is Little's law with W_use, as the
@@ -91,10 +91,18 @@ class Column:
         return self.status in ("arithmetic", "optimal")
 
     def to_json(self) -> dict:
-        out = {"key": self.key, "title": self.title, "heading": self.heading, "kind": self.kind, "status": self.status,
-               "figures": dict(self.figures), "note": self.note,
-               "infeasible_as_yardstick": bool(self.yardstick), "yardstick_note": self.yardstick or None,
-               "result": self.result.to_json() if self.result is not None else None}
+        out = {
+            "key": self.key,
+            "title": self.title,
+            "heading": self.heading,
+            "kind": self.kind,
+            "status": self.status,
+            "figures": dict(self.figures),
+            "note": self.note,
+            "infeasible_as_yardstick": bool(self.yardstick),
+            "yardstick_note": self.yardstick or None,
+            "result": self.result.to_json() if self.result is not None else None,
+        }
         if self.simulation is not None:
             out["simulation"] = dict(self.simulation)
         return out
@@ -118,14 +126,24 @@ class Comparison:
         return {c.key: deltas(base, c) for c in self.columns if c.key != "baseline" and c.ok}
 
     def to_json(self) -> dict:
-        return {"instance": self.instance, "baseline_gpus": self.baseline_gpus,
-                "baseline_source": self.baseline_source, "pinned_cadence_s": self.pinned_cadence,
-                "shape_mix": None if self.mix is None else {"weights": self.mix.weights, "source": self.mix.source,
-                                                            "tokens_per_gpu_s": self.mix.tokens_per_gpu_s,
-                                                            "gpu_hour_cost": self.mix.gpu_hour_cost},
-                "coincide": list(self.coincide),
-                "rows": [{"key": k, "label": label, "format": f} for k, label, f in ROWS],
-                "columns": [c.to_json() for c in self.columns], "deltas": self.deltas()}
+        return {
+            "instance": self.instance,
+            "baseline_gpus": self.baseline_gpus,
+            "baseline_source": self.baseline_source,
+            "pinned_cadence_s": self.pinned_cadence,
+            "shape_mix": None
+            if self.mix is None
+            else {
+                "weights": self.mix.weights,
+                "source": self.mix.source,
+                "tokens_per_gpu_s": self.mix.tokens_per_gpu_s,
+                "gpu_hour_cost": self.mix.gpu_hour_cost,
+            },
+            "coincide": list(self.coincide),
+            "rows": [{"key": k, "label": label, "format": f} for k, label, f in ROWS],
+            "columns": [c.to_json() for c in self.columns],
+            "deltas": self.deltas(),
+        }
 
 
 def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None) -> Comparison:
@@ -142,17 +160,38 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
     training = int(calc.min_groups_for(inst, calc.deadline_pace(inst))[0]) * inst.training.gpus_per_group
     mix = mix_of(inst, fewer.plan if fewer.status == "optimal" else None, training)
     gpus, source = _baseline(inst, baseline_gpus, fewer, mix, training)
-    columns = [arithmetic_column(inst, ("baseline", "baseline (seed arithmetic)", "baseline"), None, gpus,
-                                 "deadline pace, " + f"{gpus:,} inference GPUs ({source})", mix)]
-    columns.append(plan_column(inst, ("fewer_cards", "fewer cards: the cheapest plan meeting the deadline",
-                                      "fewer cards"), fewer))
+    columns = [
+        arithmetic_column(
+            inst,
+            ("baseline", "baseline (seed arithmetic)", "baseline"),
+            None,
+            gpus,
+            "deadline pace, " + f"{gpus:,} inference GPUs ({source})",
+            mix,
+        )
+    ]
+    columns.append(
+        plan_column(inst, ("fewer_cards", "fewer cards: the cheapest plan meeting the deadline", "fewer cards"), fewer)
+    )
     # Capped solves are not diagnosed: a diagnosis explains the instance, not the cap.
     same_cards = planner.solve("makespan", max_inference_gpus=gpus)
-    columns.append(plan_column(inst, ("shorter_same_cards", f"shorter schedule: the fastest plan on ≤ {gpus:,} "
-                                      "inference GPUs", "shorter, same cards"), same_cards,
-                               f"no plan on ≤ {gpus:,} inference GPUs"))
-    key = ("shorter_same_hourly", "shorter schedule: the fastest plan at ≤ the fewer-cards plan's hourly cost",
-           "shorter, same $/h")
+    columns.append(
+        plan_column(
+            inst,
+            (
+                "shorter_same_cards",
+                f"shorter schedule: the fastest plan on ≤ {gpus:,} inference GPUs",
+                "shorter, same cards",
+            ),
+            same_cards,
+            f"no plan on ≤ {gpus:,} inference GPUs",
+        )
+    )
+    key = (
+        "shorter_same_hourly",
+        "shorter schedule: the fastest plan at ≤ the fewer-cards plan's hourly cost",
+        "shorter, same $/h",
+    )
     if fewer.status == "optimal":
         hourly = fewer.plan.hourly_cost
         same_hourly = planner.solve("makespan", max_hourly_cost=hourly * (1 + TIE_TOL))
@@ -165,11 +204,25 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
         pace, why = float(cadence), "the pinned cadence"
     else:
         pace, why = _fastest_cadence(inst, planner)
-    columns.append(arithmetic_column(inst, ("shorter_arithmetic", "shorter schedule (seed arithmetic)",
-                                            "shorter (arithmetic)"), pace, gpus,
-                                     f"{pace:g} s ({why}), {gpus:,} inference GPUs", mix))
-    return Comparison(instance=inst.name or "", baseline_gpus=gpus, baseline_source=source, pinned_cadence=cadence,
-                      columns=columns, mix=mix, coincide=coinciding(columns))
+    columns.append(
+        arithmetic_column(
+            inst,
+            ("shorter_arithmetic", "shorter schedule (seed arithmetic)", "shorter (arithmetic)"),
+            pace,
+            gpus,
+            f"{pace:g} s ({why}), {gpus:,} inference GPUs",
+            mix,
+        )
+    )
+    return Comparison(
+        instance=inst.name or "",
+        baseline_gpus=gpus,
+        baseline_source=source,
+        pinned_cadence=cadence,
+        columns=columns,
+        mix=mix,
+        coincide=coinciding(columns),
+    )
 
 
 def _baseline(inst: Instance, given: int | None, fewer: Result, mix: ShapeMix, training: int) -> tuple[int, str]:
@@ -192,7 +245,7 @@ SAME_PLAN = {
     ("fewer_cards", "shorter_same_cards"): "the cheapest plan is already the fastest on the baseline's cards",
     ("fewer_cards", "shorter_same_hourly"): "no faster plan costs no more per hour than the cheapest plan",
     ("shorter_same_cards", "shorter_same_hourly"): "the fastest plan on the baseline's cards costs no more per "
-                                                   "hour than the cheapest plan",
+    "hour than the cheapest plan",
     ("baseline", "shorter_arithmetic"): "the shorter schedule's cadence is the deadline pace",
 }
 
@@ -224,8 +277,9 @@ def _fastest_cadence(inst: Instance, planner: Planner) -> tuple[float, str]:
     return calc.deadline_pace(inst), "the deadline pace"
 
 
-def arithmetic_column(inst: Instance, names: tuple[str, str, str], cadence: float | None, gpus: int | None,
-                      note: str, mix: ShapeMix) -> Column:
+def arithmetic_column(
+    inst: Instance, names: tuple[str, str, str], cadence: float | None, gpus: int | None, note: str, mix: ShapeMix
+) -> Column:
     """The seed's formulas at ``cadence`` (None: the deadline pace) with ``gpus`` inference cards of ``mix``.
 
     Lossless intake (``p`` alone), training GPUs the fewest that keep ``U <= L``, nodes the
@@ -281,19 +335,24 @@ def arithmetic_column(inst: Instance, names: tuple[str, str, str], cadence: floa
     return Column(*names, "arithmetic", "arithmetic", figures, note=note, yardstick=why)
 
 
-def _undeliverable(inst: Instance, mix: ShapeMix, gpus: int | None, training: int | None, lossy: float | None,
-                   drop: float) -> str:
+def _undeliverable(
+    inst: Instance, mix: ShapeMix, gpus: int | None, training: int | None, lossy: float | None, drop: float
+) -> str:
     """Why the arithmetic's cards cannot run the job ("" when they can)."""
     reasons = []
     if training is None:
         reasons.append("no training group count keeps up with this cadence")
     if lossy is not None and lossy > mix.tokens_per_gpu_s * (1 + TIE_TOL):
-        reasons.append(f"its {gpus:,} cards need {lossy:,.4g} tokens/s/GPU once availability, intake and group "
-                       f"drops ({drop:.0%}) count; {mix.describe()} delivers {mix.tokens_per_gpu_s:,.4g}")
+        reasons.append(
+            f"its {gpus:,} cards need {lossy:,.4g} tokens/s/GPU once availability, intake and group "
+            f"drops ({drop:.0%}) count; {mix.describe()} delivers {mix.tokens_per_gpu_s:,.4g}"
+        )
     most = capacity(inst, mix, training or 0)
     if gpus and gpus > most:
-        reasons.append(f"{gpus:,} inference GPUs of this mix do not fit the pools beside {training or 0:,} "
-                       f"training GPUs (at most {most:,})")
+        reasons.append(
+            f"{gpus:,} inference GPUs of this mix do not fit the pools beside {training or 0:,} "
+            f"training GPUs (at most {most:,})"
+        )
     return "; ".join(reasons)
 
 
@@ -301,8 +360,11 @@ def plan_column(inst: Instance, names: tuple[str, str, str], result: Result, why
     """A MIP plan's figures (``names``: key, title, heading). Without a plan, the note is the
     diagnosis, or ``why_none`` for a capped solve (whose diagnosis would be the instance's)."""
     if result.status != "optimal" or result.plan is None:
-        note = why_none if result.status == "infeasible" and why_none else diagnosis_summary(result.diagnosis,
-                                                                                             result.message)
+        note = (
+            why_none
+            if result.status == "infeasible" and why_none
+            else diagnosis_summary(result.diagnosis, result.message)
+        )
         return Column(*names, "plan", result.status, result=result, note=note)
     plan, met, w = result.plan, result.metrics, inst.workload
     occ = calc.occupancy_of(inst.environment.occupancy)
@@ -316,10 +378,16 @@ def plan_column(inst: Instance, names: tuple[str, str, str], result: Result, why
         "effective_trajectories_per_s": met.effective_trajectories_per_s,
         "attempts_per_s": met.attempts_per_s,
         "attempts_with_drops_per_s": met.attempts_per_s,
-        "required_tokens_per_gpu_s": (w.batch_trajectories * w.tokens_per_attempt
-                                      / (plan.cadence_s * plan.inference_gpus)) if plan.inference_gpus else None,
-        "loss_adjusted_tokens_per_gpu_s": (met.token_demand_per_s / (inst.inference.availability * plan.inference_gpus)
-                                           if plan.inference_gpus else None),
+        "required_tokens_per_gpu_s": (
+            w.batch_trajectories * w.tokens_per_attempt / (plan.cadence_s * plan.inference_gpus)
+        )
+        if plan.inference_gpus
+        else None,
+        "loss_adjusted_tokens_per_gpu_s": (
+            met.token_demand_per_s / (inst.inference.availability * plan.inference_gpus)
+            if plan.inference_gpus
+            else None
+        ),
         "deliverable_tokens_per_gpu_s": _delivered(inst, plan),
         "inflight_mean": met.inflight_mean,
         "inflight_peak": met.inflight_peak,
@@ -341,8 +409,10 @@ def _delivered(inst: Instance, plan) -> float | None:
     """Tokens/s one of the plan's inference GPUs delivers, GPU-weighted over its shapes at its K."""
     if not plan.inference_gpus:
         return None
-    rates = {s.name: s.tokens_per_gpu_s * float(calc.supply_multiplier(s.version_slowdown, plan.versions_kept))
-             for s in inst.inference.shapes}
+    rates = {
+        s.name: s.tokens_per_gpu_s * float(calc.supply_multiplier(s.version_slowdown, plan.versions_kept))
+        for s in inst.inference.shapes
+    }
     return sum(item.gpus * rates[item.shape] for item in plan.inference) / plan.inference_gpus
 
 
@@ -364,27 +434,39 @@ def deltas(base: Column, col: Column) -> list[str]:
     """``col`` against ``base``, in the article's phrasing (absolute margin, relative rates)."""
     b, c = base.figures, col.figures
     out = [f"time margin {c['time_margin'] * 100:.1f} % (baseline {b['time_margin'] * 100:.1f} %)"]
-    out.append(f"supply {_change(c['effective_trajectories_per_s'], b['effective_trajectories_per_s'])} "
-               f"({c['effective_trajectories_per_s']:.2f} vs {b['effective_trajectories_per_s']:.2f} "
-               "effective trajectories/s)")
-    out.append(f"raw attempts {_change(c['attempts_per_s'], b['attempts_per_s'])} "
-               f"({c['attempts_per_s']:.2f} vs {b['attempts_per_s']:.2f}/s)")
-    out.append(f"with group drops {c['attempts_with_drops_per_s']:.2f} vs {b['attempts_with_drops_per_s']:.2f}/s "
-               f"(group drop {c['group_drop_rate']:.1%} vs {b['group_drop_rate']:.1%})")
+    out.append(
+        f"supply {_change(c['effective_trajectories_per_s'], b['effective_trajectories_per_s'])} "
+        f"({c['effective_trajectories_per_s']:.2f} vs {b['effective_trajectories_per_s']:.2f} "
+        "effective trajectories/s)"
+    )
+    out.append(
+        f"raw attempts {_change(c['attempts_per_s'], b['attempts_per_s'])} "
+        f"({c['attempts_per_s']:.2f} vs {b['attempts_per_s']:.2f}/s)"
+    )
+    out.append(
+        f"with group drops {c['attempts_with_drops_per_s']:.2f} vs {b['attempts_with_drops_per_s']:.2f}/s "
+        f"(group drop {c['group_drop_rate']:.1%} vs {b['group_drop_rate']:.1%})"
+    )
     if c["required_tokens_per_gpu_s"] and b["required_tokens_per_gpu_s"]:
-        out.append(f"required {c['required_tokens_per_gpu_s']:.1f} tokens/s/GPU on {c['inference_gpus']:,} cards "
-                   f"(baseline {b['required_tokens_per_gpu_s']:.2f} on {b['inference_gpus']:,}; "
-                   f"{_change(c['required_tokens_per_gpu_s'], b['required_tokens_per_gpu_s'])})")
+        out.append(
+            f"required {c['required_tokens_per_gpu_s']:.1f} tokens/s/GPU on {c['inference_gpus']:,} cards "
+            f"(baseline {b['required_tokens_per_gpu_s']:.2f} on {b['inference_gpus']:,}; "
+            f"{_change(c['required_tokens_per_gpu_s'], b['required_tokens_per_gpu_s'])})"
+        )
     for key, what in (("inference_gpus", "inference cards"), ("training_gpus", "training cards")):
         if c[key] is not None and b[key]:
             out.append(f"{what} {c[key]:,} ({_change(c[key], b[key])})")
-    out.append(f"in flight {c['inflight_mean']:,.0f} ({_change(c['inflight_mean'], b['inflight_mean'])}); "
-               f"at the median occupancy {c['inflight_at_median']:,.0f} (baseline {b['inflight_at_median']:,.0f})")
+    out.append(
+        f"in flight {c['inflight_mean']:,.0f} ({_change(c['inflight_mean'], b['inflight_mean'])}); "
+        f"at the median occupancy {c['inflight_at_median']:,.0f} (baseline {b['inflight_at_median']:,.0f})"
+    )
     nodes_b, nodes_c = _total(b["nodes"]), _total(c["nodes"])
     if nodes_b is not None and nodes_c is not None:
         out.append(f"sandbox nodes {nodes_c:,.0f} (baseline {nodes_b:,.0f})")
-    out.append(f"mean version gap {c['mean_version_gap']:.2f} (baseline {b['mean_version_gap']:.2f}), "
-               f"exceedance {c['exceedance'] * 100:.1f} %, group drop {c['group_drop_rate'] * 100:.1f} %")
+    out.append(
+        f"mean version gap {c['mean_version_gap']:.2f} (baseline {b['mean_version_gap']:.2f}), "
+        f"exceedance {c['exceedance'] * 100:.1f} %, group drop {c['group_drop_rate'] * 100:.1f} %"
+    )
     for key, what in (("hourly_cost", "hourly cost"), ("total_cost", "total cost")):
         if c[key] is not None and b[key] is not None and not math.isnan(b[key]):
             out.append(f"{what} ${c[key]:,.0f} ({_change(c[key], b[key])})")

@@ -24,7 +24,8 @@ from models.instance import Instance
 from models.load import InstanceError
 from models.result import Result
 from solver import calculus as calc
-from solver.pairs import TableCache, build as build_pairs
+from solver.pairs import TableCache
+from solver.pairs import build as build_pairs
 from solver.solve import Planner
 from solver.stopwatch import Stopwatch
 from solver.tolerances import REL_TOL
@@ -47,8 +48,13 @@ class Feasibility:
     """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
     budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
 
-    def __init__(self, base: Instance, cache: TableCache | None = None, clock: Stopwatch | None = None,
-                 max_solves: int | None = None):
+    def __init__(
+        self,
+        base: Instance,
+        cache: TableCache | None = None,
+        clock: Stopwatch | None = None,
+        max_solves: int | None = None,
+    ):
         self.base = base
         self._planner = None
         self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
@@ -57,8 +63,9 @@ class Feasibility:
         self.solves = 0
 
     def spent(self) -> bool:
-        return ((self.max_solves is not None and self.solves >= self.max_solves)
-                or (self.clock is not None and self.clock.expired()))
+        return (self.max_solves is not None and self.solves >= self.max_solves) or (
+            self.clock is not None and self.clock.expired()
+        )
 
     def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
         """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
@@ -118,8 +125,9 @@ class Finding:
         return abs(value - now) / abs(now) if self.cand.raise_ else now / value - 1.0
 
 
-def diagnosed(inst: Instance, result: Result, depth: str = "full", clock: Stopwatch | None = None,
-              notes: Sequence[str] = ()) -> Result:
+def diagnosed(
+    inst: Instance, result: Result, depth: str = "full", clock: Stopwatch | None = None, notes: Sequence[str] = ()
+) -> Result:
     """``result`` with its diagnosis attached when it is infeasible (unchanged otherwise); ``notes`` (the
     loader's warnings about units, say) lead the diagnosis's own notes."""
     if result.status != "infeasible":
@@ -141,9 +149,12 @@ def confidence_diagnosis(inst: Instance, objective: str, depth: str, clock: Stop
     if Planner(plain).solve(objective).status == "infeasible":
         return diagnose(plain, build_pairs(plain), objective, depth, clock)
     unc = inst.uncertainty
-    return {"conflict": f"plans meet every constraint at the nominal values, but none is on time in at least "
-                        f"{unc.confidence:.1%} of the {unc.samples:,} scenarios (uncertainty.confidence); "
-                        f"lower the confidence or the uncertainty", "confidence": unc.confidence}
+    return {
+        "conflict": f"plans meet every constraint at the nominal values, but none is on time in at least "
+        f"{unc.confidence:.1%} of the {unc.samples:,} scenarios (uncertainty.confidence); "
+        f"lower the confidence or the uncertainty",
+        "confidence": unc.confidence,
+    }
 
 
 def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: Stopwatch | None = None) -> dict:
@@ -166,9 +177,13 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     restoring = sorted((f for f in findings if f.value is not None), key=lambda f: f.rank)
     out["relaxations"] = [f.input for f in restoring]
     cut_short = any(f.skipped for f in findings)
-    out["conflict"] += ("; any one of these alone restores a plan: " + ", ".join(out["relaxations"]) if restoring
-                        else "; the solve budget or time limit ran out before a change was found" if cut_short
-                        else "; no single change restores a plan")
+    out["conflict"] += (
+        "; any one of these alone restores a plan: " + ", ".join(out["relaxations"])
+        if restoring
+        else "; the solve budget or time limit ran out before a change was found"
+        if cut_short
+        else "; no single change restores a plan"
+    )
     if depth == "full":
         out["changes"] = [_change(f) for f in restoring]
     helpless = [f for f in findings if f.value is None and f.bracket is None and not f.skipped]
@@ -176,21 +191,29 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     notes = []
     if helpless:
         top = ", ".join(f for f, _ in sorted(cut.items(), key=lambda kv: -kv[1]))
-        why = (" (pairs pass; whole plans are what the limits cut)" if base.passing().any()
-               else f" (given what cuts the pairs: {top})" if top else "")
+        why = (
+            " (pairs pass; whole plans are what the limits cut)"
+            if base.passing().any()
+            else f" (given what cuts the pairs: {top})"
+            if top
+            else ""
+        )
         notes.append(f"cannot restore a plan alone: {', '.join(out['cannot_help'])}{why}")
     skipped = [f.input for f in findings if f.skipped]
     if skipped:
         notes.append(f"not searched (solve budget or time limit spent): {', '.join(skipped)}")
     for f in findings:
         if f.bracket is not None:
-            notes.append(f"{f.input}: search stopped (solve budget) between {_fmt(f, f.bracket[0])} (no plan) and "
-                         f"{_fmt(f, f.bracket[1])} (a plan)")
+            notes.append(
+                f"{f.input}: search stopped (solve budget) between {_fmt(f, f.bracket[0])} (no plan) and "
+                f"{_fmt(f, f.bracket[1])} (a plan)"
+            )
     # a family's own limit that lets its pairs through but restores no plan alone: what else must move with it
     partial = [f for f in findings if f.direct and f.value is None and not f.skipped and f.cand.values.size]
     if depth == "full" and not cut_short and (not restoring or partial):
-        out["pairs_of_changes"] = cheapest_pairs(inst, partial if restoring else findings, checker, _findings,
-                                                 _settle, _text)
+        out["pairs_of_changes"] = cheapest_pairs(
+            inst, partial if restoring else findings, checker, _findings, _settle, _text
+        )
     out["notes"] = notes
     out["solves"] = checker.solves
     return out
@@ -198,13 +221,17 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
 
 def _conflict(inst: Instance, pairs, base: sc.Screen, cut: dict[str, int]) -> str:
     if pairs.size:
-        return (f"{pairs.size:,} (cadence, K) pairs pass the per-pair checks, but none fits its pools, "
-                f"sandbox nodes and budgets together")
+        return (
+            f"{pairs.size:,} (cadence, K) pairs pass the per-pair checks, but none fits its pools, "
+            f"sandbox nodes and budgets together"
+        )
     if not base.entries:
         return "the cadence grid is empty (cadence.min is above the grid's top)"
     families = ", ".join(f"{FAMILY_TEXT.get(f, f)} {n:,}" for f, n in sorted(cut.items(), key=lambda kv: -kv[1]))
-    return (f"no (cadence, K) pair of {base.entries:,} passes the per-pair checks; pairs each family cuts "
-            f"on its own: {families or 'none (dominated or cut together)'}")
+    return (
+        f"no (cadence, K) pair of {base.entries:,} passes the per-pair checks; pairs each family cuts "
+        f"on its own: {families or 'none (dominated or cut together)'}"
+    )
 
 
 def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str, int]) -> list[Finding]:
@@ -212,8 +239,11 @@ def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str,
     read (a pair search reads only the few it tries)."""
     fr, env, t, everything = inst.freshness, inst.environment, inst.training, tuple(sc.FAMILIES)
     levers = ("max_mean_gap", "max_exceedance", "max_group_drop", "pool_capacity", "effective_intake")
-    out = [Finding(name, (name,), True, lambda n=name: sc.freshness_limit(base, n)) for name in sc.FRESHNESS
-           if getattr(fr, name) is not None]
+    out = [
+        Finding(name, (name,), True, lambda n=name: sc.freshness_limit(base, n))
+        for name in sc.FRESHNESS
+        if getattr(fr, name) is not None
+    ]
     out.append(Finding("deadline", everything, True, lambda: sc.deadline(inst, cache)))
     c = inst.schedule.cadence
     if c.max is not None and c.max < calc.deadline_pace(inst) * (1 - REL_TOL):
@@ -226,25 +256,54 @@ def _findings(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str,
     for i, pool in enumerate(inst.gpu_pools):
         own = ("pool_capacity", "update_time") if pool.name == t.pool else ("pool_capacity",)
         out.append(Finding(f"gpus[{pool.name}]", own, True, lambda i=i: sc.pool_size(inst, cache, i)))
-    out += [Finding(f"tokens_per_gpu_s[{s.name}]", ("pool_capacity",), True,
-                    lambda j=j: sc.tokens_per_gpu_s(inst, cache, j)) for j, s in enumerate(inst.inference.shapes)]
-    out += [Finding(name, ("pool_capacity",), False, lambda n=name: sc.supply_scale(inst, cache, n))
-            for name, value in (("availability", inst.inference.availability),
-                                ("intake_rate", inst.workload.intake_rate))
-            if value < 1]
+    out += [
+        Finding(
+            f"tokens_per_gpu_s[{s.name}]", ("pool_capacity",), True, lambda j=j: sc.tokens_per_gpu_s(inst, cache, j)
+        )
+        for j, s in enumerate(inst.inference.shapes)
+    ]
+    out += [
+        Finding(name, ("pool_capacity",), False, lambda n=name: sc.supply_scale(inst, cache, n))
+        for name, value in (("availability", inst.inference.availability), ("intake_rate", inst.workload.intake_rate))
+        if value < 1
+    ]
     out.append(Finding("occupancy_scale", levers, False, lambda: sc.occupancy_scale(inst, cache, base)))
     passing = bool(base.passing().any())
     top = None if not passing else np.inf  # no pair passes: a whole-plan limit cannot help (closed form)
-    whole = [Candidates(f"max_nodes[{k.name}]", f"environment.node_types[{i}].max_nodes", k.max_nodes, np.zeros(0),
-                        integer=True, top=top) for i, k in enumerate(env.node_types) if k.max_nodes is not None]
-    whole += [Candidates(f"max_vms[{v.name}]", f"environment.cloud.vm_types[{i}].max_vms", v.max_vms, np.zeros(0),
-                         integer=True, top=top) for i, v in enumerate(env.cloud.vm_types) if v.max_vms is not None]
-    whole += [Candidates(k, f"limits.{k}", getattr(inst.limits, k), np.zeros(0), top=top)
-              for k in ("max_hourly_cost", "max_total_cost") if getattr(inst.limits, k) is not None]
+    whole = [
+        Candidates(
+            f"max_nodes[{k.name}]",
+            f"environment.node_types[{i}].max_nodes",
+            k.max_nodes,
+            np.zeros(0),
+            integer=True,
+            top=top,
+        )
+        for i, k in enumerate(env.node_types)
+        if k.max_nodes is not None
+    ]
+    whole += [
+        Candidates(
+            f"max_vms[{v.name}]",
+            f"environment.cloud.vm_types[{i}].max_vms",
+            v.max_vms,
+            np.zeros(0),
+            integer=True,
+            top=top,
+        )
+        for i, v in enumerate(env.cloud.vm_types)
+        if v.max_vms is not None
+    ]
+    whole += [
+        Candidates(k, f"limits.{k}", getattr(inst.limits, k), np.zeros(0), top=top)
+        for k in ("max_hourly_cost", "max_total_cost")
+        if getattr(inst.limits, k) is not None
+    ]
     out += [Finding(w.input, (WHOLE_PLAN,), True, lambda w=w: w) for w in whole]
     for f in out:  # pairs pass already: the whole-plan limits are what cuts, every pair
-        counts = [(base.entries if passing else 0) if x == WHOLE_PLAN else 0 if passing else cut.get(x, 0)
-                  for x in f.families]
+        counts = [
+            (base.entries if passing else 0) if x == WHOLE_PLAN else 0 if passing else cut.get(x, 0) for x in f.families
+        ]
         f.rank = (-max(counts), 0 if f.direct and counts[0] == max(counts) else 1)
         f.passing = passing
     return out
@@ -267,10 +326,14 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
         return f  # closed form: no pair passes whatever this input is
     if f.families == (WHOLE_PLAN,):
         return _whole_plan(checker, f, search)
-    if (search and cand.values.size and (cand.steps or not cand.passing)
-            and checker.feasible(edit(cand.values[0]))):
-        return _found(f, cand.values[0], cand.exact_values, "closed form, confirmed by one solve"
-                      + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"))
+    if search and cand.values.size and (cand.steps or not cand.passing) and checker.feasible(edit(cand.values[0])):
+        return _found(
+            f,
+            cand.values[0],
+            cand.exact_values,
+            "closed form, confirmed by one solve"
+            + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"),
+        )
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
     if cand.input == "deadline":
         loosest = cand.top  # the shortest makespan once the deadline is out of the way is exact
@@ -372,8 +435,15 @@ def _found(f: Finding, value: float, exact: bool, method: str) -> Finding:
 
 def _change(f: Finding) -> dict:
     """One entry of "changes": {"input", "change", "value"} (MODEL §6) and this project's extra keys."""
-    return {"input": f.input, "change": _text(f), "value": f.value, "exact": f.exact, "method": f.method,
-            "family": f.families[0], "relative_change": f.relative() if np.isfinite(f.relative()) else None}
+    return {
+        "input": f.input,
+        "change": _text(f),
+        "value": f.value,
+        "exact": f.exact,
+        "method": f.method,
+        "family": f.families[0],
+        "relative_change": f.relative() if np.isfinite(f.relative()) else None,
+    }
 
 
 def _text(f: Finding, value: float | None = None) -> str:
@@ -391,6 +461,6 @@ def _fmt(f: Finding, value: float) -> str:
     if f.cand.integer or abs(value) >= 1000:
         return f"{np.ceil(value - 1e-9) if f.cand.raise_ else np.floor(value + 1e-9):,.0f}"
     digits = 5 - int(np.floor(np.log10(abs(value)))) - 1 if value else 5
-    scale = 10.0 ** digits
+    scale = 10.0**digits
     rounded = np.ceil(value * scale - 1e-9) / scale if f.cand.raise_ else np.floor(value * scale + 1e-9) / scale
     return f"{rounded:.{max(digits, 0)}f}"

@@ -10,10 +10,10 @@ inputs least (the sum of their relative changes).
 
 from __future__ import annotations
 
-from models.edits import edited
-from models.instance import Instance
 from drivers import screen as sc
 from drivers.screen import edit_of
+from models.edits import edited
+from models.instance import Instance
 from solver.pairs import TableCache
 
 FIRSTS = 2  # first changes tried, best ranked first
@@ -39,23 +39,35 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
                 continue
             inst_b = edited(inst, edit_of(inst, second.cand, second.value))
             again = _ranked_findings(inst_b, findings_of, only=first.input)
-            tightened = _child(checker, inst_b, lambda c: settle(c, again[0])) if again else None
+            tightened = _child(checker, inst_b, lambda c, f=again[0]: settle(c, f)) if again else None
             value = tightened.value if tightened is not None and tightened.value is not None else loosest
             ref = tightened if tightened is not None and tightened.value is not None else first
-            out.append({"inputs": [first.input, second.input], "values": [value, second.value],
-                        "change": f"{_text(text, ref, value)} and {_text(text, second)}",
-                        "relative_change": _finite(first.relative(value) + second.relative())})
+            out.append(
+                {
+                    "inputs": [first.input, second.input],
+                    "values": [value, second.value],
+                    "change": f"{_text(text, ref, value)} and {_text(text, second)}",
+                    "relative_change": _finite(first.relative(value) + second.relative()),
+                }
+            )
     return _best(out, keep)
 
 
-def _ranked_findings(inst: Instance, findings_of, exclude: str | None = None, keep: int | None = None,
-                     only: str | None = None) -> list:
+def _ranked_findings(
+    inst: Instance, findings_of, exclude: str | None = None, keep: int | None = None, only: str | None = None
+) -> list:
     """The usable findings of ``inst`` best ranked first (their candidates computed only up to ``keep``)."""
     cache = TableCache(8)
     base = sc.screen(inst, cache)
     found = findings_of(inst, cache, base, base.cut_alone())
-    ranked = sorted((f for f in found if f.input != exclude and (only is None or f.input == only)
-                     and (f.rank[0] < 0 or only is not None)), key=lambda f: f.rank)
+    ranked = sorted(
+        (
+            f
+            for f in found
+            if f.input != exclude and (only is None or f.input == only) and (f.rank[0] < 0 or only is not None)
+        ),
+        key=lambda f: f.rank,
+    )
     out = []
     for f in ranked:
         if f.cand.values.size or f.cand.top is not None:
@@ -87,6 +99,7 @@ def _finite(value: float) -> float | None:
 
 def _best(found: list[dict], keep: int) -> list[dict]:
     """The ``keep`` cheapest pairs, one per set of two inputs (a lifted limit, of no finite cost, last)."""
+
     def cost(p: dict) -> float:
         return float("inf") if p["relative_change"] is None else p["relative_change"]
 

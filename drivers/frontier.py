@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from drivers.diagnose import diagnosed
 from models.instance import Instance
 from models.result import Result, key_columns
-from drivers.diagnose import diagnosed
 from solver.calculus import cadence_grid
 from solver.solve import Planner
 from solver.tolerances import TIE_TOL
@@ -96,8 +96,13 @@ class Frontier:
             "cheapest": len(self.points) - 1 if self.points else None,
             "corners": list(self.corners),
             "points": [
-                {"makespan_s": r.plan.makespan_s, "cost": cost_of(r, self.criterion), "corner": i in corner,
-                 "result": r.to_json(), **({"simulation": self.simulations[i]} if i in self.simulations else {})}
+                {
+                    "makespan_s": r.plan.makespan_s,
+                    "cost": cost_of(r, self.criterion),
+                    "corner": i in corner,
+                    "result": r.to_json(),
+                    **({"simulation": self.simulations[i]} if i in self.simulations else {}),
+                }
                 for i, r in enumerate(self.points)
             ],
             "end": self.end.to_json() if self.end is not None and not self.points else None,
@@ -128,9 +133,24 @@ class Frontiers:
         }
 
 
-CSV_COLUMNS = ("frontier", "makespan_s", "makespan_days", "cost", "corner", "cadence_s", "versions_kept",
-               "inference_gpus", "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "time_margin",
-               "exceedance", "group_drop_rate")
+CSV_COLUMNS = (
+    "frontier",
+    "makespan_s",
+    "makespan_days",
+    "cost",
+    "corner",
+    "cadence_s",
+    "versions_kept",
+    "inference_gpus",
+    "training_gpus",
+    "nodes",
+    "vms",
+    "hourly_cost",
+    "total_cost",
+    "time_margin",
+    "exceedance",
+    "group_drop_rate",
+)
 
 
 def pools_of(frontiers: Frontiers) -> list[str]:
@@ -148,14 +168,23 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
     for name, front in frontiers.frontiers.items():
         corner = set(front.corners)
         for i, r in enumerate(front.points):
-            rows.append({"frontier": name, "makespan_s": r.plan.makespan_s, "makespan_days": r.plan.makespan_s / DAY_S,
-                         "cost": cost_of(r, name), "corner": int(i in corner), **key_columns(r.plan, r.metrics),
-                         **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools}})
+            rows.append(
+                {
+                    "frontier": name,
+                    "makespan_s": r.plan.makespan_s,
+                    "makespan_days": r.plan.makespan_s / DAY_S,
+                    "cost": cost_of(r, name),
+                    "corner": int(i in corner),
+                    **key_columns(r.plan, r.metrics),
+                    **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools},
+                }
+            )
     return rows
 
 
-def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progress: Progress | None = None,
-              diagnose: bool = True) -> Frontiers:
+def frontiers(
+    inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progress: Progress | None = None, diagnose: bool = True
+) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
@@ -163,12 +192,16 @@ def frontiers(inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progre
     """
     planner = Planner(inst)
     spans = np.unique(planner.pairs.makespan)
-    out = Frontiers(instance=inst.name or "", deadline_s=inst.schedule.deadline,
-                    budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost})
+    out = Frontiers(
+        instance=inst.name or "",
+        deadline_s=inst.schedule.deadline,
+        budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost},
+    )
     total = max(1, spans.size) * len(criteria)
     grid = cadence_grid(inst)
     fastest_grid = float(grid[0]) if grid.size else 0.0
     for k, criterion in enumerate(criteria):
+
         def step(done: int, k: int = k) -> None:
             if on_progress is not None:
                 on_progress(k * max(1, spans.size) + done, total)
@@ -192,14 +225,16 @@ def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[
     limits = inst.limits
     if cap is None or (limits.max_hourly_cost is None and limits.max_total_cost is None):
         return "constraints", 0
-    free = inst.model_copy(update={"limits": limits.model_copy(update={"max_hourly_cost": None,
-                                                                       "max_total_cost": None})})
+    free = inst.model_copy(
+        update={"limits": limits.model_copy(update={"max_hourly_cost": None, "max_total_cost": None})}
+    )
     faster = Planner(free).solve(criterion, max_makespan=cap)
     return ("budget" if faster.status == "optimal" else "constraints"), 1
 
 
-def walk(planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None],
-         diagnose: bool = True) -> tuple[Frontier, int]:
+def walk(
+    planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None], diagnose: bool = True
+) -> tuple[Frontier, int]:
     """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took."""
     found: list[Result] = []
     cap: float | None = None

@@ -18,9 +18,9 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from drivers.diagnose import Feasibility
 from models.instance import Instance
 from models.result import Result
-from drivers.diagnose import Feasibility
 
 DAY_S = 86400.0
 # One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
@@ -49,9 +49,17 @@ class Lever:
     saving_share: float | None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "path": self.path, "kind": self.kind, "before": self.before, "after": self.after,
-                "status": self.status, "objective_value": self.objective_value, "saving": self.saving,
-                "saving_share": self.saving_share}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+            "status": self.status,
+            "objective_value": self.objective_value,
+            "saving": self.saving,
+            "saving_share": self.saving_share,
+        }
 
 
 @dataclass
@@ -72,28 +80,50 @@ class Levers:
         return next((lv for lv in self.items if lv.path == path and (after is None or lv.after == after)), None)
 
     def to_json(self) -> dict:
-        return {"objective": self.objective, "base_value": self.base_value, "versions_kept": self.versions_kept,
-                "group_drop_rate": self.group_drop_rate, "overrun_policy": self.overrun_policy,
-                "items": [lv.to_json() for lv in self.items], "solves": self.solves, "seconds": self.seconds}
+        return {
+            "objective": self.objective,
+            "base_value": self.base_value,
+            "versions_kept": self.versions_kept,
+            "group_drop_rate": self.group_drop_rate,
+            "overrun_policy": self.overrun_policy,
+            "items": [lv.to_json() for lv in self.items],
+            "solves": self.solves,
+            "seconds": self.seconds,
+        }
 
 
 def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
     """(name, path, kind, value now, value one step relaxed) for every limit of ``inst`` that is set."""
     out = []
     k = inst.freshness.max_versions_kept
-    out.append(("max_versions_kept", "freshness.max_versions_kept", "count", k,
-                k + max(1, math.ceil(k * VERSIONS_STEP))))
+    out.append(
+        ("max_versions_kept", "freshness.max_versions_kept", "count", k, k + max(1, math.ceil(k * VERSIONS_STEP)))
+    )
     for i, pool in enumerate(inst.gpu_pools):
         out.append((f"GPUs in pool {pool.name}", f"gpu_pools[{i}].gpus", "count", pool.gpus, _more(pool.gpus)))
     env = inst.environment
     for i, node in enumerate(env.node_types):
         if node.max_nodes is not None:
-            out.append((f"max_nodes of {node.name}", f"environment.node_types[{i}].max_nodes", "count",
-                        node.max_nodes, _more(node.max_nodes)))
+            out.append(
+                (
+                    f"max_nodes of {node.name}",
+                    f"environment.node_types[{i}].max_nodes",
+                    "count",
+                    node.max_nodes,
+                    _more(node.max_nodes),
+                )
+            )
     for i, vm in enumerate(env.cloud.vm_types):
         if vm.max_vms is not None:
-            out.append((f"max_vms of {vm.name}", f"environment.cloud.vm_types[{i}].max_vms", "count", vm.max_vms,
-                        _more(vm.max_vms)))
+            out.append(
+                (
+                    f"max_vms of {vm.name}",
+                    f"environment.cloud.vm_types[{i}].max_vms",
+                    "count",
+                    vm.max_vms,
+                    _more(vm.max_vms),
+                )
+            )
     deadline = inst.schedule.deadline
     out.append(("deadline", "schedule.deadline", "seconds", deadline, deadline + DAY_S))
     if deadline - DAY_S > inst.schedule.extra_time:
@@ -140,6 +170,13 @@ def levers(inst: Instance, result: Result, time_limit: float | None = None) -> L
         share = None if saving is None or not base else saving / base
         items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share))
     items.sort(key=lambda lv: (lv.saving is None, -(lv.saving or 0.0)))
-    return Levers(objective=result.objective, base_value=base, versions_kept=result.plan.versions_kept,
-                  group_drop_rate=result.metrics.group_drop_rate, overrun_policy=inst.freshness.overrun_policy,
-                  items=items, solves=checker.solves, seconds=time.perf_counter() - clock)
+    return Levers(
+        objective=result.objective,
+        base_value=base,
+        versions_kept=result.plan.versions_kept,
+        group_drop_rate=result.metrics.group_drop_rate,
+        overrun_policy=inst.freshness.overrun_policy,
+        items=items,
+        solves=checker.solves,
+        seconds=time.perf_counter() - clock,
+    )

@@ -82,9 +82,14 @@ class Risk:
     def to_json(self) -> dict:
         """MODEL §9's `risk --json` keys (infinite makespans, where no cadence works, as null)."""
         out = {
-            "instance": self.instance, "plan": self.plan.model_dump(mode="json"), "samples": self.samples,
-            "seed": self.seed, "deadline_s": self.deadline_s, "on_time_probability": self.on_time_probability,
-            "on_time_interval": list(self.on_time_interval), "makespan_s": spread(self.outcome.makespan),
+            "instance": self.instance,
+            "plan": self.plan.model_dump(mode="json"),
+            "samples": self.samples,
+            "seed": self.seed,
+            "deadline_s": self.deadline_s,
+            "on_time_probability": self.on_time_probability,
+            "on_time_interval": list(self.on_time_interval),
+            "makespan_s": spread(self.outcome.makespan),
             "total_cost": spread(self.outcome.total_cost),
             "expected_lateness_s": float(np.mean(self.outcome.lateness)),
             "median_makespan_s": self.median_makespan_s,
@@ -111,8 +116,16 @@ def assess(inst: Instance, plan: Plan, samples: int = SAMPLES, seed: int | None 
     scen = sc.draw(inst, samples, seed)
     outcome = sc.evaluate(inst, plan, scen)
     effects, median = sensitivity(inst, plan)
-    return Risk(instance=inst.name or "", plan=plan, samples=scen.size, seed=int(scen.seed),
-                deadline_s=inst.schedule.deadline, outcome=outcome, factors=effects, median_makespan_s=median)
+    return Risk(
+        instance=inst.name or "",
+        plan=plan,
+        samples=scen.size,
+        seed=int(scen.seed),
+        deadline_s=inst.schedule.deadline,
+        outcome=outcome,
+        factors=effects,
+        median_makespan_s=median,
+    )
 
 
 def sensitivity(inst: Instance, plan: Plan) -> tuple[list[FactorEffect], float]:
@@ -129,9 +142,17 @@ def sensitivity(inst: Instance, plan: Plan) -> tuple[list[FactorEffect], float]:
     effects = []
     for j, f in enumerate(factors):
         lo, hi = 1 + 2 * j, 2 + 2 * j
-        effects.append(FactorEffect(name=f.name, low=float(rows[lo][j]), high=float(rows[hi][j]),
-                                    makespan_s_low=float(out.makespan[lo]), makespan_s_high=float(out.makespan[hi]),
-                                    on_time_low=bool(out.on_time[lo]), on_time_high=bool(out.on_time[hi])))
+        effects.append(
+            FactorEffect(
+                name=f.name,
+                low=float(rows[lo][j]),
+                high=float(rows[hi][j]),
+                makespan_s_low=float(out.makespan[lo]),
+                makespan_s_high=float(out.makespan[hi]),
+                on_time_low=bool(out.on_time[lo]),
+                on_time_high=bool(out.on_time[hi]),
+            )
+        )
     return effects, float(out.makespan[0])
 
 
@@ -143,8 +164,15 @@ scenario whose sandboxes cannot hold the plan's launches queues without bound, a
 scenario takes minutes and gigabytes; 100 iterations show the same verdict."""
 
 
-def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int, iterations: int | None = None,
-           on_progress: Callable[[int, int], None] | None = None) -> list[dict]:
+def replay(
+    inst: Instance,
+    plan: Plan,
+    metrics: Metrics,
+    risk: Risk,
+    count: int,
+    iterations: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[dict]:
     """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once, over
     ``iterations`` (default :data:`REPLAY_ITERATIONS`, at most n; the deadline pro rata): the
     scenario's fields, group launches at the plan's attempt rate but at most what the fleet's token
@@ -167,20 +195,33 @@ def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int,
     out = risk.outcome
     for s in range(count):
         span = float(out.makespan[s] - (n - short) * out.cadence[s])
-        row = {"scenario": s, "draws": dict(zip(scen.factors, scen.draws[s].tolist())), "iterations": short,
-               "analytic_makespan_s": span, "analytic_on_time": bool(out.on_time[s])}
+        row = {
+            "scenario": s,
+            "draws": dict(zip(scen.factors, scen.draws[s].tolist())),
+            "iterations": short,
+            "analytic_makespan_s": span,
+            "analytic_on_time": bool(out.on_time[s]),
+        }
         try:
             here = sc.instance_of(inst, scen, s)
         except InstanceError as exc:
             rows.append(row | {"simulated_makespan_s": None, "simulated_on_time": None, "skipped": exc.message})
             continue
         setup = setup_of(here, plan, metrics, iterations=short)
-        setup = dataclasses.replace(setup, attempts_per_s=min(metrics.attempts_per_s, supply[s] / values.tokens[s]),
-                                    update_s=float(update[s]))
+        setup = dataclasses.replace(
+            setup, attempts_per_s=min(metrics.attempts_per_s, supply[s] / values.tokens[s]), update_s=float(update[s])
+        )
         summary = summarize(setup, replicate(setup, [risk.seed, s]))
-        rows.append(row | {"simulated_makespan_s": summary["makespan_s"], "simulated_on_time": summary["on_time"],
-                           "deadline_s": setup.deadline, "sandbox_wait_share": summary.get("sandbox_wait_share"),
-                           "group_drop_rate": summary.get("group_drop_rate")})
+        rows.append(
+            row
+            | {
+                "simulated_makespan_s": summary["makespan_s"],
+                "simulated_on_time": summary["on_time"],
+                "deadline_s": setup.deadline,
+                "sandbox_wait_share": summary.get("sandbox_wait_share"),
+                "group_drop_rate": summary.get("group_drop_rate"),
+            }
+        )
         if on_progress is not None:
             on_progress(s + 1, count)
     return rows
@@ -189,7 +230,9 @@ def replay(inst: Instance, plan: Plan, metrics: Metrics, risk: Risk, count: int,
 def replay_summary(rows: list[dict]) -> dict:
     """On-time shares of the replayed scenarios, analytic and simulated, and where they disagree."""
     done = [r for r in rows if r.get("simulated_on_time") is not None]
-    return {"replayed": len(done),
-            "analytic_on_time_share": float(np.mean([r["analytic_on_time"] for r in done])) if done else None,
-            "simulated_on_time_share": float(np.mean([r["simulated_on_time"] for r in done])) if done else None,
-            "disagree": sum(r["analytic_on_time"] != r["simulated_on_time"] for r in done)}
+    return {
+        "replayed": len(done),
+        "analytic_on_time_share": float(np.mean([r["analytic_on_time"] for r in done])) if done else None,
+        "simulated_on_time_share": float(np.mean([r["simulated_on_time"] for r in done])) if done else None,
+        "disagree": sum(r["analytic_on_time"] != r["simulated_on_time"] for r in done),
+    }

@@ -22,8 +22,15 @@ from solver import calculus as calc
 from solver.pairs import TableCache, best_supply, supply_multipliers
 from solver.tolerances import REL_TOL
 
-FAMILIES = ("deadline", "update_time", "max_mean_gap", "effective_intake", "max_exceedance", "max_group_drop",
-            "pool_capacity")
+FAMILIES = (
+    "deadline",
+    "update_time",
+    "max_mean_gap",
+    "effective_intake",
+    "max_exceedance",
+    "max_group_drop",
+    "pool_capacity",
+)
 FRESHNESS = ("max_mean_gap", "max_exceedance", "max_group_drop")
 MAX_ENTRIES = 300_000  # (cadence, K) entries a widened screen may hold: the cost of its exceedance table
 WIDEST = 8.0  # a deadline (or cadence bound) is widened at most this many times
@@ -92,8 +99,11 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     top = calc.cadence_top(inst)
     lifted = {f"freshness.{f}": None for f in FRESHNESS}
     # the deadline lifted (the screen judges it), the grid's extent kept by an explicit cadence.max
-    changes = lifted | {"schedule.cadence.max": max(top, c.min), "schedule.deadline": _far(inst),
-                        "schedule.count_startup": False} | (widen or {})
+    changes = (
+        lifted
+        | {"schedule.cadence.max": max(top, c.min), "schedule.deadline": _far(inst), "schedule.count_startup": False}
+        | (widen or {})
+    )
     opened = edited(inst, changes)
     g = opened.schedule.cadence
     if calc.cadence_top(opened) < g.min * (1 - REL_TOL) or (top < c.min * (1 - REL_TOL) and not widen):
@@ -104,9 +114,19 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     span = np.asarray(d.span)
     if inst.schedule.count_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
         span = span - d.grid[:, None]
-    return Screen(judge=judge, grid=d.grid, kept=d.kept, span=span, groups=d.groups, gap=gap,
-                  exceedance=d.exceedance, drop=d.drop, attempts=d.attempts,
-                  demand=d.attempts * w.tokens_per_attempt, supply=best_supply(judge, d.groups, d.kept))
+    return Screen(
+        judge=judge,
+        grid=d.grid,
+        kept=d.kept,
+        span=span,
+        groups=d.groups,
+        gap=gap,
+        exceedance=d.exceedance,
+        drop=d.drop,
+        attempts=d.attempts,
+        demand=d.attempts * w.tokens_per_attempt,
+        supply=best_supply(judge, d.groups, d.kept),
+    )
 
 
 def _far(inst: Instance) -> float:
@@ -118,9 +138,19 @@ def _far(inst: Instance) -> float:
 
 def _empty(judge: Instance) -> Screen:
     none = np.zeros((0, judge.freshness.max_versions_kept))
-    return Screen(judge=judge, grid=np.zeros(0), kept=np.arange(1, judge.freshness.max_versions_kept + 1),
-                  span=none, groups=np.zeros(0, dtype=int), gap=np.zeros(0), exceedance=none, drop=none,
-                  attempts=none, demand=none, supply=none)
+    return Screen(
+        judge=judge,
+        grid=np.zeros(0),
+        kept=np.arange(1, judge.freshness.max_versions_kept + 1),
+        span=none,
+        groups=np.zeros(0, dtype=int),
+        gap=np.zeros(0),
+        exceedance=none,
+        drop=none,
+        attempts=none,
+        demand=none,
+        supply=none,
+    )
 
 
 # ---------------------------------------------------------------- candidates of one limit
@@ -159,10 +189,17 @@ def freshness_limit(s: Screen, name: str) -> Candidates:
     """max_mean_gap, max_exceedance or max_group_drop: the values its quantity takes on the entries every
     other family lets through."""
     ok = s.passing(name)
-    quantity = {"max_mean_gap": np.broadcast_to(s.gap[:, None], ok.shape), "max_exceedance": s.exceedance,
-                "max_group_drop": s.drop}[name]
-    return Candidates(name, f"freshness.{name}", getattr(s.judge.freshness, name), _beyond(quantity[ok], getattr(
-        s.judge.freshness, name)))
+    quantity = {
+        "max_mean_gap": np.broadcast_to(s.gap[:, None], ok.shape),
+        "max_exceedance": s.exceedance,
+        "max_group_drop": s.drop,
+    }[name]
+    return Candidates(
+        name,
+        f"freshness.{name}",
+        getattr(s.judge.freshness, name),
+        _beyond(quantity[ok], getattr(s.judge.freshness, name)),
+    )
 
 
 def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates:
@@ -172,8 +209,9 @@ def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates
     kept = inst.freshness.max_versions_kept
     points = max(1, base.grid.size)
     widest = int(min(16 * kept, max(kept + 1, MAX_ENTRIES // points)))
-    out = Candidates("max_versions_kept", "freshness.max_versions_kept", kept, np.zeros(0), integer=True,
-                     far=float(widest))
+    out = Candidates(
+        "max_versions_kept", "freshness.max_versions_kept", kept, np.zeros(0), integer=True, far=float(widest)
+    )
     fr = inst.freshness
     if fr.overrun_policy == "downweight" and fr.max_exceedance is None:
         note = "without drops or an exceedance limit, more K only costs throughput"
@@ -214,8 +252,11 @@ def deadline(inst: Instance, cache: TableCache) -> Candidates:
     factors = (1.0,) if sched.cadence.max is not None else sorted({min(widest, f) for f in (2.0, 4.0, WIDEST)})
     for factor in factors:
         far = sched.extra_time + (sched.deadline - sched.extra_time) * factor
-        widen = {} if sched.cadence.max is not None else {
-            "schedule.cadence.max": max((far - sched.extra_time) / n, sched.cadence.min)}
+        widen = (
+            {}
+            if sched.cadence.max is not None
+            else {"schedule.cadence.max": max((far - sched.extra_time) / n, sched.cadence.min)}
+        )
         s = screen(inst, cache, widen)
         ok = s.passing("deadline")
         if ok.any():
@@ -226,9 +267,15 @@ def deadline(inst: Instance, cache: TableCache) -> Candidates:
     values = _beyond(span[ok], sched.deadline)
     top = far if sched.cadence.max is None else float(values[-1]) if values.size else None
     far_span = float(np.max(span[np.isfinite(span)], initial=sched.deadline))
-    return Candidates("deadline", "schedule.deadline", sched.deadline, values, top=top if values.size else None,
-                      far=far if sched.cadence.max is None else far_span,
-                      note=f"no (cadence, K) pair passes even at {factor:.3g}× the deadline")
+    return Candidates(
+        "deadline",
+        "schedule.deadline",
+        sched.deadline,
+        values,
+        top=top if values.size else None,
+        far=far if sched.cadence.max is None else far_span,
+        note=f"no (cadence, K) pair passes even at {factor:.3g}× the deadline",
+    )
 
 
 def cadence_max(inst: Instance, cache: TableCache) -> Candidates:
@@ -237,9 +284,14 @@ def cadence_max(inst: Instance, cache: TableCache) -> Candidates:
     room = MAX_ENTRIES // inst.freshness.max_versions_kept
     s = screen(inst, cache, {"schedule.cadence.max": min(pace, c.max + room * c.step)})
     ok = s.passing() & (s.grid > c.max * (1 + REL_TOL))[:, None]
-    return Candidates("cadence.max", "schedule.cadence.max", c.max, far=pace,
-                      values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.max),
-                      note="no longer cadence up to the deadline's pace lets a pair through")
+    return Candidates(
+        "cadence.max",
+        "schedule.cadence.max",
+        c.max,
+        far=pace,
+        values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.max),
+        note="no longer cadence up to the deadline's pace lets a pair through",
+    )
 
 
 def cadence_min_room(inst: Instance) -> int:
@@ -253,9 +305,15 @@ def cadence_min(inst: Instance, cache: TableCache) -> Candidates:
     c, steps = inst.schedule.cadence, cadence_min_room(inst)
     s = screen(inst, cache, {"schedule.cadence.min": c.min - steps * c.step})
     ok = s.passing() & (s.grid < c.min * (1 - REL_TOL))[:, None]
-    return Candidates("cadence.min", "schedule.cadence.min", c.min, far=c.min - steps * c.step, raise_=False,
-                      values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.min, raise_=False),
-                      note="no shorter cadence lets a pair through")
+    return Candidates(
+        "cadence.min",
+        "schedule.cadence.min",
+        c.min,
+        far=c.min - steps * c.step,
+        raise_=False,
+        values=_beyond(np.broadcast_to(s.grid[:, None], ok.shape)[ok], c.min, raise_=False),
+        note="no shorter cadence lets a pair through",
+    )
 
 
 def max_groups(inst: Instance, cache: TableCache) -> Candidates:
@@ -265,8 +323,14 @@ def max_groups(inst: Instance, cache: TableCache) -> Candidates:
     s = screen(inst, cache, {"training.max_groups": None}, judge=edited(inst, {"training.max_groups": None}))
     ok = s.passing()
     groups = np.broadcast_to(s.groups[:, None], ok.shape)[ok].astype(float)
-    return Candidates("max_groups", "training.max_groups", cap, _beyond(groups, cap), integer=True,
-                      note="no group count keeps up within the training pool")
+    return Candidates(
+        "max_groups",
+        "training.max_groups",
+        cap,
+        _beyond(groups, cap),
+        integer=True,
+        note="no group count keeps up within the training pool",
+    )
 
 
 def pool_size(inst: Instance, cache: TableCache, i: int) -> Candidates:
@@ -284,9 +348,16 @@ def pool_size(inst: Instance, cache: TableCache, i: int) -> Candidates:
         free = calc.ceil_tol(free / replica) * replica
     need = calc.ceil_tol(free + (s.groups * inst.training.gpus_per_group)[:, None] * training)
     values = _beyond(need[ok & (need <= pool.gpus * FARTHEST)], pool.gpus)
-    return Candidates(f"gpus[{pool.name}]", f"gpu_pools[{i}].gpus", pool.gpus, values, integer=True, steps=False,
-                      far=float(pool.gpus * FARTHEST),
-                      note=f"even {FARTHEST:.0f}× the GPUs in this pool leave every pair cut")
+    return Candidates(
+        f"gpus[{pool.name}]",
+        f"gpu_pools[{i}].gpus",
+        pool.gpus,
+        values,
+        integer=True,
+        steps=False,
+        far=float(pool.gpus * FARTHEST),
+        note=f"even {FARTHEST:.0f}× the GPUs in this pool leave every pair cut",
+    )
 
 
 def tokens_per_gpu_s(inst: Instance, cache: TableCache, j: int) -> Candidates:
@@ -304,9 +375,15 @@ def tokens_per_gpu_s(inst: Instance, cache: TableCache, j: int) -> Candidates:
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(per > 0, short / np.where(per > 0, per, 1.0), np.inf)
     values = _beyond(rate[ok & (rate <= shape.tokens_per_gpu_s * FARTHEST)], shape.tokens_per_gpu_s)
-    return Candidates(f"tokens_per_gpu_s[{shape.name}]", f"inference.shapes[{j}].tokens_per_gpu_s",
-                      shape.tokens_per_gpu_s, values, steps=False, far=shape.tokens_per_gpu_s * FARTHEST,
-                      note=f"even {FARTHEST:.0f}× its tokens/s leaves every pair cut")
+    return Candidates(
+        f"tokens_per_gpu_s[{shape.name}]",
+        f"inference.shapes[{j}].tokens_per_gpu_s",
+        shape.tokens_per_gpu_s,
+        values,
+        steps=False,
+        far=shape.tokens_per_gpu_s * FARTHEST,
+        note=f"even {FARTHEST:.0f}× its tokens/s leaves every pair cut",
+    )
 
 
 def supply_scale(inst: Instance, cache: TableCache, name: str) -> Candidates:
@@ -319,8 +396,9 @@ def supply_scale(inst: Instance, cache: TableCache, name: str) -> Candidates:
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.where(s.supply > 0, current * s.demand / np.where(s.supply > 0, s.supply, 1.0), np.inf)
     values = _beyond(need[ok & (need <= 1.0)], current)
-    return Candidates(name, path, current, values, steps=False, top=1.0, far=1.0,
-                      note=f"{name} 1 leaves every pair cut")
+    return Candidates(
+        name, path, current, values, steps=False, top=1.0, far=1.0, note=f"{name} 1 leaves every pair cut"
+    )
 
 
 def _shortfall(inst: Instance, s: Screen, pool) -> tuple[np.ndarray, np.ndarray, int]:
@@ -341,8 +419,11 @@ def occupancy_changes(inst: Instance, scale: float) -> dict:
     occ = inst.environment.occupancy
     if occ.distribution == "empirical":
         return {"environment.occupancy.samples": [v * scale for v in occ.samples]}
-    return {f"environment.occupancy.{k}": getattr(occ, k) * scale for k in ("median", "p99", "mean")
-            if getattr(occ, k) is not None}
+    return {
+        f"environment.occupancy.{k}": getattr(occ, k) * scale
+        for k in ("median", "p99", "mean")
+        if getattr(occ, k) is not None
+    }
 
 
 def occupancy_scale(inst: Instance, cache: TableCache, base: Screen, lowest: float = 1 / 64) -> Candidates:
@@ -350,8 +431,9 @@ def occupancy_scale(inst: Instance, cache: TableCache, base: Screen, lowest: flo
     the lifetimes, so the gap limit gives that scale in closed form; otherwise (or when another family still
     cuts there) a bisection over screens to 0.1 % (gap, exceedance, drop and attempts all fall as lifetimes
     shorten; update time and, without start-up, the deadline do not move)."""
-    out = Candidates("occupancy_scale", "", 1.0, np.zeros(0), raise_=False, steps=False, top=lowest,
-                     exact_values=False, far=lowest)
+    out = Candidates(
+        "occupancy_scale", "", 1.0, np.zeros(0), raise_=False, steps=False, top=lowest, exact_values=False, far=lowest
+    )
     fixed = ("update_time",) + (() if inst.schedule.count_startup else ("deadline",))
     if base.passing().any():
         return out  # entries pass already: only solves can tell

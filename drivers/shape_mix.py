@@ -53,8 +53,9 @@ def mix_of(inst: Instance, plan: Plan | None, training_gpus: int) -> ShapeMix:
         gpus, total = {s.name: 1.0 for s in shapes}, float(len(shapes))
     weights = {s.name: gpus.get(s.name, 0.0) / total for s in shapes}
     kept = inst.freshness.max_versions_kept
-    rate = sum(weights[s.name] * s.tokens_per_gpu_s * float(calc.supply_multiplier(s.version_slowdown, kept))
-               for s in shapes)
+    rate = sum(
+        weights[s.name] * s.tokens_per_gpu_s * float(calc.supply_multiplier(s.version_slowdown, kept)) for s in shapes
+    )
     price = sum(weights[s.name] * inst.pool(s.pool).gpu_hour_cost for s in shapes)
     return ShapeMix(weights=weights, source=source, tokens_per_gpu_s=rate, gpu_hour_cost=price)
 

@@ -28,14 +28,31 @@ from typing import Any
 
 import yaml
 
+from drivers.workers import clip, one_line, prepare_worker
 from models.edits import apply_edit, blamed_on_edits, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
 from models.result import STATUSES, key_columns
-from drivers.workers import clip, one_line, prepare_worker
 
-ROW_COLUMNS = ("status", "objective", "objective_value", "cadence_s", "versions_kept", "inference_gpus",
-               "training_gpus", "nodes", "vms", "hourly_cost", "total_cost", "makespan_s", "time_margin",
-               "exceedance", "group_drop_rate", "seconds", "highs_seconds", "message")
+ROW_COLUMNS = (
+    "status",
+    "objective",
+    "objective_value",
+    "cadence_s",
+    "versions_kept",
+    "inference_gpus",
+    "training_gpus",
+    "nodes",
+    "vms",
+    "hourly_cost",
+    "total_cost",
+    "makespan_s",
+    "time_margin",
+    "exceedance",
+    "group_drop_rate",
+    "seconds",
+    "highs_seconds",
+    "message",
+)
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
 
@@ -135,8 +152,15 @@ class SweepReport:
         return ["index", *(axis.path for axis in self.axes), *ROW_COLUMNS, *(f"gpus[{p}]" for p in self.pools)]
 
     def csv_rows(self) -> list[dict]:
-        return [{"index": row["index"], **row["edits"], **{k: row.get(k) for k in ROW_COLUMNS},
-                 **{f"gpus[{p}]": (row.get("pool_gpus") or {}).get(p) for p in self.pools}} for row in self.rows]
+        return [
+            {
+                "index": row["index"],
+                **row["edits"],
+                **{k: row.get(k) for k in ROW_COLUMNS},
+                **{f"gpus[{p}]": (row.get("pool_gpus") or {}).get(p) for p in self.pools},
+            }
+            for row in self.rows
+        ]
 
     def to_json(self) -> dict:
         counts = self.counts
@@ -153,8 +177,15 @@ class SweepReport:
         }
 
 
-def run_sweep(file: str | Path, axes: Sequence[Axis], objective: str | None = None, *, workers: int = 1,
-              on_progress: Progress | None = None, reuse: bool = True) -> SweepReport:
+def run_sweep(
+    file: str | Path,
+    axes: Sequence[Axis],
+    objective: str | None = None,
+    *,
+    workers: int = 1,
+    on_progress: Progress | None = None,
+    reuse: bool = True,
+) -> SweepReport:
     """Solve every point of the axes' product on ``file``; one row per point, in product order.
 
     ``reuse=False`` builds a fresh model for every point (the baseline the benchmark compares with).
@@ -169,9 +200,17 @@ def run_sweep(file: str | Path, axes: Sequence[Axis], objective: str | None = No
     else:
         rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse)
     name = document.get("name") if isinstance(document.get("name"), str) else Path(file).stem
-    return SweepReport(instance=name, file=file, objective=objective, axes=list(axes), rows=rows, builds=builds,
-                       workers=workers, seconds=time.perf_counter() - clock,
-                       names=item_names(document, [axis.path for axis in axes]))
+    return SweepReport(
+        instance=name,
+        file=file,
+        objective=objective,
+        axes=list(axes),
+        rows=rows,
+        builds=builds,
+        workers=workers,
+        seconds=time.perf_counter() - clock,
+        names=item_names(document, [axis.path for axis in axes]),
+    )
 
 
 def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
@@ -195,9 +234,15 @@ def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequence[tuple[int, tuple[str, ...]]],
-                 objective: str | None, on_point: Callable[[int, int], None] | None = None,
-                 reuse: bool = True) -> tuple[list[dict], int]:
+def solve_points(
+    file: str,
+    document: dict,
+    axes: Sequence[Axis],
+    points: Sequence[tuple[int, tuple[str, ...]]],
+    objective: str | None,
+    on_point: Callable[[int, int], None] | None = None,
+    reuse: bool = True,
+) -> tuple[list[dict], int]:
     """Solve ``points`` in order, re-solving one model across them where it can be retargeted.
 
     Returns the rows and the number of models built. Never raises for a point: an
@@ -220,8 +265,9 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
             inst = validate(edited(document, edits, file, read), file, base_dir)
         except InstanceError as exc:
             exc = blamed_on_edits(exc, [f"{path}={text}" for path, text in edits.items()])
-            rows.append(_row(index, edits, "invalid", objective, message=exc.message,
-                             seconds=time.perf_counter() - clock))
+            rows.append(
+                _row(index, edits, "invalid", objective, message=exc.message, seconds=time.perf_counter() - clock)
+            )
         else:
             try:
                 if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
@@ -231,8 +277,16 @@ def solve_points(file: str, document: dict, axes: Sequence[Axis], points: Sequen
                 result = diagnosed(inst, planner.solve(objective), "conflict")
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
-                rows.append(_row(index, edits, "error", objective or inst.objective, message=one_line(exc, 300),
-                                 seconds=time.perf_counter() - clock))
+                rows.append(
+                    _row(
+                        index,
+                        edits,
+                        "error",
+                        objective or inst.objective,
+                        message=one_line(exc, 300),
+                        seconds=time.perf_counter() - clock,
+                    )
+                )
             else:
                 rows.append(_result_row(index, edits, result, time.perf_counter() - clock))
         if on_point is not None:
@@ -262,8 +316,15 @@ def _row(index: int, edits: dict, status: str, objective: str | None, **extra: A
 
 
 def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
-    row = _row(index, edits, result.status, result.objective, objective_value=result.objective_value,
-               seconds=seconds, highs_seconds=result.timings.highs)
+    row = _row(
+        index,
+        edits,
+        result.status,
+        result.objective,
+        objective_value=result.objective_value,
+        seconds=seconds,
+        highs_seconds=result.timings.highs,
+    )
     if result.plan is not None:
         row.update(key_columns(result.plan, result.metrics))
         row["pool_gpus"] = {p.pool: p.gpus_used for p in result.plan.pools}
@@ -282,8 +343,11 @@ def diagnosis_summary(diagnosis: dict | None, message: str | None = None) -> str
         parts.append("conflict: " + ", ".join(map(str, diagnosis["relaxations"])))
     elif diagnosis.get("conflict"):
         parts.append(str(diagnosis["conflict"]))
-    repairs = [c.get("change") for c in diagnosis.get("changes") or []
-               if isinstance(c, dict) and c.get("value") is not None and c.get("change")]
+    repairs = [
+        c.get("change")
+        for c in diagnosis.get("changes") or []
+        if isinstance(c, dict) and c.get("value") is not None and c.get("change")
+    ]
     if repairs:
         parts.append("feasible with " + " | ".join(map(str, repairs)))
     cut = diagnosis.get("rejected_pairs") or diagnosis.get("rejected_by")
@@ -304,8 +368,14 @@ def _worker_init(progress) -> None:
     prepare_worker()
 
 
-def _solve_chunk(file: str, document: dict, axes: list[Axis], chunk: list[tuple[int, tuple[str, ...]]],
-                 objective: str | None, reuse: bool) -> tuple[list[dict], int]:
+def _solve_chunk(
+    file: str,
+    document: dict,
+    axes: list[Axis],
+    chunk: list[tuple[int, tuple[str, ...]]],
+    objective: str | None,
+    reuse: bool,
+) -> tuple[list[dict], int]:
     def tick(done: int, total: int) -> None:
         if _progress_queue is not None:
             _progress_queue.put(1)
@@ -345,8 +415,9 @@ def _solve_in_pool(file, document, axes, points, objective, workers, on_progress
     listener = threading.Thread(target=relay, daemon=True)
     listener.start()
     try:
-        with ProcessPoolExecutor(len(parts), mp_context=context, initializer=_worker_init,
-                                 initargs=(progress,)) as pool:
+        with ProcessPoolExecutor(
+            len(parts), mp_context=context, initializer=_worker_init, initargs=(progress,)
+        ) as pool:
             futures = [pool.submit(_solve_chunk, file, document, list(axes), part, objective, reuse) for part in parts]
             results = [f.result() for f in futures]
     finally:

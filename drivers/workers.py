@@ -22,6 +22,7 @@ def prepare_worker() -> None:
         os.environ.setdefault(var, "1")
     if "fork" not in multiprocessing.get_all_start_methods():
         import solver.solve  # noqa: F401
+
         return
     method = multiprocessing.get_start_method(allow_none=True)
     multiprocessing.set_start_method("fork", force=True)

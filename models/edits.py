@@ -132,8 +132,14 @@ def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:
             continue
     problems = []
     for problem in error.problems:
-        source = next((f"--set {edit}" for field, edit in reversed(paths)
-                       if problem.path and (_within(problem.path, field) or _within(field, problem.path))), None)
+        source = next(
+            (
+                f"--set {edit}"
+                for field, edit in reversed(paths)
+                if problem.path and (_within(problem.path, field) or _within(field, problem.path))
+            ),
+            None,
+        )
         problems.append(Problem(problem.path, problem.rule, source) if source else problem)
     return InstanceError(error.file, problems)
 

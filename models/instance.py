@@ -9,72 +9,167 @@ Cross-references (pools, backends, node densities) are checked by
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, model_validator
 
-from models.base import (DURATION, WHOLE, FieldError, Fraction, Name, NonNegative, NonNegativeDuration,
-                         Positive, PositiveDuration, PositiveFraction, PositiveInt, Strict, about, with_defaults)
-from models.environment import (Z_99, Backend, Cloud, Empirical, Environment, Lognormal, NodeType, Occupancy,
-                                VmType, read_samples_csv)
+from models.base import (
+    DURATION,
+    WHOLE,
+    FieldError,
+    Fraction,
+    Name,
+    NonNegative,
+    NonNegativeDuration,
+    Positive,
+    PositiveDuration,
+    PositiveFraction,
+    PositiveInt,
+    Strict,
+    about,
+    with_defaults,
+)
+from models.environment import (
+    Z_99,
+    Backend,
+    Cloud,
+    Empirical,
+    Environment,
+    Lognormal,
+    NodeType,
+    Occupancy,
+    VmType,
+    read_samples_csv,
+)
 from models.uncertainty import Uncertainty
 
-__all__ = ["Z_99", "Backend", "Cloud", "Empirical", "Environment", "Lognormal", "NodeType", "Occupancy", "VmType",
-           "read_samples_csv"]
+__all__ = [
+    "Z_99",
+    "Backend",
+    "Cloud",
+    "Empirical",
+    "Environment",
+    "Lognormal",
+    "NodeType",
+    "Occupancy",
+    "VmType",
+    "read_samples_csv",
+]
 
 
 class Workload(Strict):
-    iterations: PositiveInt = Field(description=about(
-        "Outer iterations n of the run: one batch, one update and one published weight version each",
-        unit="iterations", typical="500-5,000", seed="1000"))
-    batch_trajectories: PositiveInt = Field(description=about(
-        "Effective trajectories B per iteration (those that enter a batch)", unit="trajectories",
-        typical="1,024-8,192", seed="4096"))
-    group_size: PositiveInt = Field(description=about(
-        "GRPO group size g: attempts launched together on one prompt; under overrun_policy drop, the whole "
-        "group is dropped if any member is too stale", unit="attempts", typical="4-16", seed="8"))
-    tokens_per_attempt: Positive = Field(description=about(
-        "Output tokens generated per trajectory attempt, averaged over all attempts", unit="tokens",
-        typical="8,192-65,536", seed="32768"))
-    intake_rate: PositiveFraction = Field(1.0, description=about(
-        "Effective intake p: share of attempts usable for training (failed or filtered attempts are lost)",
-        unit="share in (0, 1]", typical="0.8-1.0", seed="1.0"))
+    iterations: PositiveInt = Field(
+        description=about(
+            "Outer iterations n of the run: one batch, one update and one published weight version each",
+            unit="iterations",
+            typical="500-5,000",
+            seed="1000",
+        )
+    )
+    batch_trajectories: PositiveInt = Field(
+        description=about(
+            "Effective trajectories B per iteration (those that enter a batch)",
+            unit="trajectories",
+            typical="1,024-8,192",
+            seed="4096",
+        )
+    )
+    group_size: PositiveInt = Field(
+        description=about(
+            "GRPO group size g: attempts launched together on one prompt; under overrun_policy drop, the whole "
+            "group is dropped if any member is too stale",
+            unit="attempts",
+            typical="4-16",
+            seed="8",
+        )
+    )
+    tokens_per_attempt: Positive = Field(
+        description=about(
+            "Output tokens generated per trajectory attempt, averaged over all attempts",
+            unit="tokens",
+            typical="8,192-65,536",
+            seed="32768",
+        )
+    )
+    intake_rate: PositiveFraction = Field(
+        1.0,
+        description=about(
+            "Effective intake p: share of attempts usable for training (failed or filtered attempts are lost)",
+            unit="share in (0, 1]",
+            typical="0.8-1.0",
+            seed="1.0",
+        ),
+    )
 
 
 class Cadence(Strict):
-    min: PositiveDuration = Field(1.0, description=about(
-        "Shortest cadence L (seconds per outer iteration) the plan may choose", unit=DURATION,
-        typical="60s-10m", seed="60s"))
-    max: PositiveDuration | None = Field(None, description=about(
-        "Longest cadence on the grid; null: the deadline pace (deadline - extra_time)/iterations",
-        unit=DURATION, seed="null (604.8 s)"))
-    step: PositiveDuration = Field(1.0, description=about(
-        "Spacing of the cadence grid min, min+step, ...; a coarser step solves faster", unit=DURATION,
-        typical="1s-10s", seed="1s"))
+    min: PositiveDuration = Field(
+        1.0,
+        description=about(
+            "Shortest cadence L (seconds per outer iteration) the plan may choose",
+            unit=DURATION,
+            typical="60s-10m",
+            seed="60s",
+        ),
+    )
+    max: PositiveDuration | None = Field(
+        None,
+        description=about(
+            "Longest cadence on the grid; null: the deadline pace (deadline - extra_time)/iterations",
+            unit=DURATION,
+            seed="null (604.8 s)",
+        ),
+    )
+    step: PositiveDuration = Field(
+        1.0,
+        description=about(
+            "Spacing of the cadence grid min, min+step, ...; a coarser step solves faster",
+            unit=DURATION,
+            typical="1s-10s",
+            seed="1s",
+        ),
+    )
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Cadence":
+    def _ordered(self) -> Cadence:
         if self.max is not None and self.max < self.min:
             raise FieldError("max", f"cadence.max ({self.max:g} s) must be >= cadence.min ({self.min:g} s)")
         return self
 
 
 class Schedule(Strict):
-    deadline: PositiveDuration = Field(description=about(
-        "Wall-clock time the whole run must finish in (makespan T <= deadline). A bare number is seconds",
-        unit=DURATION, typical="3d-30d", seed="7d"))
-    extra_time: NonNegativeDuration = Field(0.0, description=about(
-        "Time outside the iterations (evaluation, checkpoints, set-up) added to the makespan: T = n·L + "
-        "extra_time", unit=DURATION, typical="0-1d", seed="0s"))
-    cadence: Cadence = Field(Cadence(), description=about(
-        "The grid of cadences L (seconds per outer iteration) the plan chooses from"))
-    count_startup: bool = Field(False, description=about(
-        "Count the pipeline fill before the first batch (until enough whole groups have finished) and the last "
-        "update after the last batch: "
-        "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time", seed="false"))
+    deadline: PositiveDuration = Field(
+        description=about(
+            "Wall-clock time the whole run must finish in (makespan T <= deadline). A bare number is seconds",
+            unit=DURATION,
+            typical="3d-30d",
+            seed="7d",
+        )
+    )
+    extra_time: NonNegativeDuration = Field(
+        0.0,
+        description=about(
+            "Time outside the iterations (evaluation, checkpoints, set-up) added to the makespan: T = n·L + extra_time",
+            unit=DURATION,
+            typical="0-1d",
+            seed="0s",
+        ),
+    )
+    cadence: Cadence = Field(
+        Cadence(), description=about("The grid of cadences L (seconds per outer iteration) the plan chooses from")
+    )
+    count_startup: bool = Field(
+        False,
+        description=about(
+            "Count the pipeline fill before the first batch (until enough whole groups have finished) and the last "
+            "update after the last batch: "
+            "T = fill + (n-1)·L + U(m) + extra_time instead of n·L + extra_time",
+            seed="false",
+        ),
+    )
 
     @model_validator(mode="after")
-    def _room(self) -> "Schedule":
+    def _room(self) -> Schedule:
         if self.extra_time >= self.deadline:
             raise FieldError(
                 "extra_time", f"extra_time ({self.extra_time:g} s) must be below the deadline ({self.deadline:g} s)"
@@ -83,38 +178,75 @@ class Schedule(Strict):
 
 
 class GpuPool(Strict):
-    name: Name = Field(description=about(
-        "Name of a GPU pool (a cluster or a GPU generation); shapes and training refer to it", seed="main"))
-    gpus: PositiveInt = Field(description=about(
-        "GPUs in the pool: inference replicas and training groups placed on it share them", unit="GPUs",
-        typical="1,000-20,000", seed="10000"))
-    gpu_hour_cost: NonNegative = Field(description=about(
-        "Price of one GPU for one hour", unit="$ per GPU-hour", typical="1.5-4", seed="2.0"))
-    billing: Literal["used", "reserved"] = Field("used", description=about(
-        "used: pay for the GPUs the plan uses; reserved: pay for every GPU of the pool whatever the plan uses "
-        "(an owned or reserved cluster)", seed="used"))
+    name: Name = Field(
+        description=about(
+            "Name of a GPU pool (a cluster or a GPU generation); shapes and training refer to it", seed="main"
+        )
+    )
+    gpus: PositiveInt = Field(
+        description=about(
+            "GPUs in the pool: inference replicas and training groups placed on it share them",
+            unit="GPUs",
+            typical="1,000-20,000",
+            seed="10000",
+        )
+    )
+    gpu_hour_cost: NonNegative = Field(
+        description=about("Price of one GPU for one hour", unit="$ per GPU-hour", typical="1.5-4", seed="2.0")
+    )
+    billing: Literal["used", "reserved"] = Field(
+        "used",
+        description=about(
+            "used: pay for the GPUs the plan uses; reserved: pay for every GPU of the pool whatever the plan uses "
+            "(an owned or reserved cluster)",
+            seed="used",
+        ),
+    )
 
 
 class Shape(Strict):
     name: Name = Field(description=about("Name of an inference replica shape, echoed in the plan", seed="tp8"))
     pool: Name = Field(description=about("The gpu_pools name its replicas run on", seed="main"))
-    gpus_per_replica: PositiveInt = Field(description=about(
-        "GPUs one inference replica uses (its tensor/pipeline parallel size)", unit="GPUs", typical="1-16",
-        seed="8"))
-    tokens_per_gpu_s: Positive = Field(description=about(
-        "Output tokens per second per GPU, measured under the target agent load (not a chat benchmark)",
-        unit="tokens/s per GPU", typical="50-2,000", seed="75"))
-    version_slowdown: NonNegative = Field(0.0, description=about(
-        "Throughput lost per extra resident weight version: supply × (1 - version_slowdown·(K-1))",
-        unit="share per version", typical="0-0.02", seed="0.0"))
+    gpus_per_replica: PositiveInt = Field(
+        description=about(
+            "GPUs one inference replica uses (its tensor/pipeline parallel size)", unit="GPUs", typical="1-16", seed="8"
+        )
+    )
+    tokens_per_gpu_s: Positive = Field(
+        description=about(
+            "Output tokens per second per GPU, measured under the target agent load (not a chat benchmark)",
+            unit="tokens/s per GPU",
+            typical="50-2,000",
+            seed="75",
+        )
+    )
+    version_slowdown: NonNegative = Field(
+        0.0,
+        description=about(
+            "Throughput lost per extra resident weight version: supply × (1 - version_slowdown·(K-1))",
+            unit="share per version",
+            typical="0-0.02",
+            seed="0.0",
+        ),
+    )
 
 
 class Inference(Strict):
-    availability: PositiveFraction = Field(1.0, description=about(
-        "Share of time the generation service runs (restarts, weight loads and failures lost)",
-        unit="share in (0, 1]", typical="0.9-1.0", seed="1.0"))
-    shapes: list[Shape] = Field(min_length=1, description=about(
-        "Inference replica shapes the plan chooses counts of, one or more per pool", seed="one shape, tp8"))
+    availability: PositiveFraction = Field(
+        1.0,
+        description=about(
+            "Share of time the generation service runs (restarts, weight loads and failures lost)",
+            unit="share in (0, 1]",
+            typical="0.9-1.0",
+            seed="1.0",
+        ),
+    )
+    shapes: list[Shape] = Field(
+        min_length=1,
+        description=about(
+            "Inference replica shapes the plan chooses counts of, one or more per pool", seed="one shape, tp8"
+        ),
+    )
 
 
 LAW = "How the update time U(m) of one outer iteration falls with the training GPUs m·gpus_per_group"
@@ -123,19 +255,22 @@ REFERENCE_TIME = about("Update time measured on reference_gpus", unit=DURATION, 
 
 
 class InverseLaw(Strict):
-    law: Literal["inverse"] = Field(description=about(
-        f"{LAW}: inverse, U = reference_time·reference_gpus/G (perfect scaling)", seed="inverse"))
+    law: Literal["inverse"] = Field(
+        description=about(f"{LAW}: inverse, U = reference_time·reference_gpus/G (perfect scaling)", seed="inverse")
+    )
     reference_gpus: Positive = Field(description=REFERENCE_GPUS)
     reference_time: PositiveDuration = Field(description=REFERENCE_TIME)
 
 
 class AmdahlLaw(Strict):
-    law: Literal["amdahl"] = Field(description=about(
-        f"{LAW}: amdahl, U = reference_time·(f + (1-f)·reference_gpus/G)"))
+    law: Literal["amdahl"] = Field(description=about(f"{LAW}: amdahl, U = reference_time·(f + (1-f)·reference_gpus/G)"))
     reference_gpus: Positive = Field(description=REFERENCE_GPUS)
     reference_time: PositiveDuration = Field(description=REFERENCE_TIME)
-    serial_fraction: Fraction = Field(description=about(
-        "f: the share of the update that does not scale with GPUs", unit="share in [0, 1]", typical="0.01-0.2"))
+    serial_fraction: Fraction = Field(
+        description=about(
+            "f: the share of the update that does not scale with GPUs", unit="share in [0, 1]", typical="0.01-0.2"
+        )
+    )
 
 
 class TablePoint(Strict):
@@ -144,13 +279,15 @@ class TablePoint(Strict):
 
 
 class TableLaw(Strict):
-    law: Literal["table"] = Field(description=about(
-        f"{LAW}: table, linear interpolation of measured points (no plan outside their range)"))
-    points: list[TablePoint] = Field(min_length=2, description=about(
-        "Measured (gpus, seconds) points, by strictly increasing gpus, at least 2"))
+    law: Literal["table"] = Field(
+        description=about(f"{LAW}: table, linear interpolation of measured points (no plan outside their range)")
+    )
+    points: list[TablePoint] = Field(
+        min_length=2, description=about("Measured (gpus, seconds) points, by strictly increasing gpus, at least 2")
+    )
 
     @model_validator(mode="after")
-    def _increasing(self) -> "TableLaw":
+    def _increasing(self) -> TableLaw:
         for i in range(1, len(self.points)):
             before, here = self.points[i - 1].gpus, self.points[i].gpus
             if here <= before:
@@ -161,58 +298,110 @@ class TableLaw(Strict):
         return self
 
 
-UpdateTime = Annotated[Union[InverseLaw, AmdahlLaw, TableLaw], Field(discriminator="law")]
+UpdateTime = Annotated[InverseLaw | AmdahlLaw | TableLaw, Field(discriminator="law")]
 
 
 class Training(Strict):
     pool: Name = Field(description=about("The gpu_pools name training groups run on", seed="main"))
-    gpus_per_group: PositiveInt = Field(description=about(
-        "GPUs in one training (parallelism) group; the plan chooses the number of groups m", unit="GPUs",
-        typical="8-64", seed="8"))
+    gpus_per_group: PositiveInt = Field(
+        description=about(
+            "GPUs in one training (parallelism) group; the plan chooses the number of groups m",
+            unit="GPUs",
+            typical="8-64",
+            seed="8",
+        )
+    )
     min_groups: PositiveInt = Field(1, description=about("Fewest training groups", unit="groups", seed="1"))
-    max_groups: PositiveInt | None = Field(None, description=about(
-        "Most training groups; null: as many as the pool holds", unit="groups", seed="null"))
-    update_time: UpdateTime = Field(description=about(
-        "Update time per outer iteration as a function of training GPUs; it must fit in the cadence (U <= L). "
-        "law: inverse, amdahl or table", seed="inverse, 300s on 7000 GPUs"))
+    max_groups: PositiveInt | None = Field(
+        None, description=about("Most training groups; null: as many as the pool holds", unit="groups", seed="null")
+    )
+    update_time: UpdateTime = Field(
+        description=about(
+            "Update time per outer iteration as a function of training GPUs; it must fit in the cadence (U <= L). "
+            "law: inverse, amdahl or table",
+            seed="inverse, 300s on 7000 GPUs",
+        )
+    )
 
     @model_validator(mode="after")
-    def _range(self) -> "Training":
+    def _range(self) -> Training:
         if self.max_groups is not None and self.max_groups < self.min_groups:
             raise FieldError("max_groups", f"max_groups ({self.max_groups}) must be >= min_groups ({self.min_groups})")
         return self
 
 
 class Freshness(Strict):
-    max_versions_kept: PositiveInt = Field(10, description=about(
-        "Most weight versions K kept resident for generation; a trajectory whose version gap exceeds K is too "
-        "stale. Higher K drops fewer groups but slows replicas by version_slowdown", unit="versions",
-        typical="4-16", seed="10"))
-    gap_convention: Literal["consumer", "post_publish"] = Field("consumer", description=about(
-        "How a version gap is counted: consumer (seed appendix A1, gap = floor(u + W/L)) or post_publish (one "
-        "more)", seed="consumer"))
-    overrun_policy: Literal["drop", "downweight"] = Field("drop", description=about(
-        "What happens to a group with a member staler than K: drop (lost, more attempts needed) or downweight "
-        "(kept with a lower weight, no loss)", seed="drop"))
-    group_correlation: Literal["independent", "comonotone"] = Field("independent", description=about(
-        "How lifetimes within a group relate: independent (drop = 1-(1-q)^g, pessimistic) or comonotone (drop "
-        "= q, optimistic)", seed="independent"))
-    max_mean_gap: Positive | None = Field(None, description=about(
-        "Upper limit on the mean version gap W_use/L; null: no limit", unit="versions", typical="2-4",
-        seed="null"))
-    max_exceedance: Fraction | None = Field(None, description=about(
-        "Upper limit on q, the share of trajectories staler than K; null: no limit", unit="share in [0, 1]",
-        typical="0.05-0.2", seed="null"))
-    max_group_drop: Fraction | None = Field(None, description=about(
-        "Upper limit on the share of groups dropped for staleness; null: no limit", unit="share in [0, 1]",
-        typical="0.1-0.3", seed="null"))
+    max_versions_kept: PositiveInt = Field(
+        10,
+        description=about(
+            "Most weight versions K kept resident for generation; a trajectory whose version gap exceeds K is too "
+            "stale. Higher K drops fewer groups but slows replicas by version_slowdown",
+            unit="versions",
+            typical="4-16",
+            seed="10",
+        ),
+    )
+    gap_convention: Literal["consumer", "post_publish"] = Field(
+        "consumer",
+        description=about(
+            "How a version gap is counted: consumer (seed appendix A1, gap = floor(u + W/L)) or post_publish (one "
+            "more)",
+            seed="consumer",
+        ),
+    )
+    overrun_policy: Literal["drop", "downweight"] = Field(
+        "drop",
+        description=about(
+            "What happens to a group with a member staler than K: drop (lost, more attempts needed) or downweight "
+            "(kept with a lower weight, no loss)",
+            seed="drop",
+        ),
+    )
+    group_correlation: Literal["independent", "comonotone"] = Field(
+        "independent",
+        description=about(
+            "How lifetimes within a group relate: independent (drop = 1-(1-q)^g, pessimistic) or comonotone (drop "
+            "= q, optimistic)",
+            seed="independent",
+        ),
+    )
+    max_mean_gap: Positive | None = Field(
+        None,
+        description=about(
+            "Upper limit on the mean version gap W_use/L; null: no limit", unit="versions", typical="2-4", seed="null"
+        ),
+    )
+    max_exceedance: Fraction | None = Field(
+        None,
+        description=about(
+            "Upper limit on q, the share of trajectories staler than K; null: no limit",
+            unit="share in [0, 1]",
+            typical="0.05-0.2",
+            seed="null",
+        ),
+    )
+    max_group_drop: Fraction | None = Field(
+        None,
+        description=about(
+            "Upper limit on the share of groups dropped for staleness; null: no limit",
+            unit="share in [0, 1]",
+            typical="0.1-0.3",
+            seed="null",
+        ),
+    )
 
 
 class Limits(Strict):
-    max_hourly_cost: Positive | None = Field(None, description=about(
-        "Budget on the plan's hourly cost (GPUs + nodes + VMs); null: none", unit="$ per hour", seed="null"))
-    max_total_cost: Positive | None = Field(None, description=about(
-        "Budget on the whole run's cost (hourly cost × makespan); null: none", unit="$", seed="null"))
+    max_hourly_cost: Positive | None = Field(
+        None,
+        description=about(
+            "Budget on the plan's hourly cost (GPUs + nodes + VMs); null: none", unit="$ per hour", seed="null"
+        ),
+    )
+    max_total_cost: Positive | None = Field(
+        None,
+        description=about("Budget on the whole run's cost (hourly cost × makespan); null: none", unit="$", seed="null"),
+    )
 
 
 Objective = Literal["total_cost", "hourly_cost", "makespan"]
@@ -227,29 +416,47 @@ def _instance_schema(schema: dict, cls: type | None = None) -> None:
 class Instance(Strict):
     model_config = ConfigDict(json_schema_extra=_instance_schema)
 
-    schema_version: Annotated[Literal[1], WHOLE] = Field(1, description=about(
-        "Version of this file format; 1 is the only one"))
-    name: Name | None = Field(None, description=about(
-        "Name of the instance shown in every output; null: the file's name without extension",
-        seed="seed-week-75"))
+    schema_version: Annotated[Literal[1], WHOLE] = Field(
+        1, description=about("Version of this file format; 1 is the only one")
+    )
+    name: Name | None = Field(
+        None,
+        description=about(
+            "Name of the instance shown in every output; null: the file's name without extension", seed="seed-week-75"
+        ),
+    )
     workload: Workload = Field(description=about("The run: iterations, batch, groups, tokens per attempt"))
     schedule: Schedule = Field(description=about("Deadline, time outside iterations, the cadence grid"))
-    gpu_pools: list[GpuPool] = Field(min_length=1, description=about(
-        "GPU pools (clusters, generations) with their sizes and prices", seed="one pool, main, 10000 GPUs"))
+    gpu_pools: list[GpuPool] = Field(
+        min_length=1,
+        description=about(
+            "GPU pools (clusters, generations) with their sizes and prices", seed="one pool, main, 10000 GPUs"
+        ),
+    )
     inference: Inference = Field(description=about("Inference replica shapes and the service's availability"))
     training: Training = Field(description=about("Training groups and how fast they update"))
-    environment: Environment = Field(description=about(
-        "Sandboxes: lifetimes, backends, local node types, cloud spillover"))
-    freshness: Freshness = Field(Freshness(), description=about(
-        "Weight versions kept, how staleness is counted and handled, optional freshness limits"))
-    objective: Objective = Field("total_cost", description=about(
-        "What the plan minimises: total_cost (cost of the whole run), hourly_cost or makespan; ties break "
-        "total_cost → makespan → hourly_cost, hourly_cost → makespan, makespan → total_cost",
-        seed="total_cost"))
+    environment: Environment = Field(
+        description=about("Sandboxes: lifetimes, backends, local node types, cloud spillover")
+    )
+    freshness: Freshness = Field(
+        Freshness(),
+        description=about("Weight versions kept, how staleness is counted and handled, optional freshness limits"),
+    )
+    objective: Objective = Field(
+        "total_cost",
+        description=about(
+            "What the plan minimises: total_cost (cost of the whole run), hourly_cost or makespan; ties break "
+            "total_cost → makespan → hourly_cost, hourly_cost → makespan, makespan → total_cost",
+            seed="total_cost",
+        ),
+    )
     limits: Limits = Field(Limits(), description=about("Optional budgets"))
-    uncertainty: Uncertainty | None = Field(None, description=about(
-        "Optional run-level uncertainty factors for risk and solve --confidence; null: none",
-        seed="null"))
+    uncertainty: Uncertainty | None = Field(
+        None,
+        description=about(
+            "Optional run-level uncertainty factors for risk and solve --confidence; null: none", seed="null"
+        ),
+    )
 
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

@@ -20,9 +20,11 @@ from models.uncertainty import path_errors
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 _UNION_TAGS = {"occupancy", "update_time"}
 # Each model of a tagged union by its tag ("lognormal" -> Lognormal): pydantic puts the tag into error locations.
-_TAG_MODELS = {get_args(model.model_fields[tag].annotation)[0]: model
-               for union, tag in ((Occupancy, "distribution"), (UpdateTime, "law"))
-               for model in get_args(get_args(union)[0])}
+_TAG_MODELS = {
+    get_args(model.model_fields[tag].annotation)[0]: model
+    for union, tag in ((Occupancy, "distribution"), (UpdateTime, "law"))
+    for model in get_args(get_args(union)[0])
+}
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,10 @@ class InstanceError(Exception):
 
     @property
     def message(self) -> str:
-        return "\n".join(f"{p.source or self.file}: {p.path}: {p.rule}" if p.path else f"{p.source or self.file}: {p.rule}"
-                         for p in self.problems)
+        return "\n".join(
+            f"{p.source or self.file}: {p.path}: {p.rule}" if p.path else f"{p.source or self.file}: {p.rule}"
+            for p in self.problems
+        )
 
 
 def read_document(path: Path) -> dict[str, Any]:
@@ -78,7 +82,9 @@ def read_document(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise InstanceError(file, [Problem("", f"not valid TOML: {exc}")]) from None
     except json.JSONDecodeError as exc:
-        raise InstanceError(file, [Problem("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]) from None
+        raise InstanceError(
+            file, [Problem("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
+        ) from None
     if duplicates:
         raise InstanceError(file, duplicates)
     if not isinstance(data, dict):
@@ -299,7 +305,9 @@ def reference_errors(inst: Instance) -> list[Problem]:
     def backend_refs(mapping: dict[str, float], where: str) -> None:
         for key in mapping:
             if key not in backends:
-                problems.append(Problem(f"{where}.{key}", f"'{key}' is not a backend name (have: {', '.join(backends)})"))
+                problems.append(
+                    Problem(f"{where}.{key}", f"'{key}' is not a backend name (have: {', '.join(backends)})")
+                )
 
     for i, node in enumerate(inst.environment.node_types):
         backend_refs(node.density, f"environment.node_types[{i}].density")

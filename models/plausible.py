@@ -42,8 +42,10 @@ def unit_warnings(document: dict[str, Any]) -> list[str]:
         except ValueError:
             shortest = None
         if isinstance(shortest, float) and deadline < shortest:
-            out.append(f"schedule.deadline: {deadline:g} is read as {format_duration(deadline)}, under one cadence "
-                       f"(cadence.min {format_duration(shortest)}), so no plan can meet it; check its unit (h, d)")
+            out.append(
+                f"schedule.deadline: {deadline:g} is read as {format_duration(deadline)}, under one cadence "
+                f"(cadence.min {format_duration(shortest)}), so no plan can meet it; check its unit (h, d)"
+            )
     return out
 
 

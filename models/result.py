@@ -74,8 +74,9 @@ class Plan(Out):
     cost_terms: CostTerms
     pools: list[PoolUse]
     placement: Placement
-    startup_s: float | None = Field(None, description="MODEL §8 pipeline fill before the first batch (s), "
-                                    "when the plan reports it")
+    startup_s: float | None = Field(
+        None, description="MODEL §8 pipeline fill before the first batch (s), when the plan reports it"
+    )
 
     @property
     def node_count(self) -> int:
@@ -155,8 +156,17 @@ class Result(Out):
 
 def key_columns(plan: Plan, metrics: Metrics) -> dict:
     """A plan's key decisions and metrics, one column each: what a sweep row and a frontier CSV line show."""
-    return {"cadence_s": plan.cadence_s, "versions_kept": plan.versions_kept, "inference_gpus": plan.inference_gpus,
-            "training_gpus": plan.training_gpus, "nodes": plan.node_count, "vms": plan.vm_count,
-            "hourly_cost": plan.hourly_cost, "total_cost": plan.total_cost, "makespan_s": plan.makespan_s,
-            "time_margin": metrics.time_margin, "exceedance": metrics.exceedance,
-            "group_drop_rate": metrics.group_drop_rate}
+    return {
+        "cadence_s": plan.cadence_s,
+        "versions_kept": plan.versions_kept,
+        "inference_gpus": plan.inference_gpus,
+        "training_gpus": plan.training_gpus,
+        "nodes": plan.node_count,
+        "vms": plan.vm_count,
+        "hourly_cost": plan.hourly_cost,
+        "total_cost": plan.total_cost,
+        "makespan_s": plan.makespan_s,
+        "time_margin": metrics.time_margin,
+        "exceedance": metrics.exceedance,
+        "group_drop_rate": metrics.group_drop_rate,
+    }

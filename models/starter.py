@@ -24,36 +24,102 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
     return {
         "schema_version": 1,
         "name": "my-run",
-        "workload": {"iterations": 1000, "batch_trajectories": 4096, "group_size": 8, "tokens_per_attempt": 32768,
-                     "intake_rate": 1.0},
-        "schedule": {"deadline": "7d", "extra_time": "0s", "cadence": {"min": "60s", "max": None, "step": "1s"},
-                     "count_startup": False},
-        "gpu_pools": [{"name": name, "gpus": 10000, "gpu_hour_cost": 2.0 + 0.5 * i, "billing": "used"}
-                      for i, name in enumerate(pool_names)],
-        "inference": {"availability": 1.0, "shapes": [
-            {"name": "tp8" if pools == 1 else f"tp8-{name}", "pool": name, "gpus_per_replica": 8,
-             "tokens_per_gpu_s": 75 * (1 + 0.25 * i), "version_slowdown": 0.0} for i, name in enumerate(pool_names)]},
-        "training": {"pool": pool_names[0], "gpus_per_group": 8, "min_groups": 1, "max_groups": None,
-                     "update_time": {"law": "inverse", "reference_gpus": 7000, "reference_time": "300s"}},
+        "workload": {
+            "iterations": 1000,
+            "batch_trajectories": 4096,
+            "group_size": 8,
+            "tokens_per_attempt": 32768,
+            "intake_rate": 1.0,
+        },
+        "schedule": {
+            "deadline": "7d",
+            "extra_time": "0s",
+            "cadence": {"min": "60s", "max": None, "step": "1s"},
+            "count_startup": False,
+        },
+        "gpu_pools": [
+            {"name": name, "gpus": 10000, "gpu_hour_cost": 2.0 + 0.5 * i, "billing": "used"}
+            for i, name in enumerate(pool_names)
+        ],
+        "inference": {
+            "availability": 1.0,
+            "shapes": [
+                {
+                    "name": "tp8" if pools == 1 else f"tp8-{name}",
+                    "pool": name,
+                    "gpus_per_replica": 8,
+                    "tokens_per_gpu_s": 75 * (1 + 0.25 * i),
+                    "version_slowdown": 0.0,
+                }
+                for i, name in enumerate(pool_names)
+            ],
+        },
+        "training": {
+            "pool": pool_names[0],
+            "gpus_per_group": 8,
+            "min_groups": 1,
+            "max_groups": None,
+            "update_time": {"law": "inverse", "reference_gpus": 7000, "reference_time": "300s"},
+        },
         "environment": {
-            "occupancy": {"distribution": "lognormal", "median": "1044s", "p99": "13900s", "mean": None,
-                          "sigma": None},
+            "occupancy": {"distribution": "lognormal", "median": "1044s", "p99": "13900s", "mean": None, "sigma": None},
             "littles_law_uses": "mean",
             "backends": [{"name": n, "share": s, "cores": 0.05, "memory_gb": 0.5} for n, s in zip(names, shares)],
-            "node_types": [{"name": "standard", "cores": 188, "memory_gb": 1560, "density": {n: 1048 for n in names},
-                            "hour_cost": 12.0, "max_nodes": None}],
+            "node_types": [
+                {
+                    "name": "standard",
+                    "cores": 188,
+                    "memory_gb": 1560,
+                    "density": {n: 1048 for n in names},
+                    "hour_cost": 12.0,
+                    "max_nodes": None,
+                }
+            ],
             "utilisation_cap": 1.0,
             "peak_to_mean": 1.0,
-            "cloud": {"eligible_share": {n: 1.0 for n in names},
-                      "vm_types": [{"name": "burst", "density": {n: 64 for n in names}, "cores": 16, "memory_gb": 64,
-                                    "hour_cost": 1.0, "billed_fraction": 0.2, "max_vms": 200}]},
+            "cloud": {
+                "eligible_share": {n: 1.0 for n in names},
+                "vm_types": [
+                    {
+                        "name": "burst",
+                        "density": {n: 64 for n in names},
+                        "cores": 16,
+                        "memory_gb": 64,
+                        "hour_cost": 1.0,
+                        "billed_fraction": 0.2,
+                        "max_vms": 200,
+                    }
+                ],
+            },
         },
-        "freshness": {"max_versions_kept": 10, "gap_convention": "consumer", "overrun_policy": "drop",
-                      "group_correlation": "independent", "max_mean_gap": None, "max_exceedance": None,
-                      "max_group_drop": None},
+        "freshness": {
+            "max_versions_kept": 10,
+            "gap_convention": "consumer",
+            "overrun_policy": "drop",
+            "group_correlation": "independent",
+            "max_mean_gap": None,
+            "max_exceedance": None,
+            "max_group_drop": None,
+        },
         "objective": "total_cost",
         "limits": {"max_hourly_cost": None, "max_total_cost": None},
-        "uncertainty": {"samples": 1000, "seed": 0, "confidence": None, "factors": [
-            {"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal",
-             "mean": 1.0, "sd": 0.05, "median": None, "sigma": None, "low": None, "mode": None, "high": None}]},
+        "uncertainty": {
+            "samples": 1000,
+            "seed": 0,
+            "confidence": None,
+            "factors": [
+                {
+                    "name": "throughput",
+                    "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+                    "dist": "normal",
+                    "mean": 1.0,
+                    "sd": 0.05,
+                    "median": None,
+                    "sigma": None,
+                    "low": None,
+                    "mode": None,
+                    "high": None,
+                }
+            ],
+        },
     }

@@ -34,10 +34,25 @@ POSITIVE_FLOOR = 1e-9
 """MODEL §9: a scaled field that must be positive is clipped to at least this (a normal multiplier can
 draw 0 or less)."""
 
-_AT_MOST_ONE = {"intake_rate", "availability", "utilisation_cap", "serial_fraction", "billed_fraction",
-                "max_exceedance", "max_group_drop"}
-_MAY_BE_ZERO = {"version_slowdown", "gpu_hour_cost", "hour_cost", "extra_time", "serial_fraction",
-                "billed_fraction", "max_exceedance", "max_group_drop"}
+_AT_MOST_ONE = {
+    "intake_rate",
+    "availability",
+    "utilisation_cap",
+    "serial_fraction",
+    "billed_fraction",
+    "max_exceedance",
+    "max_group_drop",
+}
+_MAY_BE_ZERO = {
+    "version_slowdown",
+    "gpu_hour_cost",
+    "hour_cost",
+    "extra_time",
+    "serial_fraction",
+    "billed_fraction",
+    "max_exceedance",
+    "max_group_drop",
+}
 
 
 def valid_range(path: str) -> tuple[float, float]:
@@ -53,10 +68,18 @@ def valid_range(path: str) -> tuple[float, float]:
 
 def _parameters_schema() -> dict:
     """JSON Schema of the parameter rule: each distribution requires its own parameters, and no other."""
-    return {"allOf": [{"if": {"properties": {"dist": {"const": dist}}, "required": ["dist"]},
-                       "then": {"required": list(wanted),
-                                "properties": {p: {"type": "number" if p in wanted else "null"} for p in _PARAMETERS}}}
-                      for dist, wanted in DISTRIBUTIONS.items()]}
+    return {
+        "allOf": [
+            {
+                "if": {"properties": {"dist": {"const": dist}}, "required": ["dist"]},
+                "then": {
+                    "required": list(wanted),
+                    "properties": {p: {"type": "number" if p in wanted else "null"} for p in _PARAMETERS},
+                },
+            }
+            for dist, wanted in DISTRIBUTIONS.items()
+        ]
+    }
 
 
 def _factor_schema(schema: dict, cls: type | None = None) -> None:
@@ -87,7 +110,7 @@ class Factor(Strict):
     high: Number | None = Field(None, description="uniform, triangular: largest multiplier")
 
     @model_validator(mode="after")
-    def _parameters(self) -> "Factor":
+    def _parameters(self) -> Factor:
         wanted = DISTRIBUTIONS[self.dist]
         for name in wanted:
             if getattr(self, name) is None:
@@ -139,7 +162,9 @@ class Factor(Strict):
         if self.dist == "normal":
             return rng.normal(self.mean, self.sd, n) if self.sd else np.full(n, float(self.mean))
         if self.dist == "lognormal":
-            return self.median * np.exp(rng.normal(0.0, self.sigma, n)) if self.sigma else np.full(n, float(self.median))
+            return (
+                self.median * np.exp(rng.normal(0.0, self.sigma, n)) if self.sigma else np.full(n, float(self.median))
+            )
         if self.dist == "uniform":
             return rng.uniform(self.low, self.high, n) if self.high > self.low else np.full(n, float(self.low))
         if self.high == self.low:
@@ -157,7 +182,9 @@ def _triangular_quantile(low: float, mode: float, high: float, p: float) -> floa
 
 
 class Uncertainty(Strict):
-    samples: PositiveInt = Field(1000, description="scenarios S drawn for a confidence solve (sample average approximation)")
+    samples: PositiveInt = Field(
+        1000, description="scenarios S drawn for a confidence solve (sample average approximation)"
+    )
     seed: Count = Field(0, description="seed of the scenario draws; the same seed gives the same scenarios")
     confidence: Fraction | None = Field(
         None, description="plan for this on-time probability (e.g. 0.9); solve --confidence overrides it"
@@ -165,7 +192,7 @@ class Uncertainty(Strict):
     factors: list[Factor] = Field(min_length=1, description="independent run-level factors")
 
     @model_validator(mode="after")
-    def _unique(self) -> "Uncertainty":
+    def _unique(self) -> Uncertainty:
         seen: set[str] = set()
         for i, factor in enumerate(self.factors):
             if factor.name in seen:
@@ -260,8 +287,13 @@ def path_errors(document: dict[str, Any]) -> list[tuple[str, str]]:
                 continue
             samples = [t for t, _ in hits if t[:3] == ["environment", "occupancy", "samples"]]
             if samples and len(samples) != len(document["environment"]["occupancy"]["samples"]):
-                problems.append((where, "a factor scales every occupancy sample or none "
-                                        "(environment.occupancy.samples[*]): the law keeps its shape"))
+                problems.append(
+                    (
+                        where,
+                        "a factor scales every occupancy sample or none "
+                        "(environment.occupancy.samples[*]): the law keeps its shape",
+                    )
+                )
                 continue
             problems += _hit_errors(where, factor, hits)
     return problems
@@ -280,7 +312,14 @@ def _hit_errors(where: str, factor: dict, hits: list[tuple[list[str | int], Any]
         lowest, highest = sorted((value * low_draw, value * high_draw))
         if value != 0 and (lowest > high or highest < low or (low == POSITIVE_FLOOR and highest <= 0)):
             opening = "(0" if low == POSITIVE_FLOOR else f"[{low:g}"
-            bounds = f"{opening}, {high:g}]" if math.isfinite(high) else "> 0" if low == POSITIVE_FLOOR else f">= {low:g}"
-            return [(where, f"every draw of factor '{factor['name']}' ({lowest:g} to {highest:g}) puts "
-                            f"{render_path(tokens)} out of its range ({bounds}): the factor could only give invalid values")]
+            bounds = (
+                f"{opening}, {high:g}]" if math.isfinite(high) else "> 0" if low == POSITIVE_FLOOR else f">= {low:g}"
+            )
+            return [
+                (
+                    where,
+                    f"every draw of factor '{factor['name']}' ({lowest:g} to {highest:g}) puts "
+                    f"{render_path(tokens)} out of its range ({bounds}): the factor could only give invalid values",
+                )
+            ]
     return []

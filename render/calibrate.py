@@ -36,8 +36,12 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
     rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
     for name, fit in cal.per_backend.items():
         rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
-    for label, fig in (("tokens/s per GPU", cal.tokens_per_gpu_s), ("tokens per attempt", cal.tokens_per_attempt),
-                       ("intake rate", cal.intake), ("within-group correlation", cal.correlation)):
+    for label, fig in (
+        ("tokens/s per GPU", cal.tokens_per_gpu_s),
+        ("tokens per attempt", cal.tokens_per_attempt),
+        ("intake rate", cal.intake),
+        ("within-group correlation", cal.correlation),
+    ):
         if fig is not None:
             rows.append((label, fig))
     if cal.update is not None:
@@ -52,8 +56,14 @@ def render_calibration(console, cal: Calibration) -> None:
 
     title = f"calibrated from {cal.trajectories}" + (f" and {cal.steps}" if cal.steps else "")
     table = Table(title=title, title_justify="left")
-    for name, justify in (("figure", "left"), ("value", "right"), ("90 % interval", "right"), ("unit", "left"),
-                          ("rows", "right"), ("how", "left")):
+    for name, justify in (
+        ("figure", "left"),
+        ("value", "right"),
+        ("90 % interval", "right"),
+        ("unit", "left"),
+        ("rows", "right"),
+        ("how", "left"),
+    ):
         table.add_column(name, justify=justify)
     for label, fig in figure_rows(cal):
         table.add_row(label, _value(fig), _interval(fig), fig.unit, f"{fig.rows:,}", fig.note)
@@ -64,9 +74,11 @@ def render_calibration(console, cal: Calibration) -> None:
 
 def summary_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
-    lines = [f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
-             f"{occ.threshold:.4f}); dropping the {occ.censored:,} running attempts would give median "
-             f"{occ.dropped['median']:,.0f} s, p99 {occ.dropped['p99']:,.0f} s"]
+    lines = [
+        f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
+        f"{occ.threshold:.4f}); dropping the {occ.censored:,} running attempts would give median "
+        f"{occ.dropped['median']:,.0f} s, p99 {occ.dropped['p99']:,.0f} s"
+    ]
     if cal.tokens_per_gpu_s is None and "missing" in cal.window:
         lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
     if cal.update is not None and cal.update.miss:
@@ -74,8 +86,11 @@ def summary_lines(cal: Calibration) -> list[str]:
         lines.append(f"update law: {cal.update.law} (largest miss on the per-GPU medians: {misses})")
     if cal.gaps:
         g = cal.gaps
-        model = (f"; the model's at the achieved cadence: mean {g['model_mean']:.2f}, p99 {g['model_p99']:.2f}"
-                 if "model_mean" in g else "")
+        model = (
+            f"; the model's at the achieved cadence: mean {g['model_mean']:.2f}, p99 {g['model_p99']:.2f}"
+            if "model_mean" in g
+            else ""
+        )
         lines.append(f"version gaps (consumed attempts): mean {g['mean']:.2f}, p99 {g['p99']:.2f}{model}")
     if cal.cadence is not None and cal.cadence.time_split:
         split = ", ".join(f"{k} {v:.0%}" for k, v in cal.cadence.time_split.items())
@@ -101,12 +116,22 @@ def histogram_png(cal: Calibration) -> bytes:
     ax = fig.subplots()
     edges = np.linspace(x.min(), x.max(), 81) / math.log(10)
     weights = np.full(x.size, 1.0 / (occ.data.rows * (edges[1] - edges[0])))  # area = the share that ended
-    ax.hist(x / math.log(10), bins=edges, weights=weights, color="tab:blue", alpha=0.6,
-            label=f"ended attempts ({x.size:,}; area = their share of {occ.data.rows:,})")
+    ax.hist(
+        x / math.log(10),
+        bins=edges,
+        weights=weights,
+        color="tab:blue",
+        alpha=0.6,
+        label=f"ended attempts ({x.size:,}; area = their share of {occ.data.rows:,})",
+    )
     grid = np.linspace(x.min(), max(x.max(), math.log(occ.figures["p99"].value)), 400)
     density = np.exp(-0.5 * ((grid - occ.mu) / occ.sigma) ** 2) / (occ.sigma * math.sqrt(2 * math.pi))
-    ax.plot(grid / math.log(10), density * math.log(10), color="tab:red",
-            label=f"censored lognormal fit (median {math.exp(occ.mu):,.0f} s, sigma {occ.sigma:.3f})")
+    ax.plot(
+        grid / math.log(10),
+        density * math.log(10),
+        color="tab:red",
+        label=f"censored lognormal fit (median {math.exp(occ.mu):,.0f} s, sigma {occ.sigma:.3f})",
+    )
     ax.set_xlabel("lifetime, log10 seconds")
     ax.set_ylabel("density")
     ax.set_title(f"sandbox lifetimes ({occ.law} law chosen; {occ.censored:,} running attempts censored)")

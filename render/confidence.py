@@ -9,9 +9,11 @@ from render.tables import money
 def render_confidence(console, result, deterministic, drove: dict) -> None:
     c = result.confidence
     lo, hi = c.out_of_sample_interval
-    console.print(f"confidence: planned for {c.target:.0%} of {c.scenarios:,} scenarios (on time in "
-                  f"≥ {c.needed:,}); on time in {c.in_sample:.1%} of them and in {c.out_of_sample:.1%} of "
-                  f"{c.check_samples:,} fresh ones (95 % interval {lo:.1%}–{hi:.1%}, seed {c.check_seed})")
+    console.print(
+        f"confidence: planned for {c.target:.0%} of {c.scenarios:,} scenarios (on time in "
+        f"≥ {c.needed:,}); on time in {c.in_sample:.1%} of them and in {c.out_of_sample:.1%} of "
+        f"{c.check_samples:,} fresh ones (95 % interval {lo:.1%}–{hi:.1%}, seed {c.check_seed})"
+    )
     if deterministic is not None:
         console.print(bought(drove["deltas"], deterministic.total_cost), markup=False)
     console.print(binding_phrase(drove), markup=False)
@@ -19,8 +21,11 @@ def render_confidence(console, result, deterministic, drove: dict) -> None:
 
 def bought(deltas: dict, base_cost: float) -> str:
     """'+107 replicas tp8, +122 training groups and +8 nodes standard over the deterministic plan (+$335,000, +12.2 %)'."""
-    parts = [f"{value:+,} {name}" for name, value in deltas.items()
-             if name not in ("total_cost", "cadence_s") and isinstance(value, int)]
+    parts = [
+        f"{value:+,} {name}"
+        for name, value in deltas.items()
+        if name not in ("total_cost", "cadence_s") and isinstance(value, int)
+    ]
     if "cadence_s" in deltas:
         parts.append(f"cadence {deltas['cadence_s']:+,.0f} s")
     extra = deltas.get("total_cost", 0.0)
@@ -37,8 +42,11 @@ def binding_phrase(drove: dict) -> str:
     for need, count in ranked:
         factors = drove["factors"].get(need) or []
         parts.append(f"{need} in {count}" + (f" ({', '.join(factors)})" if factors else ""))
-    return (f"in the {drove['worst']:,} worst of its scenarios the tightest need is " + "; ".join(parts)
-            + f"; short of a need in {drove['late']:,} of {drove['scenarios']:,}")
+    return (
+        f"in the {drove['worst']:,} worst of its scenarios the tightest need is "
+        + "; ".join(parts)
+        + f"; short of a need in {drove['late']:,} of {drove['scenarios']:,}"
+    )
 
 
 def render_curve(console, found, files) -> None:
@@ -46,10 +54,22 @@ def render_curve(console, found, files) -> None:
     from rich.table import Table
 
     base = found.deterministic.plan
-    table = Table(title=f"{found.instance}: price of certainty ({found.objective})", title_justify="left",
-                  show_edge=False, pad_edge=False)
-    for col in ("confidence", "total cost", "extra", "inference GPUs", "training GPUs", "nodes",
-                "in sample", "out of sample (95 % interval)"):
+    table = Table(
+        title=f"{found.instance}: price of certainty ({found.objective})",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for col in (
+        "confidence",
+        "total cost",
+        "extra",
+        "inference GPUs",
+        "training GPUs",
+        "nodes",
+        "in sample",
+        "out of sample (95 % interval)",
+    ):
         table.add_column(col, justify="left" if col == "confidence" else "right")
     for row in found.rows():
         alpha = "deterministic" if row["confidence"] is None else f"{row['confidence']:.0%}"
@@ -57,10 +77,23 @@ def render_curve(console, found, files) -> None:
             table.add_row(alpha, row["status"], "", "", "", "", "", "")
             continue
         extra = "" if base is None or row["confidence"] is None else f"{row['total_cost'] / base.total_cost - 1:+.1%}"
-        shares = ("", "") if row["in_sample"] is None else (
-            f"{row['in_sample']:.1%}", f"{row['out_of_sample']:.1%} ({row['out_of_sample_low']:.1%}–{row['out_of_sample_high']:.1%})")
-        table.add_row(alpha, f"${row['total_cost']:,.0f}", extra, f"{row['inference_gpus']:,}", f"{row['training_gpus']:,}",
-                      f"{row['nodes']:,}", *shares)
+        shares = (
+            ("", "")
+            if row["in_sample"] is None
+            else (
+                f"{row['in_sample']:.1%}",
+                f"{row['out_of_sample']:.1%} ({row['out_of_sample_low']:.1%}–{row['out_of_sample_high']:.1%})",
+            )
+        )
+        table.add_row(
+            alpha,
+            f"${row['total_cost']:,.0f}",
+            extra,
+            f"{row['inference_gpus']:,}",
+            f"{row['training_gpus']:,}",
+            f"{row['nodes']:,}",
+            *shares,
+        )
     console.print(table)
     console.print("wrote " + ", ".join(str(f) for f in files))
 

@@ -45,8 +45,13 @@ FIELD_WORDS = {
     "cores": "cores",
     "share": "share",
 }
-LIST_WORDS = {"shapes": "shape", "gpu_pools": "pool", "node_types": "node type", "vm_types": "VM type",
-              "backends": "backend"}
+LIST_WORDS = {
+    "shapes": "shape",
+    "gpu_pools": "pool",
+    "node_types": "node type",
+    "vm_types": "VM type",
+    "backends": "backend",
+}
 MAP_WORDS = {"density": "density of {}", "eligible_share": "cloud-eligible share of {}"}
 _ITEM = re.compile(r"^(.*?)([A-Za-z_]+)\[(\d+)\]$")
 

@@ -56,8 +56,10 @@ def render_levers(console, found) -> None:
     if found is None:
         return
     what = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "makespan"}[found.objective]
-    console.print(f"[bold]Levers[/bold] (each limit moved one step, re-solved; change in {what}, "
-                  f"{found.solves} re-solves, {found.seconds:.2f} s)")
+    console.print(
+        f"[bold]Levers[/bold] (each limit moved one step, re-solved; change in {what}, "
+        f"{found.solves} re-solves, {found.seconds:.2f} s)"
+    )
     for lever in found.items:
         console.print("  " + lever_line(lever, found.objective), markup=False)
     sentence = drop_sentence(found)

@@ -24,9 +24,13 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 _LABELS = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "makespan"}
 # What held the frontier's fast end (Frontier.bounded_by), as its label says it.
-FAST_END = {"grid": "fastest on the cadence grid", "budget": "fastest within budget",
-            "constraints": "fastest feasible", "time_limit": "fastest found (time limit)",
-            "error": "fastest found (solver error)"}
+FAST_END = {
+    "grid": "fastest on the cadence grid",
+    "budget": "fastest within budget",
+    "constraints": "fastest feasible",
+    "time_limit": "fastest found (time limit)",
+    "error": "fastest found (solver error)",
+}
 
 
 def _figure(size_px: tuple[int, int]):
@@ -85,18 +89,47 @@ def frontier_png(frontiers: Frontiers) -> bytes:
             continue
         days = front.makespans / DAY_S
         costs = front.costs
-        ax.plot(days, costs, marker="o", markersize=3, linewidth=0.8, color="tab:blue",
-                label=f"frontier ({len(days)} plans)")
+        ax.plot(
+            days,
+            costs,
+            marker="o",
+            markersize=3,
+            linewidth=0.8,
+            color="tab:blue",
+            label=f"frontier ({len(days)} plans)",
+        )
         corners = front.corners
-        ax.plot(days[corners], costs[corners], linestyle="none", marker="D", markersize=6, markerfacecolor="none",
-                markeredgecolor="tab:orange", label=f"corners ({len(corners)})")
+        ax.plot(
+            days[corners],
+            costs[corners],
+            linestyle="none",
+            marker="D",
+            markersize=6,
+            markerfacecolor="none",
+            markeredgecolor="tab:orange",
+            label=f"corners ({len(corners)})",
+        )
         cheap, fast = len(days) - 1, 0
-        _label(ax, days[cheap], costs[cheap], "cheapest in deadline\n"
-               f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s"
-               + _pool_line(front.points[cheap].plan), (-40, -30), "right")
-        _label(ax, days[fast], costs[fast], f"{FAST_END[front.bounded_by]}\n"
-               f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s"
-               + _pool_line(front.points[fast].plan), (40, 10), "left")
+        _label(
+            ax,
+            days[cheap],
+            costs[cheap],
+            "cheapest in deadline\n"
+            f"{_exact(costs[cheap])}, {days[cheap]:.3f} d, L={front.points[cheap].plan.cadence_s:g} s"
+            + _pool_line(front.points[cheap].plan),
+            (-40, -30),
+            "right",
+        )
+        _label(
+            ax,
+            days[fast],
+            costs[fast],
+            f"{FAST_END[front.bounded_by]}\n"
+            f"{_exact(costs[fast])}, {days[fast]:.3f} d, L={front.points[fast].plan.cadence_s:g} s"
+            + _pool_line(front.points[fast].plan),
+            (40, 10),
+            "left",
+        )
         low, high = min(days.min(), deadline), max(days.max(), deadline)
         pad = max(0.04 * (high - low), 0.05)
         ax.set_xlim(low - pad, high + pad)
@@ -114,9 +147,16 @@ def _pool_line(plan) -> str:
 
 
 def _label(ax, x: float, y: float, text: str, offset: tuple[int, int], align: str) -> None:
-    ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", ha=align, fontsize=8,
-                arrowprops={"arrowstyle": "->", "color": "0.3", "linewidth": 0.8},
-                bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+    ax.annotate(
+        text,
+        (x, y),
+        xytext=offset,
+        textcoords="offset points",
+        ha=align,
+        fontsize=8,
+        arrowprops={"arrowstyle": "->", "color": "0.3", "linewidth": 0.8},
+        bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.6", "alpha": 0.9},
+    )
     ax.plot([x], [y], marker="o", markersize=7, color="tab:green", zorder=5)
 
 
@@ -213,12 +253,18 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
         ax.set_title(title or objective_title, fontsize=10)
         ax.grid(True, alpha=0.3)
         for n, (group, rows) in enumerate(groups.items()):
-            pts = sorted((where[r["edits"][axis.path]], _value(r, key) * scale if _value(r, key) is not None
-                          else math.nan) for r in rows)
+            pts = sorted(
+                (where[r["edits"][axis.path]], _value(r, key) * scale if _value(r, key) is not None else math.nan)
+                for r in rows
+            )
             label = ", ".join(f"{field_label(report.axes[i].path, report.names)} = {v}" for i, v in zip(others, group))
             if legend:  # distinct, shrinking markers: series that coincide stay visible under each other
-                style = {"color": f"C{n % 10}", "marker": MARKERS[n % len(MARKERS)],
-                         "markersize": max(3.0, 8.0 - 1.5 * n), "markerfacecolor": "none"}
+                style = {
+                    "color": f"C{n % 10}",
+                    "marker": MARKERS[n % len(MARKERS)],
+                    "markersize": max(3.0, 8.0 - 1.5 * n),
+                    "markerfacecolor": "none",
+                }
             elif len(groups) == 1:
                 style = {"color": "tab:blue", "marker": "o", "markersize": 3}
             else:
@@ -241,8 +287,12 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
             ax.set_xticks(xs, list(axis.texts), rotation=30 if len(xs) > 6 else 0)
     counts = report.counts
     failed = ", ".join(f"{counts[s]} {s}" for s in ("infeasible", "invalid", "error", "time_limit") if counts.get(s))
-    fig.suptitle(f"{report.instance}: sweep over {field_label(axis.path, report.names)} ({len(report.rows)} points"
-                 + (f"; {failed}" if failed else "") + ")", fontsize=11)
+    fig.suptitle(
+        f"{report.instance}: sweep over {field_label(axis.path, report.names)} ({len(report.rows)} points"
+        + (f"; {failed}" if failed else "")
+        + ")",
+        fontsize=11,
+    )
     return _png(fig)
 
 
@@ -252,8 +302,16 @@ def _mark_failures(ax, rows: Sequence[dict], path: str, where: dict) -> None:
     for status, color in (("infeasible", "tab:red"), ("invalid", "0.5"), ("error", "black")):
         xs = [where[r["edits"][path]] for r in rows if r["status"] == status]
         if xs:
-            ax.plot(xs, [0.03] * len(xs), linestyle="none", marker="x", color=color, transform=transform,
-                    label=status, clip_on=False)
+            ax.plot(
+                xs,
+                [0.03] * len(xs),
+                linestyle="none",
+                marker="x",
+                color=color,
+                transform=transform,
+                label=status,
+                clip_on=False,
+            )
 
 
 def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
@@ -264,8 +322,15 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
     index = {(r["edits"][first.path], r["edits"][second.path]): r for r in report.rows}
     objective_title, objective_scale, objective_money = _objective_title(report)
     fig = _figure(HEATMAP_PX)
-    chosen = sweep_panels(report, (("objective_value", objective_title), ("cadence_s", "cadence (s)"),
-                                   ("inference_gpus", "inference GPUs"), ("nodes", "sandbox nodes")))
+    chosen = sweep_panels(
+        report,
+        (
+            ("objective_value", objective_title),
+            ("cadence_s", "cadence (s)"),
+            ("inference_gpus", "inference GPUs"),
+            ("nodes", "sandbox nodes"),
+        ),
+    )
     panels, _ = _grid(fig, len(chosen), 2 if len(chosen) <= 4 else 3)
     for ax, (key, title) in zip(panels, chosen):
         scale = objective_scale if key == "objective_value" else 1.0
@@ -297,8 +362,11 @@ def _heatmap_png(report: SweepReport, first: Axis, second: Axis) -> bytes:
                         text = _short(value, key)
                         color = "black" if value > middle else "white"
                     ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
-    fig.suptitle(f"{report.instance}: {field_label(first.path, report.names)} × "
-                 f"{field_label(second.path, report.names)} ({len(report.rows)} points)", fontsize=11)
+    fig.suptitle(
+        f"{report.instance}: {field_label(first.path, report.names)} × "
+        f"{field_label(second.path, report.names)} ({len(report.rows)} points)",
+        fontsize=11,
+    )
     return _png(fig)
 
 

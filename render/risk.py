@@ -21,8 +21,10 @@ def _plan_line(risk: Risk) -> str:
     p = risk.plan
     shapes = ", ".join(f"{r.replicas:,} {r.shape}" for r in p.inference if r.replicas)
     hosts = ", ".join(f"{c.count:,} {c.type}" for c in p.local_nodes + p.cloud_vms if c.count)
-    return (f"plan: cadence {p.cadence_s:g} s, K = {p.versions_kept}, {shapes} replicas, {p.training_groups} training "
-            f"groups, {hosts or 'no hosts'}; {money(p.hourly_cost)}/h, {money(p.total_cost)} planned")
+    return (
+        f"plan: cadence {p.cadence_s:g} s, K = {p.versions_kept}, {shapes} replicas, {p.training_groups} training "
+        f"groups, {hosts or 'no hosts'}; {money(p.hourly_cost)}/h, {money(p.total_cost)} planned"
+    )
 
 
 def _time(seconds: float) -> str:
@@ -36,14 +38,26 @@ def render_risk(console, risk: Risk) -> None:
     console.print(f"{risk.instance}: {risk.samples:,} scenarios (seed {risk.seed}), deadline {_time(risk.deadline_s)}")
     console.print(_plan_line(risk))
     summary = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column, justify in (("figure", "left"), ("mean", "right"), ("p50", "right"), ("p90", "right"), ("p99", "right")):
+    for column, justify in (
+        ("figure", "left"),
+        ("mean", "right"),
+        ("p50", "right"),
+        ("p90", "right"),
+        ("p99", "right"),
+    ):
         summary.add_column(column, justify=justify)
     span, cost = spread(risk.outcome.makespan), spread(risk.outcome.total_cost)
-    summary.add_row("makespan", *(duration(span[k]) if math.isfinite(span[k]) else "∞" for k in ("mean", "p50", "p90", "p99")))
-    summary.add_row("total cost", *(money(cost[k]) if math.isfinite(cost[k]) else "∞" for k in ("mean", "p50", "p90", "p99")))
+    summary.add_row(
+        "makespan", *(duration(span[k]) if math.isfinite(span[k]) else "∞" for k in ("mean", "p50", "p90", "p99"))
+    )
+    summary.add_row(
+        "total cost", *(money(cost[k]) if math.isfinite(cost[k]) else "∞" for k in ("mean", "p50", "p90", "p99"))
+    )
     fitted(console, summary)
-    console.print(f"on time: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); "
-                  f"expected lateness {duration(float(np.mean(risk.outcome.lateness)))}")
+    console.print(
+        f"on time: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); "
+        f"expected lateness {duration(float(np.mean(risk.outcome.lateness)))}"
+    )
     _render_factors(console, risk)
     if risk.replays:
         _render_replays(console, risk)
@@ -52,44 +66,74 @@ def render_risk(console, risk: Risk) -> None:
 def _render_factors(console, risk: Risk) -> None:
     from rich.table import Table
 
-    table = Table(title="one at a time: this factor at its p10 / p90, the others at their median",
-                  title_justify="left", header_style="bold", box=None, pad_edge=False)
-    for column in ("factor", "p10 / p90 multiplier", "makespan at p10", "makespan at p90", "on time p10 / p90", "swing"):
+    table = Table(
+        title="one at a time: this factor at its p10 / p90, the others at their median",
+        title_justify="left",
+        header_style="bold",
+        box=None,
+        pad_edge=False,
+    )
+    for column in (
+        "factor",
+        "p10 / p90 multiplier",
+        "makespan at p10",
+        "makespan at p90",
+        "on time p10 / p90",
+        "swing",
+    ):
         table.add_column(column, justify="left" if column == "factor" else "right")
     ordered = sorted(risk.factors, key=lambda f: -f.swing_s if math.isfinite(f.swing_s) else -math.inf)
     for f in ordered:
-        table.add_row(f.name, f"{f.low:.3f} / {f.high:.3f}", duration(f.makespan_s_low), duration(f.makespan_s_high),
-                      f"{'yes' if f.on_time_low else 'no'} / {'yes' if f.on_time_high else 'no'}",
-                      duration(f.swing_s) if math.isfinite(f.swing_s) else "∞")
+        table.add_row(
+            f.name,
+            f"{f.low:.3f} / {f.high:.3f}",
+            duration(f.makespan_s_low),
+            duration(f.makespan_s_high),
+            f"{'yes' if f.on_time_low else 'no'} / {'yes' if f.on_time_high else 'no'}",
+            duration(f.swing_s) if math.isfinite(f.swing_s) else "∞",
+        )
     fitted(console, table)
     if ordered and ordered[0].swing_s > 0:
-        console.print(f"{ordered[0].name} moves the makespan most ({duration(ordered[0].swing_s)} between its "
-                      f"p10 and p90); with every factor at its median the plan takes {duration(risk.median_makespan_s)}.")
+        console.print(
+            f"{ordered[0].name} moves the makespan most ({duration(ordered[0].swing_s)} between its "
+            f"p10 and p90); with every factor at its median the plan takes {duration(risk.median_makespan_s)}."
+        )
 
 
 def _render_replays(console, risk: Risk) -> None:
     from rich.table import Table
 
     iterations = risk.replays[0]["iterations"]
-    table = Table(title=f"replayed by the simulator (MODEL §10) beside the analysis: {iterations:,} iterations, "
-                        "the deadline pro rata", title_justify="left",
-                  header_style="bold", box=None, pad_edge=False)
+    table = Table(
+        title=f"replayed by the simulator (MODEL §10) beside the analysis: {iterations:,} iterations, "
+        "the deadline pro rata",
+        title_justify="left",
+        header_style="bold",
+        box=None,
+        pad_edge=False,
+    )
     for column in ("scenario", "multipliers", "analytic makespan", "on time", "simulated makespan", "on time"):
         table.add_column(column, justify="left" if column in ("scenario", "multipliers") else "right")
     for row in risk.replays:
         draws = ", ".join(f"{k} {v:.3f}" for k, v in row["draws"].items())
         simulated = row["simulated_makespan_s"]
-        table.add_row(str(row["scenario"]), draws, duration(row["analytic_makespan_s"]),
-                      "yes" if row["analytic_on_time"] else "no",
-                      duration(simulated) if simulated is not None else row.get("skipped", "did not finish"),
-                      "—" if row["simulated_on_time"] is None else "yes" if row["simulated_on_time"] else "no")
+        table.add_row(
+            str(row["scenario"]),
+            draws,
+            duration(row["analytic_makespan_s"]),
+            "yes" if row["analytic_on_time"] else "no",
+            duration(simulated) if simulated is not None else row.get("skipped", "did not finish"),
+            "—" if row["simulated_on_time"] is None else "yes" if row["simulated_on_time"] else "no",
+        )
     fitted(console, table)
     s = replay_summary(risk.replays)
     if s["replayed"]:
-        console.print(f"on time in the {s['replayed']} replayed scenarios: analytic {s['analytic_on_time_share']:.0%}, "
-                      f"simulated {s['simulated_on_time_share']:.0%}; verdicts differ in {s['disagree']}. The simulation "
-                      "keeps launching at the plan's attempt rate (at most what the token supply sustains) and adds the "
-                      "start-up, the last update, sandbox queues and stale groups that the steady analysis leaves out.")
+        console.print(
+            f"on time in the {s['replayed']} replayed scenarios: analytic {s['analytic_on_time_share']:.0%}, "
+            f"simulated {s['simulated_on_time_share']:.0%}; verdicts differ in {s['disagree']}. The simulation "
+            "keeps launching at the plan's attempt rate (at most what the token supply sustains) and adds the "
+            "start-up, the last update, sandbox queues and stale groups that the steady analysis leaves out."
+        )
 
 
 def risk_pngs(risk: Risk) -> dict[str, bytes]:
@@ -113,8 +157,11 @@ def makespan_png(risk: Risk) -> bytes:
     if shown.size < span.size:
         ax.plot([], [], " ", label=f"{span.size - shown.size:,} scenarios beyond {top:,.0f} h (not drawn)")
     lo, hi = risk.on_time_interval
-    ax.set_title(f"{risk.instance}: realised makespan over {risk.samples:,} scenarios — on time "
-                 f"{risk.on_time_probability:.1%} (95 % CI {lo:.1%}–{hi:.1%})", fontsize=11)
+    ax.set_title(
+        f"{risk.instance}: realised makespan over {risk.samples:,} scenarios — on time "
+        f"{risk.on_time_probability:.1%} (95 % CI {lo:.1%}–{hi:.1%})",
+        fontsize=11,
+    )
     ax.set_xlabel("makespan (hours)")
     ax.set_ylabel("scenarios")
     ax.grid(True, alpha=0.3)
@@ -129,17 +176,23 @@ def tornado_png(risk: Risk) -> bytes:
     factors = sorted(risk.factors, key=lambda f: f.swing_s if math.isfinite(f.swing_s) else math.inf)
     base = risk.median_makespan_s / HOUR
     for y, f in enumerate(factors):
-        for value, color, label in ((f.makespan_s_low, "tab:green", "p10 multiplier"),
-                                    (f.makespan_s_high, "tab:orange", "p90 multiplier")):
+        for value, color, label in (
+            (f.makespan_s_low, "tab:green", "p10 multiplier"),
+            (f.makespan_s_high, "tab:orange", "p90 multiplier"),
+        ):
             hours = value / HOUR if math.isfinite(value) else base
             ax.barh(y, hours - base, left=base, color=color, alpha=0.85, label=label if y == 0 else None)
     ax.axvline(base, color="0.3", linewidth=1.0, label=f"all at median {base:,.1f} h")
-    ax.axvline(risk.deadline_s / HOUR, color="tab:red", linewidth=1.2, linestyle="--",
-               label=f"deadline {risk.deadline_s / HOUR:,.1f} h")
+    ax.axvline(
+        risk.deadline_s / HOUR,
+        color="tab:red",
+        linewidth=1.2,
+        linestyle="--",
+        label=f"deadline {risk.deadline_s / HOUR:,.1f} h",
+    )
     ax.set_yticks(range(len(factors)), [f"{f.name} ({f.low:.2f}–{f.high:.2f})" for f in factors])
     ax.set_xlabel("makespan (hours)")
     ax.set_title(f"{risk.instance}: which uncertainty moves the makespan (one factor at a time)", fontsize=11)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     return _png(fig)
-

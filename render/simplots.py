@@ -14,8 +14,11 @@ HOUR = 3600.0
 
 def simulation_pngs(report: Report) -> dict[str, bytes]:
     """The three figures by file name: in-flight over time, iteration durations, version-gap histogram."""
-    return {"simulate-inflight.png": inflight_png(report), "simulate-iterations.png": iterations_png(report),
-            "simulate-version-gaps.png": gaps_png(report)}
+    return {
+        "simulate-inflight.png": inflight_png(report),
+        "simulate-iterations.png": iterations_png(report),
+        "simulate-version-gaps.png": gaps_png(report),
+    }
 
 
 def inflight_png(report: Report) -> bytes:
@@ -29,7 +32,9 @@ def inflight_png(report: Report) -> bytes:
     shares = report.series["shares"]
     for ax, name in zip(axes, names):
         ax.plot(hours, series["max"][name], color="tab:blue", linewidth=0.7, label="simulated (max per bucket)")
-        ax.plot(hours, series["mean"][name], color="tab:cyan", linewidth=0.7, alpha=0.8, label="simulated (mean per bucket)")
+        ax.plot(
+            hours, series["mean"][name], color="tab:cyan", linewidth=0.7, alpha=0.8, label="simulated (mean per bucket)"
+        )
         local = report.series["local"][name]
         total = report.series["capacity"][name]
         ax.axhline(local, color="tab:red", linestyle="--", linewidth=1.0, label=f"local sandboxes {local:,.0f}")
@@ -53,8 +58,15 @@ def iterations_png(report: Report) -> bytes:
     steps = report.series["iterations_s"]
     fig = _figure(ITERATIONS_PX)
     ax = fig.subplots()
-    ax.plot(range(1, len(steps) + 1), steps, color="tab:blue", linewidth=0.7, marker="o", markersize=1.5,
-            label="simulated iteration")
+    ax.plot(
+        range(1, len(steps) + 1),
+        steps,
+        color="tab:blue",
+        linewidth=0.7,
+        marker="o",
+        markersize=1.5,
+        label="simulated iteration",
+    )
     L = report.plan["cadence_s"]
     ax.axhline(L, color="tab:green", linewidth=1.0, label=f"cadence L = {L:g} s")
     update = report.predicted.get("update_time_s")
@@ -78,11 +90,24 @@ def gaps_png(report: Report) -> bytes:
     fig = _figure(GAPS_PX)
     ax = fig.subplots()
     if sim:
-        ax.bar(list(sim), list(sim.values()), width=0.6, color="tab:blue", alpha=0.7,
-               label="simulated: consumed trajectories")
+        ax.bar(
+            list(sim),
+            list(sim.values()),
+            width=0.6,
+            color="tab:blue",
+            alpha=0.7,
+            label="simulated: consumed trajectories",
+        )
     if model:
-        ax.plot(list(model), list(model.values()), color="tab:green", marker="o", markersize=4, linewidth=1.0,
-                label="model: each trajectory's own gap (no drops)")
+        ax.plot(
+            list(model),
+            list(model.values()),
+            color="tab:green",
+            marker="o",
+            markersize=4,
+            linewidth=1.0,
+            label="model: each trajectory's own gap (no drops)",
+        )
     K = report.plan["versions_kept"]
     ax.axvline(K + 0.5, color="tab:red", linestyle="--", linewidth=1.0, label=f"version cap K = {K}")
     ax.set_title(f"{report.instance}: version gaps", fontsize=11)

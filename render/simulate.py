@@ -95,11 +95,16 @@ def render_simulation(console, report: Report) -> None:
     sim, pred = report.simulated, report.predicted
     plan = report.plan
     shapes = ", ".join(f"{i['replicas']:,} {i['shape']}" for i in plan["inference"])
-    console.print(f"[bold]{report.instance}[/bold]: cadence {plan['cadence_s']:g} s, K = {plan['versions_kept']}, "
-                  f"{shapes}, {plan['training_groups']:,} training groups; {report.replications} replication(s) of "
-                  f"{report.iterations:,} iterations, seed {report.seed}, {report.launch} launches")
-    console.print(f"simulated: {verdict(sim.get('makespan_s'), report.deadline_s)} against the deadline "
-                  f"{report.deadline_s:,.0f} s" + _share_line(report), markup=False)
+    console.print(
+        f"[bold]{report.instance}[/bold]: cadence {plan['cadence_s']:g} s, K = {plan['versions_kept']}, "
+        f"{shapes}, {plan['training_groups']:,} training groups; {report.replications} replication(s) of "
+        f"{report.iterations:,} iterations, seed {report.seed}, {report.launch} launches"
+    )
+    console.print(
+        f"simulated: {verdict(sim.get('makespan_s'), report.deadline_s)} against the deadline "
+        f"{report.deadline_s:,.0f} s" + _share_line(report),
+        markup=False,
+    )
     counted = "counted (MODEL.md §8)" if report.count_startup else "not counted (schedule.count_startup: false)"
     console.print(f"model:     {verdict(pred['makespan_s'], report.deadline_s)}; start-up {counted}", markup=False)
     table = Table(show_edge=False, pad_edge=False)
@@ -143,14 +148,20 @@ def partings(report: Report) -> list[str]:
         out.append("The run did not finish: batches stopped forming (every group dropped, or sandboxes never free).")
         return out
     if parts and abs(parts["total_s"]) > 5e-4 * pred["makespan_s"]:
-        words = [f"the first batch {_later(parts['startup_s'])} than the model's "
-                 + ("fill" if report.count_startup else "one cadence")]
-        words.append(f"the {report.iterations - 1:,} iterations average {sim['iteration_mean_s']:,.1f} s against the "
-                     f"{L:g} s cadence ({_signed(parts['iterations_s'])})")
+        words = [
+            f"the first batch {_later(parts['startup_s'])} than the model's "
+            + ("fill" if report.count_startup else "one cadence")
+        ]
+        words.append(
+            f"the {report.iterations - 1:,} iterations average {sim['iteration_mean_s']:,.1f} s against the "
+            f"{L:g} s cadence ({_signed(parts['iterations_s'])})"
+        )
         if abs(parts["last_update_s"]) > 0.5:
             words.append(f"and the last update adds {duration(parts['last_update_s'])}, which n·L leaves out")
-        out.append(f"The simulated run ends {duration(abs(parts['total_s']))} "
-                   f"{'later' if parts['total_s'] > 0 else 'earlier'} than the model's makespan: " + "; ".join(words) + ".")
+        out.append(
+            f"The simulated run ends {duration(abs(parts['total_s']))} "
+            f"{'later' if parts['total_s'] > 0 else 'earlier'} than the model's makespan: " + "; ".join(words) + "."
+        )
     update = pred.get("update_time_s")
     mean = sim.get("iteration_mean_s")
     if mean is not None and mean > L * 1.001:
@@ -158,27 +169,37 @@ def partings(report: Report) -> list[str]:
         if sim.get("sandbox_wait_share", 0) > 0:
             out.append("Iterations run longer than the cadence because attempts wait for sandboxes.")
         elif slack is not None and slack < 0.05 * L:
-            out.append(f"Iterations run longer than the cadence: the update time ({update:,.1f} s) leaves "
-                       f"{slack:,.1f} s ({slack / L:.2%}) of slack, so a batch that is ready late is never made up "
-                       "and delays every batch after it.")
+            out.append(
+                f"Iterations run longer than the cadence: the update time ({update:,.1f} s) leaves "
+                f"{slack:,.1f} s ({slack / L:.2%}) of slack, so a batch that is ready late is never made up "
+                "and delays every batch after it."
+            )
         else:
             out.append("Iterations run longer than the cadence: whole groups wait for their slowest member.")
     if sim.get("sandbox_wait_share", 0) > 0:
-        out.append(f"{sim['sandbox_wait_share']:.2%} of attempts waited for a sandbox (mean wait "
-                   f"{duration(sim['sandbox_wait_mean_s'])}, p99 {duration(sim['sandbox_wait_p99_s'])}); local "
-                   f"sandboxes were all taken {sim['local_full_share']:.1%} of the time: the plan's sandboxes do "
-                   "not hold the load's fluctuation.")
+        out.append(
+            f"{sim['sandbox_wait_share']:.2%} of attempts waited for a sandbox (mean wait "
+            f"{duration(sim['sandbox_wait_mean_s'])}, p99 {duration(sim['sandbox_wait_p99_s'])}); local "
+            f"sandboxes were all taken {sim['local_full_share']:.1%} of the time: the plan's sandboxes do "
+            "not hold the load's fluctuation."
+        )
     if sim.get("inflight_max") and pred.get("inflight_max") and sim["inflight_max"] > pred["inflight_max"] * 1.001:
-        out.append(f"In flight peaks at {sim['inflight_max']:,.0f}, above the {pred['inflight_max']:,.0f} the plan "
-                   "provisions for (peak_to_mean × Little's-law mean).")
+        out.append(
+            f"In flight peaks at {sim['inflight_max']:,.0f}, above the {pred['inflight_max']:,.0f} the plan "
+            "provisions for (peak_to_mean × Little's-law mean)."
+        )
     gap, model_gap = sim.get("mean_version_gap"), pred.get("mean_version_gap")
     if gap is not None and model_gap and abs(gap - model_gap) > 0.1 * model_gap:
-        out.append(f"Consumed trajectories cross {gap:.2f} versions on average, the model says {model_gap:.2f}: a "
-                   "group is consumed only when its slowest member ends, and dropped groups leave the tail out.")
+        out.append(
+            f"Consumed trajectories cross {gap:.2f} versions on average, the model says {model_gap:.2f}: a "
+            "group is consumed only when its slowest member ends, and dropped groups leave the tail out."
+        )
     drop, bounds = sim.get("group_drop_rate"), pred.get("group_drop_bounds")
     if drop is not None and bounds and not bounds[0] - 1e-3 <= drop <= bounds[1] + 1e-3:
-        out.append(f"The group drop rate {drop:.2%} is outside the model's bounds [{bounds[0]:.2%}, {bounds[1]:.2%}]: "
-                   "groups that complete in time but wait in the buffer behind a full batch pass their version cap.")
+        out.append(
+            f"The group drop rate {drop:.2%} is outside the model's bounds [{bounds[0]:.2%}, {bounds[1]:.2%}]: "
+            "groups that complete in time but wait in the buffer behind a full batch pass their version cap."
+        )
     return out or ["Simulation and model agree within sampling error."]
 
 

@@ -24,8 +24,13 @@ def commented_yaml(document: dict[str, Any], docs: list, header: str) -> str:
 
 
 def _comment(text: str, indent: str, lines: list[str]) -> None:
-    lines += textwrap.wrap(text, WIDTH - len(indent) - 2, initial_indent=f"{indent}# ", subsequent_indent=f"{indent}# ",
-                           break_on_hyphens=False)
+    lines += textwrap.wrap(
+        text,
+        WIDTH - len(indent) - 2,
+        initial_indent=f"{indent}# ",
+        subsequent_indent=f"{indent}# ",
+        break_on_hyphens=False,
+    )
 
 
 def _scalar(value: Any) -> str:
@@ -42,8 +47,9 @@ def _flow(value: Any, doc) -> bool:
     return True
 
 
-def _mapping(node: dict, path: str, indent: str, variant: str | None, explain: bool, by_path, docs,
-             lines: list[str]) -> None:
+def _mapping(
+    node: dict, path: str, indent: str, variant: str | None, explain: bool, by_path, docs, lines: list[str]
+) -> None:
     for key, value in node.items():
         here = f"{path}.{key}" if path else key
         doc = by_path.get((here, variant)) or by_path.get((here, None))
@@ -80,7 +86,7 @@ def _alternatives(path: str, chosen: str, value: dict, indent: str, docs, lines:
     others: dict[str, list] = {}
     for doc in docs:
         if doc.variant and doc.variant != chosen and doc.path.startswith(path + "."):
-            name = doc.path[len(path) + 1:]
+            name = doc.path[len(path) + 1 :]
             if name == doc.variant.split(":")[0]:
                 others.setdefault(doc.variant, []).insert(0, doc.description)
             elif name.split(".")[0].split("[")[0] not in value:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 
-
 def fitted(console, table) -> None:
     """Print ``table``; off a terminal (a file, a pipe), as wide as its content instead of wrapped."""
     if not console.is_terminal:
         from rich.measure import Measurement
 
-        console.width = max(console.width, Measurement.get(console, console.options.update(width=10_000), table).maximum)
+        console.width = max(
+            console.width, Measurement.get(console, console.options.update(width=10_000), table).maximum
+        )
     console.print(table)
+
 
 def _fmt(value: object, unit: str = "") -> str:
     if value is None:
@@ -70,7 +72,9 @@ def render_result(console, result) -> None:
     decisions = Table(title="Decisions", title_justify="left", show_edge=False, pad_edge=False)
     for col in ("decision", "value", "detail"):
         decisions.add_column(col, justify="right" if col == "value" else "left")
-    decisions.add_row("cadence", f"{plan.cadence_s:,.6g} s", f"makespan {plan.makespan_s:,.0f} s = {plan.makespan_s / 86400:.3f} d")
+    decisions.add_row(
+        "cadence", f"{plan.cadence_s:,.6g} s", f"makespan {plan.makespan_s:,.0f} s = {plan.makespan_s / 86400:.3f} d"
+    )
     decisions.add_row("versions kept", str(plan.versions_kept), "")
     for item in plan.inference:
         decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
@@ -99,15 +103,27 @@ def render_result(console, result) -> None:
     metrics.add_column("value", justify="right")
     metrics.add_column("note")
     rows = [
-        ("effective trajectories/s", f"{met.effective_trajectories_per_s:.4f}", f"B/L; intake {met.effective_intake:.4f}"),
+        (
+            "effective trajectories/s",
+            f"{met.effective_trajectories_per_s:.4f}",
+            f"B/L; intake {met.effective_intake:.4f}",
+        ),
         ("attempts/s", f"{met.attempts_per_s:.4f}", "R_eff / (p·(1 - drop))"),
         ("token demand/s", f"{met.token_demand_per_s:,.0f}", ""),
         ("token supply/s", f"{met.token_supply_per_s:,.0f}", f"margin {met.throughput_margin:+.2%}"),
         ("update time", f"{met.update_time_s:,.1f} s", f"margin {met.update_margin:+.2%} of the cadence"),
         ("time margin", f"{met.time_margin:.2%}", "(deadline - makespan)/deadline"),
-        ("in flight (mean / peak)", f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}", f"occupancy mean {met.occupancy_mean_s:,.0f} s"),
+        (
+            "in flight (mean / peak)",
+            f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}",
+            f"occupancy mean {met.occupancy_mean_s:,.0f} s",
+        ),
         ("version gap (mean / p99)", f"{met.mean_version_gap:.3f} / {met.p99_version_gap:.2f}", ""),
-        ("exceedance / group drop", f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}", f"at K = {plan.versions_kept}"),
+        (
+            "exceedance / group drop",
+            f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}",
+            f"at K = {plan.versions_kept}",
+        ),
     ]
     for row in rows:
         metrics.add_row(*row)
@@ -145,4 +161,3 @@ def render_batch(console, report, statuses) -> None:
     if report.interrupted:
         console.print(f"interrupted: {tally.done:,} of {tally.total:,} results kept; rerun with --resume to finish")
     console.print(f"summary: {report.summary_csv}", markup=False)
-

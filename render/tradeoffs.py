@@ -39,12 +39,27 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
             f"[bold]{found.instance}[/bold]: makespan vs {what}: {len(front.points):,} non-dominated plans, "
             f"{len(front.corners):,} corners (# 1 the fastest, # {len(front.points)} the cheapest): "
             f"from {money(cost_of(front.cheapest, name))} at {cheap.makespan_s / DAY_S:.3f} d "
-            f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d")
+            f"to {money(cost_of(front.fastest, name))} at {fast.makespan_s / DAY_S:.3f} d"
+        )
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
         simulated = bool(front.simulations)
-        for col in ("#", "makespan", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
-                    "nodes", "VMs", "$/hour", "total", "margin", per_day, *(("simulated", "verdict") if simulated else ())):
+        for col in (
+            "#",
+            "makespan",
+            "cadence",
+            "K",
+            "inference",
+            "training",
+            *(f"GPUs in {p}" for p in pools),
+            "nodes",
+            "VMs",
+            "$/hour",
+            "total",
+            "margin",
+            per_day,
+            *(("simulated", "verdict") if simulated else ()),
+        ):
             table.add_column(col, justify="left" if col == "verdict" else "right", no_wrap=True)
         shown = set(shown_corners(front.corners, show_all))
         for i, price in zip(front.corners, front.price_of_time()):
@@ -52,19 +67,36 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
                 continue
             plan, met = front.points[i].plan, front.points[i].metrics
             used = {p.pool: p.gpus_used for p in plan.pools}
-            row = [str(i + 1), f"{plan.makespan_s / DAY_S:.3f} d", f"{plan.cadence_s:g} s", str(plan.versions_kept),
-                   f"{plan.inference_gpus:,}", f"{plan.training_gpus:,}", *(f"{used.get(p, 0):,}" for p in pools),
-                   f"{plan.node_count:,}", f"{plan.vm_count:,}", f"${plan.hourly_cost:,.0f}",
-                   f"${plan.total_cost:,.0f}", f"{met.time_margin:.2%}", "—" if price is None else f"${price:,.0f}"]
+            row = [
+                str(i + 1),
+                f"{plan.makespan_s / DAY_S:.3f} d",
+                f"{plan.cadence_s:g} s",
+                str(plan.versions_kept),
+                f"{plan.inference_gpus:,}",
+                f"{plan.training_gpus:,}",
+                *(f"{used.get(p, 0):,}" for p in pools),
+                f"{plan.node_count:,}",
+                f"{plan.vm_count:,}",
+                f"${plan.hourly_cost:,.0f}",
+                f"${plan.total_cost:,.0f}",
+                f"{met.time_margin:.2%}",
+                "—" if price is None else f"${price:,.0f}",
+            ]
             if simulated:
                 row += _simulated_cells(front.simulations.get(i))
             table.add_row(*row)
         fitted(console, table)
         if len(shown) < len(front.corners):
-            console.print(f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "
-                          "--all prints every one", markup=False)
-    console.print(f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
-                  f"{folder / 'frontier.png'}", markup=False)
+            console.print(
+                f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "
+                "--all prints every one",
+                markup=False,
+            )
+    console.print(
+        f"{found.solves:,} solves; wrote {folder / 'frontier.csv'}, {folder / 'frontier.json'}, "
+        f"{folder / 'frontier.png'}",
+        markup=False,
+    )
 
 
 def _simulated_cells(sim: dict | None) -> list[str]:
@@ -102,14 +134,19 @@ def render_comparison(console, result) -> None:
 
     from drivers.compare import ROWS
 
-    console.print(f"{result.instance}: fewer cards, or a shorter schedule? "
-                  f"(baseline {result.baseline_gpus:,} inference GPUs: {result.baseline_source}"
-                  + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "") + ")",
-                  markup=False)
+    console.print(
+        f"{result.instance}: fewer cards, or a shorter schedule? "
+        f"(baseline {result.baseline_gpus:,} inference GPUs: {result.baseline_source}"
+        + (f"; cadence pinned to {result.pinned_cadence:g} s" if result.pinned_cadence else "")
+        + ")",
+        markup=False,
+    )
     if result.mix is not None:
-        console.print(f"arithmetic columns: inference GPUs of {result.mix.describe()}: "
-                      f"{result.mix.tokens_per_gpu_s:,.4g} tokens/s/GPU, ${result.mix.gpu_hour_cost:,.4g}/GPU-hour",
-                      markup=False)
+        console.print(
+            f"arithmetic columns: inference GPUs of {result.mix.describe()}: "
+            f"{result.mix.tokens_per_gpu_s:,.4g} tokens/s/GPU, ${result.mix.gpu_hour_cost:,.4g}/GPU-hour",
+            markup=False,
+        )
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("figure", no_wrap=True)
     for n, col in enumerate(result.columns, start=1):
@@ -144,8 +181,20 @@ def render_sweep(console, report, files) -> None:
     for axis in report.axes:
         table.add_column(field_label(axis.path, report.names), no_wrap=True)
     pools = report.pools if len(report.pools) > 1 else []
-    for col in ("status", "objective", "cadence", "K", "inference", "training", *(f"GPUs in {p}" for p in pools),
-                "nodes", "VMs", "margin", "exceed.", "drop"):
+    for col in (
+        "status",
+        "objective",
+        "cadence",
+        "K",
+        "inference",
+        "training",
+        *(f"GPUs in {p}" for p in pools),
+        "nodes",
+        "VMs",
+        "margin",
+        "exceed.",
+        "drop",
+    ):
         table.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
     table.add_column("diagnosis / message", overflow="fold", min_width=20)
 
@@ -162,18 +211,30 @@ def render_sweep(console, report, files) -> None:
         else:
             shown = f"${value:,.0f}"
         table.add_row(
-            str(row["index"]), *(row["edits"][a.path] for a in report.axes), row["status"], shown,
-            show(row["cadence_s"], ",.6g"), show(row["versions_kept"], "d"), show(row["inference_gpus"], ",d"),
-            show(row["training_gpus"], ",d"), *(show((row.get("pool_gpus") or {}).get(p), ",d") for p in pools),
-            show(row["nodes"], ",d"), show(row["vms"], ",d"),
-            show(row["time_margin"], ".2%"), show(row["exceedance"], ".2%"), show(row["group_drop_rate"], ".2%"),
-            (row["message"] or "").replace(prefix, ""))
+            str(row["index"]),
+            *(row["edits"][a.path] for a in report.axes),
+            row["status"],
+            shown,
+            show(row["cadence_s"], ",.6g"),
+            show(row["versions_kept"], "d"),
+            show(row["inference_gpus"], ",d"),
+            show(row["training_gpus"], ",d"),
+            *(show((row.get("pool_gpus") or {}).get(p), ",d") for p in pools),
+            show(row["nodes"], ",d"),
+            show(row["vms"], ",d"),
+            show(row["time_margin"], ".2%"),
+            show(row["exceedance"], ".2%"),
+            show(row["group_drop_rate"], ".2%"),
+            (row["message"] or "").replace(prefix, ""),
+        )
     fitted(console, table)
     counts = report.counts
     tally = ", ".join(f"{counts[s]:,} {s}" for s in STATUSES if counts.get(s))
     solved = sum(counts[s] for s in ("optimal", "infeasible", "time_limit"))
-    console.print(f"{len(report.rows):,} points: {tally}; {report.builds:,} model{'s' if report.builds != 1 else ''} "
-                  f"built for {solved:,} solved points ({report.workers} worker{'s' if report.workers > 1 else ''}); "
-                  f"{report.seconds:.1f} s", markup=False)
+    console.print(
+        f"{len(report.rows):,} points: {tally}; {report.builds:,} model{'s' if report.builds != 1 else ''} "
+        f"built for {solved:,} solved points ({report.workers} worker{'s' if report.workers > 1 else ''}); "
+        f"{report.seconds:.1f} s",
+        markup=False,
+    )
     console.print("wrote " + ", ".join(str(f) for f in files), markup=False)
-

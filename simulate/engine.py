@@ -123,8 +123,8 @@ class _Buffer:
             taken = eligible[: e + 1]
             self.consumed.append((self.gid[: e + 1][taken], j))
             self.dropped.append((self.gid[: e + 1][~taken], j))
-            self.comp, self.launch = self.comp[e + 1:], self.launch[e + 1:]
-            self.eff, self.gid = self.eff[e + 1:], self.gid[e + 1:]
+            self.comp, self.launch = self.comp[e + 1 :], self.launch[e + 1 :]
+            self.eff, self.gid = self.eff[e + 1 :], self.gid[e + 1 :]
 
 
 def replicate(setup: Setup, seed: int, on_progress: Callable[[int, int], None] | None = None) -> Run:
@@ -146,8 +146,15 @@ def replicate(setup: Setup, seed: int, on_progress: Callable[[int, int], None] |
         eff = ok.reshape(-1, g).sum(axis=1)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
         groups += launch.size
-        for key, value in (("launch", launch), ("comp", comp), ("eff", eff), ("start", start), ("end", end),
-                           ("backend", backend), ("ok", ok)):
+        for key, value in (
+            ("launch", launch),
+            ("comp", comp),
+            ("eff", eff),
+            ("start", start),
+            ("end", end),
+            ("backend", backend),
+            ("ok", ok),
+        ):
             parts[key].append(value)
         buffer.place(t1)
         t0 = t1
@@ -205,9 +212,18 @@ def _assemble(setup: Setup, seed: int, buffer: _Buffer, cols: dict[str, np.ndarr
         stale = (consumed == UNCONSUMED) & (drop_batch == UNCONSUMED) & (b.size - 1 - version > setup.versions_kept)
         drop_batch[stale] = b.size - 1
     return Run(
-        seed=seed, boundaries=b, finished=finished,
+        seed=seed,
+        boundaries=b,
+        finished=finished,
         makespan=float(b[-1] + setup.update_s + setup.extra_time) if finished else math.inf,
-        launch=launch, completion=cols["comp"][:keep], effective=cols["eff"][:keep], consumed=consumed,
-        dropped=drop_batch != UNCONSUMED, drop_batch=drop_batch, start=cols["start"][: keep * g],
-        end=cols["end"][: keep * g], backend=cols["backend"][: keep * g], attempt_effective=cols["ok"][: keep * g],
+        launch=launch,
+        completion=cols["comp"][:keep],
+        effective=cols["eff"][:keep],
+        consumed=consumed,
+        dropped=drop_batch != UNCONSUMED,
+        drop_batch=drop_batch,
+        start=cols["start"][: keep * g],
+        end=cols["end"][: keep * g],
+        backend=cols["backend"][: keep * g],
+        attempt_effective=cols["ok"][: keep * g],
     )

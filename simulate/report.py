@@ -12,11 +12,32 @@ from simulate.setup import Setup
 from solver import calculus as calc
 
 # Figures shown side by side: MODEL.md §10's keys first, then the added ones.
-COMPARED = ("makespan_s", "startup_s", "iteration_mean_s", "iteration_p99_s", "inflight_mean", "inflight_p99",
-            "inflight_max", "mean_version_gap", "p99_version_gap", "exceedance", "group_drop_rate",
-            "sandbox_wait_share", "on_time")
-SPREAD = ("makespan_s", "startup_s", "iteration_mean_s", "iteration_p99_s", "inflight_mean", "inflight_max",
-          "group_drop_rate", "sandbox_wait_share", "realised_cost")
+COMPARED = (
+    "makespan_s",
+    "startup_s",
+    "iteration_mean_s",
+    "iteration_p99_s",
+    "inflight_mean",
+    "inflight_p99",
+    "inflight_max",
+    "mean_version_gap",
+    "p99_version_gap",
+    "exceedance",
+    "group_drop_rate",
+    "sandbox_wait_share",
+    "on_time",
+)
+SPREAD = (
+    "makespan_s",
+    "startup_s",
+    "iteration_mean_s",
+    "iteration_p99_s",
+    "inflight_mean",
+    "inflight_max",
+    "group_drop_rate",
+    "sandbox_wait_share",
+    "realised_cost",
+)
 
 
 @dataclass
@@ -37,31 +58,57 @@ class Report:
     parts: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"instance": self.instance, "plan": self.plan, "seed": self.seed, "replications": self.replications,
-                "iterations": self.iterations, "deadline_s": self.deadline_s, "count_startup": self.count_startup,
-                "launch": self.launch, "simulated": self.simulated, "predicted": self.predicted,
-                "spread": self.spread, "makespan_parts": self.parts, "runs": self.runs}
+        return {
+            "instance": self.instance,
+            "plan": self.plan,
+            "seed": self.seed,
+            "replications": self.replications,
+            "iterations": self.iterations,
+            "deadline_s": self.deadline_s,
+            "count_startup": self.count_startup,
+            "launch": self.launch,
+            "simulated": self.simulated,
+            "predicted": self.predicted,
+            "spread": self.spread,
+            "makespan_parts": self.parts,
+            "runs": self.runs,
+        }
 
 
 def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> dict:
     """The model's value of each figure (None where it has none): §2 steady state, §8 start-up."""
     L, n = plan.cadence_s, setup.iterations
-    fill = float(calc.fill(setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake,
-                           setup.correlation))
+    fill = float(
+        calc.fill(
+            setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake, setup.correlation
+        )
+    )
     steady = n * L + setup.extra_time
     with_startup = fill + (n - 1) * L + metrics.update_time_s + setup.extra_time
     makespan = with_startup if count_startup else steady
     lower, upper = calc.group_drop_bounds(metrics.exceedance, setup.group_size)
     return {
-        "makespan_s": makespan, "startup_s": fill, "iteration_mean_s": L, "iteration_p50_s": L,
-        "iteration_p99_s": L, "iteration_max_s": L, "inflight_mean": metrics.inflight_mean, "inflight_p99": None,
-        "inflight_max": metrics.inflight_peak, "mean_version_gap": metrics.mean_version_gap,
-        "p99_version_gap": metrics.p99_version_gap, "exceedance": metrics.exceedance,
+        "makespan_s": makespan,
+        "startup_s": fill,
+        "iteration_mean_s": L,
+        "iteration_p50_s": L,
+        "iteration_p99_s": L,
+        "iteration_max_s": L,
+        "inflight_mean": metrics.inflight_mean,
+        "inflight_p99": None,
+        "inflight_max": metrics.inflight_peak,
+        "mean_version_gap": metrics.mean_version_gap,
+        "p99_version_gap": metrics.p99_version_gap,
+        "exceedance": metrics.exceedance,
         "group_drop_rate": metrics.group_drop_rate,
         "group_drop_bounds": [float(lower), float(upper)] if setup.policy == "drop" else [0.0, 0.0],
-        "effective_intake": metrics.effective_intake, "sandbox_wait_share": 0.0,
-        "on_time": bool(makespan <= setup.deadline), "lateness_s": makespan - setup.deadline,
-        "makespan_steady_s": steady, "makespan_with_startup_s": with_startup, "update_time_s": metrics.update_time_s,
+        "effective_intake": metrics.effective_intake,
+        "sandbox_wait_share": 0.0,
+        "on_time": bool(makespan <= setup.deadline),
+        "lateness_s": makespan - setup.deadline,
+        "makespan_steady_s": steady,
+        "makespan_with_startup_s": with_startup,
+        "update_time_s": metrics.update_time_s,
         "gpu_hours": (plan.inference_gpus + plan.training_gpus) * makespan / 3600,
         "realised_cost": plan.hourly_cost * makespan / 3600,
     }
@@ -77,8 +124,12 @@ def makespan_parts(simulated: dict, predicted: dict, cadence: float, iterations:
     steps = (iterations - 1) * (mean - cadence) if mean is not None else 0.0
     model_first = predicted["startup_s"] if count_startup else cadence
     rest = span - predicted["makespan_s"] - (first - model_first) - steps
-    return {"total_s": span - predicted["makespan_s"], "startup_s": first - model_first, "iterations_s": steps,
-            "last_update_s": rest}
+    return {
+        "total_s": span - predicted["makespan_s"],
+        "startup_s": first - model_first,
+        "iterations_s": steps,
+        "last_update_s": rest,
+    }
 
 
 def costed(summary: dict, plan: Plan) -> dict:

@@ -71,11 +71,21 @@ def seed_for(seed: int, replication: int) -> list[int]:
     return [seed, replication]
 
 
-def simulate_plan(inst: Instance, plan: Plan, *, metrics: Metrics | None = None, replications: int = 1,
-                  seed: int = 0, iterations: int | None = None, launch: str = "even", workers: int | None = None,
-                  scheduler: str | None = None, trace: TraceSpec | None = None,
-                  capacity: dict[str, float] | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> Report:
+def simulate_plan(
+    inst: Instance,
+    plan: Plan,
+    *,
+    metrics: Metrics | None = None,
+    replications: int = 1,
+    seed: int = 0,
+    iterations: int | None = None,
+    launch: str = "even",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    trace: TraceSpec | None = None,
+    capacity: dict[str, float] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Report:
     """Replay ``plan`` ``replications`` times and set each figure beside the model's prediction.
 
     ``iterations`` shortens (or lengthens) the run; the deadline is then pro rata,
@@ -101,10 +111,22 @@ def simulate_plan(inst: Instance, plan: Plan, *, metrics: Metrics | None = None,
     parts = makespan_parts(simulated, predicted, plan.cadence_s, setup.iterations, inst.schedule.count_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
     series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top)
-    return Report(instance=inst.name or "", plan=plan.model_dump(mode="json"), seed=seed, replications=replications,
-                  iterations=setup.iterations, deadline_s=setup.deadline, count_startup=inst.schedule.count_startup,
-                  launch=launch, simulated=simulated, predicted=predicted, spread=spread, runs=runs, series=series,
-                  parts=parts)
+    return Report(
+        instance=inst.name or "",
+        plan=plan.model_dump(mode="json"),
+        seed=seed,
+        replications=replications,
+        iterations=setup.iterations,
+        deadline_s=setup.deadline,
+        count_startup=inst.schedule.count_startup,
+        launch=launch,
+        simulated=simulated,
+        predicted=predicted,
+        spread=spread,
+        runs=runs,
+        series=series,
+        parts=parts,
+    )
 
 
 class _Progress:
@@ -139,10 +161,14 @@ def _first_with_trace(setup: Setup, seed: int, trace: TraceSpec, progress: _Prog
 
 def _series(setup: Setup, run: Run) -> dict:
     """What the plots of replication 0 need: in-flight over time, iteration durations, capacities."""
-    return {"inflight": curve(setup, run), "iterations_s": np.diff(run.boundaries).tolist(),
-            "startup_s": float(run.boundaries[0]) if run.boundaries.size else None,
-            "local": dict(zip(setup.backends, setup.local)), "capacity": dict(zip(setup.backends, setup.capacity)),
-            "shares": dict(zip(setup.backends, setup.shares))}
+    return {
+        "inflight": curve(setup, run),
+        "iterations_s": np.diff(run.boundaries).tolist(),
+        "startup_s": float(run.boundaries[0]) if run.boundaries.size else None,
+        "local": dict(zip(setup.backends, setup.local)),
+        "capacity": dict(zip(setup.backends, setup.capacity)),
+        "shares": dict(zip(setup.backends, setup.shares)),
+    }
 
 
 def _one(setup: Setup, seed: int, replication: int, hook=None) -> tuple[dict, dict | None]:
@@ -166,8 +192,9 @@ def _worker_init() -> None:
         os.environ.setdefault(var, "1")
 
 
-def _on_processes(workers: int, setup: Setup, seed: int, replications, progress: _Progress,
-                  trace: TraceSpec | None) -> dict:
+def _on_processes(
+    workers: int, setup: Setup, seed: int, replications, progress: _Progress, trace: TraceSpec | None
+) -> dict:
     """Replications on ``workers`` spawned processes; replication 0's trace, if asked, is written here meanwhile."""
     context = multiprocessing.get_context("spawn")
     out: dict[int, tuple] = {}
@@ -181,10 +208,10 @@ def _on_processes(workers: int, setup: Setup, seed: int, replications, progress:
     return out
 
 
-def _on_dask(address: str, setup: Setup, seed: int, replications, progress: _Progress,
-             trace: TraceSpec | None) -> dict:
+def _on_dask(address: str, setup: Setup, seed: int, replications, progress: _Progress, trace: TraceSpec | None) -> dict:
     """Replications on the Dask cluster at ``address`` (workers import trainground, as for ``batch``)."""
-    from distributed import Client, as_completed as dask_completed
+    from distributed import Client
+    from distributed import as_completed as dask_completed
 
     try:
         client = Client(address)

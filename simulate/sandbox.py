@@ -58,11 +58,12 @@ class SandboxQueue:
                 if late is None:
                     late, gone = self._late(arrivals[i:], lifetimes[i:], c)
                     late += i
-                ahead = late[np.searchsorted(late, i):]
+                ahead = late[np.searchsorted(late, i) :]
                 first = int(ahead[0]) if ahead.size else arrivals.size
                 # Nobody late from i on: the departures _late sorted are the state's after this chunk.
-                self._absorb(arrivals[i:first], lifetimes[i:first], arrivals[i:first],
-                             gone if first == arrivals.size else None)
+                self._absorb(
+                    arrivals[i:first], lifetimes[i:first], arrivals[i:first], gone if first == arrivals.size else None
+                )
                 i = first
                 if i == arrivals.size:
                     break
@@ -112,7 +113,7 @@ class SandboxQueue:
         self.frontier = max(self.frontier, float(starts[-1]))
         if gone is None:
             gone = np.sort(np.concatenate((self.pending, ends)))
-        self.pending = gone[np.searchsorted(gone, self.frontier, side="right"):]
+        self.pending = gone[np.searchsorted(gone, self.frontier, side="right") :]
 
 
 def _chunk(c: int) -> int:

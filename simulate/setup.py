@@ -54,8 +54,14 @@ class Setup:
         return tuple(a + b for a, b in zip(self.local, self.cloud))
 
 
-def setup_of(inst: Instance, plan: Plan, metrics: Metrics, launch: str = "even",
-             capacity: dict[str, float] | None = None, iterations: int | None = None) -> Setup:
+def setup_of(
+    inst: Instance,
+    plan: Plan,
+    metrics: Metrics,
+    launch: str = "even",
+    capacity: dict[str, float] | None = None,
+    iterations: int | None = None,
+) -> Setup:
     """The replay of ``plan`` (verified against ``inst``; ``metrics`` its verifier's metrics).
 
     ``capacity`` replaces the derived sandboxes of the backends it names (local, no cloud):
@@ -74,14 +80,28 @@ def setup_of(inst: Instance, plan: Plan, metrics: Metrics, launch: str = "even",
     predicted = n * plan.cadence_s + metrics.update_time_s + inst.schedule.extra_time
     horizon = HORIZON_FACTOR * (predicted + calc.occupancy_of(env.occupancy).p99)
     return Setup(
-        attempts_per_s=metrics.attempts_per_s, group_size=w.group_size, batch=w.batch_trajectories,
-        iterations=n, versions_kept=plan.versions_kept, update_s=metrics.update_time_s,
-        intake=w.intake_rate, policy=fr.overrun_policy, correlation=fr.group_correlation,
-        convention=fr.gap_convention, extra_time=extra, deadline=deadline,
-        tokens_per_attempt=w.tokens_per_attempt, occupancy=calc.occupancy_of(env.occupancy), backends=names,
-        shares=tuple(b.share for b in env.backends), local=tuple(local[b] for b in names),
-        cloud=tuple(cloud[b] for b in names), launch=launch, horizon=horizon,
-        inference_gpus=plan.inference_gpus, training_gpus=plan.training_gpus,
+        attempts_per_s=metrics.attempts_per_s,
+        group_size=w.group_size,
+        batch=w.batch_trajectories,
+        iterations=n,
+        versions_kept=plan.versions_kept,
+        update_s=metrics.update_time_s,
+        intake=w.intake_rate,
+        policy=fr.overrun_policy,
+        correlation=fr.group_correlation,
+        convention=fr.gap_convention,
+        extra_time=extra,
+        deadline=deadline,
+        tokens_per_attempt=w.tokens_per_attempt,
+        occupancy=calc.occupancy_of(env.occupancy),
+        backends=names,
+        shares=tuple(b.share for b in env.backends),
+        local=tuple(local[b] for b in names),
+        cloud=tuple(cloud[b] for b in names),
+        launch=launch,
+        horizon=horizon,
+        inference_gpus=plan.inference_gpus,
+        training_gpus=plan.training_gpus,
     )
 
 
@@ -96,8 +116,14 @@ def sandbox_capacity(inst: Instance, plan: Plan, metrics: Metrics) -> tuple[dict
     shares = {b.name: b.share for b in env.backends}
     eligible = {name: shares[name] * env.cloud.eligible_share.get(name, 0.0) for name in backends}
     for host in env.node_types:
-        _fill(host, nodes.get(host.name, 0) * env.utilisation_cap, plan.placement.peak.get(host.name, {}),
-              shares, backends, local)
+        _fill(
+            host,
+            nodes.get(host.name, 0) * env.utilisation_cap,
+            plan.placement.peak.get(host.name, {}),
+            shares,
+            backends,
+            local,
+        )
     for host in env.cloud.vm_types:
         _fill(host, vms.get(host.name, 0), plan.placement.cloud.get(host.name, {}), eligible, backends, cloud)
     peak = {name: metrics.inflight_peak * shares[name] for name in backends}

@@ -24,8 +24,12 @@ MAX_SAMPLES = 1 << 21
 def summarize(setup: Setup, run: Run) -> dict:
     """The simulated figures of one replication (JSON-ready: floats, ints, bools, None, dicts)."""
     b = run.boundaries
-    out: dict = {"finished": run.finished, "batches": int(b.size), "makespan_s": _num(run.makespan),
-                 "startup_s": _num(b[0]) if b.size else None}
+    out: dict = {
+        "finished": run.finished,
+        "batches": int(b.size),
+        "makespan_s": _num(run.makespan),
+        "startup_s": _num(b[0]) if b.size else None,
+    }
     steps = np.diff(b)
     out.update(_spread_of(steps, "iteration", "s"))
     out.update(inflight(setup, run))
@@ -61,6 +65,7 @@ def steady_window(run: Run) -> tuple[float, float]:
 
 def counts(start: np.ndarray, end: np.ndarray, lo: float, step: float, size: int) -> np.ndarray:
     """Attempts holding a sandbox at lo + i·step, i = 0..size-1 (started at or before, not yet ended)."""
+
     def upto(x):
         idx = np.ceil((x - lo) / step)
         np.clip(idx, 0, size, out=idx)  # at or past the last sample: counted in a bin dropped below
@@ -107,17 +112,32 @@ def inflight(setup: Setup, run: Run) -> dict:
         beyond = np.maximum(held - local, 0)
         cloud_mean += float(beyond.mean())
         cloud_max = max(cloud_max, float(beyond.max()))
-        per[name] = {"mean": _held_mean(start, end, lo, hi), "p99": float(np.percentile(held, 99)),
-                     "max": _exact_max(start, end, held, lo, step), "local_capacity": local,
-                     "capacity": setup.capacity[k], "local_full_share": float((held >= local).mean())}
+        per[name] = {
+            "mean": _held_mean(start, end, lo, hi),
+            "p99": float(np.percentile(held, 99)),
+            "max": _exact_max(start, end, held, lo, step),
+            "local_capacity": local,
+            "capacity": setup.capacity[k],
+            "local_full_share": float((held >= local).mean()),
+        }
     if len(setup.backends) == 1:
         whole = dict(per[setup.backends[0]])
     else:
-        whole = {"mean": _held_mean(run.start, run.end, lo, hi), "p99": float(np.percentile(total, 99)),
-                 "max": _exact_max(run.start, run.end, total, lo, step)}
-    return {"inflight_mean": whole["mean"], "inflight_p99": whole["p99"], "inflight_max": whole["max"],
-            "inflight_by_backend": per, "local_full_share": float(full.mean()), "cloud_sandboxes_mean": cloud_mean,
-            "cloud_sandboxes_max": cloud_max, "steady_window_s": [lo, hi]}
+        whole = {
+            "mean": _held_mean(run.start, run.end, lo, hi),
+            "p99": float(np.percentile(total, 99)),
+            "max": _exact_max(run.start, run.end, total, lo, step),
+        }
+    return {
+        "inflight_mean": whole["mean"],
+        "inflight_p99": whole["p99"],
+        "inflight_max": whole["max"],
+        "inflight_by_backend": per,
+        "local_full_share": float(full.mean()),
+        "cloud_sandboxes_mean": cloud_mean,
+        "cloud_sandboxes_max": cloud_max,
+        "steady_window_s": [lo, hi],
+    }
 
 
 def _held_mean(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> float:
@@ -168,12 +188,19 @@ def waits(setup: Setup, run: Run) -> dict:
     """Sandbox waits: share of attempts that waited, mean and p99 wait over all attempts, mean of those that waited."""
     wait = run.start - np.repeat(run.launch, setup.group_size)
     if wait.size == 0:
-        return {"sandbox_wait_share": 0.0, "sandbox_wait_mean_s": 0.0, "sandbox_wait_p99_s": 0.0,
-                "sandbox_wait_mean_of_waiting_s": None}
+        return {
+            "sandbox_wait_share": 0.0,
+            "sandbox_wait_mean_s": 0.0,
+            "sandbox_wait_p99_s": 0.0,
+            "sandbox_wait_mean_of_waiting_s": None,
+        }
     waited = wait > 0
-    return {"sandbox_wait_share": float(waited.mean()), "sandbox_wait_mean_s": _num(wait.mean()),
-            "sandbox_wait_p99_s": _num(np.percentile(wait, 99)),
-            "sandbox_wait_mean_of_waiting_s": _num(wait[waited].mean()) if waited.any() else None}
+    return {
+        "sandbox_wait_share": float(waited.mean()),
+        "sandbox_wait_mean_s": _num(wait.mean()),
+        "sandbox_wait_p99_s": _num(np.percentile(wait, 99)),
+        "sandbox_wait_mean_of_waiting_s": _num(wait[waited].mean()) if waited.any() else None,
+    }
 
 
 def accounting(setup: Setup, run: Run) -> dict:
@@ -182,9 +209,13 @@ def accounting(setup: Setup, run: Run) -> dict:
     consumed = int((run.consumed != UNCONSUMED).sum()) * g
     dropped = int(run.dropped.sum()) * g
     launched = int(run.launch.size) * g
-    return {"attempts_launched": launched, "attempts_consumed": consumed, "attempts_dropped": dropped,
-            "attempts_left": launched - consumed - dropped,
-            "effective_consumed": int(run.effective[run.consumed != UNCONSUMED].sum())}
+    return {
+        "attempts_launched": launched,
+        "attempts_consumed": consumed,
+        "attempts_dropped": dropped,
+        "attempts_left": launched - consumed - dropped,
+        "effective_consumed": int(run.effective[run.consumed != UNCONSUMED].sum()),
+    }
 
 
 def curve(setup: Setup, run: Run, points: int = CURVE_POINTS) -> dict:

@@ -21,10 +21,30 @@ import numpy as np
 from simulate.engine import UNCONSUMED, Run
 from simulate.setup import Setup
 
-TRAJECTORY_COLUMNS = ("attempt", "group", "backend", "launch", "start", "end", "output_tokens", "version_start",
-                      "version_consumed", "effective", "dropped")
-ITERATION_COLUMNS = ("iteration", "boundary", "update_start", "update_end", "update_s", "training_gpus",
-                     "inference_gpus", "groups_consumed", "groups_dropped")
+TRAJECTORY_COLUMNS = (
+    "attempt",
+    "group",
+    "backend",
+    "launch",
+    "start",
+    "end",
+    "output_tokens",
+    "version_start",
+    "version_consumed",
+    "effective",
+    "dropped",
+)
+ITERATION_COLUMNS = (
+    "iteration",
+    "boundary",
+    "update_start",
+    "update_end",
+    "update_s",
+    "training_gpus",
+    "inference_gpus",
+    "groups_consumed",
+    "groups_dropped",
+)
 FORMATS = ("csv", "parquet")
 ROWS_PER_CHUNK = 1 << 18  # rows formatted at a time by the CSV writer without pyarrow
 
@@ -49,11 +69,17 @@ def trajectory_columns(setup: Setup, run: Run) -> dict[str, np.ndarray]:
     ends_at = run.makespan if run.finished else float(run.launch[-1]) if run.launch.size else 0.0
     version = np.searchsorted(run.boundaries, run.launch, side="right")
     return {
-        "attempt": np.arange(n), "group": group, "backend": np.asarray(setup.backends, dtype=object)[run.backend],
-        "launch": run.launch[group], "start": np.where(run.start <= ends_at, run.start, math.nan),
+        "attempt": np.arange(n),
+        "group": group,
+        "backend": np.asarray(setup.backends, dtype=object)[run.backend],
+        "launch": run.launch[group],
+        "start": np.where(run.start <= ends_at, run.start, math.nan),
         "end": np.where(run.end <= ends_at, run.end, math.nan),
-        "output_tokens": np.full(n, setup.tokens_per_attempt), "version_start": version[group],
-        "version_consumed": run.consumed[group], "effective": run.attempt_effective, "dropped": run.dropped[group],
+        "output_tokens": np.full(n, setup.tokens_per_attempt),
+        "version_start": version[group],
+        "version_consumed": run.consumed[group],
+        "effective": run.attempt_effective,
+        "dropped": run.dropped[group],
     }
 
 
@@ -62,10 +88,17 @@ def iteration_columns(setup: Setup, run: Run) -> dict[str, np.ndarray]:
     j = np.arange(b.size)
     consumed = np.bincount(run.consumed[run.consumed != UNCONSUMED], minlength=b.size)[: b.size]
     dropped = np.bincount(run.drop_batch[run.dropped], minlength=b.size)[: b.size]
-    return {"iteration": j, "boundary": b, "update_start": b, "update_end": b + setup.update_s,
-            "update_s": np.full(b.size, setup.update_s), "training_gpus": np.full(b.size, setup.training_gpus),
-            "inference_gpus": np.full(b.size, setup.inference_gpus), "groups_consumed": consumed,
-            "groups_dropped": dropped}
+    return {
+        "iteration": j,
+        "boundary": b,
+        "update_start": b,
+        "update_end": b + setup.update_s,
+        "update_s": np.full(b.size, setup.update_s),
+        "training_gpus": np.full(b.size, setup.training_gpus),
+        "inference_gpus": np.full(b.size, setup.inference_gpus),
+        "groups_consumed": consumed,
+        "groups_dropped": dropped,
+    }
 
 
 def write_trace(setup: Setup, run: Run, folder: str | Path, fmt: str = "csv") -> tuple[Path, Path]:
@@ -75,8 +108,10 @@ def write_trace(setup: Setup, run: Run, folder: str | Path, fmt: str = "csv") ->
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = (folder / f"trajectories.{fmt}", folder / f"iterations.{fmt}")
-    for path, cols, order in ((paths[0], trajectory_columns(setup, run), TRAJECTORY_COLUMNS),
-                              (paths[1], iteration_columns(setup, run), ITERATION_COLUMNS)):
+    for path, cols, order in (
+        (paths[0], trajectory_columns(setup, run), TRAJECTORY_COLUMNS),
+        (paths[1], iteration_columns(setup, run), ITERATION_COLUMNS),
+    ):
         if have_pyarrow():
             _write_arrow(path, cols, order, fmt)
         else:
@@ -123,7 +158,7 @@ def _write_csv(path: Path, cols, order) -> None:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(order)
         for lo in range(0, n, ROWS_PER_CHUNK):
-            chunk = [_cells(name, cols[name][lo:lo + ROWS_PER_CHUNK]) for name in order]
+            chunk = [_cells(name, cols[name][lo : lo + ROWS_PER_CHUNK]) for name in order]
             writer.writerows(zip(*chunk))
     tmp.replace(path)
 

@@ -27,18 +27,35 @@ def verdict_of(report: Report) -> dict:
     return out
 
 
-def simulate_result(inst: Instance, result: Result, replications: int, seed: int = 0,
-                    on_progress: Callable[[int, int], None] | None = None) -> Report | None:
+def simulate_result(
+    inst: Instance,
+    result: Result,
+    replications: int,
+    seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Report | None:
     """Replay a solved plan ``replications`` times (the full run); None when the result has no plan."""
     if result.plan is None or result.metrics is None:
         return None
     workers = min(replications, REPLICATION_WORKERS) if replications > 1 else None
-    return simulate_plan(inst, result.plan, metrics=result.metrics, replications=replications, seed=seed,
-                         workers=workers, on_progress=on_progress)
+    return simulate_plan(
+        inst,
+        result.plan,
+        metrics=result.metrics,
+        replications=replications,
+        seed=seed,
+        workers=workers,
+        on_progress=on_progress,
+    )
 
 
-def verdicts(inst: Instance, results: Sequence[Result | None], replications: int, seed: int = 0,
-             on_progress: Callable[[int, int], None] | None = None) -> list[dict | None]:
+def verdicts(
+    inst: Instance,
+    results: Sequence[Result | None],
+    replications: int,
+    seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[dict | None]:
     """The verdict of each result's plan (None where there is no plan), identical plans replayed once.
     ``on_progress(done, total)`` counts distinct plans."""
     keys = [_key(r) for r in results]

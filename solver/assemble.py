@@ -53,8 +53,12 @@ def extract_plan(live: LiveModel, values) -> Plan:
         makespan_s=span,
         startup_s=float(pairs.startup[row]) if inst.schedule.count_startup else None,
         versions_kept=int(pairs.kept[row]),
-        inference=[ShapeReplicas(shape=s.name, pool=s.pool, replicas=replicas[s.name],
-                                 gpus=replicas[s.name] * s.gpus_per_replica) for s in shapes],
+        inference=[
+            ShapeReplicas(
+                shape=s.name, pool=s.pool, replicas=replicas[s.name], gpus=replicas[s.name] * s.gpus_per_replica
+            )
+            for s in shapes
+        ],
         inference_gpus=sum(replicas[s.name] * s.gpus_per_replica for s in shapes),
         training_groups=groups,
         training_gpus=train_gpus,
@@ -63,8 +67,16 @@ def extract_plan(live: LiveModel, values) -> Plan:
         hourly_cost=hourly,
         total_cost=float(pyo.value(blk.k["hours"][None])) * hourly,
         cost_terms=terms,
-        pools=[PoolUse(pool=p.name, gpus_used=used[p.name], gpus=p.gpus, billing=p.billing,
-                       gpus_billed=p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools],
+        pools=[
+            PoolUse(
+                pool=p.name,
+                gpus_used=used[p.name],
+                gpus=p.gpus,
+                billing=p.billing,
+                gpus_billed=p.gpus if p.billing == "reserved" else used[p.name],
+            )
+            for p in inst.gpu_pools
+        ],
         placement=_placement(inst, blk, ix, val),
     )
 
@@ -80,8 +92,9 @@ def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int) 
     for name, count in vms.items():
         blk.V[name].set_value(count, skip_validation=True)
     blk.z.set_value(1, skip_validation=True)
-    return CostTerms(gpu=float(pyo.value(blk.gpu_cost)), node=float(pyo.value(blk.node_cost)),
-                     vm=float(pyo.value(blk.vm_cost)))
+    return CostTerms(
+        gpu=float(pyo.value(blk.gpu_cost)), node=float(pyo.value(blk.node_cost)), vm=float(pyo.value(blk.vm_cost))
+    )
 
 
 def _placement(inst: Instance, blk, ix, val) -> Placement:
@@ -111,8 +124,9 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
         plan = extract_plan(live, search.values)
         value = objective_of(plan, objective)
         if search.value is not None and abs(search.value - value) > COST_CHECK_TOL * max(1.0, abs(value)):
-            raise ObjectiveMismatch(f"{inst.name}: HiGHS's {objective} is {search.value:.10g} but the plan's is "
-                                    f"{value:.10g}")
+            raise ObjectiveMismatch(
+                f"{inst.name}: HiGHS's {objective} is {search.value:.10g} but the plan's is {value:.10g}"
+            )
     with clock.phase("verify"):
         check = verify_plan(inst, plan)
     if not check.ok:
@@ -124,8 +138,15 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
     if search.status == Status.TIME_LIMIT:
         gap = None if search.bound is None or not value else max(0.0, (value - search.bound) / abs(value))
     return Result(
-        instance=inst.name, status=search.status, objective=objective, objective_value=value, plan=plan,
-        metrics=check.metrics, binding=check.binding, mip_gap=gap, message=message,
+        instance=inst.name,
+        status=search.status,
+        objective=objective,
+        objective_value=value,
+        plan=plan,
+        metrics=check.metrics,
+        binding=check.binding,
+        mip_gap=gap,
+        message=message,
         timings=timings_of(clock, search, highs_before),
         model_size={**live.size(), "highs_runs": search.runs},
     )
@@ -134,5 +155,10 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
 def timings_of(clock: Stopwatch, search: Search | None, highs_before: float) -> Timings:
     seconds = clock.seconds
     highs = 0.0 if search is None else max(0.0, search.highs_seconds - highs_before)
-    return Timings(build=seconds.get("build", 0.0), solve=seconds.get("solve", 0.0),
-                   extract=seconds.get("extract", 0.0), verify=seconds.get("verify", 0.0), highs=highs)
+    return Timings(
+        build=seconds.get("build", 0.0),
+        solve=seconds.get("solve", 0.0),
+        extract=seconds.get("extract", 0.0),
+        verify=seconds.get("verify", 0.0),
+        highs=highs,
+    )

@@ -8,8 +8,8 @@ import numpy as np
 
 from models.instance import Instance
 from solver import calculus as calc
-from solver.highs import new_highs
 from solver.coefficients import global_values, gpu_prices, index_of, reserved_cost
+from solver.highs import new_highs
 from solver.pairs import Pairs
 from solver.tolerances import BOUND_SLACK, REL_TOL
 
@@ -168,10 +168,12 @@ class _SandboxLP:
         rows, coef = [], []  # sparse rows {column: value}, and the right-hand side per unit rate
 
         def host_rows(kind: str, split: str, count: str, pairs) -> None:
-            for (kk, host, resource) in ix.rows:
+            for kk, host, resource in ix.rows:
                 if kk != kind:
                     continue
-                row = {col[(split, (h, b))]: shared["row_load"][kind, host, resource, b] for (h, b) in pairs if h == host}
+                row = {
+                    col[(split, (h, b))]: shared["row_load"][kind, host, resource, b] for (h, b) in pairs if h == host
+                }
                 row[col[(count, host)]] = -shared["row_cap"][kind, host, resource]
                 rows.append(row)
                 coef.append(0.0)
@@ -197,13 +199,17 @@ class _SandboxLP:
                 self.A[i, j] = value
         self.coef = np.array(coef) * (1 - REL_TOL)
         self.prices = self._cost_vector(columns, shared)
-        limits = {("N", k.name): k.max_nodes for k in env.node_types} | {("V", v.name): v.max_vms for v in env.cloud.vm_types}
+        limits = {("N", k.name): k.max_nodes for k in env.node_types} | {
+            ("V", v.name): v.max_vms for v in env.cloud.vm_types
+        }
         self.bounds = [(0, limits.get(c)) for c in columns]
         self._lp: highspy.Highs | None = None
 
     @staticmethod
     def _cost_vector(columns, shared) -> np.ndarray:
-        prices = {("N", k): p for k, p in shared["node_price"].items()} | {("V", v): p for v, p in shared["vm_price"].items()}
+        prices = {("N", k): p for k, p in shared["node_price"].items()} | {
+            ("V", v): p for v, p in shared["vm_price"].items()
+        }
         return np.array([prices.get(c, 0.0) for c in columns])
 
     def value_at(self, rate: float) -> tuple[float, float] | None:
@@ -211,7 +217,8 @@ class _SandboxLP:
         highs = self._highs()
         rhs = rate * self.coef
         highs.changeRowsBounds(  # type: ignore[attr-defined]  # in highspy, not in its stubs
-            len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs)
+            len(rhs), np.arange(len(rhs), dtype=np.int32), np.full(len(rhs), -highspy.kHighsInf), rhs
+        )
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None

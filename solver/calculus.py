@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
 from statistics import NormalDist
 
 import numpy as np
@@ -29,7 +28,6 @@ def ndtr(x):
 def ndtri(p: float) -> float:
     """Standard normal quantile."""
     return _STANDARD_NORMAL.inv_cdf(p)
-
 
 
 def ceil_tol(x, rel: float = 1e-9):
@@ -325,8 +323,9 @@ def group_completion_mean(occ: Occupancy, group_size: int, correlation: str) -> 
     return float(math.exp(occ.mu + occ.sigma * _Z_TOP) - cum[-1])
 
 
-def fill(occ: Occupancy, attempts_per_s, batch_trajectories: float, group_size: int, intake_rate: float,
-         correlation: str):
+def fill(
+    occ: Occupancy, attempts_per_s, batch_trajectories: float, group_size: int, intake_rate: float, correlation: str
+):
     """Start-up time of MODEL.md §8 (vectorised over attempt rates R_raw): the smallest t >= 0 with
     p·R_raw·∫_0^t F_grp(s) ds >= B.
 

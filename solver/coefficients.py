@@ -70,6 +70,7 @@ def index_of(inst: Instance) -> Index:
 
 # ---------------------------------------------------------------- coefficients
 
+
 def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
     """Numbers shared by every pair: prices, pool sizes, per-environment loads and host capacities."""
     env = inst.environment
@@ -80,8 +81,11 @@ def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
         spec = hosts[kind, host]
         hosted = [b for (h, b) in (ix.node_backends if kind == "node" else ix.vm_backends) if h == host]
         for b in hosted:
-            row_load[kind, host, resource, b] = {"density": 1.0 / spec.density[b], "cores": backends[b].cores or 0.0,
-                                                 "memory": backends[b].memory_gb or 0.0}[resource]
+            row_load[kind, host, resource, b] = {
+                "density": 1.0 / spec.density[b],
+                "cores": backends[b].cores or 0.0,
+                "memory": backends[b].memory_gb or 0.0,
+            }[resource]
         cap = env.utilisation_cap if kind == "node" else 1.0
         row_cap[kind, host, resource] = cap * {"density": 1.0, "cores": spec.cores, "memory": spec.memory_gb}[resource]
     limits = inst.limits
@@ -93,8 +97,10 @@ def global_values(inst: Instance, ix: Index) -> dict[str, dict]:
         "vm_price": {v.name: v.hour_cost * v.billed_fraction for v in env.cloud.vm_types},
         "row_load": row_load,
         "row_cap": row_cap,
-        "budget": {"hourly": limits.max_hourly_cost if limits.max_hourly_cost is not None else NO_LIMIT,
-                   "total": limits.max_total_cost if limits.max_total_cost is not None else NO_LIMIT},
+        "budget": {
+            "hourly": limits.max_hourly_cost if limits.max_hourly_cost is not None else NO_LIMIT,
+            "total": limits.max_total_cost if limits.max_total_cost is not None else NO_LIMIT,
+        },
     }
 
 
@@ -123,11 +129,20 @@ class PairValues:
         # Per host type: (backend column, eligible share it may take, its footprint) of each backend it runs,
         # its utilisation cap and its count limit.
         self.hosts = {}
-        for kind, hosts, hosted_pairs, cap in (("node", env.node_types, ix.node_backends, env.utilisation_cap),
-                                               ("vm", env.cloud.vm_types, ix.vm_backends, 1.0)):
+        for kind, hosts, hosted_pairs, cap in (
+            ("node", env.node_types, ix.node_backends, env.utilisation_cap),
+            ("vm", env.cloud.vm_types, ix.vm_backends, 1.0),
+        ):
             for host in hosts:
-                terms = [(self.col[b], env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0,
-                          host_footprint(host, backends[b])) for (h, b) in hosted_pairs if h == host.name]
+                terms = [
+                    (
+                        self.col[b],
+                        env.cloud.eligible_share.get(b, 0.0) if kind == "vm" else 1.0,
+                        host_footprint(host, backends[b]),
+                    )
+                    for (h, b) in hosted_pairs
+                    if h == host.name
+                ]
                 limit = getattr(host, "max_nodes" if kind == "node" else "max_vms")
                 self.hosts[kind, host.name] = (terms, cap, limit)
 
@@ -141,7 +156,9 @@ class PairValues:
         slack = 1.0 - REL_TOL
         peak = {b: float(pairs.peak[p, col[b]]) * slack for b in ix.backends}
         return {
-            "supply": {s.name: float(pairs.supply_per_replica[p, i]) / self.tok for i, s in enumerate(inst.inference.shapes)},
+            "supply": {
+                s.name: float(pairs.supply_per_replica[p, i]) / self.tok for i, s in enumerate(inst.inference.shapes)
+            },
             "attempts": {None: float(pairs.attempts[p]) * slack},
             "replica_cap": {s.name: free[s.pool] // s.gpus_per_replica for s in inst.inference.shapes},
             "node_cap": {k: self._host_cap(pairs, p, "node", k) for k in ix.nodes},

@@ -65,12 +65,17 @@ def lower_bound(inst: Instance, pairs: Pairs, conf: Confidence) -> np.ndarray:
     groups = np.maximum(pairs.groups, at(eta["groups"])).astype(int)
     steady_scale = np.maximum(1.0, at(eta["steady"]) / pairs.inflight.sum(axis=1))
     peak_scale = np.maximum(steady_scale, at(eta["peak"]) / pairs.peak.sum(axis=1))
-    loaded = replace(pairs, attempts=pairs.attempts * peak_scale, inflight=pairs.inflight * steady_scale[:, None],
-                     peak=pairs.peak * peak_scale[:, None])
+    loaded = replace(
+        pairs,
+        attempts=pairs.attempts * peak_scale,
+        inflight=pairs.inflight * steady_scale[:, None],
+        peak=pairs.peak * peak_scale[:, None],
+    )
     raised = replace(pairs, groups=groups)
     train = gpu_prices(inst)[inst.training.pool] * inst.training.gpus_per_group * groups
-    bound = (reserved_cost(inst) + train + inference_lower_bound(inst, raised, attempts)
-             + sandbox_lower_bound(inst, loaded))
+    bound = (
+        reserved_cost(inst) + train + inference_lower_bound(inst, raised, attempts) + sandbox_lower_bound(inst, loaded)
+    )
     return np.where(ok, bound, np.inf)
 
 
@@ -88,9 +93,15 @@ def class_bounds(live, conf: Confidence) -> np.ndarray:
         rows = np.flatnonzero(possible & (pairs.kept == kept))
         top = int(rows[np.argmax(pairs.cadence[rows])])
         unmet = blocks.unmet(top)
-        looser = [r for r in rows.tolist() if pairs.attempts[r] >= pairs.attempts[top] and pairs.groups[r] >= pairs.groups[top]
-                  and np.all(pairs.peak[r] >= pairs.peak[top]) and np.all(pairs.inflight[r] >= pairs.inflight[top])
-                  and np.all(blocks.unmet(r) >= unmet)]
+        looser = [
+            r
+            for r in rows.tolist()
+            if pairs.attempts[r] >= pairs.attempts[top]
+            and pairs.groups[r] >= pairs.groups[top]
+            and np.all(pairs.peak[r] >= pairs.peak[top])
+            and np.all(pairs.inflight[r] >= pairs.inflight[top])
+            and np.all(blocks.unmet(r) >= unmet)
+        ]
         outcome = live.run("hourly_cost", [top])
         if outcome.status == Status.OPTIMAL:
             value = outcome.objective_value
@@ -108,10 +119,18 @@ def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CH
     seed = (conf.scenarios.seed or 0) + CHECK_SEED_OFFSET
     fresh = sc.evaluate(inst, plan, sc.draw(inst, check_samples, seed)).on_time
     lo, hi = sc.wilson(int(fresh.sum()), fresh.size)
-    return ConfidenceReport(target=conf.alpha, scenarios=conf.scenarios.size, needed=conf.blocks.needed,
-                            groups=int(conf.req.weight.size), in_sample=float(inside.mean()),
-                            out_of_sample=float(fresh.mean()), out_of_sample_interval=[lo, hi],
-                            check_samples=check_samples, seed=conf.scenarios.seed, check_seed=seed)
+    return ConfidenceReport(
+        target=conf.alpha,
+        scenarios=conf.scenarios.size,
+        needed=conf.blocks.needed,
+        groups=int(conf.req.weight.size),
+        in_sample=float(inside.mean()),
+        out_of_sample=float(fresh.mean()),
+        out_of_sample_interval=[lo, hi],
+        check_samples=check_samples,
+        seed=conf.scenarios.seed,
+        check_seed=seed,
+    )
 
 
 def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.Scenarios, worst: float = 0.1) -> dict:
@@ -124,9 +143,14 @@ def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.
     worst_rows = np.argsort(tight, kind="stable")[:count]
     names = list(margins)
     binding = np.argmin(np.stack([margins[n][worst_rows] for n in names]), axis=0)
-    return {"deltas": plan_deltas(plan, deterministic) if deterministic is not None else {},
-            "worst": count, "binding": {n: int((binding == i).sum()) for i, n in enumerate(names)},
-            "factors": factors_by_need(inst), "late": int((tight < 1.0 - 1e-9).sum()), "scenarios": int(tight.size)}
+    return {
+        "deltas": plan_deltas(plan, deterministic) if deterministic is not None else {},
+        "worst": count,
+        "binding": {n: int((binding == i).sum()) for i, n in enumerate(names)},
+        "factors": factors_by_need(inst),
+        "late": int((tight < 1.0 - 1e-9).sum()),
+        "scenarios": int(tight.size),
+    }
 
 
 def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios) -> dict[str, np.ndarray]:
@@ -137,18 +161,26 @@ def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios) -> dict[str, np
     update = np.nan_to_num(sc.update_time(inst, scen, plan.training_gpus), nan=np.inf)
     hosts = room(inst, plan, scen, sc.values_of(inst, scen).peak_to_mean)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return {"token supply": supply / at.token_demand[:, 0], "update time": at.pace / update,
-                "sandbox hosts": hosts / at.inflight[:, 0, :].sum(axis=1)}
+        return {
+            "token supply": supply / at.token_demand[:, 0],
+            "update time": at.pace / update,
+            "sandbox hosts": hosts / at.inflight[:, 0, :].sum(axis=1),
+        }
 
 
 def factors_by_need(inst: Instance) -> dict[str, list[str]]:
     """The factors whose paths enter each need (token supply: demand, throughput, lifetimes via drops;
     update time: the update law; sandbox hosts: lifetimes and demand)."""
-    reach = {"token supply": ("inference.", "workload.", "environment.occupancy", "freshness.", "schedule."),
-             "update time": ("training.", "schedule."),
-             "sandbox hosts": ("environment.occupancy", "workload.", "environment.peak_to_mean", "schedule.")}
-    return {need: [f.name for f in inst.uncertainty.factors if any(p.startswith(prefixes) for p in f.paths)]
-            for need, prefixes in reach.items()}
+    reach = {
+        "token supply": ("inference.", "workload.", "environment.occupancy", "freshness.", "schedule."),
+        "update time": ("training.", "schedule."),
+        "sandbox hosts": ("environment.occupancy", "workload.", "environment.peak_to_mean", "schedule."),
+    }
+    factors = inst.uncertainty.factors if inst.uncertainty is not None else []
+    return {
+        need: [f.name for f in factors if any(p.startswith(prefixes) for p in f.paths)]
+        for need, prefixes in reach.items()
+    }
 
 
 def plan_deltas(plan: Plan, base: Plan) -> dict[str, int | float]:

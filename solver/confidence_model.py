@@ -56,14 +56,19 @@ class ConfidenceBlocks:
     def unmet(self, row: int) -> np.ndarray:
         """(G,) scenario groups pair ``row`` cannot meet whatever its counts."""
         r, j = self.req, self.req.column(int(self.pairs.kept[row]))
-        return ((self.pairs.cadence[row] > r.pace * (1 + REL_TOL)) | ~r.fresh[:, j] | ~np.isfinite(r.groups)
-                | (r.groups > self.top_groups))
+        return (
+            (self.pairs.cadence[row] > r.pace * (1 + REL_TOL))
+            | ~r.fresh[:, j]
+            | ~np.isfinite(r.groups)
+            | (r.groups > self.top_groups)
+        )
 
     def possible(self) -> np.ndarray:
         """(pairs,) pairs whose unmeetable scenarios fit in the lateness allowed."""
         if self._possible is None:
-            self._possible = np.array([self.req.weight[self.unmet(p)].sum() <= self.allowed
-                                       for p in range(self.pairs.size)], dtype=bool)
+            self._possible = np.array(
+                [self.req.weight[self.unmet(p)].sum() <= self.allowed for p in range(self.pairs.size)], dtype=bool
+            )
         return self._possible
 
     def levels(self, row: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
@@ -103,11 +108,15 @@ class ConfidenceBlocks:
         """w_g binaries, Σ_g n_g·w_g >= ceil(α·S) [scenarios], and w_hard <= w_easy per dominance edge."""
         groups = range(self.req.weight.size)
         m.on_time = pyo.Var(groups, domain=pyo.Binary)
-        m.on_time_count = pyo.Constraint(expr=sum(float(n) * m.on_time[g] for g, n in enumerate(self.req.weight))
-                                         >= self.needed)
-        edges = dominance_edges(self.req, np.unique(self.pairs.kept), self.allowed,
-                                float(self.pairs.cadence.max(initial=0.0)))
-        m.dominance = pyo.Constraint(range(len(edges)), rule=lambda _, e: m.on_time[edges[e][0]] <= m.on_time[edges[e][1]])
+        m.on_time_count = pyo.Constraint(
+            expr=sum(float(n) * m.on_time[g] for g, n in enumerate(self.req.weight)) >= self.needed
+        )
+        edges = dominance_edges(
+            self.req, np.unique(self.pairs.kept), self.allowed, float(self.pairs.cadence.max(initial=0.0))
+        )
+        m.dominance = pyo.Constraint(
+            range(len(edges)), rule=lambda _, e: m.on_time[edges[e][0]] <= m.on_time[edges[e][1]]
+        )
         self._declare_levels(m)
 
     def adjust(self, values: dict[str, dict], row: int) -> None:
@@ -155,10 +164,12 @@ class ConfidenceBlocks:
             blocks = by_kept[kept]
             if name == "on":
                 return m.class_on[kept] == sum(b.z for b in blocks)
-            level = {"supply": lambda: sum(b.k["supply"][s] * b.x[s] for b in blocks for s in m.ix.shapes),
-                     "groups": lambda: sum(float(self.pairs.groups[b.row]) * b.z + b.extra_groups for b in blocks),
-                     "steady": lambda: sum(b.level_steady for b in blocks),
-                     "peak": lambda: sum(b.level_peak for b in blocks)}[name]()
+            level = {
+                "supply": lambda: sum(b.k["supply"][s] * b.x[s] for b in blocks for s in m.ix.shapes),
+                "groups": lambda: sum(float(self.pairs.groups[b.row]) * b.z + b.extra_groups for b in blocks),
+                "steady": lambda: sum(b.level_steady for b in blocks),
+                "peak": lambda: sum(b.level_peak for b in blocks),
+            }[name]()
             return m.class_level[name, kept] <= level
 
         m.level_link = pyo.Constraint(["on", *self.families(m)], m.kinds, rule=link)
@@ -178,8 +189,16 @@ class ConfidenceBlocks:
             levels = self.class_levels(kept)
             for name in self.families(m):
                 eta, above, values = levels[name]
-                _level_rows(m, f"level_{name}_{kept}", m.class_level[name, kept], eta, above, values,
-                            m.class_on[kept], m.on_time)
+                _level_rows(
+                    m,
+                    f"level_{name}_{kept}",
+                    m.class_level[name, kept],
+                    eta,
+                    above,
+                    values,
+                    m.class_on[kept],
+                    m.on_time,
+                )
 
     def class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """Memoised :meth:`_class_levels`."""
@@ -226,16 +245,30 @@ def _sandbox_copy(m, blk, levels: dict, host_rows) -> None:
     blk.yc_peak = pyo.Var(ix.node_backends, domain=pyo.NonNegativeReals)
     blk.cc = pyo.Var(ix.vm_backends, domain=pyo.NonNegativeReals)
     if ix.steady_split:
-        blk.level_steady_cover = pyo.Constraint(ix.backends, rule=lambda b, bk: sum(
-            b.yc[n, bb] for (n, bb) in ix.node_backends if bb == bk) >= share[bk] * b.level_steady)
+        blk.level_steady_cover = pyo.Constraint(
+            ix.backends,
+            rule=lambda b, bk: (
+                sum(b.yc[n, bb] for (n, bb) in ix.node_backends if bb == bk) >= share[bk] * b.level_steady
+            ),
+        )
         host_rows(m, blk, "node", blk.N, blk.yc, "level_steady_nodes")
-    blk.level_peak_cover = pyo.Constraint(ix.backends, rule=lambda b, bk: sum(
-        b.yc_peak[n, bb] for (n, bb) in ix.node_backends if bb == bk)
-        + sum(b.cc[v, bb] for (v, bb) in ix.vm_backends if bb == bk) >= share[bk] * b.level_peak)
+    blk.level_peak_cover = pyo.Constraint(
+        ix.backends,
+        rule=lambda b, bk: (
+            sum(b.yc_peak[n, bb] for (n, bb) in ix.node_backends if bb == bk)
+            + sum(b.cc[v, bb] for (v, bb) in ix.vm_backends if bb == bk)
+            >= share[bk] * b.level_peak
+        ),
+    )
     host_rows(m, blk, "node", blk.N, blk.yc_peak, "level_peak_nodes")
     cloud = sorted({bk for (_, bk) in ix.vm_backends}, key=ix.backends.index)
-    blk.level_cloud_eligible = pyo.Constraint(cloud, rule=lambda b, bk: sum(
-        b.cc[v, bb] for (v, bb) in ix.vm_backends if bb == bk) <= eligible.get(bk, 0.0) * share[bk] * b.level_peak)
+    blk.level_cloud_eligible = pyo.Constraint(
+        cloud,
+        rule=lambda b, bk: (
+            sum(b.cc[v, bb] for (v, bb) in ix.vm_backends if bb == bk)
+            <= eligible.get(bk, 0.0) * share[bk] * b.level_peak
+        ),
+    )
     host_rows(m, blk, "vm", blk.V, blk.cc, "level_cloud_vms")
 
 
@@ -244,8 +277,16 @@ def dominance_edges(req: Requirements, kept: np.ndarray, allowed: float, top_cad
     every K of ``kept`` and is unmeetable wherever ``easy`` is; the transitive reduction of that order
     (ties ordered by index), over the groups some plan may leave late (:func:`_risky`; any subset is valid)."""
     cols = [req.column(int(K)) for K in kept]
-    table = np.column_stack([req.supply[:, cols], req.steady[:, cols], req.peak[:, cols],
-                             np.nan_to_num(req.groups, posinf=1e18), -req.pace, ~req.fresh[:, cols]]).astype(float)
+    table = np.column_stack(
+        [
+            req.supply[:, cols],
+            req.steady[:, cols],
+            req.peak[:, cols],
+            np.nan_to_num(req.groups, posinf=1e18),
+            -req.pace,
+            ~req.fresh[:, cols],
+        ]
+    ).astype(float)
     risky = np.flatnonzero(_risky(req, table, allowed, top_cadence))
     if risky.size < 2:
         return []

@@ -65,13 +65,18 @@ class Requirements:
 def requirements(inst: Instance, scen: Scenarios) -> Requirements:
     """The levels of every scenario of ``scen``, scenarios asking the same merged (exact equality)."""
     if inst.schedule.count_startup:
-        raise Unsupported("schedule.count_startup", "a confidence solve plans for the steady makespan n·L + "
-                                                    "extra_time (MODEL §2); set count_startup: false")
+        raise Unsupported(
+            "schedule.count_startup",
+            "a confidence solve plans for the steady makespan n·L + extra_time (MODEL §2); set count_startup: false",
+        )
     for prefix in HOST_FIELDS:
         if scen.scales(prefix):
             path = next(p for p in scen.scale if p.startswith(prefix))
-            raise Unsupported(path, "a confidence solve takes factors on demand, throughput, lifetimes, update "
-                                    "time and schedule; host and backend fields cannot be scaled")
+            raise Unsupported(
+                path,
+                "a confidence solve takes factors on demand, throughput, lifetimes, update "
+                "time and schedule; host and backend fields cannot be scaled",
+            )
     at = at_deadline(inst, scen)
     slack = 1.0 - REL_TOL  # demands carry MODEL §4's tolerance, as the nominal rows do
     theta = _throughput_multiplier(inst, at)
@@ -85,25 +90,42 @@ def requirements(inst: Instance, scen: Scenarios) -> Requirements:
     table = np.column_stack([at.pace, groups, fresh, supply, steady, peak])
     _, first, members, weight = np.unique(table, axis=0, return_index=True, return_inverse=True, return_counts=True)
     members = members.reshape(-1)
-    return Requirements(kept=at.kept, weight=weight.astype(float), members=members, pace=at.pace[first],
-                        fresh=fresh[first], supply=supply[first], groups=groups[first], steady=steady[first],
-                        peak=peak[first], draws=scen.draws[first])
+    return Requirements(
+        kept=at.kept,
+        weight=weight.astype(float),
+        members=members,
+        pace=at.pace[first],
+        fresh=fresh[first],
+        supply=supply[first],
+        groups=groups[first],
+        steady=steady[first],
+        peak=peak[first],
+        draws=scen.draws[first],
+    )
 
 
 def _throughput_multiplier(inst: Instance, at) -> np.ndarray:
     """(S, K) the one multiplier of every shape's per-replica supply against its nominal value."""
     shapes = inst.inference.shapes
     a = inst.inference.availability
-    nominal = np.stack([a * s.gpus_per_replica * s.tokens_per_gpu_s * calc.supply_multiplier(s.version_slowdown, at.kept)
-                        for s in shapes], axis=1)  # (K, shapes)
+    nominal = np.stack(
+        [
+            a * s.gpus_per_replica * s.tokens_per_gpu_s * calc.supply_multiplier(s.version_slowdown, at.kept)
+            for s in shapes
+        ],
+        axis=1,
+    )  # (K, shapes)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = at.supply_per_replica / nominal[None, :, :]
     live = nominal[None, :, :] > 0
     ratio = np.where(live, ratio, np.nan)
     top, bottom = np.nanmax(ratio, axis=2), np.nanmin(ratio, axis=2)
     if np.any(top - bottom > SUPPLY_TOL * np.maximum(1.0, np.abs(top))):
-        raise Unsupported("inference.shapes", "a confidence solve needs every shape's throughput scaled by one "
-                                              "factor (per-shape factors change which shape is cheapest per scenario)")
+        raise Unsupported(
+            "inference.shapes",
+            "a confidence solve needs every shape's throughput scaled by one "
+            "factor (per-shape factors change which shape is cheapest per scenario)",
+        )
     return np.where(np.isfinite(top), top, 1.0)
 
 
@@ -118,8 +140,11 @@ def _fewest_groups(inst: Instance, scen: Scenarios, pace: np.ndarray) -> np.ndar
     finite = np.isfinite(u)
     rises = np.diff(np.where(finite, u, -np.inf), axis=1) > REL_TOL * np.abs(u[:, 1:]).clip(1.0)
     if np.any(rises & finite[:, 1:] & finite[:, :-1]):
-        raise Unsupported("training.update_time", "a confidence solve needs an update time that never grows with "
-                                                  "more groups (the table's measured points rise)")
+        raise Unsupported(
+            "training.update_time",
+            "a confidence solve needs an update time that never grows with "
+            "more groups (the table's measured points rise)",
+        )
     ok = u <= pace[:, None] * (1 + REL_TOL)
     first = np.argmax(ok, axis=1)
     return np.where(ok.any(axis=1), counts[first].astype(float), np.inf)

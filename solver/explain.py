@@ -32,7 +32,12 @@ class Explanation:
         return {line.key: line.value for line in self.lines}
 
     def to_json(self) -> dict[str, object]:
-        return {"instance": self.instance, "cadence_s": self.cadence_s, "inference_gpus": self.inference_gpus, **self.values()}
+        return {
+            "instance": self.instance,
+            "cadence_s": self.cadence_s,
+            "inference_gpus": self.inference_gpus,
+            **self.values(),
+        }
 
 
 SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness")
@@ -42,7 +47,13 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     w, s, env = inst.workload, inst.schedule, inst.environment
     L = float(cadence) if cadence is not None else calc.deadline_pace(inst)
     G = inference_gpus
-    B, n, tok, p, a = w.batch_trajectories, w.iterations, w.tokens_per_attempt, w.intake_rate, inst.inference.availability
+    B, n, tok, p, a = (
+        w.batch_trajectories,
+        w.iterations,
+        w.tokens_per_attempt,
+        w.intake_rate,
+        inst.inference.availability,
+    )
     r1 = inst.inference.shapes[0].tokens_per_gpu_s
     occ = calc.occupancy_of(env.occupancy)
     uses = env.littles_law_uses
@@ -62,20 +73,52 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     add(0, "attempts_per_s", r_raw, "1/s", f"R_raw = R_eff/p = {r_eff:.6g}/{p:g}")
     lossless = B * tok / (L * G) if G else None
     adjusted = lossless / (a * p) if G else None
-    add(0, "lossless_threshold_tokens_per_gpu_s", lossless, "tok/s/GPU",
-        f"B·tokens/(L·G) = {B}·{tok:g}/({L:.6g}·{G})" if G else "needs --inference-gpus")
-    add(0, "loss_adjusted_threshold_tokens_per_gpu_s", adjusted, "tok/s/GPU",
-        f"lossless/(a·p) = {lossless:.6g}/({a:g}·{p:g})" if G else "needs --inference-gpus")
-    add(0, "inference_gpus_needed", B * tok / (L * p * a * r1), "GPUs",
-        f"B·tokens/(L·p·a·r_1) = {B}·{tok:g}/({L:.6g}·{p:g}·{a:g}·{r1:g})")
-    add(0, "demand_share_of_capacity", adjusted / r1 if G else None, "share",
-        f"loss-adjusted threshold/r_1 = {adjusted:.6g}/{r1:g}" if G else "needs --inference-gpus")
+    add(
+        0,
+        "lossless_threshold_tokens_per_gpu_s",
+        lossless,
+        "tok/s/GPU",
+        f"B·tokens/(L·G) = {B}·{tok:g}/({L:.6g}·{G})" if G else "needs --inference-gpus",
+    )
+    add(
+        0,
+        "loss_adjusted_threshold_tokens_per_gpu_s",
+        adjusted,
+        "tok/s/GPU",
+        f"lossless/(a·p) = {lossless:.6g}/({a:g}·{p:g})" if G else "needs --inference-gpus",
+    )
+    add(
+        0,
+        "inference_gpus_needed",
+        B * tok / (L * p * a * r1),
+        "GPUs",
+        f"B·tokens/(L·p·a·r_1) = {B}·{tok:g}/({L:.6g}·{p:g}·{a:g}·{r1:g})",
+    )
+    add(
+        0,
+        "demand_share_of_capacity",
+        adjusted / r1 if G else None,
+        "share",
+        f"loss-adjusted threshold/r_1 = {adjusted:.6g}/{r1:g}" if G else "needs --inference-gpus",
+    )
     add(0, "decode_tokens_per_s", tok / w_use, "tok/s", f"tokens/W_use = {tok:g}/{w_use:.6g} ({uses})")
 
-    add(1, "occupancy_mean_s", occ.mean, "s",
-        f"median·exp(sigma²/2) = {occ.median:.6g}·exp({occ.sigma:.6g}²/2)" if occ.sigma else "sample mean")
-    add(1, "occupancy_sigma", occ.sigma, "ln s",
-        f"ln(p99/median)/z_0.99 = ln({occ.p99:.6g}/{occ.median:.6g})/{calc.Z_99:.4f}" if occ.sigma else "empirical: none")
+    add(
+        1,
+        "occupancy_mean_s",
+        occ.mean,
+        "s",
+        f"median·exp(sigma²/2) = {occ.median:.6g}·exp({occ.sigma:.6g}²/2)" if occ.sigma else "sample mean",
+    )
+    add(
+        1,
+        "occupancy_sigma",
+        occ.sigma,
+        "ln s",
+        f"ln(p99/median)/z_0.99 = ln({occ.p99:.6g}/{occ.median:.6g})/{calc.Z_99:.4f}"
+        if occ.sigma
+        else "empirical: none",
+    )
     add(1, "inflight_median", r_raw * occ.median, "envs", f"R_raw·median(W) = {r_raw:.6g}·{occ.median:.6g}")
     add(1, "inflight_mean", r_raw * occ.mean, "envs", f"R_raw·mean(W) = {r_raw:.6g}·{occ.mean:.6g}")
     inflight_use = r_raw * w_use
@@ -88,8 +131,13 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         parts.append(f"{node.name}: ceil({inflight_use:.6g}·share/density/{u:g})")
     add(1, "nodes_needed", nodes, "nodes", f"Σ_b E_b/density_kb/u with E = R_raw·W_use ({uses}); " + "; ".join(parts))
 
-    add(2, "time_margin", float(calc.time_margin(inst, L)), "share",
-        f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}")
+    add(
+        2,
+        "time_margin",
+        float(calc.time_margin(inst, L)),
+        "share",
+        f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}",
+    )
     add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
     _startup(inst, L, occ, add)
 
@@ -101,10 +149,20 @@ def _freshness(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add)
     """The Freshness section: version gaps, the exceedance q(L,K) and the group-drop bounds."""
     fr, K, g = inst.freshness, inst.freshness.max_versions_kept, inst.workload.group_size
     gap_note = " + 1 (post_publish)" if fr.gap_convention == "post_publish" else ""
-    add(3, "mean_version_gap", float(calc.mean_version_gap(w_use, L, fr.gap_convention)), "versions",
-        f"W_use/L = {w_use:.6g}/{L:.6g}{gap_note}")
-    add(3, "p99_version_gap", float(calc.p99_version_gap(occ, L, fr.gap_convention)), "versions",
-        f"p99(W)/L = {occ.p99:.6g}/{L:.6g}{gap_note}")
+    add(
+        3,
+        "mean_version_gap",
+        float(calc.mean_version_gap(w_use, L, fr.gap_convention)),
+        "versions",
+        f"W_use/L = {w_use:.6g}/{L:.6g}{gap_note}",
+    )
+    add(
+        3,
+        "p99_version_gap",
+        float(calc.p99_version_gap(occ, L, fr.gap_convention)),
+        "versions",
+        f"p99(W)/L = {occ.p99:.6g}/{L:.6g}{gap_note}",
+    )
     q = float(calc.exceedance(occ, L, K))
     lower, upper = calc.group_drop_bounds(q, g)
     add(3, "exceedance", q, "share", f"q(L,K) = ∫_K^(K+1) S(vL) dv at K={K} (max_versions_kept)")
@@ -125,14 +183,24 @@ def _startup(inst: Instance, L: float, occ: calc.Occupancy, add) -> None:
     r_raw = w.batch_trajectories / L / (w.intake_rate * (1 - drop))
     fill = float(calc.fill(occ, r_raw, w.batch_trajectories, w.group_size, w.intake_rate, fr.group_correlation))
     law = "F(s)^g" if fr.group_correlation != "comonotone" and w.group_size > 1 else "F(s)"
-    add(2, "startup_fill_s", fill, "s",
+    add(
+        2,
+        "startup_fill_s",
+        fill,
+        "s",
         f"smallest t with p·R_raw·∫_0^t {law} ds >= B; R_raw = B/(L·p·(1-drop)) = {r_raw:.6g} at K={K}, "
-        f"g={w.group_size}, {fr.group_correlation}")
+        f"g={w.group_size}, {fr.group_correlation}",
+    )
     groups = int(calc.min_groups_for(inst, L)[0])
     if groups == 0:
         add(2, "makespan_with_startup_s", None, "s", f"no admissible training groups keep U(m) <= L = {L:.6g} s")
         return
     update = float(calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group))
-    add(2, "makespan_with_startup_s", fill + (w.iterations - 1) * L + update + s.extra_time, "s",
+    add(
+        2,
+        "makespan_with_startup_s",
+        fill + (w.iterations - 1) * L + update + s.extra_time,
+        "s",
         f"T = fill + (n-1)·L + U(m) + extra = {fill:.6g} + {w.iterations - 1}·{L:.6g} + {update:.6g} + "
-        f"{s.extra_time:g} (m = {groups}, the fewest groups with U(m) <= L){'; counted' if s.count_startup else ''}")
+        f"{s.extra_time:g} (m = {groups}, the fewest groups with U(m) <= L){'; counted' if s.count_startup else ''}",
+    )

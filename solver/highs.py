@@ -59,7 +59,7 @@ class Outcome:
     objective_value: float | None
     bound: float | None
     highs_seconds: float  # HiGHS's run time, cumulated over the handle's life
-    values: "Solution | None" = None
+    values: Solution | None = None
     runs: int = 1  # HiGHS runs it took (a failed presolve is retried without)
 
 
@@ -75,10 +75,16 @@ class Solution:
         return default if col is None else self._col_value[col]
 
 
-_TIME_LIMITS = {highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
-                getattr(highspy.HighsModelStatus, "kSolutionLimit", highspy.HighsModelStatus.kTimeLimit)}
-_NO_PLAN = {highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible,
-            highspy.HighsModelStatus.kObjectiveBound}  # the last: nothing within a tie run's cut-off
+_TIME_LIMITS = {
+    highspy.HighsModelStatus.kTimeLimit,
+    highspy.HighsModelStatus.kIterationLimit,
+    getattr(highspy.HighsModelStatus, "kSolutionLimit", highspy.HighsModelStatus.kTimeLimit),
+}
+_NO_PLAN = {
+    highspy.HighsModelStatus.kInfeasible,
+    highspy.HighsModelStatus.kUnboundedOrInfeasible,
+    highspy.HighsModelStatus.kObjectiveBound,
+}  # the last: nothing within a tie run's cut-off
 
 
 def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
@@ -185,8 +191,12 @@ class HighsModel:
     def run(self, options: dict | None = None, time_limit: float | None = None) -> Outcome:
         """One HiGHS run of the problem as it stands, with per-run options over the defaults."""
         highs = self._highs
-        wanted = {**OPTIONS, **(options or {}), "threads": self._threads,
-                  "time_limit": time_limit if time_limit is not None else float("inf")}
+        wanted = {
+            **OPTIONS,
+            **(options or {}),
+            "threads": self._threads,
+            "time_limit": time_limit if time_limit is not None else float("inf"),
+        }
         for key, value in wanted.items():
             if self._options_set.get(key, self) != value:
                 highs.setOptionValue(key, value)
@@ -204,11 +214,23 @@ class HighsModel:
         {"columns": {var: (lower, upper, cost, integer)}, "rows": {row: (lower, upper, {var: coef})},
         "offset": objective constant, "sense": 1 minimise / -1 maximise}."""
         lp = self._highs.getLp()
-        names = {col: var.name for var_id, col in self._pyomo._pyomo_var_to_solver_var_map.items()
-                 for var in [self._pyomo._vars[var_id][0]]}
-        integrality = list(lp.integrality_) if len(lp.integrality_) else [highspy.HighsVarType.kContinuous] * lp.num_col_
-        columns = {names[j]: (lp.col_lower_[j], lp.col_upper_[j], lp.col_cost_[j],
-                              integrality[j] == highspy.HighsVarType.kInteger) for j in range(lp.num_col_)}
+        names = {
+            col: var.name
+            for var_id, col in self._pyomo._pyomo_var_to_solver_var_map.items()
+            for var in [self._pyomo._vars[var_id][0]]
+        }
+        integrality = (
+            list(lp.integrality_) if len(lp.integrality_) else [highspy.HighsVarType.kContinuous] * lp.num_col_
+        )
+        columns = {
+            names[j]: (
+                lp.col_lower_[j],
+                lp.col_upper_[j],
+                lp.col_cost_[j],
+                integrality[j] == highspy.HighsVarType.kInteger,
+            )
+            for j in range(lp.num_col_)
+        }
         row_names = {row: con.name for con, row in self._pyomo._pyomo_con_to_solver_con_map.items()}
         matrix = lp.a_matrix_
         rows: dict = {row_names[i]: (lp.row_lower_[i], lp.row_upper_[i], {}) for i in range(lp.num_row_)}
@@ -219,7 +241,12 @@ class HighsModel:
                 row, col = (outer, index[k]) if by_row else (index[k], outer)
                 if value[k] != 0:
                     rows[row_names[row]][2][names[col]] = value[k]
-        return {"columns": columns, "rows": rows, "offset": lp.offset_, "sense": int(lp.sense_ == highspy.ObjSense.kMaximize) * -2 + 1}
+        return {
+            "columns": columns,
+            "rows": rows,
+            "offset": lp.offset_,
+            "sense": int(lp.sense_ == highspy.ObjSense.kMaximize) * -2 + 1,
+        }
 
     def _readers(self) -> dict[int, list]:
         """id of each mutable Param -> the helpers (coefficients, bounds, objective terms) that read it;

@@ -113,14 +113,19 @@ def lifetimes_of(spec: Lognormal | Empirical, scen) -> Lifetimes:
     if isinstance(spec, Empirical):
         base = calc.empirical(spec.samples)
         scale = scen.value(f"{where}.samples[0]", 1.0) if scen.scales(f"{where}.samples") else np.ones(scen.size)
-        return Lifetimes(mean=base.mean * scale, median=base.median * scale, p99=base.p99 * scale,
-                         base=base, scale=scale)
-    given = {k: scen.value(f"{where}.{k}", getattr(spec, k)) for k in ("median", "p99", "mean", "sigma")
-             if getattr(spec, k) is not None}
+        return Lifetimes(
+            mean=base.mean * scale, median=base.median * scale, p99=base.p99 * scale, base=base, scale=scale
+        )
+    given = {
+        k: scen.value(f"{where}.{k}", getattr(spec, k))
+        for k in ("median", "p99", "mean", "sigma")
+        if getattr(spec, k) is not None
+    }
     mu, sigma = _fit(given)
     sigma = np.maximum(sigma, SIGMA_FLOOR)
-    return Lifetimes(mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + Z_99 * sigma), mu=mu,
-                     sigma=sigma)
+    return Lifetimes(
+        mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + Z_99 * sigma), mu=mu, sigma=sigma
+    )
 
 
 def _fit(given: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -139,4 +144,3 @@ def _fit(given: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     gap = np.log(p / mean)
     s = Z_99 - np.sqrt(np.maximum(Z_99 * Z_99 - 2 * gap, 0.0))
     return np.log(mean) - s * s / 2, s
-

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from models.instance import OBJECTIVES, Instance
 from models.result import Status
+from solver.coefficients import global_values, index_of
 from solver.highs import NO_BOUND, STAGE_OPTIONS, HighsModel, Outcome
 from solver.model import add_pair, build_model, refresh_globals, set_pair_coefficients
-from solver.coefficients import global_values, index_of
 from solver.pairs import Pairs
 from solver.stopwatch import Stopwatch
 
@@ -25,8 +25,15 @@ class LiveModel:
     """One instance's pyomo model and its HiGHS mirror. ``pairs`` is the instance's pair table; a
     block, once built, stays (opening and closing pairs is a bound change)."""
 
-    def __init__(self, inst: Instance, pairs: Pairs, reusable: bool = False, threads: int = 1,
-                 clock: Stopwatch | None = None, extension=None):
+    def __init__(
+        self,
+        inst: Instance,
+        pairs: Pairs,
+        reusable: bool = False,
+        threads: int = 1,
+        clock: Stopwatch | None = None,
+        extension=None,
+    ):
         """``extension``: decisions and rows added to the model (see :func:`solver.model.build_model`);
         a model with one is never retargeted."""
         self.clock = clock or Stopwatch()
@@ -82,8 +89,10 @@ class LiveModel:
         """One HiGHS run with exactly the pairs of ``rows`` selectable (built first if needed), within
         what is left of the clock's time limit."""
         self._build(rows)
-        self.clock.note(f"{self.inst.name}: HiGHS over {len(rows):,} of {self.pairs.size:,} pairs "
-                        f"({len(self.blocks):,} built), {objective}")
+        self.clock.note(
+            f"{self.inst.name}: HiGHS over {len(rows):,} of {self.pairs.size:,} pairs "
+            f"({len(self.blocks):,} built), {objective}"
+        )
         if self.clock.expired():
             return Outcome(status=Status.TIME_LIMIT, objective_value=None, bound=None, highs_seconds=0.0, runs=0)
         self._sync_rows()
@@ -112,8 +121,13 @@ class LiveModel:
 
     def size(self) -> dict[str, int]:
         columns, rows = self.highs.size()
-        return {"grid_points": self.pairs.grid_points, "pairs": self.pairs.size, "pairs_built": len(self.blocks),
-                "variables": columns, "rows": rows}
+        return {
+            "grid_points": self.pairs.grid_points,
+            "pairs": self.pairs.size,
+            "pairs_built": len(self.blocks),
+            "variables": columns,
+            "rows": rows,
+        }
 
     # -- keeping HiGHS in step ----------------------------------------------------
 
@@ -186,4 +200,3 @@ class LiveModel:
                 self._open[key] = upper
                 changed.append(blk.z)
         self.highs.bounds_changed(changed)
-

@@ -43,6 +43,7 @@ def _table(block, name: str, values: dict, mutable: bool):
 
 # ---------------------------------------------------------------- the model
 
+
 def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=None) -> pyo.ConcreteModel:
     """An empty model for ``inst``: global coefficients, and a place for pair blocks and the global rows.
 
@@ -91,8 +92,9 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int, int]) -> pyo.B
     return blk
 
 
-def set_pair_coefficients(m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict,
-                          shared: dict[str, dict]) -> set[int]:
+def set_pair_coefficients(
+    m: pyo.ConcreteModel, inst: Instance, pairs: Pairs, where: dict, shared: dict[str, dict]
+) -> set[int]:
     """Retarget a reusable model: global coefficients ``shared`` (the global_values of ``inst``), each
     built block's from row ``where[key]`` of ``pairs`` (blocks absent from ``where`` keep theirs; the
     caller keeps them closed). Returns the ids of the Params whose value changed."""
@@ -232,9 +234,11 @@ def add_peak_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     ix = m.ix
     blk.peak_cover = pyo.Constraint(
         ix.backends,
-        rule=lambda b, bk: sum(b.y_peak[n, bk] for (n, bb) in ix.node_backends if bb == bk)
-        + sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk)
-        >= b.k["peak"][bk] * b.z,
+        rule=lambda b, bk: (
+            sum(b.y_peak[n, bk] for (n, bb) in ix.node_backends if bb == bk)
+            + sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk)
+            >= b.k["peak"][bk] * b.z
+        ),
     )
     _host_rows(m, blk, "node", blk.N, blk.y_peak, "peak_nodes")
     cloud_backends = sorted({bk for (_, bk) in ix.vm_backends}, key=ix.backends.index)
@@ -278,10 +282,18 @@ def refresh_globals(m: pyo.ConcreteModel) -> tuple[list, list]:
     budget is an infinite bound): Σ_p hourly_p <= max_hourly_cost [$/h], Σ_p (T_p/3600)·hourly_p <=
     max_total_cost [$]. And the three objectives of MODEL §4 over the built pairs.
     """
-    removed = [c for c in (getattr(m, n, None) for n in ("one_cadence", "max_hourly_cost", "max_total_cost"))
-               if c is not None]
-    for name in ("one_cadence", "max_hourly_cost", "max_total_cost", "hourly_cost", "total_cost", "makespan",
-                 *(f"objective_{o}" for o in OBJECTIVES)):
+    removed = [
+        c for c in (getattr(m, n, None) for n in ("one_cadence", "max_hourly_cost", "max_total_cost")) if c is not None
+    ]
+    for name in (
+        "one_cadence",
+        "max_hourly_cost",
+        "max_total_cost",
+        "hourly_cost",
+        "total_cost",
+        "makespan",
+        *(f"objective_{o}" for o in OBJECTIVES),
+    ):
         if hasattr(m, name):
             m.del_component(name)
     blocks = list(m.blocks.values())

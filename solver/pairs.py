@@ -65,7 +65,7 @@ class TableCache:
         self._demand: list[tuple[tuple, Demand]] = []
         self._exceedance: list[tuple[tuple, np.ndarray]] = []
 
-    def demand(self, inst: Instance) -> "Demand":
+    def demand(self, inst: Instance) -> Demand:
         key = demand_inputs(inst)
         found = self._find(self._demand, key)
         if found is None:
@@ -102,8 +102,15 @@ def exceedance_table(occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.nda
 def demand_inputs(inst: Instance) -> tuple:
     """Everything the run's Demand reads (a sweep point with equal inputs reuses its Demand)."""
     env = inst.environment
-    return (inst.workload, inst.schedule, inst.training, inst.freshness, env.occupancy, env.littles_law_uses,
-            inst.pool(inst.training.pool).gpus)
+    return (
+        inst.workload,
+        inst.schedule,
+        inst.training,
+        inst.freshness,
+        env.occupancy,
+        env.littles_law_uses,
+        inst.pool(inst.training.pool).gpus,
+    )
 
 
 @dataclass(frozen=True)
@@ -145,8 +152,11 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     if fr.max_mean_gap is not None:
         gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
         cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
-    q = (exceedance_table(occ, grid, fr.max_versions_kept) if cache is None
-         else cache.exceedance(env.occupancy, occ, grid, fr.max_versions_kept))
+    q = (
+        exceedance_table(occ, grid, fr.max_versions_kept)
+        if cache is None
+        else cache.exceedance(env.occupancy, occ, grid, fr.max_versions_kept)
+    )
     drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
@@ -155,20 +165,34 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     if fr.max_group_drop is not None:
         cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
     with np.errstate(divide="ignore"):
-        attempts = np.where(intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
+        attempts = np.where(
+            intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
+        )
     startup = np.zeros(keep.shape)
     if sched.count_startup:
         startup, span = _with_startup(inst, occ, grid, groups, attempts, keep)
         cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
-    found = Demand(grid=grid, kept=Ks, w_use=w_use, span=np.array(span), startup=startup, groups=groups,
-                   exceedance=q, drop=drop, attempts=attempts, keep=keep, rejected=rejected)
+    found = Demand(
+        grid=grid,
+        kept=Ks,
+        w_use=w_use,
+        span=np.array(span),
+        startup=startup,
+        groups=groups,
+        exceedance=q,
+        drop=drop,
+        attempts=attempts,
+        keep=keep,
+        rejected=rejected,
+    )
     for name in ("grid", "kept", "span", "startup", "groups", "exceedance", "drop", "attempts", "keep"):
         getattr(found, name).setflags(write=False)
     return found
 
 
-def _with_startup(inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray,
-                  keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _with_startup(
+    inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """MODEL §8: the pipeline fill before the first batch, and the shortest T = fill + (n-1)·L + U(m) +
     extra_time any admissible group count m gives, per (grid, K) entry (inf where not admissible).
     More groups than the fewest that keep up shorten U(m) in T; :func:`build` lists each count."""
@@ -176,8 +200,9 @@ def _with_startup(inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups:
     fill = np.full(keep.shape, np.inf)
     at = keep & np.isfinite(attempts)
     if at.any():
-        fill[at] = calc.fill(occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate,
-                             inst.freshness.group_correlation)
+        fill[at] = calc.fill(
+            occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
+        )
     update = np.array([_shortest_update(inst, int(m)) if m > 0 else np.inf for m in groups])
     steady = (w.iterations - 1) * grid + update + inst.schedule.extra_time
     return fill, fill + steady[:, None]
@@ -260,8 +285,9 @@ def pool_rate(inst: Instance, pool: str, kept: np.ndarray) -> np.ndarray:
     return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
 
 
-def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray,
-                  rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+def _group_counts(
+    inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray, rejected: dict[str, int]
+) -> tuple[np.ndarray, ...]:
     """With start-up counted (MODEL §8), U(m) is part of the makespan, so each (cadence, K) pair becomes one
     row per group count m worth having: from the fewest that keep up, while each more group still
     shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
@@ -289,8 +315,12 @@ def _group_counts(inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spar
         rows_span += span[on_time].tolist()
         if not on_time.any():
             rejected["deadline"] = rejected.get("deadline", 0) + 1
-    return (np.array(rows_at, dtype=int), np.array(rows_k, dtype=int), np.array(rows_m, dtype=int),
-            np.array(rows_span, dtype=float))
+    return (
+        np.array(rows_at, dtype=int),
+        np.array(rows_k, dtype=int),
+        np.array(rows_m, dtype=int),
+        np.array(rows_span, dtype=float),
+    )
 
 
 def _undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None = None) -> np.ndarray:
@@ -316,7 +346,12 @@ def _undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None
     a2, a1 = attempts[:, :, None], attempts[:, None, :]  # [grid, k2, k]
     better = a2 <= a1
     equal = (a2 == a1) & mult_equal[None]
-    wins = np.isfinite(a2) & mult_ok[None] & other[None] & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
+    wins = (
+        np.isfinite(a2)
+        & mult_ok[None]
+        & other[None]
+        & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
+    )
     return np.isfinite(attempts) & ~wins.any(axis=1)
 
 
@@ -329,5 +364,7 @@ def _undominated_in_time(attempts: np.ndarray, mult: np.ndarray, span: np.ndarra
     s2, s1 = span[:, :, None], span[:, None, :]
     no_worse = (a2 <= a1) & (s2 <= s1) & mult_ok[None]
     equal = (a2 == a1) & (s2 == s1) & mult_equal[None]
-    wins = np.isfinite(a2) & (ks[:, None] != ks[None, :])[None] & no_worse & (~equal | (ks[:, None] < ks[None, :])[None])
+    wins = (
+        np.isfinite(a2) & (ks[:, None] != ks[None, :])[None] & no_worse & (~equal | (ks[:, None] < ks[None, :])[None])
+    )
     return np.isfinite(attempts) & ~wins.any(axis=1)

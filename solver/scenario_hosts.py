@@ -30,7 +30,9 @@ def _hosts(inst: Instance, plan: Plan, scen, active: list[int]) -> list[dict]:
     u = v("environment.utilisation_cap", env.utilisation_cap)
     out = []
     groups: tuple[tuple[str, Sequence[NodeType | VmType], str], ...] = (
-        ("node", env.node_types, "environment.node_types"), ("vm", env.cloud.vm_types, "environment.cloud.vm_types"))
+        ("node", env.node_types, "environment.node_types"),
+        ("vm", env.cloud.vm_types, "environment.cloud.vm_types"),
+    )
     for kind, hosts, where in groups:
         for i, host in enumerate(hosts):
             count = counts.get((kind, host.name), 0)
@@ -38,13 +40,26 @@ def _hosts(inst: Instance, plan: Plan, scen, active: list[int]) -> list[dict]:
             if count == 0 or not runs:
                 continue
             cap = u if kind == "node" else np.ones(scen.size)
-            rows = [(cap, {j: 1.0 / v(f"{where}[{i}].density.{env.backends[j].name}",
-                                      host.density[env.backends[j].name]) for j in runs})]
+            rows = [
+                (
+                    cap,
+                    {
+                        j: 1.0 / v(f"{where}[{i}].density.{env.backends[j].name}", host.density[env.backends[j].name])
+                        for j in runs
+                    },
+                )
+            ]
             for field, spec in (("cores", host.cores), ("memory_gb", host.memory_gb)):
                 if spec is not None:
-                    rows.append((cap * v(f"{where}[{i}].{field}", spec),
-                                 {j: v(f"environment.backends[{j}].{field}", getattr(env.backends[j], field) or 0.0)
-                                  for j in runs}))
+                    rows.append(
+                        (
+                            cap * v(f"{where}[{i}].{field}", spec),
+                            {
+                                j: v(f"environment.backends[{j}].{field}", getattr(env.backends[j], field) or 0.0)
+                                for j in runs
+                            },
+                        )
+                    )
             out.append({"kind": kind, "count": count, "rows": rows, "runs": runs})
     return out
 
@@ -54,8 +69,13 @@ def room(inst: Instance, plan: Plan, scen, peak_to_mean: np.ndarray) -> np.ndarr
     env = inst.environment
     active = [j for j, b in enumerate(env.backends) if b.share > 0]
     hosts = _hosts(inst, plan, scen, active)
-    eligible = {j: scen.value(f"environment.cloud.eligible_share.{env.backends[j].name}",
-                              env.cloud.eligible_share.get(env.backends[j].name, 0.0)) for j in active}
+    eligible = {
+        j: scen.value(
+            f"environment.cloud.eligible_share.{env.backends[j].name}",
+            env.cloud.eligible_share.get(env.backends[j].name, 0.0),
+        )
+        for j in active
+    }
     if len(active) == 1:
         j = active[0]
         local = sum(h["count"] * _per_host(h, j) for h in hosts if h["kind"] == "node") + np.zeros(scen.size)
@@ -66,15 +86,24 @@ def room(inst: Instance, plan: Plan, scen, peak_to_mean: np.ndarray) -> np.ndarr
     shares = {j: env.backends[j].share for j in active}
     if not any(scen.scales(p) for p in _HOST_FIELDS):  # one LP serves every scenario
         return np.minimum(_lp(hosts, shares, eligible, 0, False), _lp(hosts, shares, eligible, 0, True) / peak_to_mean)
-    return np.array([min(_lp(hosts, shares, eligible, s, False), _lp(hosts, shares, eligible, s, True) / peak_to_mean[s])
-                     for s in range(scen.size)])
+    return np.array(
+        [
+            min(_lp(hosts, shares, eligible, s, False), _lp(hosts, shares, eligible, s, True) / peak_to_mean[s])
+            for s in range(scen.size)
+        ]
+    )
 
 
 def _per_host(host: dict, j: int) -> np.ndarray:
     """Environments of backend j one host holds alone: its tightest row."""
     with np.errstate(divide="ignore"):
-        return np.min([np.where(load[j] > 0, capacity / np.where(load[j] > 0, load[j], 1.0), np.inf)
-                       for capacity, load in host["rows"]], axis=0)
+        return np.min(
+            [
+                np.where(load[j] > 0, capacity / np.where(load[j] > 0, load[j], 1.0), np.inf)
+                for capacity, load in host["rows"]
+            ],
+            axis=0,
+        )
 
 
 def _lp(hosts: list[dict], shares: dict[int, float], eligible: dict[int, np.ndarray], s: int, with_vms: bool) -> float:

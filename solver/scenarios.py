@@ -71,8 +71,12 @@ def from_draws(inst: Instance, draws: np.ndarray, seed: int | None = None) -> Sc
     document = inst.model_dump(mode="python")
     scale: dict[str, np.ndarray] = {}
     for j, factor in enumerate(unc.factors):
-        reached = {render_path(tokens) for path in factor.paths for tokens, value in expand(document, path)
-                   if value is not None}
+        reached = {
+            render_path(tokens)
+            for path in factor.paths
+            for tokens, value in expand(document, path)
+            if value is not None
+        }
         for path in reached:
             scale[path] = scale[path] * draws[:, j] if path in scale else draws[:, j].copy()
     return Scenarios(tuple(f.name for f in unc.factors), draws, scale, seed)
@@ -129,9 +133,12 @@ def values_of(inst: Instance, scen: Scenarios) -> Values:
         tokens=v("workload.tokens_per_attempt", w.tokens_per_attempt),
         intake=v("workload.intake_rate", w.intake_rate),
         availability=v("inference.availability", inst.inference.availability),
-        rate=np.stack([v(f"inference.shapes[{i}].tokens_per_gpu_s", s.tokens_per_gpu_s) for i, s in enumerate(shapes)], 1),
-        slowdown=np.stack([v(f"inference.shapes[{i}].version_slowdown", s.version_slowdown)
-                           for i, s in enumerate(shapes)], 1),
+        rate=np.stack(
+            [v(f"inference.shapes[{i}].tokens_per_gpu_s", s.tokens_per_gpu_s) for i, s in enumerate(shapes)], 1
+        ),
+        slowdown=np.stack(
+            [v(f"inference.shapes[{i}].version_slowdown", s.version_slowdown) for i, s in enumerate(shapes)], 1
+        ),
         deadline=v("schedule.deadline", sched.deadline),
         extra=v("schedule.extra_time", sched.extra_time),
         lifetimes=lifetimes,
@@ -216,15 +223,24 @@ def at_deadline(inst: Instance, scen: Scenarios, kept=None) -> AtDeadline:
         fresh &= (v.w_use / pace + post <= v.max_mean_gap * (1 + REL_TOL))[:, None]
     intake = v.intake[:, None] * (1.0 - drop)
     with np.errstate(divide="ignore"):
-        attempts = np.where(intake > 0, w.batch_trajectories / (pace[:, None] * np.where(intake > 0, intake, 1.0)), np.inf)
+        attempts = np.where(
+            intake > 0, w.batch_trajectories / (pace[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
+        )
     gpus = np.array([s.gpus_per_replica for s in inst.inference.shapes], dtype=float)
     mult = np.maximum(0.0, 1.0 - v.slowdown[:, None, :] * (Ks[None, :, None] - 1.0))
     supply = v.availability[:, None, None] * gpus[None, None, :] * v.rate[:, None, :] * mult
     shares = np.array([b.share for b in inst.environment.backends])
     inflight = (attempts * v.w_use[:, None])[:, :, None] * shares[None, None, :]
-    return AtDeadline(kept=Ks, pace=pace, attempts=attempts, token_demand=attempts * v.tokens[:, None],
-                      supply_per_replica=supply, inflight=inflight,
-                      peak=inflight * v.peak_to_mean[:, None, None], fresh=fresh)
+    return AtDeadline(
+        kept=Ks,
+        pace=pace,
+        attempts=attempts,
+        token_demand=attempts * v.tokens[:, None],
+        supply_per_replica=supply,
+        inflight=inflight,
+        peak=inflight * v.peak_to_mean[:, None, None],
+        fresh=fresh,
+    )
 
 
 @dataclass(frozen=True)
@@ -268,8 +284,14 @@ def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
     if inst.schedule.count_startup:
         makespan = _with_startup(inst, v, K, cadence, update)
     hourly = hourly_cost(inst, plan, scen)
-    return Outcome(cadence=cadence, makespan=makespan, deadline=v.deadline, hourly_cost=hourly,
-                   total_cost=hourly * makespan / 3600.0, on_time=makespan <= v.deadline * (1 + REL_TOL))
+    return Outcome(
+        cadence=cadence,
+        makespan=makespan,
+        deadline=v.deadline,
+        hourly_cost=hourly,
+        total_cost=hourly * makespan / 3600.0,
+        on_time=makespan <= v.deadline * (1 + REL_TOL),
+    )
 
 
 def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
@@ -277,12 +299,18 @@ def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
     replicas = {r.shape: r.replicas for r in plan.inference}
     total = np.zeros(v.deadline.shape)
     for i, s in enumerate(inst.inference.shapes):
-        total += replicas.get(s.name, 0) * s.gpus_per_replica * v.rate[:, i] * np.maximum(0.0, 1 - v.slowdown[:, i] * (K - 1))
+        total += (
+            replicas.get(s.name, 0)
+            * s.gpus_per_replica
+            * v.rate[:, i]
+            * np.maximum(0.0, 1 - v.slowdown[:, i] * (K - 1))
+        )
     return v.availability * total
 
 
-def _smallest_cadence(inst: Instance, v: Values, K: int, floor: np.ndarray, need: np.ndarray,
-                      q_limit: np.ndarray) -> np.ndarray:
+def _smallest_cadence(
+    inst: Instance, v: Values, K: int, floor: np.ndarray, need: np.ndarray, q_limit: np.ndarray
+) -> np.ndarray:
     """Per scenario the smallest L' >= floor with L'·(1 - drop(L')) >= need and q(L') <= q_limit (inf if none)."""
 
     def ok(L: np.ndarray) -> np.ndarray:
@@ -338,7 +366,9 @@ def hourly_cost(inst: Instance, plan, scen: Scenarios) -> np.ndarray:
         total += nodes.get(k.name, 0) * v(f"environment.node_types[{i}].hour_cost", k.hour_cost)
     for i, m in enumerate(env.cloud.vm_types):
         where = f"environment.cloud.vm_types[{i}]"
-        total += vms.get(m.name, 0) * v(f"{where}.hour_cost", m.hour_cost) * v(f"{where}.billed_fraction", m.billed_fraction)
+        total += (
+            vms.get(m.name, 0) * v(f"{where}.hour_cost", m.hour_cost) * v(f"{where}.billed_fraction", m.billed_fraction)
+        )
     return total
 
 

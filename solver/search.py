@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.result import Status
 from solver.live import LiveModel
 from solver.stopwatch import Stopwatch
-from models.result import Status
 from solver.tolerances import SPAN_TOL, TIE_TOL
 
 # Pairs the first HiGHS run opens (doubling while it finds no plan). The cost bound is tight on the
@@ -38,10 +38,14 @@ class Search:
     def take(self, outcome) -> None:
         self.runs += outcome.runs
         self.highs_seconds = max(self.highs_seconds, outcome.highs_seconds)
-        self.status, self.bound, self.value, self.values = (outcome.status, outcome.bound, outcome.objective_value,
-                                                            outcome.values)
+        self.status, self.bound, self.value, self.values = (
+            outcome.status,
+            outcome.bound,
+            outcome.objective_value,
+            outcome.values,
+        )
 
-    def absorb_tie(self, tie: "Search") -> None:
+    def absorb_tie(self, tie: Search) -> None:
         """Take in a tie-breaking search's runs; a better tied plan replaces this one's, and a tie-break
         that ended unproven (time limit, error) marks this search so while keeping its plan."""
         self.runs += tie.runs
@@ -50,22 +54,23 @@ class Search:
             self.status = tie.status
 
 
-def cheapest_first(live: LiveModel, objective: str, candidates: np.ndarray, lower: np.ndarray,
-                   clock: Stopwatch) -> Search:
+def cheapest_first(
+    live: LiveModel, objective: str, candidates: np.ndarray, lower: np.ndarray, clock: Stopwatch
+) -> Search:
     """The optimum under a cost criterion over the ``candidates`` pairs, ``lower`` their cost bounds."""
     search = Search()
     rows = np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")]
     order = rows.tolist()
     size, start, probe = COST_PROBE_PAIRS, 0, []
     while start < len(order) and not clock.expired():
-        probe = order[start:start + size]
+        probe = order[start : start + size]
         search.take(live.run(objective, probe))
         if search.status != Status.INFEASIBLE:
             break
         start += size
         size *= 2
     if search.status != Status.OPTIMAL:
-        search.bound = _global_bound(search.bound, lower[probe], lower[order[start + len(probe):]])
+        search.bound = _global_bound(search.bound, lower[probe], lower[order[start + len(probe) :]])
         return search
     best = search.value
     needed = rows[lower[rows] <= best + TIE_TOL * max(1.0, abs(best))].tolist()
@@ -93,8 +98,9 @@ def _global_bound(run_bound: float | None, held: np.ndarray, unopened: np.ndarra
     return min(parts) if parts else None
 
 
-def _break_cost_tie(live: LiveModel, objective: str, rows: np.ndarray, lower: np.ndarray, search: Search,
-                    clock: Stopwatch) -> None:
+def _break_cost_tie(
+    live: LiveModel, objective: str, rows: np.ndarray, lower: np.ndarray, search: Search, clock: Stopwatch
+) -> None:
     """Among plans within TIE_TOL of the best cost, the shortest makespan (MODEL §4)."""
     best = search.value
     bound = best + TIE_TOL * max(1.0, abs(best))
@@ -138,9 +144,9 @@ def shortest_first(live: LiveModel, candidates: np.ndarray, clock: Stopwatch) ->
     return search
 
 
-
-def pair_by_pair(live: LiveModel, objective: str, candidates: np.ndarray, lower: np.ndarray,
-                 clock: Stopwatch) -> Search:
+def pair_by_pair(
+    live: LiveModel, objective: str, candidates: np.ndarray, lower: np.ndarray, clock: Stopwatch
+) -> Search:
     """The optimum under a cost criterion, one pair per HiGHS run in the order of ``lower`` (cost bounds),
     each run cut off at the best cost found so far, until the next bound exceeds it; ties on cost go to
     the shorter makespan (MODEL.md §4). For models whose pairs share rows that make a run over many
@@ -149,7 +155,7 @@ def pair_by_pair(live: LiveModel, objective: str, candidates: np.ndarray, lower:
     span = live.pairs.makespan
     rows = np.flatnonzero(candidates)[np.argsort(lower[candidates], kind="stable")].tolist()
     best, best_row = np.inf, None
-    for at, row in enumerate(rows):
+    for row in rows:
         tie = best + TIE_TOL * max(1.0, abs(best)) if np.isfinite(best) else np.inf
         if lower[row] > tie or not np.isfinite(lower[row]):  # sorted: no pair left can hold a better plan
             break

@@ -31,9 +31,15 @@ __all__ = ["Planner", "solve_instance"]
 class Planner:
     """One instance's live model and cost bounds; ``solve`` restrictions hold for one call."""
 
-    def __init__(self, inst: Instance, threads: int = 1, reusable: bool = False,
-                 cache: pair_tables.TableCache | None = None, clock: Stopwatch | None = None,
-                 confidence: float | None = None):
+    def __init__(
+        self,
+        inst: Instance,
+        threads: int = 1,
+        reusable: bool = False,
+        cache: pair_tables.TableCache | None = None,
+        clock: Stopwatch | None = None,
+        confidence: float | None = None,
+    ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic)."""
@@ -76,12 +82,18 @@ class Planner:
 
     def _class_bounds(self) -> np.ndarray:
         """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
+        assert self.confidence is not None, "class bounds belong to a confidence solve"
         if self._class_lb is None:
             self._class_lb = confidence_of.class_bounds(self.live, self.confidence)
         return self._class_lb
 
-    def candidates(self, max_makespan: float | None = None, cadence: float | None = None,
-                   max_hourly_cost: float | None = None, max_total_cost: float | None = None) -> np.ndarray:
+    def candidates(
+        self,
+        max_makespan: float | None = None,
+        cadence: float | None = None,
+        max_hourly_cost: float | None = None,
+        max_total_cost: float | None = None,
+    ) -> np.ndarray:
         """Pairs a plan under these restrictions may use; budgets close every pair whose cost bound
         already breaks them, and a pair whose bound is infinite (no fleet within the node and VM caps,
         or no pool mix, can hold it) holds no plan (exact: the bound is valid)."""
@@ -94,16 +106,27 @@ class Planner:
         if self.confidence is not None:  # pairs that cannot meet enough scenarios whatever their counts
             keep &= self.confidence.blocks.possible()
         total_lb = self.hourly_lb * pairs.makespan / 3600.0
-        for limit, bound in ((limits.max_hourly_cost, self.hourly_lb), (max_hourly_cost, self.hourly_lb),
-                             (limits.max_total_cost, total_lb), (max_total_cost, total_lb)):
+        for limit, bound in (
+            (limits.max_hourly_cost, self.hourly_lb),
+            (max_hourly_cost, self.hourly_lb),
+            (limits.max_total_cost, total_lb),
+            (max_total_cost, total_lb),
+        ):
             if limit is not None:
                 keep &= bound <= limit * (1 + REL_TOL)
         return keep
 
-    def solve(self, objective: str | None = None, *, time_limit: float | None = None,
-              max_makespan: float | None = None, cadence: float | None = None,
-              max_hourly_cost: float | None = None, max_total_cost: float | None = None,
-              max_inference_gpus: int | None = None) -> Result:
+    def solve(
+        self,
+        objective: str | None = None,
+        *,
+        time_limit: float | None = None,
+        max_makespan: float | None = None,
+        cadence: float | None = None,
+        max_hourly_cost: float | None = None,
+        max_total_cost: float | None = None,
+        max_inference_gpus: int | None = None,
+    ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
         no diagnosis: drivers.diagnose explains it on request)."""
         objective = objective or self.inst.objective
@@ -130,27 +153,45 @@ class Planner:
                     search = run(self.live, objective, candidates, lower, clock)
         finally:
             self.live.end_solve()
-        highs_before, self._highs_seen = self._highs_seen, max(self._highs_seen, search.highs_seconds if search else 0.0)
+        highs_before, self._highs_seen = (
+            self._highs_seen,
+            max(self._highs_seen, search.highs_seconds if search else 0.0),
+        )
         status = Status.INFEASIBLE if search is None else search.status
         if status is None:  # the time limit ran out before HiGHS was started
             status = Status.TIME_LIMIT if clock.expired() else Status.INFEASIBLE
         if search is None or search.values is None:
-            messages: dict[str, str] = {Status.INFEASIBLE: "no plan meets every constraint",
-                    Status.TIME_LIMIT: "time limit reached before any plan was found", Status.ERROR: "HiGHS failed"}
-            return Result(instance=self.inst.name, status=status, objective=objective, message=messages[status],
-                          timings=timings_of(clock, search, highs_before))
+            messages: dict[str, str] = {
+                Status.INFEASIBLE: "no plan meets every constraint",
+                Status.TIME_LIMIT: "time limit reached before any plan was found",
+                Status.ERROR: "HiGHS failed",
+            }
+            return Result(
+                instance=self.inst.name,
+                status=status,
+                objective=objective,
+                message=messages[status],
+                timings=timings_of(clock, search, highs_before),
+            )
         result = assemble(self.live, objective, search, clock, highs_before)
-        if self.confidence is not None:
+        if self.confidence is not None and result.plan is not None:
             start = clock.elapsed()
             result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)
             result.timings.verify += clock.elapsed() - start  # the plan checked in its scenarios and fresh ones
-            result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
+            if result.model_size is not None:
+                result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
         return result
 
 
-def solve_instance(inst: Instance, objective: str | None = None, time_limit: float | None = None,
-                   threads: int = 1, on_progress: Callable[[str], None] | None = None,
-                   clock: Stopwatch | None = None, confidence: float | None = None) -> Result:
+def solve_instance(
+    inst: Instance,
+    objective: str | None = None,
+    time_limit: float | None = None,
+    threads: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+    clock: Stopwatch | None = None,
+    confidence: float | None = None,
+) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result;
     ``time_limit`` covers the whole solve, building included; ``on_progress`` hears what it is doing.
     ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead.

@@ -70,8 +70,7 @@ def resource_rows(inst: Instance) -> dict[tuple[str, str, str], Row]:
             if host.cores is not None:
                 rows[kind, host.name, "cores"] = Row(cap * host.cores, {b.name: b.cores or 0.0 for b in runs})
             if host.memory_gb is not None:
-                rows[kind, host.name, "memory"] = Row(cap * host.memory_gb,
-                                                      {b.name: b.memory_gb or 0.0 for b in runs})
+                rows[kind, host.name, "memory"] = Row(cap * host.memory_gb, {b.name: b.memory_gb or 0.0 for b in runs})
     return rows
 
 
@@ -81,8 +80,9 @@ def verify_plan(inst: Instance, plan: Plan) -> Check:
     if not check_domains(inst, plan, out):
         return out
     law = laws.law_of(inst.environment.occupancy)
-    run = laws.run_at(inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups,
-                      startup=plan.startup_s is not None)
+    run = laws.run_at(
+        inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups, startup=plan.startup_s is not None
+    )
     used = check_pools(inst, plan, out)
     if run.intake <= 0:
         out.violations.append("effective_intake: every group is dropped (p_eff = 0)")
@@ -102,13 +102,22 @@ def verify_plan(inst: Instance, plan: Plan) -> Check:
     post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
     L = plan.cadence_s
     out.metrics = Metrics(
-        effective_trajectories_per_s=inst.workload.batch_trajectories / L, attempts_per_s=run.attempts,
-        token_demand_per_s=demand, token_supply_per_s=supply, update_time_s=run.update,
-        inflight_mean=sum(inflight.values()), inflight_peak=sum(peak.values()), occupancy_mean_s=law.mean,
-        mean_version_gap=mean_gap, p99_version_gap=law.p99 / L + post, exceedance=run.exceedance,
-        group_drop_rate=run.drop, effective_intake=run.intake,
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=run.attempts,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=run.update,
+        inflight_mean=sum(inflight.values()),
+        inflight_peak=sum(peak.values()),
+        occupancy_mean_s=law.mean,
+        mean_version_gap=mean_gap,
+        p99_version_gap=law.p99 / L + post,
+        exceedance=run.exceedance,
+        group_drop_rate=run.drop,
+        effective_intake=run.intake,
         time_margin=(inst.schedule.deadline - run.makespan) / inst.schedule.deadline,
-        throughput_margin=supply / demand - 1, update_margin=1 - run.update / L,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - run.update / L,
     )
     return out
 
@@ -140,14 +149,18 @@ def check_domains(inst: Instance, plan: Plan, out: Check) -> bool:
     for r in plan.inference:
         s = shapes[r.shape]
         if r.pool != s.pool or r.gpus != r.replicas * s.gpus_per_replica:
-            bad(f"inference[{r.shape}]: pool {r.pool}, {r.gpus} GPUs; the instance says {s.pool}, "
-                f"{r.replicas} · {s.gpus_per_replica}")
+            bad(
+                f"inference[{r.shape}]: pool {r.pool}, {r.gpus} GPUs; the instance says {s.pool}, "
+                f"{r.replicas} · {s.gpus_per_replica}"
+            )
     if plan.inference_gpus != sum(r.gpus for r in plan.inference):
         bad(f"inference_gpus {plan.inference_gpus} != the shapes' GPUs {sum(r.gpus for r in plan.inference)}")
-    _check_counts(plan.local_nodes, {k.name: k.max_nodes for k in inst.environment.node_types}, "max_nodes",
-                  "local_nodes", out)
-    _check_counts(plan.cloud_vms, {v.name: v.max_vms for v in inst.environment.cloud.vm_types}, "max_vms",
-                  "cloud_vms", out)
+    _check_counts(
+        plan.local_nodes, {k.name: k.max_nodes for k in inst.environment.node_types}, "max_nodes", "local_nodes", out
+    )
+    _check_counts(
+        plan.cloud_vms, {v.name: v.max_vms for v in inst.environment.cloud.vm_types}, "max_vms", "cloud_vms", out
+    )
     return True
 
 
@@ -173,8 +186,10 @@ def check_pools(inst: Instance, plan: Plan, out: Check) -> dict[str, int]:
         if used[pool.name] > pool.gpus:
             out.violations.append(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used > {pool.gpus}")
         if reported.get(pool.name) != (used[pool.name], pool.gpus) or len(plan.pools) != len(inst.gpu_pools):
-            out.violations.append(f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, "
-                                  f"recomputed ({used[pool.name]}, {pool.gpus}) (used, size)")
+            out.violations.append(
+                f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, "
+                f"recomputed ({used[pool.name]}, {pool.gpus}) (used, size)"
+            )
         smallest = min((s.gpus_per_replica for s in shapes.values() if s.pool == pool.name), default=math.inf)
         if pool.gpus - used[pool.name] < smallest:
             out.binding.append(f"pool_capacity[{pool.name}]")
@@ -186,8 +201,10 @@ def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> t
     Returns (supply, demand)."""
     shapes = {s.name: s for s in inst.inference.shapes}
     a, K = inst.inference.availability, plan.versions_kept
-    per_replica = {name: a * s.gpus_per_replica * s.tokens_per_gpu_s * max(0.0, 1.0 - s.version_slowdown * (K - 1))
-                   for name, s in shapes.items()}
+    per_replica = {
+        name: a * s.gpus_per_replica * s.tokens_per_gpu_s * max(0.0, 1.0 - s.version_slowdown * (K - 1))
+        for name, s in shapes.items()
+    }
     replicas = {r.shape: r.replicas for r in plan.inference}
     supply = math.fsum(per_replica[n] * replicas[n] for n in shapes)
     tokens = inst.workload.tokens_per_attempt
@@ -224,14 +241,16 @@ def check_deadline(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> Non
     if not run.makespan <= sched.deadline * (1 + REL_TOL):
         out.violations.append(f"deadline: makespan {run.makespan:g} s > {sched.deadline:g} s")
     law = run.law
-    after = laws.run_at(inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups,
-                        startup=False)
+    after = laws.run_at(
+        inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups, startup=False
+    )
     if after.makespan > sched.deadline * (1 + REL_TOL):
         out.binding.append("deadline")
 
 
-def _check_split(inst: Instance, rows, kind: str, family: str, split: dict[str, dict[str, float]],
-                 counts: dict[str, int], out: Check) -> None:
+def _check_split(
+    inst: Instance, rows, kind: str, family: str, split: dict[str, dict[str, float]], counts: dict[str, int], out: Check
+) -> None:
     """One split against its hosts, per existing row (MODEL §3.5): Σ_b split[h][b]·load_{h,r,b} <=
     capacity_{h,r}·count_h, and only the backends a host runs (in its density map), none negative."""
     bad = out.violations.append
@@ -288,8 +307,10 @@ def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float],
     for b, need in peak.items():
         cloud = _placed(placement.cloud, b)
         if not _geq(_placed(placement.peak, b) + cloud, need):
-            out.violations.append(f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
-                                  f"and VMs < {need:.10g} at peak")
+            out.violations.append(
+                f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
+                f"and VMs < {need:.10g} at peak"
+            )
         share = eligible.get(b, 0.0)
         if not _leq(cloud, share * need):
             out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
@@ -306,9 +327,15 @@ def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
         count = nodes.get(k.name, 0)
         if count <= 0:
             continue
-        fullest = max((math.fsum(e * row.load.get(b, 0.0) for b, e in split.get(k.name, {}).items()) / row.capacity
-                       for (kind, host, _), row in rows.items() if kind == "node" and host == k.name
-                       for split in (placement.steady, placement.peak)), default=0.0)
+        fullest = max(
+            (
+                math.fsum(e * row.load.get(b, 0.0) for b, e in split.get(k.name, {}).items()) / row.capacity
+                for (kind, host, _), row in rows.items()
+                if kind == "node" and host == k.name
+                for split in (placement.steady, placement.peak)
+            ),
+            default=0.0,
+        )
         if fullest > count - 1 + 1e-9:
             out.binding.append(f"sandbox_nodes[{k.name}]")
         if k.max_nodes is not None and count == k.max_nodes:
@@ -323,9 +350,11 @@ def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> fl
     q(L, K) <= max_exceedance, drop <= max_group_drop. Returns the mean gap."""
     fr = inst.freshness
     mean_gap = run.w_use / plan.cadence_s + (1.0 if fr.gap_convention == "post_publish" else 0.0)
-    for name, limit, value in (("max_mean_gap", fr.max_mean_gap, mean_gap),
-                               ("max_exceedance", fr.max_exceedance, run.exceedance),
-                               ("max_group_drop", fr.max_group_drop, run.drop)):
+    for name, limit, value in (
+        ("max_mean_gap", fr.max_mean_gap, mean_gap),
+        ("max_exceedance", fr.max_exceedance, run.exceedance),
+        ("max_group_drop", fr.max_group_drop, run.drop),
+    ):
         if limit is not None and not _leq(value, limit):
             out.violations.append(f"{name}: {value:.6g} > {limit:g}")
     return mean_gap
@@ -342,10 +371,13 @@ def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int],
     vm = math.fsum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in env.cloud.vm_types)
     hourly = gpu + node + vm
     total = hourly * plan.makespan_s / 3600.0
-    for name, mine, theirs in (("cost_terms.gpu", gpu, plan.cost_terms.gpu),
-                               ("cost_terms.node", node, plan.cost_terms.node),
-                               ("cost_terms.vm", vm, plan.cost_terms.vm),
-                               ("hourly_cost", hourly, plan.hourly_cost), ("total_cost", total, plan.total_cost)):
+    for name, mine, theirs in (
+        ("cost_terms.gpu", gpu, plan.cost_terms.gpu),
+        ("cost_terms.node", node, plan.cost_terms.node),
+        ("cost_terms.vm", vm, plan.cost_terms.vm),
+        ("hourly_cost", hourly, plan.hourly_cost),
+        ("total_cost", total, plan.total_cost),
+    ):
         if not abs(mine - theirs) <= COST_TOL * max(1.0, abs(mine)):
             out.violations.append(f"{name}: plan says {theirs:.10g}, recomputed {mine:.10g}")
     return hourly, hourly * run.makespan / 3600.0
@@ -354,8 +386,10 @@ def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int],
 def check_budgets(inst: Instance, hourly: float, total: float, out: Check) -> None:
     """MODEL §3.8 (each only if set): hourly_cost <= max_hourly_cost, total_cost <= max_total_cost."""
     limits = inst.limits
-    for name, limit, value in (("max_hourly_cost", limits.max_hourly_cost, hourly),
-                               ("max_total_cost", limits.max_total_cost, total)):
+    for name, limit, value in (
+        ("max_hourly_cost", limits.max_hourly_cost, hourly),
+        ("max_total_cost", limits.max_total_cost, total),
+    ):
         if limit is None:
             continue
         if not value <= limit * (1 + REL_TOL):

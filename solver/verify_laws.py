@@ -54,8 +54,9 @@ class Law:
 
 
 def lognormal_law(mu: float, sigma: float) -> Law:
-    return Law(mean=math.exp(mu + sigma * sigma / 2), median=math.exp(mu), p99=math.exp(mu + Z99 * sigma),
-               mu=mu, sigma=sigma)
+    return Law(
+        mean=math.exp(mu + sigma * sigma / 2), median=math.exp(mu), p99=math.exp(mu + Z99 * sigma), mu=mu, sigma=sigma
+    )
 
 
 def fit_lognormal(spec: Lognormal) -> Law:
@@ -77,8 +78,12 @@ def fit_lognormal(spec: Lognormal) -> Law:
 
 def empirical_law(samples) -> Law:
     ordered = np.sort(np.asarray(samples, dtype=float))
-    return Law(mean=math.fsum(ordered) / ordered.size, median=float(np.median(ordered)),
-               p99=float(np.quantile(ordered, 0.99)), samples=ordered)
+    return Law(
+        mean=math.fsum(ordered) / ordered.size,
+        median=float(np.median(ordered)),
+        p99=float(np.quantile(ordered, 0.99)),
+        samples=ordered,
+    )
 
 
 def law_of(spec: Lognormal | Empirical) -> Law:
@@ -92,8 +97,9 @@ def exceedance(law: Law, cadence: float, kept: int) -> float:
     per sample: each sample w contributes clip(w/L - K, 0, 1).
     """
     if law.samples is None:
-        value, _ = integrate.quad(lambda v: law.survival(v * cadence), kept, kept + 1,
-                                  epsabs=0.0, epsrel=QUAD_REL, limit=200)
+        value, _ = integrate.quad(
+            lambda v: law.survival(v * cadence), kept, kept + 1, epsabs=0.0, epsrel=QUAD_REL, limit=200
+        )
     else:
         value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
     return min(max(value, 0.0), 1.0)
@@ -136,8 +142,10 @@ def group_cdf_integral(law: Law, t: float, members: int) -> float:
         return float(np.sum(np.diff(edges) * (np.arange(n + 1) / n) ** members))
     # Split at the median and p99 so quad sees each bend of the integrand on its own piece.
     cuts = [0.0] + [c for c in (law.median, law.p99) if c < t] + [t]
-    return math.fsum(integrate.quad(lambda s: law.cdf(s) ** members, a, b, epsabs=0.0, epsrel=QUAD_REL, limit=200)[0]
-                     for a, b in zip(cuts, cuts[1:]))
+    return math.fsum(
+        integrate.quad(lambda s: law.cdf(s) ** members, a, b, epsabs=0.0, epsrel=QUAD_REL, limit=200)[0]
+        for a, b in zip(cuts, cuts[1:])
+    )
 
 
 def fill_time(law: Law, need: float, members: int) -> float:
@@ -161,8 +169,14 @@ def fill_time(law: Law, need: float, members: int) -> float:
     high = max(need, law.median)
     while group_cdf_integral(law, high, members) < need:
         high *= 2.0
-    return optimize.brentq(lambda t: group_cdf_integral(law, t, members) - need, 0.0, high,
-                           xtol=1e-9, rtol=4 * np.finfo(float).eps, maxiter=500)
+    return optimize.brentq(
+        lambda t: group_cdf_integral(law, t, members) - need,
+        0.0,
+        high,
+        xtol=1e-9,
+        rtol=4 * np.finfo(float).eps,
+        maxiter=500,
+    )
 
 
 @dataclass(frozen=True)

@@ -68,15 +68,25 @@ def columns(truth: Truth, seed: int) -> tuple[dict[str, np.ndarray], dict[str, n
     end[end > truth.log_end] = np.nan
     tokens = np.round(rng.uniform(0.5, 1.5, n) * truth.tokens_mean)
     effective = (rng.random(n) < truth.intake).astype(float)
-    traj = {"start": start, "end": end, "output_tokens": tokens, "group": np.repeat(np.arange(groups), g),
-            "effective": effective}
+    traj = {
+        "start": start,
+        "end": end,
+        "output_tokens": tokens,
+        "group": np.repeat(np.arange(groups), g),
+        "effective": effective,
+    }
     boundary = np.arange(0.1 * truth.log_end, 0.9 * truth.log_end + 1e-9, truth.cadence)
     gpus = np.resize(np.array(truth.training_gpus), boundary.size)
     f = truth.serial_fraction
     law = truth.reference_time * (f + (1 - f) * truth.reference_gpus / gpus)
     update = law * np.exp(rng.normal(0, truth.update_noise, boundary.size))
-    steps = {"iteration": np.arange(boundary.size, dtype=float), "boundary": boundary, "update_s": update,
-             "training_gpus": gpus, "inference_gpus": np.full(boundary.size, float(truth.inference_gpus))}
+    steps = {
+        "iteration": np.arange(boundary.size, dtype=float),
+        "boundary": boundary,
+        "update_s": update,
+        "training_gpus": gpus,
+        "inference_gpus": np.full(boundary.size, float(truth.inference_gpus)),
+    }
     return traj, steps
 
 
@@ -84,10 +94,23 @@ def logs(truth: Truth, seed: int) -> tuple[Trajectories, Steps]:
     """The same logs as in-memory objects (what the readers return)."""
     traj, steps = columns(truth, seed)
     log_end = float(np.nanmax(np.concatenate([traj["end"], traj["start"]])))
-    log = Trajectories("generated", traj["start"], traj["end"], traj["output_tokens"], log_end,
-                       effective=traj["effective"], group=traj["group"])
-    return log, Steps("generated", steps["iteration"], steps["update_s"], steps["training_gpus"],
-                      steps["inference_gpus"], steps["boundary"])
+    log = Trajectories(
+        "generated",
+        traj["start"],
+        traj["end"],
+        traj["output_tokens"],
+        log_end,
+        effective=traj["effective"],
+        group=traj["group"],
+    )
+    return log, Steps(
+        "generated",
+        steps["iteration"],
+        steps["update_s"],
+        steps["training_gpus"],
+        steps["inference_gpus"],
+        steps["boundary"],
+    )
 
 
 def write_csv(path, cols: dict[str, np.ndarray]) -> None:

@@ -26,8 +26,12 @@ def recosted(inst, plan, span: float | None = None, **update):
     n·L + extra_time (MODEL §2)."""
     plan = plan.model_copy(update=copy.deepcopy(update), deep=True)
     shapes = {s.name: s for s in inst.inference.shapes}
-    inference = [ShapeReplicas(shape=r.shape, pool=r.pool, replicas=r.replicas,
-                               gpus=r.replicas * shapes[r.shape].gpus_per_replica) for r in plan.inference]
+    inference = [
+        ShapeReplicas(
+            shape=r.shape, pool=r.pool, replicas=r.replicas, gpus=r.replicas * shapes[r.shape].gpus_per_replica
+        )
+        for r in plan.inference
+    ]
     training_gpus = plan.training_groups * inst.training.gpus_per_group
     used = {p.name: 0 for p in inst.gpu_pools}
     for r in inference:
@@ -41,9 +45,15 @@ def recosted(inst, plan, span: float | None = None, **update):
     if span is None:
         span = inst.workload.iterations * plan.cadence_s + inst.schedule.extra_time
     hourly = gpu + node + vm
-    return plan.model_copy(update={
-        "inference": inference, "inference_gpus": sum(r.gpus for r in inference), "training_gpus": training_gpus,
-        "pools": [PoolUse(pool=p.name, gpus_used=used[p.name], gpus=p.gpus) for p in inst.gpu_pools],
-        "cost_terms": CostTerms(gpu=gpu, node=node, vm=vm), "hourly_cost": hourly, "makespan_s": span,
-        "total_cost": hourly * span / 3600.0,
-    })
+    return plan.model_copy(
+        update={
+            "inference": inference,
+            "inference_gpus": sum(r.gpus for r in inference),
+            "training_gpus": training_gpus,
+            "pools": [PoolUse(pool=p.name, gpus_used=used[p.name], gpus=p.gpus) for p in inst.gpu_pools],
+            "cost_terms": CostTerms(gpu=gpu, node=node, vm=vm),
+            "hourly_cost": hourly,
+            "makespan_s": span,
+            "total_cost": hourly * span / 3600.0,
+        }
+    )

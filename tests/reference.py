@@ -94,14 +94,18 @@ class Law:
         if t <= 0:
             return 0.0
         if self.dist is not None:
+
             def integrand(x: float) -> float:
                 return special.ndtr((x - self.mu) / self.sigma) ** power * math.exp(x)
 
             top = math.log(t)
             low = min(top, self.mu) - 12 * self.sigma  # Φ^power·e^x is below 1e-30 of the rest past here
             head, _ = integrate.quad(integrand, low, min(top, self.mu), epsabs=0, epsrel=1e-12, limit=200)
-            tail, _ = integrate.quad(integrand, self.mu, top, epsabs=0, epsrel=1e-12, limit=200) if top > self.mu \
+            tail, _ = (
+                integrate.quad(integrand, self.mu, top, epsabs=0, epsrel=1e-12, limit=200)
+                if top > self.mu
                 else (0.0, 0.0)
+            )
             return head + tail
         w = np.sort(self.samples)
         edges = np.concatenate(([0.0], np.minimum(w, t), [t]))
@@ -166,8 +170,11 @@ def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int],
         row({**{i: -1.0 for i, c in enumerate(cols) if c[0] in ("yp", "c") and c[2] is b}, n - 1: peak}, 0.0)
         share = env.cloud.eligible_share.get(b.name, 0.0)
         row({**{i: 1.0 for i, c in enumerate(cols) if c[0] == "c" and c[2] is b}, n - 1: -share * peak}, 0.0)
-    for kind, hosts, counts, cap in (("y", env.node_types, nodes, u), ("yp", env.node_types, nodes, u),
-                                     ("c", env.cloud.vm_types, vms, 1.0)):
+    for kind, hosts, counts, cap in (
+        ("y", env.node_types, nodes, u),
+        ("yp", env.node_types, nodes, u),
+        ("c", env.cloud.vm_types, vms, 1.0),
+    ):
         for h in hosts:
             idx = [i for i, c in enumerate(cols) if c[0] == kind and c[1] is h]
             if not idx:
@@ -180,8 +187,9 @@ def sandbox_capacity(inst: Instance, nodes: dict[str, int], vms: dict[str, int],
                 row({i: cols[i][2].memory_gb or 0.0 for i in idx}, cap * count * h.memory_gb)
     objective = np.zeros(n)
     objective[-1] = -1.0
-    res = optimize.linprog(objective, A_ub=np.array(A), b_ub=np.array(rhs), bounds=[(0, None)] * (n - 1) + [(0, 1e9)],
-                           method="highs")
+    res = optimize.linprog(
+        objective, A_ub=np.array(A), b_ub=np.array(rhs), bounds=[(0, None)] * (n - 1) + [(0, 1e9)], method="highs"
+    )
     return float(res.x[-1]) if res.status == 0 else 0.0
 
 
@@ -194,7 +202,8 @@ class Sandboxes:
         law = Law(env.occupancy)
         self.w_use = w_use = law.mean if env.littles_law_uses == "mean" else law.median
         self.hosts = [("node", k, k.hour_cost, k.max_nodes, env.utilisation_cap) for k in env.node_types] + [
-            ("vm", v, v.hour_cost * v.billed_fraction, v.max_vms, 1.0) for v in env.cloud.vm_types]
+            ("vm", v, v.hour_cost * v.billed_fraction, v.max_vms, 1.0) for v in env.cloud.vm_types
+        ]
         # Per host type: hosts per attempt/s holding, alone, every peak environment it can run.
         self.per_attempt = []
         for _, h, _, _, cap in self.hosts:
@@ -214,8 +223,12 @@ class Sandboxes:
         if counts not in self.capacity:
             split = len(self.inst.environment.node_types)
             names = [h.name for _, h, _, _, _ in self.hosts]
-            self.capacity[counts] = sandbox_capacity(self.inst, dict(zip(names[:split], counts[:split])),
-                                                     dict(zip(names[split:], counts[split:])), self.w_use)
+            self.capacity[counts] = sandbox_capacity(
+                self.inst,
+                dict(zip(names[:split], counts[:split])),
+                dict(zip(names[split:], counts[split:])),
+                self.w_use,
+            )
         return self.capacity[counts] >= attempts * (1 - TOL)
 
     def cheapest(self, attempts: float) -> float:
@@ -253,9 +266,11 @@ def feasible_points(inst: Instance) -> list[Point]:
     for L, K, attempts in _admissible(inst, law):
         spans = _spans(inst, law, L, attempts, groups)
         # (makespan, GPU $/h) per group count; hosts cost at least 0, so GPUs alone may break a budget.
-        gpu = [(span, replicas.reserved + cost)
-               for span, cost in _gpu_costs(inst, L, K, attempts, groups, replicas, spans)
-               if _within(lim, replicas.reserved + cost, span)]
+        gpu = [
+            (span, replicas.reserved + cost)
+            for span, cost in _gpu_costs(inst, L, K, attempts, groups, replicas, spans)
+            if _within(lim, replicas.reserved + cost, span)
+        ]
         if not gpu:
             continue
         sandbox = sandboxes.cheapest(attempts)
@@ -268,8 +283,9 @@ def feasible_points(inst: Instance) -> list[Point]:
 
 def _within(limits, hourly: float, span: float) -> bool:
     """MODEL §3.8 budgets, each only if set."""
-    return ((limits.max_hourly_cost is None or hourly <= limits.max_hourly_cost * (1 + TOL))
-            and (limits.max_total_cost is None or hourly * span / 3600 <= limits.max_total_cost * (1 + TOL)))
+    return (limits.max_hourly_cost is None or hourly <= limits.max_hourly_cost * (1 + TOL)) and (
+        limits.max_total_cost is None or hourly * span / 3600 <= limits.max_total_cost * (1 + TOL)
+    )
 
 
 def _admissible(inst: Instance, law: Law):
@@ -331,8 +347,10 @@ def _spans(inst: Instance, law: Law, L: float, attempts: float, groups) -> dict[
         return {m: w.iterations * L + sched.extra_time for m in groups}
     power = w.group_size if inst.freshness.group_correlation == "independent" else 1
     fill = law.fill(w.batch_trajectories / (w.intake_rate * attempts), power)
-    return {m: fill + (w.iterations - 1) * L + update_time(t.update_time, m * t.gpus_per_group) + sched.extra_time
-            for m in groups}
+    return {
+        m: fill + (w.iterations - 1) * L + update_time(t.update_time, m * t.gpus_per_group) + sched.extra_time
+        for m in groups
+    }
 
 
 def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans) -> list[tuple[float, float]]:
@@ -341,8 +359,14 @@ def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans
     makespan does not depend on the group count."""
     w, t, pools = inst.workload, inst.training, {p.name: p for p in inst.gpu_pools}
     shapes, combos, use = inst.inference.shapes, replicas.combos, replicas.use
-    supply = sum(inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s
-                 * max(0.0, 1 - s.version_slowdown * (K - 1)) * combos[:, i] for i, s in enumerate(shapes))
+    supply = sum(
+        inst.inference.availability
+        * s.gpus_per_replica
+        * s.tokens_per_gpu_s
+        * max(0.0, 1 - s.version_slowdown * (K - 1))
+        * combos[:, i]
+        for i, s in enumerate(shapes)
+    )
     ok_supply = supply >= attempts * w.tokens_per_attempt * (1 - TOL)
     out = []
     for m in groups:
@@ -367,8 +391,11 @@ def best(points: list[Point], objective: str) -> Point | None:
     """The lexicographic optimum of MODEL.md §4 with relative tolerance 1e-9."""
     if not points:
         return None
-    order = {"total_cost": ("total", "makespan", "hourly"), "hourly_cost": ("hourly", "makespan"),
-             "makespan": ("makespan", "total")}[objective]
+    order = {
+        "total_cost": ("total", "makespan", "hourly"),
+        "hourly_cost": ("hourly", "makespan"),
+        "makespan": ("makespan", "total"),
+    }[objective]
     pool = points
     for key in order:
         low = min(getattr(p, key) for p in pool)

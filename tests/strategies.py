@@ -26,30 +26,42 @@ def small_instances(draw) -> dict:
 
     pools = [{"name": "main", "gpus": draw(st.integers(4, 16)), "gpu_hour_cost": draw(st.sampled_from([1.0, 2.5]))}]
     if draw(st.booleans()):
-        pools.append({"name": "spare", "gpus": draw(st.integers(2, 8)), "gpu_hour_cost": draw(st.sampled_from([0.5, 3.0]))})
+        pools.append(
+            {"name": "spare", "gpus": draw(st.integers(2, 8)), "gpu_hour_cost": draw(st.sampled_from([0.5, 3.0]))}
+        )
     shapes = []
     for i in range(draw(st.integers(1, 3 if len(pools) == 1 else 2))):
-        shapes.append({
-            "name": f"s{i}",
-            "pool": draw(st.sampled_from([pl["name"] for pl in pools])),
-            "gpus_per_replica": draw(st.sampled_from([1, 2, 4])),
-            "tokens_per_gpu_s": draw(st.sampled_from([1.0, 2.0, 3.5, 6.0, 12.0])),
-            "version_slowdown": draw(st.sampled_from([0.0, 0.0, 0.05, 0.3])),
-        })
+        shapes.append(
+            {
+                "name": f"s{i}",
+                "pool": draw(st.sampled_from([pl["name"] for pl in pools])),
+                "gpus_per_replica": draw(st.sampled_from([1, 2, 4])),
+                "tokens_per_gpu_s": draw(st.sampled_from([1.0, 2.0, 3.5, 6.0, 12.0])),
+                "version_slowdown": draw(st.sampled_from([0.0, 0.0, 0.05, 0.3])),
+            }
+        )
     tokens = draw(st.sampled_from([4, 8, 16]))
     gpg = draw(st.sampled_from([1, 2]))
     law_kind = draw(st.sampled_from(["inverse", "amdahl", "table"]))
     if law_kind == "inverse":
-        law = {"law": "inverse", "reference_gpus": draw(st.integers(1, 6)),
-               "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0]))}
+        law = {
+            "law": "inverse",
+            "reference_gpus": draw(st.integers(1, 6)),
+            "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0])),
+        }
     elif law_kind == "amdahl":
-        law = {"law": "amdahl", "reference_gpus": draw(st.integers(1, 6)),
-               "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0])),
-               "serial_fraction": draw(st.sampled_from([0.0, 0.1, 0.5]))}
+        law = {
+            "law": "amdahl",
+            "reference_gpus": draw(st.integers(1, 6)),
+            "reference_time": L_min * draw(st.sampled_from([0.5, 1.0, 2.0])),
+            "serial_fraction": draw(st.sampled_from([0.0, 0.1, 0.5])),
+        }
     else:
         xs = sorted(draw(st.sets(st.integers(1, 12), min_size=2, max_size=4)))
-        law = {"law": "table", "points": [{"gpus": x, "seconds": L_min * draw(st.sampled_from([0.3, 0.8, 1.5, 3.0]))}
-                                          for x in xs]}
+        law = {
+            "law": "table",
+            "points": [{"gpus": x, "seconds": L_min * draw(st.sampled_from([0.3, 0.8, 1.5, 3.0]))} for x in xs],
+        }
     training = {"pool": "main", "gpus_per_group": gpg, "update_time": law}
     if draw(st.booleans()):
         training["max_groups"] = draw(st.integers(1, 4))
@@ -65,30 +77,33 @@ def small_instances(draw) -> dict:
     backends = [{"name": "ctr", "share": 1.0, "cores": 0.5, "memory_gb": 1.0}]
     if draw(st.booleans()):
         share = draw(st.sampled_from([0.25, 0.5]))
-        backends = [{"name": "ctr", "share": 1 - share, "cores": 0.5},
-                    {"name": "vm", "share": share, "cores": 1.0}]
+        backends = [{"name": "ctr", "share": 1 - share, "cores": 0.5}, {"name": "vm", "share": share, "cores": 1.0}]
     names = [b["name"] for b in backends]
     node_types = []
     for i in range(draw(st.integers(1, 2))):
         hosted = names if i == 0 else draw(st.sampled_from([names, names[:1], names[-1:]]))
-        node_types.append({
-            "name": f"n{i}",
-            "density": {b: max(1.0, round(load * draw(st.sampled_from([0.4, 0.8, 1.5])), 1)) for b in hosted},
-            "cores": draw(st.sampled_from([None, 16.0])),
-            "hour_cost": draw(st.sampled_from([0.3, 1.0, 4.0])),
-            "max_nodes": draw(st.sampled_from([None, 2, 4])),
-        })
+        node_types.append(
+            {
+                "name": f"n{i}",
+                "density": {b: max(1.0, round(load * draw(st.sampled_from([0.4, 0.8, 1.5])), 1)) for b in hosted},
+                "cores": draw(st.sampled_from([None, 16.0])),
+                "hour_cost": draw(st.sampled_from([0.3, 1.0, 4.0])),
+                "max_nodes": draw(st.sampled_from([None, 2, 4])),
+            }
+        )
     cloud = {}
     if draw(st.booleans()):
         cloud = {
             "eligible_share": {b: draw(st.sampled_from([0.0, 0.5, 1.0])) for b in names},
-            "vm_types": [{
-                "name": "burst",
-                "density": {b: max(1.0, round(load * draw(st.sampled_from([0.2, 0.5])), 1)) for b in names},
-                "hour_cost": draw(st.sampled_from([0.2, 2.0])),
-                "billed_fraction": draw(st.sampled_from([0.3, 1.0])),
-                "max_vms": draw(st.sampled_from([1, 3])),
-            }],
+            "vm_types": [
+                {
+                    "name": "burst",
+                    "density": {b: max(1.0, round(load * draw(st.sampled_from([0.2, 0.5])), 1)) for b in names},
+                    "hour_cost": draw(st.sampled_from([0.2, 2.0])),
+                    "billed_fraction": draw(st.sampled_from([0.3, 1.0])),
+                    "max_vms": draw(st.sampled_from([1, 3])),
+                }
+            ],
         }
     freshness = {
         "max_versions_kept": draw(st.integers(1, 4)),
@@ -101,10 +116,18 @@ def small_instances(draw) -> dict:
     }
     data = {
         "name": "random",
-        "workload": {"iterations": n, "batch_trajectories": B, "group_size": draw(st.sampled_from([1, 4, 8])),
-                     "tokens_per_attempt": tokens, "intake_rate": p},
-        "schedule": {"deadline": deadline, "extra_time": extra,
-                     "cadence": {"min": L_min, "step": step, **({"max": L_max} if explicit_max else {})}},
+        "workload": {
+            "iterations": n,
+            "batch_trajectories": B,
+            "group_size": draw(st.sampled_from([1, 4, 8])),
+            "tokens_per_attempt": tokens,
+            "intake_rate": p,
+        },
+        "schedule": {
+            "deadline": deadline,
+            "extra_time": extra,
+            "cadence": {"min": L_min, "step": step, **({"max": L_max} if explicit_max else {})},
+        },
         "gpu_pools": pools,
         "inference": {"availability": draw(st.sampled_from([1.0, 0.9])), "shapes": shapes},
         "training": training,
@@ -149,8 +172,11 @@ def mixed_backend_instances(draw) -> dict:
     cadence = sched["cadence"]
     cadence["max"] = cadence["min"] + cadence["step"] * draw(st.integers(0, 3))
     sched["deadline"] = w["iterations"] * cadence["max"] * draw(st.sampled_from([1.0, 1.3])) + sched["extra_time"]
-    data["training"]["update_time"] = {"law": "inverse", "reference_gpus": 1,
-                                       "reference_time": cadence["min"] * draw(st.sampled_from([0.5, 1.0, 2.0]))}
+    data["training"]["update_time"] = {
+        "law": "inverse",
+        "reference_gpus": 1,
+        "reference_time": cadence["min"] * draw(st.sampled_from([0.5, 1.0, 2.0])),
+    }
     load = 3 * w["batch_trajectories"] / w["intake_rate"]  # as small_instances scales densities
     shares = draw(st.sampled_from([(0.5, 0.5), (0.7, 0.3), (0.6, 0.3, 0.1)]))
     backends = []
@@ -182,8 +208,11 @@ def mixed_backend_instances(draw) -> dict:
     cloud = {}
     if draw(st.booleans()):
         vm = host("burst", draw(st.sampled_from([names, names[:2]])), st.sampled_from([0.2, 0.5]))
-        vm.update(hour_cost=draw(st.sampled_from([0.2, 2.0])), billed_fraction=draw(st.sampled_from([0.3, 1.0])),
-                  max_vms=draw(st.sampled_from([1, 3])))
+        vm.update(
+            hour_cost=draw(st.sampled_from([0.2, 2.0])),
+            billed_fraction=draw(st.sampled_from([0.3, 1.0])),
+            max_vms=draw(st.sampled_from([1, 3])),
+        )
         cloud = {"eligible_share": {b: draw(st.sampled_from([0.0, 0.5, 1.0])) for b in names}, "vm_types": [vm]}
     data["environment"].update(backends=backends, node_types=node_types, cloud=cloud)
     return data

@@ -23,9 +23,9 @@ from click.testing import CliRunner
 
 from cli import main
 from commands.batch import batch_exit_code
+from drivers import batch as driver
 from models.edits import apply_edit
 from models.load import read_document
-from drivers import batch as driver
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 TRAINGROUND = Path(sys.executable).with_name("trainground")
@@ -138,8 +138,18 @@ def test_mixed_folder_gives_one_result_per_file_with_its_status(mixed, reference
     for row in rows:
         payload = json.loads((out / row["result"]).read_text())
         assert payload["file"] == row["file"] and payload["status"] == row["status"]
-        assert set(payload) >= {"instance", "status", "objective", "objective_value", "plan", "metrics",
-                                "binding", "diagnosis", "message", "input_hash"}
+        assert set(payload) >= {
+            "instance",
+            "status",
+            "objective",
+            "objective_value",
+            "plan",
+            "metrics",
+            "binding",
+            "diagnosis",
+            "message",
+            "input_hash",
+        }
         if row["status"] == "optimal":
             assert float(row["objective_value"]) == payload["objective_value"] == payload["plan"]["total_cost"]
             assert int(row["inference_gpus"]) == payload["plan"]["inference_gpus"]
@@ -165,8 +175,14 @@ def test_messages_name_the_file_and_the_rule(mixed, reference):
 
 def test_result_names_mirror_folders_and_keep_colliding_extensions(mixed, reference):
     names = {row["result"] for row in read_summary(reference[1])}
-    assert {"valid/a/v03.json", "valid/b/v03.json", "valid/a/v00.yaml.json", "valid/a/v00.json.json",
-            "bad/syntax.json", "infeasible/two-days.json"} <= names
+    assert {
+        "valid/a/v03.json",
+        "valid/b/v03.json",
+        "valid/a/v00.yaml.json",
+        "valid/a/v00.json.json",
+        "bad/syntax.json",
+        "infeasible/two-days.json",
+    } <= names
 
 
 def test_exit_code_is_the_most_severe_outcome(tmp_path):
@@ -178,10 +194,14 @@ def test_exit_code_is_the_most_severe_outcome(tmp_path):
     write(tmp_path / "in" / "ok.yaml", variant(**{TOKENS: 80}))
     write(tmp_path / "in" / "late.yaml", variant(**{"schedule__deadline": "2d"}))
     runner = CliRunner()
-    ok = runner.invoke(main, ["batch", str(tmp_path / "in" / "ok.yaml"), "--out", str(tmp_path / "o1"), "--workers", "1"])
+    ok = runner.invoke(
+        main, ["batch", str(tmp_path / "in" / "ok.yaml"), "--out", str(tmp_path / "o1"), "--workers", "1"]
+    )
     assert ok.exit_code == 0, ok.output
     assert "optimal" in ok.output and "summary:" in ok.output
-    both = runner.invoke(main, ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "o2"), "--workers", "1", "--json"])
+    both = runner.invoke(
+        main, ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "o2"), "--workers", "1", "--json"]
+    )
     assert both.exit_code == 3, both.output
     report = json.loads(both.output)
     assert report["counts"]["optimal"] == 1 and report["counts"]["infeasible"] == 1 and report["exit_code"] == 3
@@ -191,8 +211,16 @@ def test_discover_walks_folders_globs_and_files_once(tmp_path):
     for rel in ("a/x.yaml", "a/deep/y.yml", "b/x.toml", "b/z.json", "a/.hidden/h.yaml", "a/skip.txt", "out/r.json"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
-    found = driver.discover([str(tmp_path / "a"), str(tmp_path / "b" / "*"), str(tmp_path / "a" / "x.yaml"),
-                             str(tmp_path / "a" / "skip.txt"), str(tmp_path)], exclude=tmp_path / "out")
+    found = driver.discover(
+        [
+            str(tmp_path / "a"),
+            str(tmp_path / "b" / "*"),
+            str(tmp_path / "a" / "x.yaml"),
+            str(tmp_path / "a" / "skip.txt"),
+            str(tmp_path),
+        ],
+        exclude=tmp_path / "out",
+    )
     rel = [p.resolve().relative_to(tmp_path.resolve()).as_posix() for p in found]
     assert rel == ["a/deep/y.yml", "a/skip.txt", "a/x.yaml", "b/x.toml", "b/z.json"]
     with pytest.raises(driver.BatchError, match="no instance files match"):
@@ -204,8 +232,17 @@ def test_discover_walks_folders_globs_and_files_once(tmp_path):
 def test_input_hash_covers_content_and_options():
     base = driver.input_hash(b"x", None, None)
     assert base == driver.input_hash(b"x", None, None)
-    assert len({base, driver.input_hash(b"y", None, None), driver.input_hash(b"x", "makespan", None),
-                driver.input_hash(b"x", None, 5.0)}) == 4
+    assert (
+        len(
+            {
+                base,
+                driver.input_hash(b"y", None, None),
+                driver.input_hash(b"x", "makespan", None),
+                driver.input_hash(b"x", None, 5.0),
+            }
+        )
+        == 4
+    )
 
 
 def test_solve_file_turns_a_crash_into_an_error_row(tmp_path, monkeypatch):
@@ -237,8 +274,13 @@ def test_a_dying_worker_is_retried_once_then_recorded_and_spares_the_others(tmp_
     tasks = driver.plan_tasks(driver.discover([str(tmp_path / "in")]))
     report = driver.run_batch(tasks, tmp_path / "out", workers=2, task_function=die_on_crash_marker)
     statuses = {Path(row["file"]).name: row["status"] for row in report.rows}
-    assert statuses == {"crash.yaml": "error", "ok0.yaml": "optimal", "ok1.yaml": "optimal",
-                        "ok2.yaml": "optimal", "ok3.yaml": "optimal"}
+    assert statuses == {
+        "crash.yaml": "error",
+        "ok0.yaml": "optimal",
+        "ok1.yaml": "optimal",
+        "ok2.yaml": "optimal",
+        "ok3.yaml": "optimal",
+    }
     crash = next(row for row in report.rows if row["status"] == "error")
     assert "died" in crash["message"]
 
@@ -268,8 +310,12 @@ def test_killed_batch_resumes_to_the_uninterrupted_summary(mixed, reference, tmp
     root, expect = mixed
     out = tmp_path / "out"
     argv = [str(TRAINGROUND), "batch", str(root / "in"), "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(argv + ["--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # even if we ignore it
+    proc = subprocess.Popen(
+        argv + ["--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # even if we ignore it
     try:
         while proc.poll() is None and len(result_files(out)) < 3:
             time.sleep(0.01)
@@ -284,7 +330,9 @@ def test_killed_batch_resumes_to_the_uninterrupted_summary(mixed, reference, tmp
         json.loads(path.read_text())  # whole, never truncated
     if kill == signal.SIGINT:  # an interrupted batch still writes the summary of what it finished
         assert 3 <= len(read_summary(out)) < len(expect)
-    resumed = subprocess.run(argv + ["--workers", "2", "--resume", "--json"], capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(
+        argv + ["--workers", "2", "--resume", "--json"], capture_output=True, text=True, timeout=120
+    )
     assert resumed.returncode == 2, resumed.stderr
     report = json.loads(resumed.stdout)
     assert report["reused"] == len(partial) and report["done"] == len(expect)
@@ -299,10 +347,19 @@ def test_killed_batch_resumes_to_the_uninterrupted_summary(mixed, reference, tmp
 def test_dask_cluster_gives_the_local_pool_results(mixed, reference, tmp_path):
     distributed = pytest.importorskip("distributed")
     root, _ = mixed
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        result = CliRunner().invoke(main, ["batch", str(root / "in"), "--out", str(tmp_path / "out"),
-                                           "--scheduler", cluster.scheduler_address, "--quiet"])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        result = CliRunner().invoke(
+            main,
+            [
+                "batch",
+                str(root / "in"),
+                "--out",
+                str(tmp_path / "out"),
+                "--scheduler",
+                cluster.scheduler_address,
+                "--quiet",
+            ],
+        )
     assert result.exit_code == 2, result.output
     local = read_summary(reference[1])
     dask = read_summary(tmp_path / "out")

@@ -90,8 +90,13 @@ def test_summary_is_current_after_sigkill(tmp_path):
 def test_summary_is_rewritten_after_every_result(tmp_path, monkeypatch):
     """When the n-th result is reported, summary.csv already holds the n-1 before it (files "solved" in
     this process by a stand-in: what is checked is how run_batch writes)."""
-    monkeypatch.setattr(driver, "run_local", lambda tasks, call, objective, time_limit, workers: (
-        (task, call(*driver._arguments(task, objective, time_limit))) for task in tasks))
+    monkeypatch.setattr(
+        driver,
+        "run_local",
+        lambda tasks, call, objective, time_limit, workers: (
+            (task, call(*driver._arguments(task, objective, time_limit))) for task in tasks
+        ),
+    )
     out = tmp_path / "out"
     seen: list[int] = []
 
@@ -112,10 +117,13 @@ def stand_in(path, objective=None, time_limit=None, label=None) -> dict:
     return driver._failure(Path(path).stem, "optimal", None, objective, label or path, "hash")
 
 
-@pytest.mark.parametrize("deadline, expected", [
-    ("2000s", "feasible with deadline ≥ 0.025 d (2,160 s)"),  # 144 iterations at the shortest cadence, 15 s
-    (100, "schedule.deadline: 100 is read as 100 s (under an hour); did you mean 100d?"),
-])
+@pytest.mark.parametrize(
+    "deadline, expected",
+    [
+        ("2000s", "feasible with deadline ≥ 0.025 d (2,160 s)"),  # 144 iterations at the shortest cadence, 15 s
+        (100, "schedule.deadline: 100 is read as 100 s (under an hour); did you mean 100d?"),
+    ],
+)
 def test_infeasible_rows_carry_the_top_fix_and_unit_warnings(tmp_path, deadline, expected):
     data = apply_edit(base(), "schedule.deadline", deadline)
     folder = tmp_path / "in"

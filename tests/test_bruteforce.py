@@ -18,8 +18,12 @@ def _close(a: float, b: float, rel: float = 1e-9) -> bool:
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
 
-@settings(max_examples=200, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(small_instances())
 def test_mip_matches_brute_force(data):
     inst = instance_of(data)
@@ -50,8 +54,11 @@ def _check_cost_bound(inst, points) -> None:
     for point in points:
         # The row of the point's (cadence, K) and makespan: with start-up counted, the training group
         # count sets U(m) in the makespan, one row per count.
-        same = [r for r in rows.get((round(point.cadence, 9), point.kept), [])
-                if abs(pairs.makespan[r] - point.makespan) <= 1e-9 * point.makespan]
+        same = [
+            r
+            for r in rows.get((round(point.cadence, 9), point.kept), [])
+            if abs(pairs.makespan[r] - point.makespan) <= 1e-9 * point.makespan
+        ]
         for row in same:
             assert bound[row] <= point.hourly * (1 + 1e-9) + 1e-9, (point, bound[row])
 
@@ -65,12 +72,16 @@ def test_cost_bound_takes_resource_rows_one_at_a_time():
         "schedule": {"deadline": 2000, "cadence": {"min": 50, "max": 200, "step": 5}},
         "gpu_pools": [{"name": "main", "gpus": 16, "gpu_hour_cost": 0.01}],
         "inference": {"shapes": [{"name": "s", "pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": 10}]},
-        "training": {"pool": "main", "gpus_per_group": 1,
-                     "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 10}},
+        "training": {
+            "pool": "main",
+            "gpus_per_group": 1,
+            "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 10},
+        },
         "environment": {
             "occupancy": {"distribution": "empirical", "samples": [500, 500]},
             "backends": [{"name": "a", "share": 0.5, "cores": 0.1}, {"name": "b", "share": 0.5, "cores": 1.0}],
-            "node_types": [{"name": "n", "cores": 10, "density": {"a": 1, "b": 100}, "hour_cost": 1.0}]},
+            "node_types": [{"name": "n", "cores": 10, "density": {"a": 1, "b": 100}, "hour_cost": 1.0}],
+        },
         "freshness": {"max_versions_kept": 1, "overrun_policy": "downweight"},
     }
     inst = instance_of(data)

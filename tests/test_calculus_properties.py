@@ -190,8 +190,12 @@ def test_fit_from_median_p99_round_trips(median, ratio):
 
 
 PAIRS = [
-    ("median", "p99"), ("median", "mean"), ("median", "sigma"),
-    ("p99", "mean"), ("p99", "sigma"), ("mean", "sigma"),
+    ("median", "p99"),
+    ("median", "mean"),
+    ("median", "sigma"),
+    ("p99", "mean"),
+    ("p99", "sigma"),
+    ("mean", "sigma"),
 ]
 
 
@@ -289,10 +293,16 @@ def _update_time_brute(law, gpus: float) -> float | None:
 def update_laws(draw):
     kind = draw(st.sampled_from(["inverse", "amdahl", "table"]))
     if kind == "inverse":
-        return InverseLaw(law="inverse", reference_gpus=draw(st.floats(8, 20000)), reference_time=draw(st.floats(10, 3000)))
+        return InverseLaw(
+            law="inverse", reference_gpus=draw(st.floats(8, 20000)), reference_time=draw(st.floats(10, 3000))
+        )
     if kind == "amdahl":
-        return AmdahlLaw(law="amdahl", reference_gpus=draw(st.floats(8, 20000)), reference_time=draw(st.floats(10, 3000)),
-                         serial_fraction=draw(st.floats(0.0, 1.0)))
+        return AmdahlLaw(
+            law="amdahl",
+            reference_gpus=draw(st.floats(8, 20000)),
+            reference_time=draw(st.floats(10, 3000)),
+            serial_fraction=draw(st.floats(0.0, 1.0)),
+        )
     gpus = draw(st.lists(st.integers(1, 12000), min_size=2, max_size=8, unique=True))
     seconds = draw(st.lists(st.floats(10, 3000), min_size=len(gpus), max_size=len(gpus)))  # any shape: non-monotone too
     return TableLaw(law="table", points=[TablePoint(gpus=g, seconds=s) for g, s in zip(sorted(gpus), seconds)])
@@ -304,8 +314,12 @@ def trainings(draw):
     per_group = draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64]))
     lo = draw(st.integers(1, 50))
     hi = draw(st.one_of(st.none(), st.integers(lo, 2000)))
-    training = Training(pool="main", gpus_per_group=per_group, min_groups=lo, max_groups=hi, update_time=draw(update_laws()))
-    return BASE.model_copy(update={"training": training, "gpu_pools": [GpuPool(name="main", gpus=pool, gpu_hour_cost=2.0)]})
+    training = Training(
+        pool="main", gpus_per_group=per_group, min_groups=lo, max_groups=hi, update_time=draw(update_laws())
+    )
+    return BASE.model_copy(
+        update={"training": training, "gpu_pools": [GpuPool(name="main", gpus=pool, gpu_hour_cost=2.0)]}
+    )
 
 
 @SETTINGS
@@ -402,8 +416,15 @@ def test_limited_mean_empirical_is_brute_force(samples, ts):
 def test_limited_mean_lognormal_is_survival_integral(median, sigma, scale):
     occ = calc.fit_lognormal(median=median, sigma=sigma)
     t = scale * median
-    direct, _ = integrate.quad(lambda x: float(occ.survival(x)), 0.0, t, points=[median] if t > median else None,
-                               limit=200, epsabs=1e-10, epsrel=1e-11)
+    direct, _ = integrate.quad(
+        lambda x: float(occ.survival(x)),
+        0.0,
+        t,
+        points=[median] if t > median else None,
+        limit=200,
+        epsabs=1e-10,
+        epsrel=1e-11,
+    )
     assert float(occ.limited_mean(t)) == pytest.approx(direct, rel=1e-8, abs=1e-8)
     assert 0.0 <= float(occ.limited_mean(t)) <= min(t, occ.mean) * (1 + 1e-12)
 

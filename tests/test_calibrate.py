@@ -59,11 +59,32 @@ def test_inverse_law_and_comonotone_groups_are_recognised():
 def test_round_trip_from_the_simulator_trace(tmp_path):
     """simulate --trace on an edited seed instance, calibrated back: lifetimes and intake of the instance."""
     trace = tmp_path / "trace"
-    out = CliRunner().invoke(main, ["simulate", str(ROOT / "instances/seed-intake-80.yaml"), "--iterations", "8",
-                                    "--set", "workload.batch_trajectories=2048", "--trace", str(trace), "--json"])
+    out = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            str(ROOT / "instances/seed-intake-80.yaml"),
+            "--iterations",
+            "8",
+            "--set",
+            "workload.batch_trajectories=2048",
+            "--trace",
+            str(trace),
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
-    result = CliRunner().invoke(main, ["calibrate", "--trajectories", str(trace / "trajectories.csv"),
-                                       "--steps", str(trace / "iterations.csv"), "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            "--trajectories",
+            str(trace / "trajectories.csv"),
+            "--steps",
+            str(trace / "iterations.csv"),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     cal = json.loads(result.output)
     rows = cal["occupancy"]["median"]["rows"]
@@ -91,11 +112,13 @@ def test_intervals_cover_the_truth_in_most_repetitions():
     for seed in range(reps):
         log, steps = logs(truth, seed=seed)
         cal = calibrate(log, steps, replicates=200, seed=seed)
-        figs = {"median": (cal.occupancy.figures["median"], truth.median),
-                "p99": (cal.occupancy.figures["p99"], truth.p99),
-                "tokens_per_gpu_s": (cal.tokens_per_gpu_s, truth.tokens_per_gpu_s),
-                "intake": (cal.intake, truth.intake),
-                "update": (cal.update.reference, truth.reference_time * truth.reference_gpus / cal.update.reference_gpus)}
+        figs = {
+            "median": (cal.occupancy.figures["median"], truth.median),
+            "p99": (cal.occupancy.figures["p99"], truth.p99),
+            "tokens_per_gpu_s": (cal.tokens_per_gpu_s, truth.tokens_per_gpu_s),
+            "intake": (cal.intake, truth.intake),
+            "update": (cal.update.reference, truth.reference_time * truth.reference_gpus / cal.update.reference_gpus),
+        }
         for k, (fig, true) in figs.items():
             covered[k] += fig.low <= true <= fig.high
     shares = {k: v / reps for k, v in covered.items()}
@@ -108,7 +131,7 @@ def test_intervals_cover_the_truth_in_most_repetitions():
 
 def test_censored_fit_keeps_the_tail_that_dropping_running_attempts_loses():
     truth = Truth(attempts_per_s=10.0)
-    mean = truth.median * math.exp(truth.sigma ** 2 / 2)
+    mean = truth.median * math.exp(truth.sigma**2 / 2)
     truth = replace(truth, log_end=5 * mean)  # in a steady run, mean/log_end of the attempts still run at the end
     log, _ = logs(truth, seed=5)
     running = log.running.sum() / log.rows
@@ -136,8 +159,20 @@ def test_a_mixture_is_flagged_and_gets_an_empirical_law(tmp_path):
     traj, _ = columns(truth, seed=6)
     write_csv(tmp_path / "t.csv", traj)
     new = tmp_path / "empirical.yaml"
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--inference-gpus", "100",
-                                    "--into", str(SEED_INSTANCE), "-o", str(new)])
+    out = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            "--trajectories",
+            str(tmp_path / "t.csv"),
+            "--inference-gpus",
+            "100",
+            "--into",
+            str(SEED_INSTANCE),
+            "-o",
+            str(new),
+        ],
+    )
     assert out.exit_code == 0, out.output
     from models.load import load_instance
 
@@ -195,14 +230,20 @@ def test_iso_times_read_as_seconds(tmp_path):
     def iso(t):
         return ["" if math.isnan(x) else str(origin + np.timedelta64(int(round(x * 1000)), "ms")) + "Z" for x in t]
 
-    lines = ["start,end,output_tokens"] + [f"{a},{b},{int(c)}" for a, b, c in
-                                           zip(iso(traj["start"]), iso(traj["end"]), traj["output_tokens"])]
+    lines = ["start,end,output_tokens"] + [
+        f"{a},{b},{int(c)}" for a, b, c in zip(iso(traj["start"]), iso(traj["end"]), traj["output_tokens"])
+    ]
     (tmp_path / "iso.csv").write_text("\n".join(lines) + "\n")
     secs = {k: traj[k] - np.nanmin(traj["start"]) for k in ("start", "end")} | {"output_tokens": traj["output_tokens"]}
     write_csv(tmp_path / "sec.csv", secs)
-    a, b = (json.loads(CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / f), "--json",
-                                                 "--inference-gpus", "100"]).output)
-            for f in ("iso.csv", "sec.csv"))
+    a, b = (
+        json.loads(
+            CliRunner()
+            .invoke(main, ["calibrate", "--trajectories", str(tmp_path / f), "--json", "--inference-gpus", "100"])
+            .output
+        )
+        for f in ("iso.csv", "sec.csv")
+    )
     assert a["occupancy"]["median"]["value"] == pytest.approx(b["occupancy"]["median"]["value"], rel=1e-6)
     assert a["occupancy"]["median"]["rows"] == b["occupancy"]["median"]["rows"]
 
@@ -211,8 +252,11 @@ BAD = {
     "missing column": ("start,output_tokens\n0,10\n", "column", "'end'"),
     "end before start": ("start,end,output_tokens\n0,5,10\n20,10,10\n", "row 2 (line 3), column 'end'", "before"),
     "negative tokens": ("start,end,output_tokens\n0,5,10\n1,6,-3\n", "row 2 (line 3), column 'output_tokens'", ">= 0"),
-    "unparseable time": ("start,end,output_tokens\n2026-01-01T00:00:00,2026-01-01T00:10:00,10\n"
-                         "2026-01-01T00:01:00,yesterday,10\n", "row 2 (line 3), column 'end'", "yesterday"),
+    "unparseable time": (
+        "start,end,output_tokens\n2026-01-01T00:00:00,2026-01-01T00:10:00,10\n2026-01-01T00:01:00,yesterday,10\n",
+        "row 2 (line 3), column 'end'",
+        "yesterday",
+    ),
     "empty file": ("", "bad.csv", "empty"),
 }
 
@@ -232,8 +276,9 @@ def test_bad_step_log_names_its_row(tmp_path):
     traj, steps = _small()
     write_csv(tmp_path / "t.csv", traj)
     (tmp_path / "s.csv").write_text("iteration,update_s,training_gpus\n0,10,8\n1,abc,8\n")
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--steps",
-                                    str(tmp_path / "s.csv")])
+    out = CliRunner().invoke(
+        main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--steps", str(tmp_path / "s.csv")]
+    )
     assert out.exit_code == 2 and "s.csv: row 2 (line 3), column 'update_s'" in out.output, out.output
 
 
@@ -248,15 +293,29 @@ def test_verl_step_metrics(tmp_path):
         gen, update = 300 * math.exp(rng.normal(0, 0.05)), 120 * math.exp(rng.normal(0, 0.05))
         step_time = gen + update + 20
         tokens = 2_000_000
-        lines.append(json.dumps({"step": step, "data": {
-            "timing_s/gen": gen, "timing_s/update_actor": update, "timing_s/step": step_time,
-            "perf/total_num_tokens": tokens, "perf/time_per_step": step_time,
-            "perf/throughput": tokens / (step_time * 64), "response_length/mean": 1500.0}}))
+        lines.append(
+            json.dumps(
+                {
+                    "step": step,
+                    "data": {
+                        "timing_s/gen": gen,
+                        "timing_s/update_actor": update,
+                        "timing_s/step": step_time,
+                        "perf/total_num_tokens": tokens,
+                        "perf/time_per_step": step_time,
+                        "perf/throughput": tokens / (step_time * 64),
+                        "response_length/mean": 1500.0,
+                    },
+                }
+            )
+        )
     (tmp_path / "verl.jsonl").write_text("\n".join(lines) + "\n")
     traj, _ = _small()
     write_csv(tmp_path / "t.csv", traj)
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--steps",
-                                    str(tmp_path / "verl.jsonl"), "--json"])
+    out = CliRunner().invoke(
+        main,
+        ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--steps", str(tmp_path / "verl.jsonl"), "--json"],
+    )
     assert out.exit_code == 0, out.output
     cal = json.loads(out.output)
     assert cal["update_time"]["law"] == "inverse" and cal["update_time"]["reference_gpus"] == 64
@@ -280,9 +339,22 @@ def test_calibrated_instance_loads_solves_and_explains(tmp_path):
     write_csv(tmp_path / "t.csv", traj)
     write_csv(tmp_path / "s.csv", steps)
     new = tmp_path / "calibrated.yaml"
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--steps",
-                                    str(tmp_path / "s.csv"), "--into", str(SEED_INSTANCE), "-o", str(new),
-                                    "--out", str(tmp_path / "report")])
+    out = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            "--trajectories",
+            str(tmp_path / "t.csv"),
+            "--steps",
+            str(tmp_path / "s.csv"),
+            "--into",
+            str(SEED_INSTANCE),
+            "-o",
+            str(new),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "inference supply exceeded demand" in out.output
     text = new.read_text()
@@ -294,7 +366,11 @@ def test_calibrated_instance_loads_solves_and_explains(tmp_path):
     assert {f.name for f in inst.uncertainty.factors} == {"lifetimes", "throughput", "intake", "updates"}
     assert inst.environment.occupancy.median == pytest.approx(1044, rel=0.05)
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
-        "calibrate-lifetimes.png", "calibrate-survival.png", "calibrate-update.png", "calibrate.json"]
+        "calibrate-lifetimes.png",
+        "calibrate-survival.png",
+        "calibrate-update.png",
+        "calibrate.json",
+    ]
     for command in (["solve", str(new)], ["explain", str(new), "--json"]):
         result = CliRunner().invoke(main, command)
         assert result.exit_code == 0, result.output
@@ -309,7 +385,9 @@ def test_calibrated_instance_loads_solves_and_explains(tmp_path):
 def test_output_needs_into(tmp_path):
     traj, _ = _small()
     write_csv(tmp_path / "t.csv", traj)
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "-o", str(tmp_path / "x.yaml")])
+    out = CliRunner().invoke(
+        main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "-o", str(tmp_path / "x.yaml")]
+    )
     assert out.exit_code == 2 and "--into" in out.output
 
 
@@ -328,12 +406,26 @@ def test_backends_fitted_apart_and_their_shares_written(tmp_path):
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    table = pa.table({k: pa.array(v, mask=np.isnan(v)) if v.dtype.kind == "f" else pa.array(v.tolist())
-                      for k, v in traj.items()})
+    table = pa.table(
+        {k: pa.array(v, mask=np.isnan(v)) if v.dtype.kind == "f" else pa.array(v.tolist()) for k, v in traj.items()}
+    )
     pcsv.write_csv(table, tmp_path / "t.csv")
     new = tmp_path / "c.yaml"
-    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(tmp_path / "t.csv"), "--inference-gpus", "100",
-                                    "--into", str(ROOT / "instances/two-backends-cloud.yaml"), "-o", str(new), "--json"])
+    out = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            "--trajectories",
+            str(tmp_path / "t.csv"),
+            "--inference-gpus",
+            "100",
+            "--into",
+            str(ROOT / "instances/two-backends-cloud.yaml"),
+            "-o",
+            str(new),
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     cal = json.loads(out.output)
     assert rel(cal["per_backend"]["container"]["median"]["value"], 1044) < 0.06

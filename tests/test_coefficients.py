@@ -14,15 +14,40 @@ from models.units import parse_duration
 from solver.pairs import Pairs, TableCache, build
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = ("cadence", "kept", "makespan", "groups", "exceedance", "drop", "attempts", "inflight", "peak",
-           "supply_per_replica")
-SWAPS = {"mean": "median", "median": "mean", "consumer": "post_publish", "post_publish": "consumer",
-         "drop": "downweight", "downweight": "drop", "independent": "comonotone", "comonotone": "independent"}
+COLUMNS = (
+    "cadence",
+    "kept",
+    "makespan",
+    "groups",
+    "exceedance",
+    "drop",
+    "attempts",
+    "inflight",
+    "peak",
+    "supply_per_replica",
+)
+SWAPS = {
+    "mean": "median",
+    "median": "mean",
+    "consumer": "post_publish",
+    "post_publish": "consumer",
+    "drop": "downweight",
+    "downweight": "drop",
+    "independent": "comonotone",
+    "comonotone": "independent",
+}
 # Fields the bundled files leave unset, and other laws, each edited in as well.
 EXTRA_EDITS = [
-    ("freshness.max_mean_gap", 3.0), ("freshness.max_exceedance", 0.05), ("freshness.max_group_drop", 0.3),
-    ("training.max_groups", 700), ("training.min_groups", 3), ("schedule.cadence.max", 450.0),
-    ("training.update_time", {"law": "table", "points": [{"gpus": 800, "seconds": 900}, {"gpus": 8000, "seconds": 200}]}),
+    ("freshness.max_mean_gap", 3.0),
+    ("freshness.max_exceedance", 0.05),
+    ("freshness.max_group_drop", 0.3),
+    ("training.max_groups", 700),
+    ("training.min_groups", 3),
+    ("schedule.cadence.max", 450.0),
+    (
+        "training.update_time",
+        {"law": "table", "points": [{"gpus": 800, "seconds": 900}, {"gpus": 8000, "seconds": 200}]},
+    ),
     ("training.update_time", {"law": "amdahl", "reference_gpus": 7000, "reference_time": 300, "serial_fraction": 0.1}),
     ("environment.occupancy", {"distribution": "empirical", "samples": [300, 800, 1044, 2000, 9000, 14000]}),
 ]
@@ -69,16 +94,22 @@ def _edits(document: dict):
 
 
 def _same(a: Pairs, b: Pairs) -> bool:
-    return (all(np.array_equal(getattr(a, c), getattr(b, c), equal_nan=True) for c in COLUMNS)
-            and a.rejected == b.rejected and a.grid_points == b.grid_points)
+    return (
+        all(np.array_equal(getattr(a, c), getattr(b, c), equal_nan=True) for c in COLUMNS)
+        and a.rejected == b.rejected
+        and a.grid_points == b.grid_points
+    )
 
 
-@pytest.mark.parametrize(("name", "setting"), [
-    ("seed-week-75.yaml", {}),
-    ("seed-week-75.yaml", {"freshness.max_mean_gap": 6.0}),  # the mean gap reads littles_law_uses
-    ("large-three-pools.yaml", {}),
-    ("seed-lossy.yaml", {}),
-])
+@pytest.mark.parametrize(
+    ("name", "setting"),
+    [
+        ("seed-week-75.yaml", {}),
+        ("seed-week-75.yaml", {"freshness.max_mean_gap": 6.0}),  # the mean gap reads littles_law_uses
+        ("large-three-pools.yaml", {}),
+        ("seed-lossy.yaml", {}),
+    ],
+)
 def test_a_cached_demand_equals_a_fresh_one_for_every_edit(name, setting):
     file = ROOT / "instances" / name
     document = read_document(file)
@@ -106,8 +137,9 @@ def test_a_throughput_sweep_reuses_the_demand():
     document = read_document(file)
     cache = TableCache()
     first = build(validate(document, str(file), file.parent), cache)
-    faster = build(validate(apply_edit(document, "inference.shapes[0].tokens_per_gpu_s", 90), str(file), file.parent),
-                   cache)
+    faster = build(
+        validate(apply_edit(document, "inference.shapes[0].tokens_per_gpu_s", 90), str(file), file.parent), cache
+    )
     assert len(cache._demand) == 1  # one Demand served both points
     assert not np.array_equal(first.supply_per_replica[0], faster.supply_per_replica[0])
     longer = build(validate(apply_edit(document, "schedule.deadline", "8d"), str(file), file.parent), cache)

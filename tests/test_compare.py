@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from drivers.compare import compare
 from models.edits import load_edited
 from models.load import load_instance
-from drivers.compare import compare
 from solver.solve import solve_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -50,8 +50,18 @@ def test_section4_margins_with_the_cadence_pinned_by_edits():
 
 
 def test_section4_margins_via_the_cli_cadence_option():
-    run = CliRunner().invoke(main, ["compare", str(INSTANCES / "seed-week-75.yaml"), "--baseline-inference-gpus",
-                                    "3000", "--cadence", "500", "--json"])
+    run = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            str(INSTANCES / "seed-week-75.yaml"),
+            "--baseline-inference-gpus",
+            "3000",
+            "--cadence",
+            "500",
+            "--json",
+        ],
+    )
     assert run.exit_code == 0, run.output
     report = json.loads(run.output)
     _article_figures(report)
@@ -99,7 +109,8 @@ def test_shorter_schedules_keep_their_caps_and_are_faster(tier_200):
     figures = report.column("shorter_same_cards").figures
     w = report.column("shorter_same_cards").result
     assert figures["required_tokens_per_gpu_s"] == pytest.approx(
-        4096 * 32768 / (w.plan.cadence_s * w.plan.inference_gpus), rel=1e-12)
+        4096 * 32768 / (w.plan.cadence_s * w.plan.inference_gpus), rel=1e-12
+    )
 
 
 def test_default_baseline_is_every_card_the_plan_mix_can_have(tier_200):
@@ -134,9 +145,13 @@ def test_two_pools_without_options_gives_distinct_feasible_columns_or_says_why(t
     _, report = two_pools
     plans = [c for c in report.columns if c.kind == "plan"]
     assert all(c.status == "optimal" for c in plans)
-    assert report.column("shorter_same_cards").figures["makespan_s"] < report.column("fewer_cards").figures["makespan_s"]
-    explained = {tuple(int(n) for n in s.split(" coincide")[0].replace("(", "").replace(")", "").split(" and "))
-                 for s in report.coincide}
+    assert (
+        report.column("shorter_same_cards").figures["makespan_s"] < report.column("fewer_cards").figures["makespan_s"]
+    )
+    explained = {
+        tuple(int(n) for n in s.split(" coincide")[0].replace("(", "").replace(")", "").split(" and "))
+        for s in report.coincide
+    }
     for i, a in enumerate(report.columns):
         for j in range(i + 1, len(report.columns)):
             if a.ok and a.figures == report.columns[j].figures:
@@ -157,7 +172,8 @@ def test_two_pools_arithmetic_never_claims_more_than_its_shapes_deliver(two_pool
         # priced and rated by the plan's shape mix, not by shapes[0]
         mix = report.mix
         assert figures["deliverable_tokens_per_gpu_s"] == pytest.approx(
-            sum(mix.weights[s.name] * s.tokens_per_gpu_s for s in inst.inference.shapes))
+            sum(mix.weights[s.name] * s.tokens_per_gpu_s for s in inst.inference.shapes)
+        )
     # raw attempts with drops beside the lossless ones, and the group drop that separates them
     base = report.column("baseline").figures
     assert base["attempts_with_drops_per_s"] == pytest.approx(base["attempts_per_s"] / (1 - base["group_drop_rate"]))

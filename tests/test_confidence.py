@@ -22,9 +22,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 
 FACTORS = [
-    {"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 1.0, "sd": 0.05},
-    {"name": "lifetimes", "paths": ["environment.occupancy.median", "environment.occupancy.p99"],
-     "dist": "lognormal", "median": 1.0, "sigma": 0.1},
+    {
+        "name": "throughput",
+        "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+        "dist": "normal",
+        "mean": 1.0,
+        "sd": 0.05,
+    },
+    {
+        "name": "lifetimes",
+        "paths": ["environment.occupancy.median", "environment.occupancy.p99"],
+        "dist": "lognormal",
+        "median": 1.0,
+        "sigma": 0.1,
+    },
     {"name": "updates", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 0.95, "high": 1.3},
 ]
 
@@ -49,9 +60,29 @@ def same_plan(a, b) -> None:
 
 
 def test_degenerate_factors_give_the_deterministic_optimum():
-    flat = [{"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 1.0, "sd": 0.0},
-            {"name": "lifetimes", "paths": ["environment.occupancy.median"], "dist": "lognormal", "median": 1.0, "sigma": 0.0},
-            {"name": "updates", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 1.0, "high": 1.0}]
+    flat = [
+        {
+            "name": "throughput",
+            "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+            "dist": "normal",
+            "mean": 1.0,
+            "sd": 0.0,
+        },
+        {
+            "name": "lifetimes",
+            "paths": ["environment.occupancy.median"],
+            "dist": "lognormal",
+            "median": 1.0,
+            "sigma": 0.0,
+        },
+        {
+            "name": "updates",
+            "paths": ["training.update_time.reference_time"],
+            "dist": "uniform",
+            "low": 1.0,
+            "high": 1.0,
+        },
+    ]
     inst = seed_with(flat, 200, 0.9)
     result = Planner(inst).solve()
     base = Planner(deterministic(inst)).solve()
@@ -86,30 +117,75 @@ def test_seed_plan_for_ninety_percent_is_on_time_out_of_sample_and_verified():
 
 # ---------------------------------------------------------------- brute force on small instances
 
+
 def small_instance(seed: int, alpha: float, samples: int = 10):
     rng = np.random.default_rng(seed)
     data = {
-        "schema_version": 1, "name": f"small-{seed}",
-        "workload": {"iterations": 10, "batch_trajectories": 4, "group_size": 2, "tokens_per_attempt": 8,
-                     "intake_rate": 1.0},
+        "schema_version": 1,
+        "name": f"small-{seed}",
+        "workload": {
+            "iterations": 10,
+            "batch_trajectories": 4,
+            "group_size": 2,
+            "tokens_per_attempt": 8,
+            "intake_rate": 1.0,
+        },
         "schedule": {"deadline": 400.0, "extra_time": 0.0, "cadence": {"min": 30.0, "step": 5.0}},
         "gpu_pools": [{"name": "main", "gpus": 16, "gpu_hour_cost": 1.0}],
-        "inference": {"availability": 1.0, "shapes": [
-            {"name": "s0", "pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": float(rng.choice([0.8, 1.2, 1.6])),
-             "version_slowdown": 0.0}]},
-        "training": {"pool": "main", "gpus_per_group": 2,
-                     "update_time": {"law": "inverse", "reference_gpus": 4, "reference_time": float(rng.choice([25, 40, 60]))}},
-        "environment": {"occupancy": {"distribution": "lognormal", "median": float(rng.choice([10, 20, 40])), "sigma": 0.6},
-                        "backends": [{"name": "c", "share": 1.0}],
-                        "node_types": [{"name": "n", "density": {"c": float(rng.choice([1, 2, 3]))}, "hour_cost": 0.7,
-                                        "max_nodes": 5}],
-                        "cloud": {"eligible_share": {}, "vm_types": []}},
+        "inference": {
+            "availability": 1.0,
+            "shapes": [
+                {
+                    "name": "s0",
+                    "pool": "main",
+                    "gpus_per_replica": 1,
+                    "tokens_per_gpu_s": float(rng.choice([0.8, 1.2, 1.6])),
+                    "version_slowdown": 0.0,
+                }
+            ],
+        },
+        "training": {
+            "pool": "main",
+            "gpus_per_group": 2,
+            "update_time": {"law": "inverse", "reference_gpus": 4, "reference_time": float(rng.choice([25, 40, 60]))},
+        },
+        "environment": {
+            "occupancy": {"distribution": "lognormal", "median": float(rng.choice([10, 20, 40])), "sigma": 0.6},
+            "backends": [{"name": "c", "share": 1.0}],
+            "node_types": [
+                {"name": "n", "density": {"c": float(rng.choice([1, 2, 3]))}, "hour_cost": 0.7, "max_nodes": 5}
+            ],
+            "cloud": {"eligible_share": {}, "vm_types": []},
+        },
         "freshness": {"max_versions_kept": 2, "overrun_policy": "drop", "group_correlation": "independent"},
-        "uncertainty": {"samples": samples, "seed": seed, "confidence": alpha, "factors": [
-            {"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 1.0,
-             "sd": 0.15},
-            {"name": "lifetimes", "paths": ["environment.occupancy.median"], "dist": "lognormal", "median": 1.0, "sigma": 0.3},
-            {"name": "updates", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 0.8, "high": 1.4}]},
+        "uncertainty": {
+            "samples": samples,
+            "seed": seed,
+            "confidence": alpha,
+            "factors": [
+                {
+                    "name": "throughput",
+                    "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+                    "dist": "normal",
+                    "mean": 1.0,
+                    "sd": 0.15,
+                },
+                {
+                    "name": "lifetimes",
+                    "paths": ["environment.occupancy.median"],
+                    "dist": "lognormal",
+                    "median": 1.0,
+                    "sigma": 0.3,
+                },
+                {
+                    "name": "updates",
+                    "paths": ["training.update_time.reference_time"],
+                    "dist": "uniform",
+                    "low": 0.8,
+                    "high": 1.4,
+                },
+            ],
+        },
     }
     return validate(data, f"small-{seed}.yaml")
 
@@ -128,9 +204,14 @@ def brute_force(inst) -> float:
     best = math.inf
 
     def plan(L, K, m, N, x):
-        return SimpleNamespace(cadence_s=L, versions_kept=K, training_gpus=m * gpg,
-                               inference=[SimpleNamespace(shape="s0", pool="main", replicas=x, gpus=x)],
-                               local_nodes=[SimpleNamespace(type=node.name, count=N)], cloud_vms=[])
+        return SimpleNamespace(
+            cadence_s=L,
+            versions_kept=K,
+            training_gpus=m * gpg,
+            inference=[SimpleNamespace(shape="s0", pool="main", replicas=x, gpus=x)],
+            local_nodes=[SimpleNamespace(type=node.name, count=N)],
+            cloud_vms=[],
+        )
 
     def ok(L, K, m, N, x) -> bool:
         out = sc.evaluate(inst, plan(L, K, m, N, x), both)
@@ -153,7 +234,9 @@ def brute_force(inst) -> float:
     return best
 
 
-@pytest.mark.parametrize("seed,alpha", [(1, 0.6), (4, 0.9), (7, 0.8), (15, 0.8)])  # each above its deterministic optimum
+@pytest.mark.parametrize(
+    "seed,alpha", [(1, 0.6), (4, 0.9), (7, 0.8), (15, 0.8)]
+)  # each above its deterministic optimum
 def test_the_mip_agrees_with_brute_force(seed, alpha):
     inst = small_instance(seed, alpha)
     result = Planner(inst).solve("total_cost")
@@ -178,6 +261,7 @@ def test_a_higher_confidence_never_costs_less():
 
 # ---------------------------------------------------------------- the command
 
+
 def run(*args):
     from click.testing import CliRunner
 
@@ -195,8 +279,18 @@ def test_a_factor_on_host_fields_is_bad_input_naming_the_field(tmp_path):
     import yaml
 
     data = yaml.safe_load(SEED.read_text())
-    data["uncertainty"] = {"samples": 20, "factors": [{"name": "density", "dist": "uniform", "low": 0.9, "high": 1.1,
-                                                       "paths": ["environment.node_types[0].density.container"]}]}
+    data["uncertainty"] = {
+        "samples": 20,
+        "factors": [
+            {
+                "name": "density",
+                "dist": "uniform",
+                "low": 0.9,
+                "high": 1.1,
+                "paths": ["environment.node_types[0].density.container"],
+            }
+        ],
+    }
     path = tmp_path / "hosts.yaml"
     path.write_text(yaml.safe_dump(data))
     out = run("solve", path, "--confidence", "0.9")

@@ -39,11 +39,14 @@ def feasible(inst, changes: dict) -> bool:
     return solve_instance(edited(inst, changes), "makespan").plan is not None
 
 
-@pytest.mark.parametrize("name, limit, path", [
-    ("mean-gap-only", "max_mean_gap", "freshness.max_mean_gap"),
-    ("exceedance-only", "max_exceedance", "freshness.max_exceedance"),
-    ("group-drop-only", "max_group_drop", "freshness.max_group_drop"),
-])
+@pytest.mark.parametrize(
+    "name, limit, path",
+    [
+        ("mean-gap-only", "max_mean_gap", "freshness.max_mean_gap"),
+        ("exceedance-only", "max_exceedance", "freshness.max_exceedance"),
+        ("group-drop-only", "max_group_drop", "freshness.max_group_drop"),
+    ],
+)
 def test_a_freshness_limit_is_named_first_with_its_exact_threshold(name, limit, path):
     inst, diagnosis = diagnosis_of(DATA / f"{name}.yaml")
     assert diagnosis["cut_alone"][limit] == max(diagnosis["cut_alone"].values())  # it cuts every pair on its own
@@ -133,8 +136,11 @@ def _edits(inst, name: str, value: float) -> dict:
     """The instance edits a diagnosis input name stands for (independent of the diagnosis's own code)."""
     if name == "occupancy_scale":
         occ = inst.environment.occupancy
-        return {f"environment.occupancy.{k}": getattr(occ, k) * value for k in ("median", "p99", "mean")
-                if getattr(occ, k) is not None}
+        return {
+            f"environment.occupancy.{k}": getattr(occ, k) * value
+            for k in ("median", "p99", "mean")
+            if getattr(occ, k) is not None
+        }
     if name in ("max_mean_gap", "max_exceedance", "max_group_drop", "max_versions_kept"):
         return {f"freshness.{name}": int(value) if name == "max_versions_kept" else value}
     if name == "deadline":

@@ -20,8 +20,32 @@ NUMBER_TEXT = st.from_regex(r"\A[-+]?[0-9]{0,4}(\.[0-9]{0,4})?([eE][-+]?[0-9]{1,
 
 
 @settings(max_examples=400, deadline=None)
-@given(NUMBER_TEXT | st.sampled_from(["7d", "1e3", "1.5e+3", "010", "0x1F", ".5", "-.5", "+7", "-0", "0.", "null",
-                                      "true", "yes", "[1, 2]", "{a: 1}", " 76", "76 ", "1_000", ""]))
+@given(
+    NUMBER_TEXT
+    | st.sampled_from(
+        [
+            "7d",
+            "1e3",
+            "1.5e+3",
+            "010",
+            "0x1F",
+            ".5",
+            "-.5",
+            "+7",
+            "-0",
+            "0.",
+            "null",
+            "true",
+            "yes",
+            "[1, 2]",
+            "{a: 1}",
+            " 76",
+            "76 ",
+            "1_000",
+            "",
+        ]
+    )
+)
 def test_parse_value_reads_like_yaml(text):
     expected = yaml.safe_load(text) if text.strip() else ""
     got = parse_value(text)
@@ -38,7 +62,10 @@ def test_apply_edit_copies_only_the_path():
     assert out["environment"] is doc["environment"]  # off the path: shared, not copied
     assert out["inference"]["shapes"] is not doc["inference"]["shapes"]
     again = apply_edit(out, "inference.shapes[0].tokens_per_gpu_s", 60.0)
-    assert out["inference"]["shapes"][0]["tokens_per_gpu_s"] == 90.0 and again["inference"]["shapes"][0]["tokens_per_gpu_s"] == 60.0
+    assert (
+        out["inference"]["shapes"][0]["tokens_per_gpu_s"] == 90.0
+        and again["inference"]["shapes"][0]["tokens_per_gpu_s"] == 60.0
+    )
 
 
 def test_apply_edit_creates_missing_mappings():
@@ -47,13 +74,16 @@ def test_apply_edit_creates_missing_mappings():
     assert out == {"name": "x", "limits": {"max_hourly_cost": 5.0}} and doc == {"name": "x"}
 
 
-@pytest.mark.parametrize("path, rule", [
-    ("inference.shapes[9].tokens_per_gpu_s", "inference.shapes[9]: no such list item"),
-    ("name.first", "name.first: not a mapping"),
-    ("name.first.second", "name.first: not a mapping"),
-    ("gpu_pools[0][1]", "gpu_pools[0][1]: no such list item"),
-    ("a..b[", "cannot read field path"),
-])
+@pytest.mark.parametrize(
+    "path, rule",
+    [
+        ("inference.shapes[9].tokens_per_gpu_s", "inference.shapes[9]: no such list item"),
+        ("name.first", "name.first: not a mapping"),
+        ("name.first.second", "name.first: not a mapping"),
+        ("gpu_pools[0][1]", "gpu_pools[0][1]: no such list item"),
+        ("a..b[", "cannot read field path"),
+    ],
+)
 def test_apply_edit_rejects_paths_that_do_not_exist(path, rule):
     doc = read_document(INSTANCES / "seed-week-75.yaml")
     before = copy.deepcopy(doc)

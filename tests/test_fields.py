@@ -77,7 +77,12 @@ def test_docs_fields_md_is_the_generators_output():
 
 def test_docs_fields_md_lists_every_leaf_field():
     text = (ROOT / "docs" / "fields.md").read_text(encoding="utf-8")
-    for path in ("environment.cloud.vm_types[].billed_fraction", "freshness.group_correlation",
-                 "training.update_time.serial_fraction", "environment.occupancy.csv", "gpu_pools[].billing",
-                 "uncertainty.factors[].paths"):
+    for path in (
+        "environment.cloud.vm_types[].billed_fraction",
+        "freshness.group_correlation",
+        "training.update_time.serial_fraction",
+        "environment.occupancy.csv",
+        "gpu_pools[].billing",
+        "uncertainty.factors[].paths",
+    ):
         assert f"| `{path}`" in text, path

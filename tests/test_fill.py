@@ -17,8 +17,9 @@ SEED_OCC = calc.fit_lognormal(median=1044, p99=13900)
 def quad_ramp(occ: calc.Occupancy, t: float, g: int) -> float:
     """∫_0^t F(s)^g ds by adaptive quadrature of scipy's lognormal CDF (shares no code with calculus)."""
     law = stats.lognorm(occ.sigma, scale=math.exp(occ.mu))
-    return integrate.quad(lambda s: law.cdf(s) ** g, 0, t, limit=400, epsabs=0, epsrel=1e-12,
-                          points=[occ.median, occ.p99])[0]
+    return integrate.quad(
+        lambda s: law.cdf(s) ** g, 0, t, limit=400, epsabs=0, epsrel=1e-12, points=[occ.median, occ.p99]
+    )[0]
 
 
 def test_seed_check_value():
@@ -30,11 +31,14 @@ def test_seed_check_value():
 @pytest.mark.parametrize("t", [50.0, 1044.0, 3768.0, 2e5])
 def test_lognormal_ramp_matches_quadrature(g, t):
     assert float(calc.completed_group_time(SEED_OCC, t, g, "independent")) == pytest.approx(
-        quad_ramp(SEED_OCC, t, g), rel=1e-9)
+        quad_ramp(SEED_OCC, t, g), rel=1e-9
+    )
 
 
-@pytest.mark.parametrize("median,sigma,g,rate,p", [(1044, 1.13, 8, 10.455, 1.0), (300, 0.5, 4, 3.0, 0.8),
-                                                    (60, 2.0, 16, 50.0, 0.5), (5000, 0.1, 8, 1.0, 1.0)])
+@pytest.mark.parametrize(
+    "median,sigma,g,rate,p",
+    [(1044, 1.13, 8, 10.455, 1.0), (300, 0.5, 4, 3.0, 0.8), (60, 2.0, 16, 50.0, 0.5), (5000, 0.1, 8, 1.0, 1.0)],
+)
 def test_lognormal_fill_is_the_root_found_by_quadrature(median, sigma, g, rate, p):
     occ = calc.fit_lognormal(median=median, sigma=sigma)
     B = 512
@@ -46,7 +50,8 @@ def test_lognormal_fill_is_the_root_found_by_quadrature(median, sigma, g, rate, 
 def test_comonotone_ramp_is_t_minus_the_limited_mean():
     for t in (10.0, 900.0, 5000.0, 1e6):
         assert float(calc.completed_group_time(SEED_OCC, t, 8, "comonotone")) == pytest.approx(
-            quad_ramp(SEED_OCC, t, 1), rel=1e-9)
+            quad_ramp(SEED_OCC, t, 1), rel=1e-9
+        )
     fill = float(calc.fill(SEED_OCC, 10.455, 4096, 8, 1.0, "comonotone"))
     assert 10.455 * (fill - float(SEED_OCC.limited_mean(fill))) == pytest.approx(4096, rel=1e-10)
 
@@ -75,7 +80,8 @@ def test_empirical_fill_is_exact(seed):
         assert p * rate * brute_empirical_ramp(samples, fill, power) == pytest.approx(B, rel=1e-10)
         assert p * rate * brute_empirical_ramp(samples, fill * (1 - 1e-7), power) < B
         assert float(calc.completed_group_time(occ, fill, g, correlation)) == pytest.approx(
-            brute_empirical_ramp(samples, fill, power), rel=1e-10)
+            brute_empirical_ramp(samples, fill, power), rel=1e-10
+        )
 
 
 def test_zero_variance_fill_is_lifetime_plus_batch_time():
@@ -96,7 +102,7 @@ def test_vectorised_over_rates_equals_one_by_one():
 def test_group_completion_mean_is_the_max_of_g_lifetimes():
     law = stats.lognorm(SEED_OCC.sigma, scale=math.exp(SEED_OCC.mu))
     for g in (2, 8):
-        expected = integrate.quad(lambda s: 1 - law.cdf(s) ** g, 0, np.inf, limit=400, epsrel=1e-11)[0]
+        expected = integrate.quad(lambda s, g=g: 1 - law.cdf(s) ** g, 0, np.inf, limit=400, epsrel=1e-11)[0]
         assert calc.group_completion_mean(SEED_OCC, g, "independent") == pytest.approx(expected, rel=1e-8)
     samples = [3.0, 5.0, 5.0, 11.0]
     brute = np.mean([max(c) for c in np.array(np.meshgrid(*[samples] * 3)).reshape(3, -1).T])

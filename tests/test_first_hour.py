@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from models.load import load_instance
+from models.load import load_instance, read_document
 from models.plausible import unit_warnings
-from models.load import read_document
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"<!-- output: (\S+) -->\n```\n(.*?)```\n", re.S)

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, event, given, settings
 
 from cli import main
-from models.load import load_instance
 from drivers.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from models.load import load_instance
 from render.plots import FRONTIER_PX
 from solver.solve import solve_instance
 from tests import reference
@@ -94,8 +94,12 @@ def brute_frontier(points: list[reference.Point], key: str) -> list[tuple[float,
     return out
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 @given(small_instances())
 def test_frontier_matches_brute_force(data):
     inst = instance_of(data)
@@ -138,8 +142,9 @@ def test_cli_writes_csv_json_and_png(tmp_path):
 
 
 def test_cli_infeasible_instance_exits_3(tmp_path):
-    run = CliRunner().invoke(main, ["frontier", str(SEED), "--out", str(tmp_path),
-                                    "--set", "inference.shapes[0].tokens_per_gpu_s=1"])
+    run = CliRunner().invoke(
+        main, ["frontier", str(SEED), "--out", str(tmp_path), "--set", "inference.shapes[0].tokens_per_gpu_s=1"]
+    )
     assert run.exit_code == 3, run.output
     assert "no feasible plan" in run.output
     assert png_size((tmp_path / "frontier.png").read_bytes()) == FRONTIER_PX

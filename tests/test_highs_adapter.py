@@ -69,15 +69,18 @@ def test_highs_holds_what_a_fresh_load_holds_after_every_change(name):
     planner = Planner(base, reusable=True)
     check(planner)
     current = base
-    for step in range(8):
+    for _ in range(8):
         kind = rng.choice(["objective", "cap", "retarget", "makespan", "cadence"])
         if kind == "objective":
             planner.solve(rng.choice(["total_cost", "hourly_cost", "makespan"]))
         elif kind == "cap":
             first = planner.solve("total_cost")
             if first.plan is not None:
-                planner.solve("makespan", max_hourly_cost=first.plan.hourly_cost * 1.01,
-                              max_inference_gpus=first.plan.inference_gpus)
+                planner.solve(
+                    "makespan",
+                    max_hourly_cost=first.plan.hourly_cost * 1.01,
+                    max_inference_gpus=first.plan.inference_gpus,
+                )
         elif kind == "makespan":
             planner.solve("total_cost", max_makespan=current.schedule.deadline * rng.uniform(0.6, 1.0))
         elif kind == "cadence":
@@ -86,7 +89,9 @@ def test_highs_holds_what_a_fresh_load_holds_after_every_change(name):
         else:
             path, change = rng.choice(EDITS)
             value = _read(base, path)
-            candidate = edited(base, {path: change(value) if path != "workload.intake_rate" else min(1.0, change(value))})
+            candidate = edited(
+                base, {path: change(value) if path != "workload.intake_rate" else min(1.0, change(value))}
+            )
             if planner.retarget(candidate):
                 current = candidate
                 planner.solve("total_cost")

@@ -37,7 +37,9 @@ def paths(node, prefix: str = "") -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("args, pools, backends", [((), 1, 1), (("--pools", "3", "--backends", "container,microvm,vm"), 3, 3)])
+@pytest.mark.parametrize(
+    "args, pools, backends", [((), 1, 1), (("--pools", "3", "--backends", "container,microvm,vm"), 3, 3)]
+)
 def test_init_output_validates_and_solves(args, pools, backends):
     text = init(*args)
     inst = validate(yaml.safe_load(text), "starter.yaml")
@@ -74,8 +76,15 @@ def test_init_writes_a_file_and_refuses_to_overwrite_it(tmp_path):
     assert "pool2" in out.read_text()
 
 
-@pytest.mark.parametrize("args, message", [(("-o", "x.json"), ".yaml"), (("--backends", "a,,b"), "--backends"),
-                                           (("--backends", "a,a"), "distinct"), (("--pools", "0"), "--pools")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("-o", "x.json"), ".yaml"),
+        (("--backends", "a,,b"), "--backends"),
+        (("--backends", "a,a"), "distinct"),
+        (("--pools", "0"), "--pools"),
+    ],
+)
 def test_init_refuses_bad_options(args, message, tmp_path):
     result = CliRunner().invoke(main, ["init", *args])
     assert result.exit_code == 2 and message in result.output

@@ -70,25 +70,38 @@ CASES: dict[str, tuple] = {
     "unknown-training-pool.yaml": ("training.pool", "'trainer' is not a gpu_pools name"),
     "toml-unknown-training-pool.toml": ("training.pool", "'trainer' is not a gpu_pools name"),
     "unknown-backend-node-density.yaml": (
-        "environment.node_types[0].density.microvm", "'microvm' is not a backend name (have: container)"),
+        "environment.node_types[0].density.microvm",
+        "'microvm' is not a backend name (have: container)",
+    ),
     "unknown-backend-eligible-share.yaml": (
-        "environment.cloud.eligible_share.containers", "'containers' is not a backend name"),
-    "unknown-backend-vm-density.yaml": ("environment.cloud.vm_types[0].density.gvisor", "'gvisor' is not a backend name"),
+        "environment.cloud.eligible_share.containers",
+        "'containers' is not a backend name",
+    ),
+    "unknown-backend-vm-density.yaml": (
+        "environment.cloud.vm_types[0].density.gvisor",
+        "'gvisor' is not a backend name",
+    ),
     "duplicate-pool-names.yaml": ("gpu_pools[1].name", "duplicate name 'main'"),
     "json-duplicate-backend-names.json": ("environment.backends[1].name", "duplicate name 'container'"),
     "json-wrong-objective.json": ("objective", "must be 'total_cost', 'hourly_cost' or 'makespan', got 'cheapest'"),
     "wrong-objective.yaml": ("objective", "must be 'total_cost', 'hourly_cost' or 'makespan', got 'cost'"),
     # occupancy
-    "occupancy-one-parameter.yaml": ("environment.occupancy", "exactly two of median, p99, mean, sigma (got 1: median)"),
+    "occupancy-one-parameter.yaml": (
+        "environment.occupancy",
+        "exactly two of median, p99, mean, sigma (got 1: median)",
+    ),
     "occupancy-three-parameters.yaml": ("environment.occupancy", "exactly two of median, p99, mean, sigma (got 3"),
     "occupancy-p99-below-median.yaml": ("environment.occupancy.p99", "must be above the median"),
     "occupancy-unknown-distribution.yaml": (
-        "environment.occupancy.distribution", "must be 'lognormal' or 'empirical', got 'weibull'"),
+        "environment.occupancy.distribution",
+        "must be 'lognormal' or 'empirical', got 'weibull'",
+    ),
     "occupancy-missing-distribution.yaml": ("environment.occupancy.distribution", "required field is missing"),
-    "empirical-missing-csv.yaml": (
-        "environment.occupancy.csv", "no-such-samples.csv': No such file or directory"),
+    "empirical-missing-csv.yaml": ("environment.occupancy.csv", "no-such-samples.csv': No such file or directory"),
     "empirical-csv-not-a-number.yaml": (
-        "environment.occupancy.csv", "occupancy-not-a-number.csv line 5: 'about an hour' is not a number of seconds"),
+        "environment.occupancy.csv",
+        "occupancy-not-a-number.csv line 5: 'about an hour' is not a number of seconds",
+    ),
     "empirical-one-sample.yaml": ("environment.occupancy.samples", "needs at least 2 samples, got 1"),
     # units, schedule, training
     "unit-unreadable.yaml": ("schedule.deadline", "cannot read duration '7days'"),
@@ -97,31 +110,50 @@ CASES: dict[str, tuple] = {
     "cadence-max-below-min.yaml": ("schedule.cadence.max", "cadence.max (30 s) must be >= cadence.min (60 s)"),
     "min-groups-above-max.yaml": ("training.max_groups", "max_groups (10) must be >= min_groups (100)"),
     "update-time-table-not-increasing.yaml": (
-        "training.update_time.points[2].gpus", "points must be listed by strictly increasing gpus"),
-    "update-time-unknown-law.yaml": ("training.update_time.law", "must be 'inverse', 'amdahl' or 'table', got 'linear'"),
+        "training.update_time.points[2].gpus",
+        "points must be listed by strictly increasing gpus",
+    ),
+    "update-time-unknown-law.yaml": (
+        "training.update_time.law",
+        "must be 'inverse', 'amdahl' or 'table', got 'linear'",
+    ),
     "amdahl-missing-serial-fraction.yaml": ("training.update_time.serial_fraction", "required field is missing"),
     # uncertainty (MODEL §9): paths, distribution parameters, factors that could only give invalid values
     "uncertainty-path-matches-nothing.yaml": (
-        "uncertainty.factors[0].paths[0]", "'inference.shapes[*].tokens_per_gpu' matches no field that is set"),
+        "uncertainty.factors[0].paths[0]",
+        "'inference.shapes[*].tokens_per_gpu' matches no field that is set",
+    ),
     "uncertainty-malformed-path.yaml": ("uncertainty.factors[0].paths[0]", "cannot read field path"),
     "uncertainty-whole-number-field.yaml": (
-        "uncertainty.factors[0].paths[0]", "workload.iterations is a whole number; factors scale real-valued fields"),
+        "uncertainty.factors[0].paths[0]",
+        "workload.iterations is a whole number; factors scale real-valued fields",
+    ),
     "uncertainty-scales-backend-shares.yaml": ("uncertainty.factors[0].paths[0]", "a factor cannot scale them"),
     "uncertainty-some-occupancy-samples.yaml": (
-        "uncertainty.factors[0].paths[0]", "a factor scales every occupancy sample or none"),
+        "uncertainty.factors[0].paths[0]",
+        "a factor scales every occupancy sample or none",
+    ),
     "uncertainty-normal-missing-sd.yaml": ("uncertainty.factors[0].sd", "a normal factor needs mean, sd (missing sd)"),
     "uncertainty-negative-sd.yaml": ("uncertainty.factors[0].sd", "must be >= 0, got -0.05"),
     "uncertainty-lognormal-zero-median.yaml": ("uncertainty.factors[0].median", "a multiplier's median must be > 0"),
     "uncertainty-uniform-high-below-low.yaml": ("uncertainty.factors[0].high", "high (0.95) must be >= low (1.3)"),
     "uncertainty-triangular-mode-outside.yaml": ("uncertainty.factors[0].mode", "mode (1.5) must lie in [low, high]"),
     "uncertainty-parameter-of-another-distribution.yaml": (
-        "uncertainty.factors[0].low", "a normal factor takes mean, sd, not low"),
+        "uncertainty.factors[0].low",
+        "a normal factor takes mean, sd, not low",
+    ),
     "uncertainty-unknown-distribution.yaml": (
-        "uncertainty.factors[0].dist", "must be 'normal', 'lognormal', 'uniform' or 'triangular', got 'weibull'"),
+        "uncertainty.factors[0].dist",
+        "must be 'normal', 'lognormal', 'uniform' or 'triangular', got 'weibull'",
+    ),
     "uncertainty-only-invalid-values.yaml": (
-        "uncertainty.factors[0].paths[0]", "puts workload.intake_rate out of its range ((0, 1]): the factor could only"),
+        "uncertainty.factors[0].paths[0]",
+        "puts workload.intake_rate out of its range ((0, 1]): the factor could only",
+    ),
     "uncertainty-peak-to-mean-below-one.yaml": (
-        "uncertainty.factors[0].paths[0]", "puts environment.peak_to_mean out of its range (>= 1)"),
+        "uncertainty.factors[0].paths[0]",
+        "puts environment.peak_to_mean out of its range (>= 1)",
+    ),
     "uncertainty-duplicate-factor.yaml": ("uncertainty.factors[1].name", "duplicate factor name 'throughput'"),
     "uncertainty-no-factors.yaml": ("uncertainty.factors", "must have at least 1 item(s), got 0"),
     "uncertainty-confidence-above-one.yaml": ("uncertainty.confidence", "must be in [0, 1], got 90"),
@@ -142,10 +174,22 @@ SUBPROCESS_CASES = [
 
 # Field-level paths that the seed-shaped corpus must reach at least once (the brief's failure kinds).
 PATHS_COVERED = {
-    "workload.intake_rate", "workload.iterations", "training", "inference.availability",
-    "inference.shapes[0].pool", "training.pool", "environment.occupancy", "schedule.deadline",
-    "schedule.extra_time", "schedule.cadence.max", "training.max_groups", "gpu_pools[1].name",
-    "training.update_time.law", "objective", "uncertainty.factors[0].paths[0]", "uncertainty.factors[0].sd",
+    "workload.intake_rate",
+    "workload.iterations",
+    "training",
+    "inference.availability",
+    "inference.shapes[0].pool",
+    "training.pool",
+    "environment.occupancy",
+    "schedule.deadline",
+    "schedule.extra_time",
+    "schedule.cadence.max",
+    "training.max_groups",
+    "gpu_pools[1].name",
+    "training.update_time.law",
+    "objective",
+    "uncertainty.factors[0].paths[0]",
+    "uncertainty.factors[0].sd",
 }
 
 
@@ -159,7 +203,7 @@ def _check_message(file: str, stderr: str, field: str | None, fragment: str, pro
     assert len(lines) == problems, f"expected {problems} problem line(s), got:\n{stderr}"
     assert all(line.startswith(f"{file}: ") for line in lines), f"every line must name the file {file}:\n{stderr}"
     prefix = f"{file}: {field}: " if field else f"{file}: "
-    hits = [line for line in lines if line.startswith(prefix) and fragment in line[len(prefix):]]
+    hits = [line for line in lines if line.startswith(prefix) and fragment in line[len(prefix) :]]
     assert hits, f"no line starts with {prefix!r} and holds {fragment!r}:\n{stderr}"
     for word in ("Input should be", "pydantic", "errors.pydantic.dev", "Value error,"):
         assert word not in stderr, f"pydantic jargon {word!r} in:\n{stderr}"
@@ -183,7 +227,9 @@ def _run(path: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 def test_corpus_and_table_agree():
     files = {p.name for p in DATA.iterdir() if p.is_file() and p.suffix not in HELPER_SUFFIXES}
-    assert files == set(CASES), f"only on disk: {sorted(files - set(CASES))}; only in table: {sorted(set(CASES) - files)}"
+    assert files == set(CASES), (
+        f"only on disk: {sorted(files - set(CASES))}; only in table: {sorted(set(CASES) - files)}"
+    )
     assert len(files) >= 32
     assert {".yaml", ".toml", ".json", ".txt"} <= {Path(f).suffix for f in files}
     assert PATHS_COVERED <= {field for field, *_ in CASES.values()}

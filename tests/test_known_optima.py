@@ -30,8 +30,8 @@ import yaml
 from click.testing import CliRunner
 
 from cli import main
-from models.load import validate
 from drivers.diagnose import diagnosed
+from models.load import validate
 from solver.solve import solve_instance
 from tests.plans import decisions
 
@@ -40,14 +40,24 @@ def base() -> dict:
     return {
         "schema_version": 1,
         "name": "hand",
-        "workload": {"iterations": 144, "batch_trajectories": 5, "group_size": 1, "tokens_per_attempt": 10,
-                     "intake_rate": 1.0},
+        "workload": {
+            "iterations": 144,
+            "batch_trajectories": 5,
+            "group_size": 1,
+            "tokens_per_attempt": 10,
+            "intake_rate": 1.0,
+        },
         "schedule": {"deadline": 3600, "extra_time": 0, "cadence": {"min": 15, "step": 5}},
         "gpu_pools": [{"name": "main", "gpus": 16, "gpu_hour_cost": 1.0}],
-        "inference": {"availability": 1.0,
-                      "shapes": [{"name": "s1", "pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": 1.0}]},
-        "training": {"pool": "main", "gpus_per_group": 1,
-                     "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 50}},
+        "inference": {
+            "availability": 1.0,
+            "shapes": [{"name": "s1", "pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": 1.0}],
+        },
+        "training": {
+            "pool": "main",
+            "gpus_per_group": 1,
+            "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 50},
+        },
         "environment": {
             "occupancy": {"distribution": "empirical", "samples": [10, 10]},
             "littles_law_uses": "mean",
@@ -72,8 +82,11 @@ def assert_plan(result, *, cadence, K, replicas, groups, nodes, vms=None, hourly
     assert result.plan.hourly_cost == pytest.approx(hourly, rel=1e-9)
     assert result.plan.total_cost == pytest.approx(total, rel=1e-9)
     assert result.plan.makespan_s == pytest.approx(144 * cadence, rel=1e-12)
-    value = {"total_cost": result.plan.total_cost, "hourly_cost": result.plan.hourly_cost,
-             "makespan": result.plan.makespan_s}[result.objective]
+    value = {
+        "total_cost": result.plan.total_cost,
+        "hourly_cost": result.plan.hourly_cost,
+        "makespan": result.plan.makespan_s,
+    }[result.objective]
     assert result.objective_value == pytest.approx(value, rel=1e-12)
 
 
@@ -142,8 +155,9 @@ def test_makespan_shortest_feasible_then_cheapest_plan_there():
     data["gpu_pools"][0]["gpus"] = 7
     data["environment"]["node_types"].append({"name": "premium", "density": {"ctr": 3}, "hour_cost": 5.0})
     result = solve(data, "makespan")
-    assert_plan(result, cadence=20.0, K=1, replicas={"s1": 3}, groups=3, nodes={"std": 0, "premium": 1},
-                hourly=11.0, total=8.8)
+    assert_plan(
+        result, cadence=20.0, K=1, replicas={"s1": 3}, groups=3, nodes={"std": 0, "premium": 1}, hourly=11.0, total=8.8
+    )
     assert result.objective_value == pytest.approx(2880.0, rel=1e-12)
 
 
@@ -160,8 +174,16 @@ def test_hourly_budget_forces_slower_cadence(budget, cadence, count, hourly, tot
     data = base()
     data["limits"] = {"max_hourly_cost": budget}
     result = solve(data, "makespan")
-    assert_plan(result, cadence=cadence, K=1, replicas={"s1": count}, groups=count, nodes={"std": count},
-                hourly=hourly, total=total)
+    assert_plan(
+        result,
+        cadence=cadence,
+        K=1,
+        replicas={"s1": count},
+        groups=count,
+        nodes={"std": count},
+        hourly=hourly,
+        total=total,
+    )
     assert result.plan.hourly_cost <= budget
 
 
@@ -176,8 +198,7 @@ def cloud_instance(eligible: float) -> dict:
     data["environment"]["peak_to_mean"] = 1.5
     data["environment"]["cloud"] = {
         "eligible_share": {"ctr": eligible},
-        "vm_types": [{"name": "burst", "density": {"ctr": 1}, "hour_cost": 1.0, "billed_fraction": 0.5,
-                      "max_vms": 5}],
+        "vm_types": [{"name": "burst", "density": {"ctr": 1}, "hour_cost": 1.0, "billed_fraction": 0.5, "max_vms": 5}],
     }
     return data
 
@@ -187,8 +208,17 @@ def test_cloud_vm_absorbs_peak_cheaper_than_a_node():
     # (+2 $/h) or one VM (+0.5 $/h), allowed since 1 <= 0.5·3 = 1.5 eligible.
     # Hourly 4 + 2·2 + 0.5 = 8.5 $/h over 1 h → 8.5 $.
     result = solve(cloud_instance(0.5), "total_cost")
-    assert_plan(result, cadence=25.0, K=1, replicas={"s1": 2}, groups=2, nodes={"std": 2}, vms={"burst": 1},
-                hourly=8.5, total=8.5)
+    assert_plan(
+        result,
+        cadence=25.0,
+        K=1,
+        replicas={"s1": 2},
+        groups=2,
+        nodes={"std": 2},
+        vms={"burst": 1},
+        hourly=8.5,
+        total=8.5,
+    )
     cloud = sum(load.get("ctr", 0.0) for load in result.plan.placement.cloud.values())
     assert 1.0 - 1e-7 <= cloud <= 1.5 + 1e-7
 
@@ -197,8 +227,17 @@ def test_cloud_eligible_share_too_small_for_a_vm_to_help():
     # Eligible share 0.2: at most 0.2·3 = 0.6 environments on VMs, so local nodes must hold 2.4 at
     # peak → N = 3 either way, and a VM would only add cost: 4 + 3·2 = 10 $/h, no VM.
     result = solve(cloud_instance(0.2), "total_cost")
-    assert_plan(result, cadence=25.0, K=1, replicas={"s1": 2}, groups=2, nodes={"std": 3}, vms={"burst": 0},
-                hourly=10.0, total=10.0)
+    assert_plan(
+        result,
+        cadence=25.0,
+        K=1,
+        replicas={"s1": 2},
+        groups=2,
+        nodes={"std": 3},
+        vms={"burst": 0},
+        hourly=10.0,
+        total=10.0,
+    )
 
 
 # --- two shapes in two pools ----------------------------------------------------------------
@@ -214,16 +253,19 @@ def test_cheaper_per_token_shape_fills_its_pool_first():
     data = base()
     data["schedule"]["cadence"]["min"] = 25
     data["workload"]["tokens_per_attempt"] = 40
-    data["gpu_pools"] = [{"name": "slow", "gpus": 10, "gpu_hour_cost": 1.0},
-                         {"name": "fast", "gpus": 3, "gpu_hour_cost": 1.5}]
+    data["gpu_pools"] = [
+        {"name": "slow", "gpus": 10, "gpu_hour_cost": 1.0},
+        {"name": "fast", "gpus": 3, "gpu_hour_cost": 1.5},
+    ]
     data["inference"]["shapes"] = [
         {"name": "b", "pool": "slow", "gpus_per_replica": 2, "tokens_per_gpu_s": 1.0},
         {"name": "a", "pool": "fast", "gpus_per_replica": 1, "tokens_per_gpu_s": 2.0},
     ]
     data["training"]["pool"] = "slow"
     result = solve(data, "total_cost")
-    assert_plan(result, cadence=25.0, K=1, replicas={"b": 1, "a": 3}, groups=2, nodes={"std": 2},
-                hourly=12.5, total=12.5)
+    assert_plan(
+        result, cadence=25.0, K=1, replicas={"b": 1, "a": 3}, groups=2, nodes={"std": 2}, hourly=12.5, total=12.5
+    )
     pools = {p.pool: p.gpus_used for p in result.plan.pools}
     assert pools == {"slow": 4, "fast": 3}
     assert "pool_capacity[fast]" in result.binding
@@ -349,11 +391,35 @@ def test_budget_infeasible():
 
 # --- CLI: exit codes and the JSON contract of MODEL.md §6 ----------------------------------------
 
-PLAN_KEYS = {"cadence_s", "makespan_s", "versions_kept", "inference", "inference_gpus", "training_groups",
-             "training_gpus", "local_nodes", "cloud_vms", "hourly_cost", "total_cost"}
-METRIC_KEYS = {"effective_trajectories_per_s", "attempts_per_s", "token_demand_per_s", "token_supply_per_s",
-               "update_time_s", "inflight_mean", "inflight_peak", "occupancy_mean_s", "mean_version_gap",
-               "p99_version_gap", "exceedance", "group_drop_rate", "effective_intake", "time_margin"}
+PLAN_KEYS = {
+    "cadence_s",
+    "makespan_s",
+    "versions_kept",
+    "inference",
+    "inference_gpus",
+    "training_groups",
+    "training_gpus",
+    "local_nodes",
+    "cloud_vms",
+    "hourly_cost",
+    "total_cost",
+}
+METRIC_KEYS = {
+    "effective_trajectories_per_s",
+    "attempts_per_s",
+    "token_demand_per_s",
+    "token_supply_per_s",
+    "update_time_s",
+    "inflight_mean",
+    "inflight_peak",
+    "occupancy_mean_s",
+    "mean_version_gap",
+    "p99_version_gap",
+    "exceedance",
+    "group_drop_rate",
+    "effective_intake",
+    "time_margin",
+}
 TOP_KEYS = {"instance", "status", "objective", "objective_value", "plan", "metrics", "binding", "diagnosis"}
 TIMING_KEYS = {"load", "build", "solve", "extract", "verify", "highs"}
 

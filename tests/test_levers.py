@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from drivers.levers import levers, steps
 from models.edits import edited
 from models.load import load_instance
-from drivers.levers import levers, steps
 from render.levers import drop_sentence, lever_line
 from solver.solve import solve_instance
 
@@ -61,11 +61,18 @@ def test_levers_are_sorted_by_saving_with_the_planless_last(seed):
 
 
 def test_the_listed_levers_follow_the_limits_that_are_set():
-    inst = edited(load_instance(SEED), {"limits.max_hourly_cost": 17000, "freshness.max_exceedance": 0.06,
-                                        "environment.node_types[0].max_nodes": 20})
+    inst = edited(
+        load_instance(SEED),
+        {"limits.max_hourly_cost": 17000, "freshness.max_exceedance": 0.06, "environment.node_types[0].max_nodes": 20},
+    )
     paths = [path for _, path, *_ in steps(inst)]
-    for path in ("limits.max_hourly_cost", "freshness.max_exceedance", "environment.node_types[0].max_nodes",
-                 "gpu_pools[0].gpus", "environment.cloud.vm_types[0].max_vms"):
+    for path in (
+        "limits.max_hourly_cost",
+        "freshness.max_exceedance",
+        "environment.node_types[0].max_nodes",
+        "gpu_pools[0].gpus",
+        "environment.cloud.vm_types[0].max_vms",
+    ):
         assert path in paths
     assert "limits.max_total_cost" not in paths and "freshness.max_mean_gap" not in paths
     nodes = next(s for s in steps(inst) if s[1] == "environment.node_types[0].max_nodes")

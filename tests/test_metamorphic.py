@@ -114,8 +114,12 @@ def generous(data: dict) -> dict:
     """A much looser variant (more GPUs, faster shapes, later deadline, no freshness or cost limits)."""
     out = tokens_times(gpus_plus(data, 24), 4.0)
     out = deadline_times(out, 1.5)
-    out["freshness"] = {**out.get("freshness", {}), "max_mean_gap": None, "max_exceedance": None,
-                        "max_group_drop": None}
+    out["freshness"] = {
+        **out.get("freshness", {}),
+        "max_mean_gap": None,
+        "max_exceedance": None,
+        "max_group_drop": None,
+    }
     out["limits"] = {}
     return out
 
@@ -162,10 +166,13 @@ def check_prices_double(data: dict, objective: str | None = None) -> None:
 def halved(plan):
     """A plan of the doubled-price instance with its costs expressed at the base prices."""
     terms = plan.cost_terms
-    return plan.model_copy(update={
-        "hourly_cost": plan.hourly_cost / 2, "total_cost": plan.total_cost / 2,
-        "cost_terms": terms.model_copy(update={"gpu": terms.gpu / 2, "node": terms.node / 2, "vm": terms.vm / 2}),
-    })
+    return plan.model_copy(
+        update={
+            "hourly_cost": plan.hourly_cost / 2,
+            "total_cost": plan.total_cost / 2,
+            "cost_terms": terms.model_copy(update={"gpu": terms.gpu / 2, "node": terms.node / 2, "vm": terms.vm / 2}),
+        }
+    )
 
 
 def check_loosening(data: dict, name: str, looser: dict, base) -> None:
@@ -173,7 +180,10 @@ def check_loosening(data: dict, name: str, looser: dict, base) -> None:
     if base.status == "optimal":
         assert result.status == "optimal", (name, "a looser instance became", result.status)
         assert result.plan.total_cost <= base.plan.total_cost * (1 + REL) + 1e-12, (
-            name, result.plan.total_cost, base.plan.total_cost)
+            name,
+            result.plan.total_cost,
+            base.plan.total_cost,
+        )
 
 
 def check_tightening(name: str, tighter: dict, base) -> None:
@@ -182,7 +192,10 @@ def check_tightening(name: str, tighter: dict, base) -> None:
         assert result.status == "infeasible", (name, "a tighter infeasible instance became", result.status)
     elif result.status == "optimal":
         assert result.plan.total_cost >= base.plan.total_cost * (1 - REL) - 1e-12, (
-            name, result.plan.total_cost, base.plan.total_cost)
+            name,
+            result.plan.total_cost,
+            base.plan.total_cost,
+        )
 
 
 # --- seed baseline ------------------------------------------------------------------------------
@@ -215,23 +228,29 @@ def test_seed_prices_double_other_objectives(seed, objective):
     check_prices_double(seed, objective)
 
 
-@pytest.mark.parametrize("name, edit", [
-    ("deadline 8d", lambda d: apply_edit(d, "schedule.deadline", "8d")),
-    ("deadline 14d", lambda d: apply_edit(d, "schedule.deadline", "14d")),
-    ("gpus 12000", lambda d: apply_edit(d, "gpu_pools[0].gpus", 12000)),
-    ("tokens 90", lambda d: apply_edit(d, "inference.shapes[0].tokens_per_gpu_s", 90)),
-    ("more versions kept", lambda d: apply_edit(d, "freshness.max_versions_kept", 14)),
-    ("budget above the optimum", lambda d: apply_edit(d, "limits", {"max_hourly_cost": 20000.0})),
-])
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("deadline 8d", lambda d: apply_edit(d, "schedule.deadline", "8d")),
+        ("deadline 14d", lambda d: apply_edit(d, "schedule.deadline", "14d")),
+        ("gpus 12000", lambda d: apply_edit(d, "gpu_pools[0].gpus", 12000)),
+        ("tokens 90", lambda d: apply_edit(d, "inference.shapes[0].tokens_per_gpu_s", 90)),
+        ("more versions kept", lambda d: apply_edit(d, "freshness.max_versions_kept", 14)),
+        ("budget above the optimum", lambda d: apply_edit(d, "limits", {"max_hourly_cost": 20000.0})),
+    ],
+)
 def test_seed_loosening_never_costs_more(seed, seed_result, name, edit):
     check_loosening(seed, name, edit(seed), seed_result)
 
 
-@pytest.mark.parametrize("name, edit", [
-    ("deadline 6d", lambda d: apply_edit(d, "schedule.deadline", "6d")),
-    ("gpus 8000", lambda d: apply_edit(d, "gpu_pools[0].gpus", 8000)),
-    ("tokens 60", lambda d: apply_edit(d, "inference.shapes[0].tokens_per_gpu_s", 60)),
-])
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("deadline 6d", lambda d: apply_edit(d, "schedule.deadline", "6d")),
+        ("gpus 8000", lambda d: apply_edit(d, "gpu_pools[0].gpus", 8000)),
+        ("tokens 60", lambda d: apply_edit(d, "inference.shapes[0].tokens_per_gpu_s", 60)),
+    ],
+)
 def test_seed_tightening_never_costs_less(seed, seed_result, name, edit):
     check_tightening(name, edit(seed), seed_result)
 
@@ -249,8 +268,13 @@ def test_seed_infeasible_stays_infeasible(seed):
 
 
 # No shrinking: each example solves a dozen MIPs, and shrinking a failure took over five minutes.
-@settings(max_examples=30, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(small_instances())
 def test_random_metamorphic(data):
     check_prices_double(data, data["objective"])

@@ -24,22 +24,32 @@ from tests.strategies import instance_of, mixed_backend_instances, small_instanc
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
-ONE_CADENCE = ["freshness.overrun_policy=downweight", "environment.cloud.vm_types=[]",
-               "schedule.cadence.min=600", "schedule.cadence.max=600"]
+ONE_CADENCE = [
+    "freshness.overrun_policy=downweight",
+    "environment.cloud.vm_types=[]",
+    "schedule.cadence.min=600",
+    "schedule.cadence.max=600",
+]
 MIXED = ONE_CADENCE + [
     "environment.backends=[{name: container, share: 0.9, cores: 0.05, memory_gb: 3},"
     " {name: light, share: 0.1, cores: 0.05}]",
-    "environment.node_types[0].density={container: 1048, light: 1048}"]
-CONTROL = ONE_CADENCE + ["environment.backends=[{name: container, share: 1.0, cores: 0.05, memory_gb: 3}]",
-                         "environment.node_types[0].density={container: 1048}"]
+    "environment.node_types[0].density={container: 1048, light: 1048}",
+]
+CONTROL = ONE_CADENCE + [
+    "environment.backends=[{name: container, share: 1.0, cores: 0.05, memory_gb: 3}]",
+    "environment.node_types[0].density={container: 1048}",
+]
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
 
-@pytest.mark.parametrize("edits, nodes, total", [(MIXED, 23, 2_208_666.666_666_667),
-                                                 (CONTROL, 26, 2_214_666.666_666_667)], ids=["mixed", "control"])
+@pytest.mark.parametrize(
+    "edits, nodes, total",
+    [(MIXED, 23, 2_208_666.666_666_667), (CONTROL, 26, 2_214_666.666_666_667)],
+    ids=["mixed", "control"],
+)
 def test_audit_minimal_case_and_control(edits, nodes, total):
     """The seed baseline at L = 600 s, downweight, containers at 3 GB on one node type (188 cores,
     1,560 GB, density 1,048). Mixed: 90 % containers plus a 10 % backend stating no memory_gb, E =
@@ -69,7 +79,9 @@ def test_the_old_readings_plan_fails_on_memory_alone():
     plan = solve_instance(inst).plan
     old = recosted(inst, plan, local_nodes=[Count(type="standard", count=13)])
     assert {v.split(":")[0] for v in verify_plan(inst, old).violations} == {
-        "steady_nodes[standard].memory", "peak_nodes[standard].memory"}
+        "steady_nodes[standard].memory",
+        "peak_nodes[standard].memory",
+    }
     assert old.total_cost == pytest.approx(2_188_666.666_666_667, rel=1e-12)
 
 
@@ -83,8 +95,12 @@ def test_a_backend_without_memory_never_makes_a_plan_cheaper():
     assert mixed.total_cost <= control.total_cost
 
 
-@settings(max_examples=100, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mixed_backend_instances())
 def test_mip_matches_brute_force_on_mixed_backends(data):
     inst = instance_of(data)
@@ -126,8 +142,9 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            found |= {f"{node.module}.{alias.name}" for alias in node.names} if node.module == "solver" \
-                else {node.module}
+            found |= (
+                {f"{node.module}.{alias.name}" for alias in node.names} if node.module == "solver" else {node.module}
+            )
     return found
 
 

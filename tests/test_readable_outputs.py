@@ -30,8 +30,9 @@ def test_field_labels_name_the_item_not_its_index():
     names = {"inference.shapes[1]": "h200-tp8", "gpu_pools[0]": "h100", "environment.node_types[0]": "standard"}
     assert field_label("inference.shapes[1].tokens_per_gpu_s", names) == "tokens/s/GPU (shape h200-tp8)"
     assert field_label("gpu_pools[0].gpus", names) == "GPUs (pool h100)"
-    assert field_label("environment.node_types[0].density.container", names) == \
-        "density of container (node type standard)"
+    assert (
+        field_label("environment.node_types[0].density.container", names) == "density of container (node type standard)"
+    )
     assert field_label("schedule.deadline") == "deadline"
     assert field_label("inference.shapes[3].version_slowdown", names) == "slowdown per version (shape #3)"
 

@@ -38,8 +38,10 @@ def reserved_all() -> dict:
 def mixed() -> dict:
     """Training on an owned 8-GPU pool (reserved, 8 $/h whatever is used), inference rented by the GPU."""
     data = base()
-    data["gpu_pools"] = [{"name": "owned", "gpus": 8, "gpu_hour_cost": 1.0, "billing": "reserved"},
-                         {"name": "rent", "gpus": 16, "gpu_hour_cost": 1.0}]
+    data["gpu_pools"] = [
+        {"name": "owned", "gpus": 8, "gpu_hour_cost": 1.0, "billing": "reserved"},
+        {"name": "rent", "gpus": 16, "gpu_hour_cost": 1.0},
+    ]
     data["inference"]["shapes"][0]["pool"] = "rent"
     data["training"]["pool"] = "owned"
     return data

@@ -56,13 +56,22 @@ DEGENERATE = [
     normal("throughput", [THROUGHPUT_PATH], 0.0),
     {"name": "lifetimes", "paths": LIFETIME_PATHS, "dist": "lognormal", "median": 1.0, "sigma": 0.0},
     {"name": "updates", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 1.0, "high": 1.0},
-    {"name": "tokens", "paths": ["workload.tokens_per_attempt"], "dist": "triangular", "low": 1.0, "mode": 1.0,
-     "high": 1.0},
+    {
+        "name": "tokens",
+        "paths": ["workload.tokens_per_attempt"],
+        "dist": "triangular",
+        "low": 1.0,
+        "mode": 1.0,
+        "high": 1.0,
+    },
 ]
 
 
-@pytest.mark.parametrize("base,startup", [(SEED, False), (SEED, True), (TWO_BACKENDS, False)],
-                         ids=["seed", "seed-count-startup", "two-backends-cloud"])
+@pytest.mark.parametrize(
+    "base,startup",
+    [(SEED, False), (SEED, True), (TWO_BACKENDS, False)],
+    ids=["seed", "seed-count-startup", "two-backends-cloud"],
+)
 def test_degenerate_factors_leave_the_deterministic_optimum_on_time(base: Path, startup: bool):
     document = read_document(base)
     schedule = dict(document["schedule"], count_startup=startup)
@@ -95,8 +104,9 @@ def _threshold(inst, plan) -> float:
     run = laws.run_at(inst, law, pace, plan.versions_kept, plan.training_groups, startup=False)
     demand = run.attempts * inst.workload.tokens_per_attempt
     shapes = {s.name: s for s in inst.inference.shapes}
-    supply = inst.inference.availability * sum(r.replicas * shapes[r.shape].gpus_per_replica
-                                               * shapes[r.shape].tokens_per_gpu_s for r in plan.inference)
+    supply = inst.inference.availability * sum(
+        r.replicas * shapes[r.shape].gpus_per_replica * shapes[r.shape].tokens_per_gpu_s for r in plan.inference
+    )
     return demand / supply
 
 
@@ -122,15 +132,24 @@ def test_realised_cadence_is_where_the_rows_start_to_hold():
     node = inst.environment.node_types[0]
 
     def holds(here, cadence: float) -> bool:
-        run = laws.run_at(here, laws.law_of(here.environment.occupancy), cadence, plan.versions_kept,
-                          plan.training_groups, startup=False)
+        run = laws.run_at(
+            here,
+            laws.law_of(here.environment.occupancy),
+            cadence,
+            plan.versions_kept,
+            plan.training_groups,
+            startup=False,
+        )
         shape = here.inference.shapes[0]
         supply = plan.inference[0].replicas * shape.gpus_per_replica * shape.tokens_per_gpu_s
         backend = here.environment.backends[0]
         per_node = min(node.density["container"], node.cores / backend.cores, node.memory_gb / backend.memory_gb)
         hosts = sum(c.count for c in plan.local_nodes) * per_node
-        return (supply >= run.attempts * here.workload.tokens_per_attempt * (1 - 1e-7)
-                and run.update <= cadence * (1 + 1e-7) and run.attempts * run.w_use <= hosts * (1 + 1e-7))
+        return (
+            supply >= run.attempts * here.workload.tokens_per_attempt * (1 - 1e-7)
+            and run.update <= cadence * (1 + 1e-7)
+            and run.attempts * run.w_use <= hosts * (1 + 1e-7)
+        )
 
     assert not plan.cloud_vms or all(c.count == 0 for c in plan.cloud_vms)
     raised = 0
@@ -147,8 +166,17 @@ def test_realised_cadence_is_where_the_rows_start_to_hold():
 
 
 def test_sandbox_room_lp_agrees_with_the_closed_form():
-    inst = uncertain([{"name": "density", "paths": ["environment.node_types[0].density.container"], "dist": "uniform",
-                       "low": 0.5, "high": 1.5}])
+    inst = uncertain(
+        [
+            {
+                "name": "density",
+                "paths": ["environment.node_types[0].density.container"],
+                "dist": "uniform",
+                "low": 0.5,
+                "high": 1.5,
+            }
+        ]
+    )
     plan = optimum(inst)
     scen = sc.draw(inst, 6, seed=2)
     closed = room(inst, plan, scen, np.ones(6))
@@ -156,13 +184,15 @@ def test_sandbox_room_lp_agrees_with_the_closed_form():
     shares = {0: 1.0}
     eligible = {0: np.full(6, inst.environment.cloud.eligible_share["container"])}
     for s in range(6):
-        assert closed[s] == pytest.approx(min(_lp(hosts, shares, eligible, s, False), _lp(hosts, shares, eligible, s, True)),
-                                          rel=1e-7)
+        assert closed[s] == pytest.approx(
+            min(_lp(hosts, shares, eligible, s, False), _lp(hosts, shares, eligible, s, True)), rel=1e-7
+        )
 
 
 def test_two_backends_hold_their_nominal_load():
-    inst = uncertain([{"name": "lifetimes", "paths": LIFETIME_PATHS, "dist": "lognormal", "median": 1.0, "sigma": 0.3}],
-                     TWO_BACKENDS)
+    inst = uncertain(
+        [{"name": "lifetimes", "paths": LIFETIME_PATHS, "dist": "lognormal", "median": 1.0, "sigma": 0.3}], TWO_BACKENDS
+    )
     plan = optimum(inst)
     scen = sc.from_draws(inst, np.array([[1.0], [1.3], [0.7]]))
     v = sc.values_of(inst, scen)
@@ -188,8 +218,12 @@ def test_more_throughput_never_hurts_and_longer_lifetimes_never_help():
 
 
 def test_sensitivity_uses_each_factors_deciles_and_others_at_their_median():
-    inst = uncertain([normal("throughput", [THROUGHPUT_PATH], 0.05),
-                      {"name": "lifetimes", "paths": LIFETIME_PATHS, "dist": "lognormal", "median": 1.0, "sigma": 0.2}])
+    inst = uncertain(
+        [
+            normal("throughput", [THROUGHPUT_PATH], 0.05),
+            {"name": "lifetimes", "paths": LIFETIME_PATHS, "dist": "lognormal", "median": 1.0, "sigma": 0.2},
+        ]
+    )
     plan = optimum(inst)
     report = assess(inst, plan, samples=200)
     throughput, lifetimes = report.factors
@@ -219,8 +253,18 @@ def test_the_same_seed_gives_the_same_report():
 
 # ---------------------------------------------------------------- CLI
 
-RISK_KEYS = {"instance", "plan", "samples", "seed", "on_time_probability", "on_time_interval", "makespan_s",
-             "total_cost", "expected_lateness_s", "factors"}
+RISK_KEYS = {
+    "instance",
+    "plan",
+    "samples",
+    "seed",
+    "on_time_probability",
+    "on_time_interval",
+    "makespan_s",
+    "total_cost",
+    "expected_lateness_s",
+    "factors",
+}
 FACTOR_KEYS = {"name", "low", "high", "makespan_s_low", "makespan_s_high", "on_time_low", "on_time_high"}
 
 
@@ -287,11 +331,16 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
     out = sc.evaluate(inst, plan, scen)
     at = sc.at_deadline(inst, scen, [plan.versions_kept])
     v = sc.values_of(inst, scen)
-    supply = (at.supply_per_replica[:, 0, 0] * plan.inference[0].replicas)
+    supply = at.supply_per_replica[:, 0, 0] * plan.inference[0].replicas
     update = sc.update_time(inst, scen, plan.training_gpus)
     theta = room(inst, plan, scen, v.peak_to_mean)
-    verdict = ((plan.cadence_s <= at.pace) & (update <= at.pace * (1 + 1e-9)) & at.fresh[:, 0]
-               & (supply >= at.token_demand[:, 0] * (1 - 1e-9)) & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9)))
+    verdict = (
+        (plan.cadence_s <= at.pace)
+        & (update <= at.pace * (1 + 1e-9))
+        & at.fresh[:, 0]
+        & (supply >= at.token_demand[:, 0] * (1 - 1e-9))
+        & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9))
+    )
     assert 0.02 < out.on_time.mean() < 0.98
     assert np.array_equal(verdict, out.on_time)
 
@@ -304,7 +353,9 @@ def test_start_up_fill_per_scenario_matches_the_calculus():
 
     rng = np.random.default_rng(4)
     mu, sigma, rate = rng.uniform(5.0, 8.0, 40), rng.uniform(0.05, 2.0, 40), rng.uniform(0.5, 20.0, 40)
-    life = Lifetimes(mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + 2.33 * sigma), mu=mu, sigma=sigma)
+    life = Lifetimes(
+        mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + 2.33 * sigma), mu=mu, sigma=sigma
+    )
     for correlation in ("independent", "comonotone"):
         mine = life.fill(rate, 4096, 8, 0.9, correlation)
         for s in range(40):
@@ -318,8 +369,17 @@ def test_an_empirical_occupancy_is_scaled_as_a_whole():
     samples = [300.0, 500.0, 700.0, 900.0, 1044.0, 1200.0, 1500.0, 2000.0, 3000.0, 5000.0]
     document = read_document(SEED)
     document["environment"] = dict(document["environment"], occupancy={"distribution": "empirical", "samples": samples})
-    document["uncertainty"] = {"factors": [{"name": "lifetimes", "paths": ["environment.occupancy.samples[*]"],
-                                            "dist": "lognormal", "median": 1.0, "sigma": 0.2}]}
+    document["uncertainty"] = {
+        "factors": [
+            {
+                "name": "lifetimes",
+                "paths": ["environment.occupancy.samples[*]"],
+                "dist": "lognormal",
+                "median": 1.0,
+                "sigma": 0.2,
+            }
+        ]
+    }
     inst = validate(document, "empirical.yaml")
     plan = optimum(inst)
     scen = sc.from_draws(inst, np.array([[1.0], [1.4]]))

@@ -48,66 +48,108 @@ class Run:
 
 # (row id, runs) -- every row of SEED_FIGURES.md; base set-up is seed-week-75.yaml.
 ROWS: list[tuple[str, list[Run]]] = [
-    ("row01-lossless-threshold", [
-        Run("seed-week-75.yaml", {"lossless_threshold_tokens_per_gpu_s": 73.97}, inference_gpus=3000)]),
-    ("row02-effective-trajectories", [
-        Run("seed-week-75.yaml", {"effective_trajectories_per_s": 6.7725})]),
-    ("row03-loss-adjusted-threshold", [
-        Run("seed-lossy.yaml", {"loss_adjusted_threshold_tokens_per_gpu_s": 103.47}, inference_gpus=3000)]),
-    ("row04-median-inflight-nodes", [
-        Run("seed-median.yaml", {"inflight_median": 7070.5, "nodes_needed.standard": 7})]),
-    ("row05-lognormal-sigma-mean", [
-        Run("seed-week-75.yaml", {"occupancy_sigma": 1.1128, "occupancy_mean_s": 1939.2})]),
-    ("row06-mean-inflight-nodes", [
-        Run("seed-week-75.yaml", {"inflight_mean": 13132.9, "nodes_needed.standard": 13})]),
-    ("row07-dsec-density-3200", [
-        Run("seed-dsec-3200.yaml", {"nodes_needed.dsec": 3}, edits=(MEDIAN,)),
-        Run("seed-dsec-3200.yaml", {"nodes_needed.dsec": 5})]),
-    ("row08-intake-80-inflight-nodes", [
-        Run("seed-intake-80.yaml", {"inflight_mean": 16416.2, "nodes_needed.standard": 16})]),
-    ("row09-intake-80-cadence-500-rates", [
-        Run("seed-intake-80.yaml", {"effective_trajectories_per_s": 8.192, "attempts_per_s": 10.24}, cadence=500)]),
-    ("row10-intake-80-cadence-500-inflight-nodes", [
-        Run("seed-intake-80.yaml", {"inflight_mean": 19857.0, "nodes_needed.standard": 19}, cadence=500)]),
-    ("row11-cadence-500-time-margin", [
-        Run("seed-cadence-500.yaml", {"time_margin": 0.17328}, cadence=500)]),
-    ("row12-cadence-500-threshold", [
-        Run("seed-cadence-500.yaml", {"lossless_threshold_tokens_per_gpu_s": 89.48}, cadence=500, inference_gpus=3000)]),
-    ("row13-cadence-500-inflight", [
-        Run("seed-cadence-500.yaml", {"inflight_median": 8552.4, "inflight_mean": 15885.6}, cadence=500)]),
-    ("row14-cadence-600-median-gap", [
-        Run("seed-median.yaml", {"mean_version_gap": 1.74}, cadence=600)]),
-    ("row15-cadence-600-mean-gap", [
-        Run("seed-week-75.yaml", {"mean_version_gap": 3.232}, cadence=600)]),
-    ("row16-cadence-600-k10-exceedance", [
-        Run("seed-week-75.yaml", {"exceedance": 0.0532, "group_drop_upper": 0.3544}, cadence=600)]),
-    ("row17-cadence-600-k4-exceedance", [
-        Run("seed-week-75.yaml", {"exceedance": 0.1975, "group_drop_upper": 0.8280}, cadence=600,
-            edits=("freshness.max_versions_kept=4",))]),
-    ("row18-cadence-500-k10-exceedance", [
-        Run("seed-cadence-500.yaml", {"exceedance": 0.0734, "group_drop_upper": 0.4568}, cadence=500)]),
-    ("row19-batching-cadences-median-gap", [
-        Run("seed-median.yaml", {"mean_version_gap": 4.667}, cadence=223.70),
-        Run("seed-median.yaml", {"mean_version_gap": 1.400}, cadence=745.65)]),
-    ("row20-cadence-600-p99-gap", [
-        Run("seed-week-75.yaml", {"p99_version_gap": 23.17}, cadence=600)]),
-    ("row21-tier-200-demand-share", [
-        Run("seed-week-200.yaml", {"demand_share_of_capacity": 0.3699}, inference_gpus=3000)]),
-    ("row22-decode-speed", [
-        Run("seed-lossy.yaml", {"decode_tokens_per_s": 31.61}, edits=(MEDIAN,)),
-        Run("seed-lossy.yaml", {"decode_tokens_per_s": 17.02})]),
-    ("row23-tier-60-inference-gpus-needed", [
-        Run("seed-week-60.yaml", {"inference_gpus_needed": 3698.7})]),
+    (
+        "row01-lossless-threshold",
+        [Run("seed-week-75.yaml", {"lossless_threshold_tokens_per_gpu_s": 73.97}, inference_gpus=3000)],
+    ),
+    ("row02-effective-trajectories", [Run("seed-week-75.yaml", {"effective_trajectories_per_s": 6.7725})]),
+    (
+        "row03-loss-adjusted-threshold",
+        [Run("seed-lossy.yaml", {"loss_adjusted_threshold_tokens_per_gpu_s": 103.47}, inference_gpus=3000)],
+    ),
+    ("row04-median-inflight-nodes", [Run("seed-median.yaml", {"inflight_median": 7070.5, "nodes_needed.standard": 7})]),
+    ("row05-lognormal-sigma-mean", [Run("seed-week-75.yaml", {"occupancy_sigma": 1.1128, "occupancy_mean_s": 1939.2})]),
+    ("row06-mean-inflight-nodes", [Run("seed-week-75.yaml", {"inflight_mean": 13132.9, "nodes_needed.standard": 13})]),
+    (
+        "row07-dsec-density-3200",
+        [
+            Run("seed-dsec-3200.yaml", {"nodes_needed.dsec": 3}, edits=(MEDIAN,)),
+            Run("seed-dsec-3200.yaml", {"nodes_needed.dsec": 5}),
+        ],
+    ),
+    (
+        "row08-intake-80-inflight-nodes",
+        [Run("seed-intake-80.yaml", {"inflight_mean": 16416.2, "nodes_needed.standard": 16})],
+    ),
+    (
+        "row09-intake-80-cadence-500-rates",
+        [Run("seed-intake-80.yaml", {"effective_trajectories_per_s": 8.192, "attempts_per_s": 10.24}, cadence=500)],
+    ),
+    (
+        "row10-intake-80-cadence-500-inflight-nodes",
+        [Run("seed-intake-80.yaml", {"inflight_mean": 19857.0, "nodes_needed.standard": 19}, cadence=500)],
+    ),
+    ("row11-cadence-500-time-margin", [Run("seed-cadence-500.yaml", {"time_margin": 0.17328}, cadence=500)]),
+    (
+        "row12-cadence-500-threshold",
+        [
+            Run(
+                "seed-cadence-500.yaml",
+                {"lossless_threshold_tokens_per_gpu_s": 89.48},
+                cadence=500,
+                inference_gpus=3000,
+            )
+        ],
+    ),
+    (
+        "row13-cadence-500-inflight",
+        [Run("seed-cadence-500.yaml", {"inflight_median": 8552.4, "inflight_mean": 15885.6}, cadence=500)],
+    ),
+    ("row14-cadence-600-median-gap", [Run("seed-median.yaml", {"mean_version_gap": 1.74}, cadence=600)]),
+    ("row15-cadence-600-mean-gap", [Run("seed-week-75.yaml", {"mean_version_gap": 3.232}, cadence=600)]),
+    (
+        "row16-cadence-600-k10-exceedance",
+        [Run("seed-week-75.yaml", {"exceedance": 0.0532, "group_drop_upper": 0.3544}, cadence=600)],
+    ),
+    (
+        "row17-cadence-600-k4-exceedance",
+        [
+            Run(
+                "seed-week-75.yaml",
+                {"exceedance": 0.1975, "group_drop_upper": 0.8280},
+                cadence=600,
+                edits=("freshness.max_versions_kept=4",),
+            )
+        ],
+    ),
+    (
+        "row18-cadence-500-k10-exceedance",
+        [Run("seed-cadence-500.yaml", {"exceedance": 0.0734, "group_drop_upper": 0.4568}, cadence=500)],
+    ),
+    (
+        "row19-batching-cadences-median-gap",
+        [
+            Run("seed-median.yaml", {"mean_version_gap": 4.667}, cadence=223.70),
+            Run("seed-median.yaml", {"mean_version_gap": 1.400}, cadence=745.65),
+        ],
+    ),
+    ("row20-cadence-600-p99-gap", [Run("seed-week-75.yaml", {"p99_version_gap": 23.17}, cadence=600)]),
+    (
+        "row21-tier-200-demand-share",
+        [Run("seed-week-200.yaml", {"demand_share_of_capacity": 0.3699}, inference_gpus=3000)],
+    ),
+    (
+        "row22-decode-speed",
+        [
+            Run("seed-lossy.yaml", {"decode_tokens_per_s": 31.61}, edits=(MEDIAN,)),
+            Run("seed-lossy.yaml", {"decode_tokens_per_s": 17.02}),
+        ],
+    ),
+    ("row23-tier-60-inference-gpus-needed", [Run("seed-week-60.yaml", {"inference_gpus_needed": 3698.7})]),
 ]
 
 # The note under the table: with the article's rounded mean (median 1044 s, mean 1900 s),
 # rows 8, 10 and 13 become 16,083 / 19,456 / 15,565.
 ROUNDED_MEAN = "environment.occupancy={distribution: lognormal, median: 1044, mean: 1900}"
 NOTE: list[tuple[str, list[Run]]] = [
-    ("note-rounded-mean-rows-08-10-13", [
-        Run("seed-intake-80.yaml", {"inflight_mean": 16083}, edits=(ROUNDED_MEAN,)),
-        Run("seed-intake-80.yaml", {"inflight_mean": 19456}, cadence=500, edits=(ROUNDED_MEAN,)),
-        Run("seed-cadence-500.yaml", {"inflight_mean": 15565}, cadence=500, edits=(ROUNDED_MEAN,))]),
+    (
+        "note-rounded-mean-rows-08-10-13",
+        [
+            Run("seed-intake-80.yaml", {"inflight_mean": 16083}, edits=(ROUNDED_MEAN,)),
+            Run("seed-intake-80.yaml", {"inflight_mean": 19456}, cadence=500, edits=(ROUNDED_MEAN,)),
+            Run("seed-cadence-500.yaml", {"inflight_mean": 15565}, cadence=500, edits=(ROUNDED_MEAN,)),
+        ],
+    ),
 ]
 
 

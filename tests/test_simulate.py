@@ -99,18 +99,26 @@ def test_long_run_with_slack_agrees_with_littles_law_and_section_8():
     report = simulate_plan(inst, plan, metrics=metrics, seed=3)
     sim, pred = report.simulated, report.predicted
     assert sim["sandbox_wait_share"] == 0 and sim["local_full_share"] == 0  # sandboxes not binding
-    assert sim["inflight_mean"] == pytest.approx(metrics.attempts_per_s * calc.occupancy_of(
-        inst.environment.occupancy).mean, rel=0.01)
+    assert sim["inflight_mean"] == pytest.approx(
+        metrics.attempts_per_s * calc.occupancy_of(inst.environment.occupancy).mean, rel=0.01
+    )
     assert sim["makespan_s"] == pytest.approx(pred["makespan_with_startup_s"], rel=0.005)
     assert pred["makespan_with_startup_s"] == pytest.approx(
-        pred["startup_s"] + (inst.workload.iterations - 1) * plan.cadence_s + metrics.update_time_s, rel=1e-12)
+        pred["startup_s"] + (inst.workload.iterations - 1) * plan.cadence_s + metrics.update_time_s, rel=1e-12
+    )
 
 
 def test_first_batch_matches_the_fill():
     inst, plan, metrics = planned("slack")
     report = simulate_plan(inst, plan, metrics=metrics, iterations=2, replications=12, seed=5)
-    fill = calc.fill(calc.occupancy_of(inst.environment.occupancy), metrics.attempts_per_s,
-                     inst.workload.batch_trajectories, inst.workload.group_size, 1.0, "independent")
+    fill = calc.fill(
+        calc.occupancy_of(inst.environment.occupancy),
+        metrics.attempts_per_s,
+        inst.workload.batch_trajectories,
+        inst.workload.group_size,
+        1.0,
+        "independent",
+    )
     assert report.predicted["startup_s"] == pytest.approx(float(fill), rel=1e-12)
     assert report.simulated["startup_s"] == pytest.approx(float(fill), rel=0.03)
 
@@ -263,8 +271,10 @@ def test_dask_gives_the_same_replications():
     distributed = pytest.importorskip("distributed")
     inst, plan, metrics = planned("constant")
     here = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=2).to_json()
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
-        there = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=2,
-                              scheduler=cluster.scheduler_address).to_json()
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        there = simulate_plan(
+            inst, plan, metrics=metrics, replications=2, seed=2, scheduler=cluster.scheduler_address
+        ).to_json()
     assert here == there

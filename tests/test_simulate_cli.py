@@ -16,9 +16,21 @@ from simulate.trace import ITERATION_COLUMNS, TRAJECTORY_COLUMNS
 DATA = Path(__file__).parent / "data" / "simulate"
 CONSTANT = str(DATA / "constant.yaml")
 DROP = str(DATA / "drop.yaml")
-KEYS = {"makespan_s", "startup_s", "iteration_mean_s", "iteration_p99_s", "inflight_mean", "inflight_p99",
-        "inflight_max", "mean_version_gap", "p99_version_gap", "exceedance", "group_drop_rate",
-        "sandbox_wait_share", "on_time"}
+KEYS = {
+    "makespan_s",
+    "startup_s",
+    "iteration_mean_s",
+    "iteration_p99_s",
+    "inflight_mean",
+    "inflight_p99",
+    "inflight_max",
+    "mean_version_gap",
+    "p99_version_gap",
+    "exceedance",
+    "group_drop_rate",
+    "sandbox_wait_share",
+    "on_time",
+}
 
 
 def invoke(*args):
@@ -107,11 +119,11 @@ def test_trace_has_the_calibration_columns(tmp_path, fmt):
 
 
 def test_csv_without_pyarrow_writes_the_same_cells(tmp_path):
+    from models.load import load_instance
     from simulate import trace
     from simulate.engine import replicate
     from simulate.runner import checked_metrics, read_plan
     from simulate.setup import setup_of
-    from models.load import load_instance
 
     inst = load_instance(DATA / "drop.yaml")
     plan = read_plan(_solve_to(tmp_path, DROP))
@@ -168,8 +180,9 @@ def test_solve_prints_startup_and_the_simulated_verdict():
 def test_explain_shows_the_startup_figures():
     out = json.loads(invoke("explain", "instances/seed-week-75.yaml", "--cadence", "604", "--json").output)
     assert out["startup_fill_s"] == pytest.approx(3769.5, abs=0.1)
-    assert out["makespan_with_startup_s"] == pytest.approx(out["startup_fill_s"] + 999 * 604 + 300 * 7000 / 3480,
-                                                           rel=1e-12)
+    assert out["makespan_with_startup_s"] == pytest.approx(
+        out["startup_fill_s"] + 999 * 604 + 300 * 7000 / 3480, rel=1e-12
+    )
 
 
 def test_trace_versions_and_times_agree_with_the_boundaries(tmp_path):

@@ -70,8 +70,9 @@ def test_frontier_without_simulate_has_no_verdict(tmp_path):
     run = invoke(*with_edits("frontier", CONSTANT, "--out", tmp_path))
     assert run.exit_code == 0, run.output
     assert "verdict" not in run.output
-    points = [p for f in json.loads((tmp_path / "frontier.json").read_text())["frontiers"].values()
-              for p in f["points"]]
+    points = [
+        p for f in json.loads((tmp_path / "frontier.json").read_text())["frontiers"].values() for p in f["points"]
+    ]
     assert points and not any("simulation" in p for p in points)
 
 
@@ -107,6 +108,7 @@ def test_identical_plans_are_replayed_once_with_every_replication(inst):
 
 def test_short_verdict_says_early_late_and_the_share():
     assert short_verdict({"lateness_s": -780.0, "replications": 1}) == "on time, 13.0 min early"
-    assert short_verdict({"lateness_s": 4968.0, "replications": 5, "on_time_share": 0.4}) == \
-        "LATE by 1.38 h (2/5 on time)"
+    assert (
+        short_verdict({"lateness_s": 4968.0, "replications": 5, "on_time_share": 0.4}) == "LATE by 1.38 h (2/5 on time)"
+    )
     assert short_verdict({"lateness_s": None}) == "did not finish" and short_verdict(None) == ""

@@ -28,6 +28,7 @@ from tests.test_known_optima import base
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 
+
 def failing(inst, plan) -> set[str]:
     return {v.split(":")[0] for v in verify_plan(inst, plan).violations}
 
@@ -41,8 +42,10 @@ def instance(data: dict, **schedule):
 # --- §8 start-up --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("samples, group_size, correlation, fill", [
-    ([10, 10], 1, "independent", 30.0), ([10, 30], 2, "independent", 45.0), ([10, 30], 2, "comonotone", 40.0)])
+@pytest.mark.parametrize(
+    "samples, group_size, correlation, fill",
+    [([10, 10], 1, "independent", 30.0), ([10, 30], 2, "independent", 45.0), ([10, 30], 2, "comonotone", 40.0)],
+)
 def test_fill_by_hand(samples, group_size, correlation, fill):
     law = verify_laws.empirical_law(samples)
     members = group_size if correlation == "independent" else 1
@@ -66,9 +69,15 @@ def test_fill_of_the_seed_plan_is_the_models_check_value():
     assert run.makespan == pytest.approx(run.startup + 999 * 604 + 300 * 7000 / (435 * 8), rel=1e-12)
 
 
-@pytest.mark.parametrize("median, p99, group_size, correlation", [
-    (1044, 13900, 8, "independent"), (1044, 13900, 8, "comonotone"), (30, 60, 4, "independent"),
-    (5, 400, 1, "independent")])
+@pytest.mark.parametrize(
+    "median, p99, group_size, correlation",
+    [
+        (1044, 13900, 8, "independent"),
+        (1044, 13900, 8, "comonotone"),
+        (30, 60, 4, "independent"),
+        (5, 400, 1, "independent"),
+    ],
+)
 def test_fill_two_ways(median, p99, group_size, correlation):
     """The verifier's fill (quad in time, brentq) and the reference's (quad in log time) agree; for
     comonotone groups ∫_0^t F = t - E[min(W, t)], the model's closed-form limited mean, agrees too."""

@@ -28,8 +28,13 @@ def _close(a: float, b: float, rel: float = 1e-9) -> bool:
 def test_count_startup_matches_brute_force(correlation, policy):
     seen = {"feasible": 0, "startup_counted": 0}
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(small_instances())
     def check(data):
         data["schedule"]["count_startup"] = True

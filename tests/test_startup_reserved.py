@@ -27,23 +27,43 @@ def _small() -> dict:
     shape = {"pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": 1.0, "version_slowdown": 0.0}
     return {
         "name": "random",
-        "workload": {"iterations": 7, "batch_trajectories": 5, "group_size": 1, "tokens_per_attempt": 4,
-                     "intake_rate": 1.0},
+        "workload": {
+            "iterations": 7,
+            "batch_trajectories": 5,
+            "group_size": 1,
+            "tokens_per_attempt": 4,
+            "intake_rate": 1.0,
+        },
         "schedule": {"deadline": 267.75, "extra_time": 0, "cadence": {"min": 30, "step": 1}, "count_startup": True},
         "gpu_pools": [{"name": "main", "gpus": 4, "gpu_hour_cost": 1.0, "billing": "reserved"}],
-        "inference": {"availability": 1.0, "shapes": [
-            {**shape, "name": "s0"}, {**shape, "name": "s1", "tokens_per_gpu_s": 12.0, "version_slowdown": 0.3},
-            {**shape, "name": "s2"}]},
-        "training": {"pool": "main", "gpus_per_group": 1,
-                     "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 15.0}},
+        "inference": {
+            "availability": 1.0,
+            "shapes": [
+                {**shape, "name": "s0"},
+                {**shape, "name": "s1", "tokens_per_gpu_s": 12.0, "version_slowdown": 0.3},
+                {**shape, "name": "s2"},
+            ],
+        },
+        "training": {
+            "pool": "main",
+            "gpus_per_group": 1,
+            "update_time": {"law": "inverse", "reference_gpus": 1, "reference_time": 15.0},
+        },
         "environment": {
             "occupancy": {"distribution": "lognormal", "median": 75.0, "sigma": 1.3},
             "littles_law_uses": "mean",
             "backends": [{"name": "ctr", "share": 0.75, "cores": 0.5}, {"name": "vm", "share": 0.25, "cores": 1.0}],
             "node_types": [{"name": "n0", "density": {"ctr": 6.0, "vm": 6.0}, "hour_cost": 0.3}],
-            "utilisation_cap": 1.0, "peak_to_mean": 1.0, "cloud": {}},
-        "freshness": {"max_versions_kept": 2, "gap_convention": "consumer", "overrun_policy": "drop",
-                      "group_correlation": "independent"},
+            "utilisation_cap": 1.0,
+            "peak_to_mean": 1.0,
+            "cloud": {},
+        },
+        "freshness": {
+            "max_versions_kept": 2,
+            "gap_convention": "consumer",
+            "overrun_policy": "drop",
+            "group_correlation": "independent",
+        },
         "objective": "total_cost",
         "limits": {},
     }
@@ -61,12 +81,14 @@ def _wide() -> dict:
         s["gpus_per_replica"] = 2
     data["inference"]["shapes"][0]["tokens_per_gpu_s"] = 2.0
     data["inference"]["shapes"][2]["version_slowdown"] = 0.05
-    data["training"].update(gpus_per_group=2, update_time={"law": "inverse", "reference_gpus": 6,
-                                                          "reference_time": 30.0})
+    data["training"].update(
+        gpus_per_group=2, update_time={"law": "inverse", "reference_gpus": 6, "reference_time": 30.0}
+    )
     env = data["environment"]
     env["backends"][0]["share"] = env["backends"][1]["share"] = 0.5
-    env["node_types"] = [{"name": "n0", "density": {"ctr": 22.5, "vm": 22.5}, "cores": 16.0, "hour_cost": 0.3,
-                          "max_nodes": 4}]
+    env["node_types"] = [
+        {"name": "n0", "density": {"ctr": 22.5, "vm": 22.5}, "cores": 16.0, "hour_cost": 0.3, "max_nodes": 4}
+    ]
     return data
 
 

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
+from drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
 from models.edits import load_edited
 from models.load import InstanceError
 from render.plots import HEATMAP_PX, SWEEP_PX
 from solver.solve import solve_instance
-from drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
 from tests.test_frontier import png_size
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
@@ -71,8 +71,11 @@ def test_chunks_are_contiguous_and_cover_everything():
 def big_sweep():
     """110 points: 5 invalid (a negative throughput), 5 infeasible (10 tokens/s/GPU), 100 solved."""
     tiers = ",".join(["-1", "10"] + [str(60 + 4 * i) for i in range(20)])
-    axes = _axes(NARROW, f"inference.shapes[0].tokens_per_gpu_s={tiers}",
-                 "environment.node_types[0].density.container=800,1048,2000,3200,6400")
+    axes = _axes(
+        NARROW,
+        f"inference.shapes[0].tokens_per_gpu_s={tiers}",
+        "environment.node_types[0].density.container=800,1048,2000,3200,6400",
+    )
     progress = []
     report = run_sweep(SEED, axes, on_progress=lambda done, total: progress.append((done, total)))
     return report, progress
@@ -104,8 +107,13 @@ def test_sweep_over_a_hundred_points(big_sweep):
 
 def test_a_sweep_over_bounds_changes_the_answer():
     """Variable bounds (node and VM caps) and a pool size, changed between re-solves of one model."""
-    axes = _axes(NARROW, "environment.peak_to_mean=1.3", "gpu_pools[0].gpus=10000,8000",
-                 "environment.cloud.vm_types[0].max_vms=200,50,0", "environment.node_types[0].max_nodes=null,25")
+    axes = _axes(
+        NARROW,
+        "environment.peak_to_mean=1.3",
+        "gpu_pools[0].gpus=10000,8000",
+        "environment.cloud.vm_types[0].max_vms=200,50,0",
+        "environment.node_types[0].max_nodes=null,25",
+    )
     report = run_sweep(SEED, axes)
     for row in report.rows:
         _same_as_fresh_solve(row)
@@ -121,8 +129,11 @@ def test_a_sweep_over_bounds_changes_the_answer():
 
 
 def test_workers_give_the_same_rows():
-    axes = _axes(NARROW, "inference.shapes[0].tokens_per_gpu_s=-1,10,75,90,120,200",
-                 "environment.node_types[0].density.container=1048,3200")
+    axes = _axes(
+        NARROW,
+        "inference.shapes[0].tokens_per_gpu_s=-1,10,75,90,120,200",
+        "environment.node_types[0].density.container=1048,3200",
+    )
     one = run_sweep(SEED, axes)
     two = run_sweep(SEED, axes, workers=2)
     assert two.workers == 2
@@ -132,8 +143,18 @@ def test_workers_give_the_same_rows():
 
 def test_cli_writes_table_files_and_plots(tmp_path):
     out = tmp_path / "sweep"
-    args = ["sweep", str(SEED), "--set", NARROW, "--set", "inference.shapes[0].tokens_per_gpu_s=0,75,200",
-            "--set", "environment.node_types[0].density={container: 1048},{container: 3200}", "--out", str(out)]
+    args = [
+        "sweep",
+        str(SEED),
+        "--set",
+        NARROW,
+        "--set",
+        "inference.shapes[0].tokens_per_gpu_s=0,75,200",
+        "--set",
+        "environment.node_types[0].density={container: 1048},{container: 3200}",
+        "--out",
+        str(out),
+    ]
     run = CliRunner().invoke(main, args + ["--json"])
     assert run.exit_code == 0, run.output
     printed = json.loads(run.output)  # no progress bar or table mixed into --json
@@ -160,7 +181,9 @@ def test_cli_refuses_a_malformed_axis(tmp_path):
 def test_the_a2_scan():
     """Appendix A2: 3,000 cards at 1,000 / 2,000 tokens/s/GPU -> ~96,000 / ~191,000 in flight (median
     occupancy); ~91/182 nodes at 1,048 environments per node, ~30/60 at 3,200."""
-    axes = _axes("inference.shapes[0].tokens_per_gpu_s=1000,2000", "environment.node_types[0].density.container=1048,3200")
+    axes = _axes(
+        "inference.shapes[0].tokens_per_gpu_s=1000,2000", "environment.node_types[0].density.container=1048,3200"
+    )
     rows = run_sweep(SEED.parent / "a2-scan.yaml", axes).rows
     assert [r["status"] for r in rows] == ["optimal"] * 4
     inflight = [r["result"]["metrics"]["inflight_mean"] for r in rows]
@@ -175,5 +198,9 @@ def test_two_weeks_admit_the_60_tier_on_3000_cards():
     axes = _axes("schedule.deadline=7d,14d", "inference.shapes[0].tokens_per_gpu_s=60,200")
     rows = run_sweep(SEED.parent / "seed-3000-cards.yaml", axes).rows
     status = {tuple(r["edits"].values()): r["status"] for r in rows}
-    assert status == {("7d", "60"): "infeasible", ("7d", "200"): "optimal",
-                      ("14d", "60"): "optimal", ("14d", "200"): "optimal"}
+    assert status == {
+        ("7d", "60"): "infeasible",
+        ("7d", "200"): "optimal",
+        ("14d", "60"): "optimal",
+        ("14d", "200"): "optimal",
+    }

@@ -59,15 +59,34 @@ def test_plausible_durations_do_not_warn(args):
     assert result.exit_code == 0 and result.stderr == ""
 
 
-@pytest.mark.parametrize("section, value, warning", [
-    ({"schedule": {"deadline": 500}}, None, "schedule.deadline: 500 is read as 500 s (under an hour); did you mean 500h?"),
-    ({"schedule": {"deadline": "500s"}}, None, None),  # a unit was written: never questioned
-    ({"schedule": {"deadline": 7200, "cadence": {"min": "3h"}}}, None, "under one cadence (cadence.min 10,800 s (3.00 h))"),
-    ({"schedule": {"deadline": "7d", "extra_time": 2}}, None, "schedule.extra_time: 2 is read as 2 s (under a minute); did you mean 2h?"),
-    ({"schedule": {"deadline": "7d", "extra_time": 0}}, None, None),
-    ({"training": {"update_time": {"reference_time": 5}}}, None, "reference_time: 5 is read as 5 s (under 10 s); did you mean 5m?"),
-    ({"environment": {"occupancy": {"median": 3, "p99": "2h"}}}, None, "occupancy.median: 3 is read as 3 s"),
-])
+@pytest.mark.parametrize(
+    "section, value, warning",
+    [
+        (
+            {"schedule": {"deadline": 500}},
+            None,
+            "schedule.deadline: 500 is read as 500 s (under an hour); did you mean 500h?",
+        ),
+        ({"schedule": {"deadline": "500s"}}, None, None),  # a unit was written: never questioned
+        (
+            {"schedule": {"deadline": 7200, "cadence": {"min": "3h"}}},
+            None,
+            "under one cadence (cadence.min 10,800 s (3.00 h))",
+        ),
+        (
+            {"schedule": {"deadline": "7d", "extra_time": 2}},
+            None,
+            "schedule.extra_time: 2 is read as 2 s (under a minute); did you mean 2h?",
+        ),
+        ({"schedule": {"deadline": "7d", "extra_time": 0}}, None, None),
+        (
+            {"training": {"update_time": {"reference_time": 5}}},
+            None,
+            "reference_time: 5 is read as 5 s (under 10 s); did you mean 5m?",
+        ),
+        ({"environment": {"occupancy": {"median": 3, "p99": "2h"}}}, None, "occupancy.median: 3 is read as 3 s"),
+    ],
+)
 def test_unit_warnings(section, value, warning):
     found = unit_warnings(section)
     if warning is None:
@@ -79,8 +98,10 @@ def test_unit_warnings(section, value, warning):
 def test_a_typo_inside_set_names_the_option_not_the_file():
     result = run("solve", str(SEED), "--set", "schedule.deadlin=10d")
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("--set schedule.deadlin=10d: schedule.deadlin: unknown key 'deadlin'; did you "
-                                     "mean 'deadline'? (allowed here: deadline, extra_time, cadence, count_startup)")
+    assert result.stderr.strip() == (
+        "--set schedule.deadlin=10d: schedule.deadlin: unknown key 'deadlin'; did you "
+        "mean 'deadline'? (allowed here: deadline, extra_time, cadence, count_startup)"
+    )
     bad_value = run("explain", str(SEED), "--set", "gpu_pools[0].gpus=lots")
     assert bad_value.exit_code == 2
     assert bad_value.stderr.startswith("--set gpu_pools[0].gpus=lots: gpu_pools[0].gpus: must be a whole number")
@@ -97,18 +118,23 @@ def test_problems_in_the_file_still_name_the_file(tmp_path):
     assert result.exit_code == 2 and result.stderr.startswith(f"{path}: workload.iterations: must be > 0")
 
 
-@pytest.mark.parametrize("value, shown", [("-3d", "'-3d'"), ("-10m", "'-10m'"), ("-0.5h", "'-0.5h'"), ("-5s", "'-5s'"),
-                                          ("-3", "-3"), ("-0.5", "-0.5")])
+@pytest.mark.parametrize(
+    "value, shown",
+    [("-3d", "'-3d'"), ("-10m", "'-10m'"), ("-0.5h", "'-0.5h'"), ("-5s", "'-5s'"), ("-3", "-3"), ("-0.5", "-0.5")],
+)
 def test_negative_durations_must_be_positive(value, shown):
     result = run("explain", str(SEED), "--set", f"schedule.deadline={value}")
     assert result.exit_code == 2
     assert f"schedule.deadline: must be positive (a duration cannot be negative), got {shown}" in result.stderr
 
 
-@pytest.mark.parametrize("args, code", [  # an optimal solve: test_a_pipe_closed_after_the_first_line
-    (["solve", "HAND", "--set", "schedule.deadline=2000s"], 3),
-    (["schema"], 0),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [  # an optimal solve: test_a_pipe_closed_after_the_first_line
+        (["solve", "HAND", "--set", "schedule.deadline=2000s"], 3),
+        (["schema"], 0),
+    ],
+)
 def test_a_closed_pipe_ends_quietly_with_the_commands_own_exit_code(hand, args, code):
     """As `trainground ... | head -0`: the reader has gone before the first write."""
     argv = [str(TRAINGROUND), *(str(hand) if a == "HAND" else a for a in args)]

@@ -26,8 +26,13 @@ from solver import scenarios as sc
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 UNCERTAIN = ROOT / "instances" / "seed-week-75-uncertain.yaml"
-THROUGHPUT = {"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 1.0,
-              "sd": 0.05}
+THROUGHPUT = {
+    "name": "throughput",
+    "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+    "dist": "normal",
+    "mean": 1.0,
+    "sd": 0.05,
+}
 
 
 def with_section(section: dict, base: Path = SEED) -> dict:
@@ -69,9 +74,18 @@ def test_section_defaults_and_the_bundled_instance():
     assert [f.name for f in bundled.uncertainty.factors] == ["throughput", "lifetimes", "updates"]
 
 
-@pytest.mark.parametrize("change", [
-    {"dist": "weibull"}, {"sd": -0.1}, {"sd": None}, {"low": 0.9}, {"extra": 1}, {"paths": []},
-], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"dist": "weibull"},
+        {"sd": -0.1},
+        {"sd": None},
+        {"low": 0.9},
+        {"extra": 1},
+        {"paths": []},
+    ],
+    ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
+)
 def test_the_schema_refuses_what_the_loader_refuses(change: dict, validator):
     factor = {**THROUGHPUT, **change}
     factor = {k: v for k, v in factor.items() if v is not None}
@@ -86,8 +100,10 @@ def test_quantiles_and_support_match_scipy():
         (Factor(name="a", paths=["x"], dist="normal", mean=1.0, sd=0.05), stats.norm(1.0, 0.05)),
         (Factor(name="b", paths=["x"], dist="lognormal", median=1.2, sigma=0.3), stats.lognorm(0.3, scale=1.2)),
         (Factor(name="c", paths=["x"], dist="uniform", low=0.9, high=1.4), stats.uniform(0.9, 0.5)),
-        (Factor(name="d", paths=["x"], dist="triangular", low=0.8, mode=1.0, high=1.5),
-         stats.triang((1.0 - 0.8) / 0.7, loc=0.8, scale=0.7)),
+        (
+            Factor(name="d", paths=["x"], dist="triangular", low=0.8, mode=1.0, high=1.5),
+            stats.triang((1.0 - 0.8) / 0.7, loc=0.8, scale=0.7),
+        ),
     ]
     for factor, law in cases:
         for p in (0.01, 0.1, 0.5, 0.9, 0.99):
@@ -110,18 +126,37 @@ def test_draws_are_reproducible_and_each_factor_has_its_own_stream():
 
 
 def test_scenarios_scale_exactly_the_fields_reached_and_clip_into_range():
-    document = with_section({"factors": [
-        THROUGHPUT,
-        {"name": "intake", "paths": ["workload.intake_rate"], "dist": "uniform", "low": 0.5, "high": 1.5},
-        {"name": "both", "paths": ["environment.occupancy.median", "environment.occupancy.p99"], "dist": "lognormal",
-         "median": 1.0, "sigma": 0.2},
-        {"name": "median again", "paths": ["environment.occupancy.median"], "dist": "uniform", "low": 2.0, "high": 2.0},
-    ]})
+    document = with_section(
+        {
+            "factors": [
+                THROUGHPUT,
+                {"name": "intake", "paths": ["workload.intake_rate"], "dist": "uniform", "low": 0.5, "high": 1.5},
+                {
+                    "name": "both",
+                    "paths": ["environment.occupancy.median", "environment.occupancy.p99"],
+                    "dist": "lognormal",
+                    "median": 1.0,
+                    "sigma": 0.2,
+                },
+                {
+                    "name": "median again",
+                    "paths": ["environment.occupancy.median"],
+                    "dist": "uniform",
+                    "low": 2.0,
+                    "high": 2.0,
+                },
+            ]
+        }
+    )
     inst = validate(document, "x.yaml")
     draws = np.array([[1.1, 0.8, 1.5, 2.0], [0.9, 1.4, 0.5, 2.0]])
     scen = sc.from_draws(inst, draws)
-    assert set(scen.scale) == {"inference.shapes[0].tokens_per_gpu_s", "workload.intake_rate",
-                               "environment.occupancy.median", "environment.occupancy.p99"}
+    assert set(scen.scale) == {
+        "inference.shapes[0].tokens_per_gpu_s",
+        "workload.intake_rate",
+        "environment.occupancy.median",
+        "environment.occupancy.p99",
+    }
     assert scen.value("inference.shapes[0].tokens_per_gpu_s", 75.0) == pytest.approx([82.5, 67.5])
     assert scen.value("workload.intake_rate", 1.0) == pytest.approx([0.8, 1.0])  # clipped at 1
     assert scen.value("environment.occupancy.median", 1044.0) == pytest.approx([1044 * 3.0, 1044 * 1.0])

@@ -39,8 +39,23 @@ def test_durations_parse(text, seconds):
 
 @pytest.mark.parametrize(
     "text",
-    ["7days", "10 parsecs", "", "   ", "h", "10ms", "1h30m", "1 h 30 m", "+5m", "1.2.3s", "ten minutes",
-     "nan", "inf", "5 S", "1,000s"],
+    [
+        "7days",
+        "10 parsecs",
+        "",
+        "   ",
+        "h",
+        "10ms",
+        "1h30m",
+        "1 h 30 m",
+        "+5m",
+        "1.2.3s",
+        "ten minutes",
+        "nan",
+        "inf",
+        "5 S",
+        "1,000s",
+    ],
     ids=repr,
 )
 def test_bad_duration_strings_are_refused_with_the_rule(text):

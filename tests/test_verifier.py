@@ -24,8 +24,11 @@ from solver.verify import verify_plan
 from tests.plans import recosted
 from tests.test_known_optima import base, cloud_instance
 
-INSTANCES = sorted(p for p in (Path(__file__).resolve().parents[1] / "instances").iterdir()
-                   if p.suffix in (".yaml", ".yml", ".toml", ".json"))
+INSTANCES = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[1] / "instances").iterdir()
+    if p.suffix in (".yaml", ".yml", ".toml", ".json")
+)
 IDS = [p.name for p in INSTANCES]
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 
@@ -207,31 +210,60 @@ def hard_instance() -> dict:
     d = read_document(SEED)
     d["name"] = "seed-hard"
     d["schedule"]["cadence"] = {"min": "300s", "step": "0.5s"}
-    d["gpu_pools"] = [{"name": "main", "gpus": 10000, "gpu_hour_cost": 2.0},
-                      {"name": "old", "gpus": 3000, "gpu_hour_cost": 1.1}]
+    d["gpu_pools"] = [
+        {"name": "main", "gpus": 10000, "gpu_hour_cost": 2.0},
+        {"name": "old", "gpus": 3000, "gpu_hour_cost": 1.1},
+    ]
     d["inference"]["shapes"] = [
         {"name": "tp8", "pool": "main", "gpus_per_replica": 8, "tokens_per_gpu_s": 75, "version_slowdown": 0.01},
         {"name": "tp4", "pool": "main", "gpus_per_replica": 4, "tokens_per_gpu_s": 61, "version_slowdown": 0.02},
         {"name": "old8", "pool": "old", "gpus_per_replica": 8, "tokens_per_gpu_s": 40, "version_slowdown": 0.005},
     ]
     env = d["environment"]
-    env["backends"] = [{"name": "container", "share": 0.7, "cores": 0.05, "memory_gb": 0.5},
-                       {"name": "microvm", "share": 0.3, "cores": 0.5, "memory_gb": 2.0}]
+    env["backends"] = [
+        {"name": "container", "share": 0.7, "cores": 0.05, "memory_gb": 0.5},
+        {"name": "microvm", "share": 0.3, "cores": 0.5, "memory_gb": 2.0},
+    ]
     env["node_types"] = [
-        {"name": "standard", "cores": 188, "memory_gb": 1560, "density": {"container": 1048, "microvm": 120},
-         "hour_cost": 12.0},
+        {
+            "name": "standard",
+            "cores": 188,
+            "memory_gb": 1560,
+            "density": {"container": 1048, "microvm": 120},
+            "hour_cost": 12.0,
+        },
         {"name": "dense", "cores": 384, "memory_gb": 3000, "density": {"container": 3200}, "hour_cost": 30.0},
-        {"name": "small", "cores": 64, "memory_gb": 512, "density": {"container": 300, "microvm": 50}, "hour_cost": 4.1},
+        {
+            "name": "small",
+            "cores": 64,
+            "memory_gb": 512,
+            "density": {"container": 300, "microvm": 50},
+            "hour_cost": 4.1,
+        },
     ]
     env["peak_to_mean"] = 1.4
     env["utilisation_cap"] = 0.85
     env["cloud"] = {
         "eligible_share": {"container": 0.6, "microvm": 0.3},
         "vm_types": [
-            {"name": "burst", "density": {"container": 64, "microvm": 8}, "cores": 16, "memory_gb": 64,
-             "hour_cost": 1.0, "billed_fraction": 0.2, "max_vms": 400},
-            {"name": "big", "density": {"container": 256, "microvm": 30}, "cores": 64, "memory_gb": 256,
-             "hour_cost": 3.7, "billed_fraction": 0.3, "max_vms": 100},
+            {
+                "name": "burst",
+                "density": {"container": 64, "microvm": 8},
+                "cores": 16,
+                "memory_gb": 64,
+                "hour_cost": 1.0,
+                "billed_fraction": 0.2,
+                "max_vms": 400,
+            },
+            {
+                "name": "big",
+                "density": {"container": 256, "microvm": 30},
+                "cores": 64,
+                "memory_gb": 256,
+                "hour_cost": 3.7,
+                "billed_fraction": 0.3,
+                "max_vms": 100,
+            },
         ],
     }
     return d
@@ -240,8 +272,7 @@ def hard_instance() -> dict:
 @pytest.fixture(scope="module")
 def hard():
     inst = validate(hard_instance(), "seed-hard.yaml")
-    optimum = {objective: solve_instance(inst, objective)
-               for objective in ("total_cost", "hourly_cost", "makespan")}
+    optimum = {objective: solve_instance(inst, objective) for objective in ("total_cost", "hourly_cost", "makespan")}
     return inst, optimum
 
 

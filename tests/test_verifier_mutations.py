@@ -25,11 +25,13 @@ from tests.plans import recosted
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 ONE_CADENCE = ["freshness.overrun_policy=downweight", "schedule.cadence.min=600", "schedule.cadence.max=600"]
 PEAK = ["environment.peak_to_mean=1.5"]
-MIXED = ["environment.backends=[{name: container, share: 0.9, cores: 0.05, memory_gb: 3},"
-         " {name: light, share: 0.1, cores: 0.05}]",
-         "environment.node_types[0].density={container: 1048, light: 1048}",
-         "environment.cloud.eligible_share={container: 1.0, light: 1.0}",
-         "environment.cloud.vm_types[0].density={container: 64, light: 64}"]
+MIXED = [
+    "environment.backends=[{name: container, share: 0.9, cores: 0.05, memory_gb: 3},"
+    " {name: light, share: 0.1, cores: 0.05}]",
+    "environment.node_types[0].density={container: 1048, light: 1048}",
+    "environment.cloud.eligible_share={container: 1.0, light: 1.0}",
+    "environment.cloud.vm_types[0].density={container: 64, light: 64}",
+]
 CASES = {  # name: (edits, the row that binds on node type 'standard' and on VM type 'burst')
     "density": (ONE_CADENCE + PEAK, "density"),
     "cores": (ONE_CADENCE + PEAK + ["environment.backends[0].cores=0.3"], "cores"),
@@ -104,8 +106,11 @@ def test_vms_over_the_eligible_share(plans):
     plan = solve_instance(inst).plan
     peak = sum(plan.placement.peak["standard"].values()) + sum(plan.placement.cloud["burst"].values())
     cloud = 0.5 * peak * 1.01
-    placement = Placement(steady=plan.placement.steady, peak={"standard": {"container": peak - cloud}},
-                          cloud={"burst": {"container": cloud}})
+    placement = Placement(
+        steady=plan.placement.steady,
+        peak={"standard": {"container": peak - cloud}},
+        cloud={"burst": {"container": cloud}},
+    )
     packed = recosted(inst, plan, placement=placement, **with_count(plan, "cloud_vms", "burst", math.ceil(cloud / 64)))
     assert failing(inst, packed) == {"cloud_eligible[container]"}
 
@@ -135,8 +140,9 @@ def test_coverage_short_by_one_in_a_million(plans, case):
         p = plan.placement
         short = Placement(steady=scaled(p.steady, backend, 1 - 1e-6), peak=p.peak, cloud=p.cloud)
         assert failing(inst, recosted(inst, plan, placement=short)) == {f"steady_cover[{backend}]"}
-        short = Placement(steady=p.steady, peak=scaled(p.peak, backend, 1 - 1e-6),
-                          cloud=scaled(p.cloud, backend, 1 - 1e-6))
+        short = Placement(
+            steady=p.steady, peak=scaled(p.peak, backend, 1 - 1e-6), cloud=scaled(p.cloud, backend, 1 - 1e-6)
+        )
         assert failing(inst, recosted(inst, plan, placement=short)) == {f"peak_cover[{backend}]"}
 
 

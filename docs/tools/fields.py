@@ -36,7 +36,8 @@ def render() -> str:
     sections = [d.path for d in top if any(o.path.startswith((d.path + ".", d.path + "[")) for o in docs)]
     lines = [HEAD]
     for title, rows in [("top level", [d for d in top if d.path not in sections])] + [
-            (f"`{s}`", [d for d in docs if d.path.split(".")[0].split("[")[0] == s]) for s in sections]:
+        (f"`{s}`", [d for d in docs if d.path.split(".")[0].split("[")[0] == s]) for s in sections
+    ]:
         lines += ["", f"## {title}", "", "| field | type | meaning |", "|---|---|---|"]
         for doc in rows:
             name = f"`{doc.path}`" + (f" ({doc.variant})" if doc.variant else "")
