@@ -89,7 +89,7 @@ def edits_option(func):
         "edits",
         multiple=True,
         metavar="PATH=VALUE",
-        help="Edit one field before use, by its MODEL.md path (e.g. environment.littles_law_uses=median).",
+        help="Edit one field before use, by its path as docs/fields.md names it (e.g. environment.littles_law_uses=median).",
     )(func)
 
 

@@ -24,7 +24,7 @@ from render.tables import render_explanation, render_result
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--cadence", type=float, help="Seconds per outer iteration (default: the deadline pace).")
 @click.option("--inference-gpus", type=int, help="Inference card count, for the per-card thresholds.")
-@click.option("--json", "as_json", is_flag=True, help="Print MODEL.md §6 keys as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print docs/model.md §6 keys as JSON.")
 @edits_option
 @guarded
 def explain(instance: str, cadence: float | None, inference_gpus: int | None, as_json: bool, edits) -> None:
@@ -48,13 +48,13 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
 @click.option(
     "--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §6 result as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the docs/model.md §6 result as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
 @click.option(
     "--confidence",
     type=click.FloatRange(0, 1),
     metavar="ALPHA",
-    help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (MODEL §9).",
+    help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (docs/model.md §9).",
 )
 @click.option(
     "--simulate",
@@ -159,7 +159,9 @@ def with_confidence(file: str, inst, confidence: float | None):
     if inst.uncertainty is None:
         from models.load import InstanceError, Problem
 
-        raise InstanceError(file, [Problem("uncertainty", "--confidence needs an uncertainty section (MODEL §9)")])
+        raise InstanceError(
+            file, [Problem("uncertainty", "--confidence needs an uncertainty section (docs/model.md §9)")]
+        )
     return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": confidence})})
 
 

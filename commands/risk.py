@@ -22,14 +22,14 @@ from models.load import InstanceError, Problem
 )
 @click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Scenarios N.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the scenarios (default: uncertainty.seed).")
-@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §9 risk keys as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the docs/model.md §9 risk keys as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")
 @click.option(
     "--simulate",
     "replays",
     type=click.IntRange(min=1),
     metavar="R",
-    help="Also replay the first R scenarios trajectory by trajectory (MODEL.md §10).",
+    help="Also replay the first R scenarios trajectory by trajectory (docs/model.md §10).",
 )
 @click.option(
     "--sim-iterations",
@@ -51,7 +51,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
 
     inst = load_with_edits(instance, edits)
     if inst.uncertainty is None:
-        raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (MODEL.md §9)")])
+        raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (docs/model.md §9)")])
     plan, metrics = plan_to_replay(inst, plan_file)
     report = assess(inst, plan, samples, seed)
     if replays:

@@ -114,7 +114,7 @@ def plan_to_replay(inst, plan_file: str | None):
     help="Write replication 0's trajectories and iterations into this folder.",
 )
 @click.option("--trace-format", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the MODEL.md §10 report as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the docs/model.md §10 report as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for simulate.json and the plots (PNG).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes for the replications.")
 @click.option("--scheduler", metavar="ADDRESS", help="Run the replications on a Dask cluster (e.g. tcp://host:8786).")
@@ -138,7 +138,7 @@ def simulate(
     """Replay a plan for INSTANCE trajectory by trajectory and compare it with the model.
 
     Groups launch at the plan's attempt rate, lifetimes come from the occupancy law, sandboxes
-    are the plan's nodes and VMs, batches take whole groups within the version cap (MODEL.md §10).
+    are the plan's nodes and VMs, batches take whole groups within the version cap (docs/model.md §10).
     Exit codes: 0 simulated (on time or not), 2 invalid input or a plan that does not fit the
     instance, 3 or 4 when the instance has no optimal plan to replay, 1 internal error.
     """
@@ -221,7 +221,7 @@ def simulate_option(func):
         flag_value=1,
         default=None,
         metavar="[R]",
-        help="Replay each plan shown R times (default 1, the full run, MODEL.md §10) and show "
+        help="Replay each plan shown R times (default 1, the full run, docs/model.md §10) and show "
         "the simulated on-time verdict.",
     )(func)
 

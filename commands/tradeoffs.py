@@ -33,13 +33,13 @@ from render.tradeoffs import render_comparison, render_frontier, render_sweep
     type=click.Path(file_okay=False),
     help="Folder for frontier.csv, frontier.json and frontier.png.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a MODEL.md §6 result).")
+@click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a docs/model.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
 @click.option(
     "--confidence-curve",
     "alphas",
     metavar="A1,A2,...",
-    help="Instead: the price of certainty, the best plan's cost for each confidence (MODEL §9), "
+    help="Instead: the price of certainty, the best plan's cost for each confidence (docs/model.md §9), "
     "written as certainty.csv, certainty.json and certainty.png.",
 )
 @simulate_option
@@ -113,7 +113,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
         raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
     if inst.uncertainty is None:
         raise InstanceError(
-            file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (MODEL §9)")]
+            file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (docs/model.md §9)")]
         )
     try:
         with SolvingBar("certainty", show_bar(as_json)) as bar:
@@ -216,7 +216,7 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
     """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
 
     An invalid point is a row with the loader's message, an infeasible one a row with its
-    diagnosis. Writes sweep.csv, sweep.json (every point's MODEL.md §6 result) and plots:
+    diagnosis. Writes sweep.csv, sweep.json (every point's docs/model.md §6 result) and plots:
     the objective and key decisions against each swept field, and a heatmap for two fields.
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
     internal error, 2 invalid options or base file.

@@ -93,7 +93,7 @@ def curve(
 ) -> CertaintyCurve:
     """The deterministic optimum, then the confidence plan for each α (sorted ascending)."""
     if inst.uncertainty is None:
-        raise ValueError(f"{inst.name}: the price of certainty needs an uncertainty section (MODEL §9)")
+        raise ValueError(f"{inst.name}: the price of certainty needs an uncertainty section (docs/model.md §9)")
     objective = objective or inst.objective
     total = len(alphas) + 1
     base = Planner(with_alpha(inst, None)).solve(objective)

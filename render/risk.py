@@ -105,7 +105,7 @@ def _render_replays(console, risk: Risk) -> None:
 
     iterations = risk.replays[0]["iterations"]
     table = Table(
-        title=f"replayed by the simulator (MODEL §10) beside the analysis: {iterations:,} iterations, "
+        title=f"replayed by the simulator (docs/model.md §10) beside the analysis: {iterations:,} iterations, "
         "the deadline pro rata",
         title_justify="left",
         header_style="bold",

@@ -105,7 +105,7 @@ def render_simulation(console, report: Report) -> None:
         f"{report.deadline_s:,.0f} s" + _share_line(report),
         markup=False,
     )
-    counted = "counted (MODEL.md §8)" if report.count_startup else "not counted (schedule.count_startup: false)"
+    counted = "counted (docs/model.md §8)" if report.count_startup else "not counted (schedule.count_startup: false)"
     console.print(f"model:     {verdict(pred['makespan_s'], report.deadline_s)}; start-up {counted}", markup=False)
     table = Table(show_edge=False, pad_edge=False)
     for column, justify in (("figure", "left"), ("simulated", "right"), ("model", "right"), ("difference", "right")):
@@ -214,7 +214,7 @@ def _signed(seconds: float) -> str:
 def render_solve_verdict(console, count_startup: bool, startup_s: float | None, report: Report | None) -> None:
     """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict."""
     if count_startup:
-        line = "start-up: counted (MODEL.md §8: T = fill + (n-1)·L + U + extra_time)"
+        line = "start-up: counted (docs/model.md §8: T = fill + (n-1)·L + U + extra_time)"
     else:
         line = "start-up: not counted (T = n·L + extra_time; set schedule.count_startup: true to count it)"
     if startup_s is not None:

@@ -38,7 +38,9 @@ def extract_plan(live: LiveModel, values) -> Plan:
     replicas = {s.name: int(round(val(blk.x[s.name]))) for s in shapes}
     nodes = {k: int(round(val(blk.N[k]))) for k in ix.nodes}
     vms = {v: int(round(val(blk.V[v]))) for v in ix.vms}
-    extra = int(round(val(blk.extra_groups))) if hasattr(blk, "extra_groups") else 0  # a confidence solve's (MODEL §9)
+    extra = (
+        int(round(val(blk.extra_groups))) if hasattr(blk, "extra_groups") else 0
+    )  # a confidence solve's (docs/model.md §9)
     groups = int(pairs.groups[row]) + extra
     train_gpus = groups * inst.training.gpus_per_group
     terms = _cost_terms(blk, replicas, nodes, vms, extra)
@@ -133,7 +135,9 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
         raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
     message = None
     if search.status == Status.ERROR:
-        message = "HiGHS failed while breaking ties (MODEL §4); the plan is verified and optimal on the objective"
+        message = (
+            "HiGHS failed while breaking ties (docs/model.md §4); the plan is verified and optimal on the objective"
+        )
     gap = 0.0
     if search.status == Status.TIME_LIMIT:
         gap = None if search.bound is None or not value else max(0.0, (value - search.bound) / abs(value))

@@ -96,7 +96,7 @@ def instance_of(inst: Instance, scen: Scenarios, s: int) -> Instance:
 
 def _section(inst: Instance):
     if inst.uncertainty is None:
-        raise ValueError(f"{inst.name}: no uncertainty section (MODEL §9)")
+        raise ValueError(f"{inst.name}: no uncertainty section (docs/model.md §9)")
     return inst.uncertainty
 
 
@@ -152,7 +152,7 @@ def values_of(inst: Instance, scen: Scenarios) -> Values:
 
 def update_time(inst: Instance, scen: Scenarios, gpus) -> np.ndarray:
     """U(G_t) per scenario, (S, len(gpus)) for an array ``gpus`` ((S,) for a number); NaN outside a
-    table's measured range (MODEL §2)."""
+    table's measured range (docs/model.md §2)."""
     law, v, where = inst.training.update_time, scen.value, "training.update_time"
     g = np.atleast_1d(np.asarray(gpus, dtype=float))[None, :]
     if isinstance(law, (InverseLaw, AmdahlLaw)):
@@ -194,7 +194,7 @@ def exceedance_limit(inst: Instance, values: Values) -> np.ndarray:
 @dataclass(frozen=True)
 class AtDeadline:
     """Per scenario (axis 0) and versions kept (axis 1, ``kept``): what a plan keeping ``K`` versions must
-    meet at the scenario's deadline pace ``L_dl = (deadline - extra_time)/n`` to be on time (MODEL §9,
+    meet at the scenario's deadline pace ``L_dl = (deadline - extra_time)/n`` to be on time (docs/model.md §9,
     steady makespan). A plan at cadence ``L`` is on time in scenario s iff ``L <= pace[s]``, its update
     time ``update_time(inst, scen, G_t)[s] <= pace[s]``, ``fresh[s, K]``, its token supply
     ``Σ x_i·supply_per_replica[s, K, i] >= token_demand[s, K]``, and its hosts hold ``inflight[s, K]`` and

@@ -48,7 +48,7 @@ tg solve "my-run.yaml" --set freshness.max_versions_kept=16 | sed -n '1p;/exceed
 { tg solve "my-run.yaml" --set schedule.deadline=8d 2>&1 || echo "exit $?"; } > "deadline-8d.txt"
 
 # 5. a bare number is seconds: the warning, and the diagnosis that repeats it
-{ tg solve "my-run.yaml" --set schedule.deadline=10 2>&1 || echo "exit $?"; } | grep -E '^(my-run|h100|note|exit)' > "deadline-10.txt"
+{ tg solve "my-run.yaml" --set schedule.deadline=10 2>&1 || echo "exit $?"; } | grep -E '^(my-run|h100|exit)|read as' > "deadline-10.txt"
 
 # 6. quote every output in docs/first-hour.md (the code block under each <!-- output: PATH --> marker)
 cd "$root"
