@@ -28,7 +28,6 @@ FILE_EXCEPTIONS: dict[str, str] = {
     "drivers/diagnose.py": _FORMATTED + " (the findings into their own module)",
     "drivers/screen.py": _FORMATTED + " (the per-family candidates into their own module)",
     "drivers/sweep.py": _FORMATTED,
-    "models/instance.py": _FORMATTED + " (the gpu_pools and inference sections into their own module)",
 }
 FUNCTION_EXCEPTIONS: dict[str, str] = {
     "solver/explain.py:explain": _FORMATTED + " (most of it is the figures' table, one entry per line)",
