@@ -48,7 +48,7 @@ def test_links_point_at_files_of_the_repository(doc):
 
 def test_readme_is_short_and_self_contained():
     text = README.read_text(encoding="utf-8")
-    assert len(text.encode()) <= 15 * 1024
+    assert len(text.encode()) <= 15_000
     assert "../" not in text and "/work/" not in text
     assert "(docs/model.md)" in text
 
