@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
 
 from models.instance import Z_99, Empirical, Lognormal
 from solver import calculus as calc
+from solver.calculus import ndtr
 
 SIGMA_FLOOR = 1e-9
 """A lognormal whose scaled p99 falls to its median (sigma 0) keeps this sigma: a near-point mass."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from models.instance import Instance, NodeType, VmType
 from models.result import Plan
@@ -136,5 +135,9 @@ def _lp(hosts: list[dict], shares: dict[int, float], eligible: dict[int, np.ndar
             b.append(h["count"] * float(capacity[s]))
     objective = np.zeros(theta + 1)
     objective[theta] = -1.0
+    # imported here, not with the module: scipy beside pyomo costs ~1.5 s of start-up (pyomo's deferred-import
+    # hook then loads scipy.stats), paid only by the instances with several active backends that reach this LP
+    from scipy.optimize import linprog
+
     res = linprog(objective, A_ub=np.array(A), b_ub=np.array(b), bounds=(0, None), method="highs")
     return float(res.x[theta]) if res.status == 0 else 0.0

@@ -4,24 +4,58 @@ and :func:`run_at`, every quantity of a plan's (L, K, m) from them.
 Used by :mod:`solver.verify` only, and written apart from the model's calculus on purpose
 (STYLE.md: a checker must not share the code it checks). The lognormal is fitted from
 MODEL §2's formulas, its exceedance is a numerical integral of the survival function
-(scipy.integrate.quad), the empirical law integrates its step functions piece by piece,
-and the start-up fill of §8 is a root (scipy.optimize.brentq) of an integrated CDF.
-Nothing here imports from solver/.
+(:func:`integral`, adaptive Gauss-Legendre), the empirical law integrates its step functions
+piece by piece, and the start-up fill of §8 is a root (bisection) of an integrated CDF.
+Nothing here imports from solver/, nor scipy: importing scipy beside pyomo makes pyomo's
+deferred-import hook load scipy.stats, which would triple the start-up time of every command.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import integrate, optimize, special
 
 from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
 
-Z99 = float(special.ndtri(0.99))  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
-QUAD_REL = 1e-13  # relative accuracy asked of every quad integral
+Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
+QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral
+QUAD_PANELS = 400  # at most this many panels per integral (the integrands here need a handful)
+ROOT_XTOL = 1e-9  # s, absolute width at which the fill's bisection stops (plus a few ulps of the root)
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
+
+
+def integral(f: Callable[[float], float], a: float, b: float) -> float:
+    """∫_a^b f(x) dx to QUAD_REL of its value, for a smooth f on [a, b].
+
+    Adaptive 12-point Gauss-Legendre: a panel's rule is compared with the sum of the rule on its two
+    halves; where they differ by more than the panel's share of the tolerance, each half is refined.
+    """
+    if not b > a:
+        return 0.0
+
+    def rule(lo: float, hi: float) -> float:
+        half = (hi - lo) / 2
+        return half * math.fsum(w * f(lo + half * (1.0 + x)) for x, w in zip(_GL_NODES, _GL_WEIGHTS))
+
+    whole = rule(a, b)
+    tol = QUAD_REL * abs(whole)
+    pending, done = [(a, b, whole)], []
+    while pending:
+        lo, hi, coarse = pending.pop()
+        mid = (lo + hi) / 2
+        left, right = rule(lo, mid), rule(mid, hi)
+        if abs(left + right - coarse) <= tol * (hi - lo) / (b - a) or len(done) + len(pending) >= QUAD_PANELS:
+            done.append(left + right)
+        else:
+            pending += [(lo, mid, left), (mid, hi, right)]
+    return math.fsum(done)
+
+
 TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
 
 
@@ -97,9 +131,7 @@ def exceedance(law: Law, cadence: float, kept: int) -> float:
     per sample: each sample w contributes clip(w/L - K, 0, 1).
     """
     if law.samples is None:
-        value, _ = integrate.quad(
-            lambda v: law.survival(v * cadence), kept, kept + 1, epsabs=0.0, epsrel=QUAD_REL, limit=200
-        )
+        value = integral(lambda v: law.survival(v * cadence), kept, kept + 1)
     else:
         value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
     return min(max(value, 0.0), 1.0)
@@ -140,19 +172,16 @@ def group_cdf_integral(law: Law, t: float, members: int) -> float:
         n = law.samples.size
         edges = np.concatenate(([0.0], np.minimum(law.samples, t), [t]))
         return float(np.sum(np.diff(edges) * (np.arange(n + 1) / n) ** members))
-    # Split at the median and p99 so quad sees each bend of the integrand on its own piece.
+    # Split at the median and p99 so each bend of the integrand lies on a piece of its own.
     cuts = [0.0] + [c for c in (law.median, law.p99) if c < t] + [t]
-    return math.fsum(
-        integrate.quad(lambda s: law.cdf(s) ** members, a, b, epsabs=0.0, epsrel=QUAD_REL, limit=200)[0]
-        for a, b in zip(cuts, cuts[1:])
-    )
+    return math.fsum(integral(lambda s: law.cdf(s) ** members, a, b) for a, b in zip(cuts, cuts[1:]))
 
 
 def fill_time(law: Law, need: float, members: int) -> float:
     """MODEL §8: the smallest t >= 0 with ∫_0^t F_grp(s) ds >= need, where need = B/(p·R_raw) (seconds).
 
     Empirical: the integral is piecewise linear in t, so its inverse is read off exactly. Lognormal:
-    the integral grows with t (by at most 1 per second), the root is bracketed by doubling.
+    the integral grows with t (by at most 1 per second): the root is bracketed by doubling, then bisected.
     """
     if need <= 0:
         return 0.0
@@ -166,17 +195,16 @@ def fill_time(law: Law, need: float, members: int) -> float:
         before = reached[i - 1] if i else 0.0
         start = law.samples[i - 1] if i else 0.0
         return float(start + (need - before) / levels[i])
-    high = max(need, law.median)
+    low, high = 0.0, max(need, law.median)
     while group_cdf_integral(law, high, members) < need:
-        high *= 2.0
-    return optimize.brentq(
-        lambda t: group_cdf_integral(law, t, members) - need,
-        0.0,
-        high,
-        xtol=1e-9,
-        rtol=4 * np.finfo(float).eps,
-        maxiter=500,
-    )
+        low, high = high, 2.0 * high
+    while high - low > ROOT_XTOL + 4 * np.finfo(float).eps * high:
+        mid = (low + high) / 2
+        if group_cdf_integral(law, mid, members) < need:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
 
 
 @dataclass(frozen=True)
