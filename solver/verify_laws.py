@@ -44,7 +44,8 @@ def integral(f: Callable[[float], float], a: float, b: float) -> float:
 
     whole = rule(a, b)
     tol = QUAD_REL * abs(whole)
-    pending, done = [(a, b, whole)], []
+    pending = [(a, b, whole)]
+    done: list[float] = []
     while pending:
         lo, hi, coarse = pending.pop()
         mid = (lo + hi) / 2
