@@ -345,3 +345,26 @@ def test_the_time_limit_covers_building():
     assert result.status == "time_limit" and result.plan is None
     assert result.message == "time limit reached before any plan was found"
     assert result.timings.highs == 0.0  # HiGHS never ran
+
+
+@pytest.mark.parametrize(
+    ("median", "p99", "cadence", "kept"),
+    [(1044, 13900, 604, 10), (1044, 13900, 604, 1), (30, 60, 20, 5), (5, 400, 1, 40), (1044, 1100, 600, 3)],
+)
+def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, kept):
+    """The verifier's exceedance (its own adaptive Gauss-Legendre integral of the survival function) equals
+    the closed form ∫_K^{K+1} S(vL) dv = (E[(W-KL)+] - E[(W-(K+1)L)+])/L, written here from the lognormal's
+    partial expectation E[(W-t)+] = mean·Q(d1) - t·Q(d2), to 1e-10 relative, far tails included."""
+    from solver import verify_laws
+
+    law = verify_laws.lognormal_law(math.log(median), math.log(p99 / median) / verify_laws.Z99)
+    Q = lambda z: 0.5 * math.erfc(z / math.sqrt(2))
+    mu, s = law.mu, law.sigma
+
+    def excess(t):
+        return law.mean * Q((math.log(t) - mu - s * s) / s) - t * Q((math.log(t) - mu) / s)
+
+    closed = (excess(kept * cadence) - excess((kept + 1) * cadence)) / cadence
+    mine = verify_laws.exceedance(law, cadence, kept)
+    assert law.survival((kept + 1) * cadence) <= mine <= law.survival(kept * cadence)  # the integrand's ends
+    assert mine == pytest.approx(closed, rel=1e-10)
