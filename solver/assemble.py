@@ -5,7 +5,7 @@ HiGHS's objective is that cost (a mismatch is a bug in the model or the adapter,
 
 from __future__ import annotations
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.instance import Instance
 from models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.instance import Instance
 from solver.confidence_table import Requirements

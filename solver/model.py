@@ -20,7 +20,7 @@ retargets to another instance of the same structure (a sweep point) without a re
 
 from __future__ import annotations
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from models.instance import OBJECTIVES, Instance
 from solver.coefficients import PairValues, global_values, index_of
