@@ -9,7 +9,7 @@ import numpy as np
 from models.instance import Instance
 from solver import calculus as calc
 from solver.coefficients import global_values, gpu_prices, index_of, reserved_cost
-from solver.highs import new_highs
+from solver.highs import new_highs, pass_lp
 from solver.pairs import Pairs
 from solver.tolerances import BOUND_SLACK, REL_TOL
 
@@ -232,7 +232,7 @@ class _SandboxLP:
         A = np.hstack([self.A, -self.coef[:, None]])
         cost = np.zeros(n + 1)
         cost[-1] = -1.0
-        _pass(highs, cost, A, np.zeros(len(self.coef)), [*self.bounds, (0, 1e12)])
+        pass_lp(highs, cost, A, np.zeros(len(self.coef)), [*self.bounds, (0, 1e12)])
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return 0.0
@@ -243,25 +243,8 @@ class _SandboxLP:
         """One HiGHS LP, re-solved from its last basis as the rate changes."""
         if self._lp is None:
             self._lp = new_highs()
-            _pass(self._lp, self.prices, self.A, np.zeros(len(self.coef)), self.bounds)
+            pass_lp(self._lp, self.prices, self.A, np.zeros(len(self.coef)), self.bounds)
         return self._lp
-
-
-def _pass(highs: highspy.Highs, cost: np.ndarray, A: np.ndarray, upper: np.ndarray, bounds) -> None:
-    """Give HiGHS min cost·x subject to A x <= upper, ``bounds`` per column ((lower, upper or None))."""
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.array([lo for lo, _ in bounds], dtype=float)
-    lp.col_upper_ = np.array([highspy.kHighsInf if hi is None else hi for _, hi in bounds], dtype=float)
-    lp.row_lower_ = np.full(A.shape[0], -highspy.kHighsInf)
-    lp.row_upper_ = upper
-    rows, cols = np.nonzero(A.T)  # column-wise: for each column, its rows
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=A.shape[1])))).astype(np.int32)
-    lp.a_matrix_.index_ = cols.astype(np.int32)
-    lp.a_matrix_.value_ = A.T[rows, cols]
-    highs.passModel(lp)
 
 
 def occupancy_per_attempt(inst: Instance) -> float:

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 
 import highspy
+import numpy as np
 from pyomo.contrib.solver.solvers.highs import Highs
 from pyomo.core.expr.visitor import identify_mutable_parameters
 
@@ -272,3 +273,20 @@ class HighsModel:
                 read(helper, helper.expr)
         self._param_index = (key, readers)
         return readers
+
+
+def pass_lp(highs: highspy.Highs, cost: np.ndarray, A: np.ndarray, upper: np.ndarray, bounds) -> None:
+    """Give ``highs`` the dense LP min cost·x subject to A x <= upper, ``bounds`` per column ((lower, upper or None))."""
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.array([lo for lo, _ in bounds], dtype=float)
+    lp.col_upper_ = np.array([highspy.kHighsInf if hi is None else hi for _, hi in bounds], dtype=float)
+    lp.row_lower_ = np.full(A.shape[0], -highspy.kHighsInf)
+    lp.row_upper_ = upper
+    rows, cols = np.nonzero(A.T)  # column-wise: for each column, its rows
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=A.shape[1])))).astype(np.int32)
+    lp.a_matrix_.index_ = cols.astype(np.int32)
+    lp.a_matrix_.value_ = A.T[rows, cols]
+    highs.passModel(lp)

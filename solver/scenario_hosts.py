@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import highspy
 import numpy as np
 
 from models.instance import Instance, NodeType, VmType
 from models.result import Plan
+from solver.highs import new_highs, pass_lp
 
 _HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
 
@@ -135,9 +137,9 @@ def _lp(hosts: list[dict], shares: dict[int, float], eligible: dict[int, np.ndar
             b.append(h["count"] * float(capacity[s]))
     objective = np.zeros(theta + 1)
     objective[theta] = -1.0
-    # imported here, not with the module: scipy beside pyomo costs ~1.5 s of start-up (pyomo's deferred-import
-    # hook then loads scipy.stats), paid only by the instances with several active backends that reach this LP
-    from scipy.optimize import linprog
-
-    res = linprog(objective, A_ub=np.array(A), b_ub=np.array(b), bounds=(0, None), method="highs")
-    return float(res.x[theta]) if res.status == 0 else 0.0
+    highs = new_highs()
+    pass_lp(highs, objective, np.array(A), np.array(b), [(0.0, None)] * (theta + 1))
+    highs.run()
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return 0.0
+    return float(highs.getSolution().col_value[theta])
