@@ -92,9 +92,15 @@ class TableCache:
 
 
 def exceedance_table(occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
-    """q(L, K) over the grid × 1..kept (read-only)."""
-    LL, KK = np.meshgrid(grid, np.arange(1, kept + 1), indexing="ij")
-    table = calc.exceedance(occ, LL, KK) if grid.size else np.zeros(LL.shape)
+    """q(L, K) over the grid × 1..kept (read-only): :func:`solver.calculus.exceedance`'s
+    (E[min(W,(K+1)L)] - E[min(W,KL)]) / L, with E[min(W, jL)] computed once per multiple j = 1..kept+1
+    (each serves two adjacent K)."""
+    LL, JJ = np.meshgrid(grid, np.arange(1, kept + 2), indexing="ij")
+    if grid.size:
+        means = occ.limited_mean(JJ * LL)
+        table = np.clip((means[:, 1:] - means[:, :-1]) / LL[:, 1:], 0.0, 1.0)
+    else:
+        table = np.zeros((0, kept))
     table.setflags(write=False)
     return table
 
