@@ -4,9 +4,10 @@ against enumerating the cadence grid with one inner integer solve per grid point
 the searches' probe sizes. Prints medians and ratios.
 
     python bench/solve.py [--repeats 5] [--skip-enumeration | --enumerate NAME ...] [--only NAME ...]
-                          [--sections command instances highs probes]
+                          [--sections command instances highs probes] [--instructions]
 
-``--enumerate`` limits the (slow) enumeration to the named instances, the acceptance ones by default
+``--instructions`` also counts the whole commands' instructions under valgrind (callgrind), a figure
+the machine's load does not move. ``--enumerate`` limits the (slow) enumeration to the named instances, the acceptance ones by default
 (``--enumerate all``: every instance). docs/regenerate.d/performance.sh runs it for docs/performance.md.
 """
 
@@ -176,6 +177,47 @@ def probe_sizes(repeats: int) -> None:
         search_module.COST_PROBE_PAIRS = saved
 
 
+def instructions(command: list[str]) -> int:
+    """Instructions the command executes, counted by valgrind's callgrind: the same on a loaded machine
+    as on a quiet one (a run takes ~50x its normal time)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return int(next(line for line in done.stderr.splitlines() if "Collected :" in line).split()[-1])
+
+
+def whole_commands(repeats: int, count_instructions: bool) -> None:
+    """The seed `solve` (with its levers, and without) against importing pyomo and highspy alone."""
+    entry = shutil.which("trainground")
+    solve = ([entry] if entry else [sys.executable, "cli.py"]) + ["solve", str(SEED.relative_to(ROOT))]
+    commands = {
+        "import pyomo.environ, highspy": [sys.executable, "-c", "import pyomo.environ, highspy"],
+        "trainground solve seed-week-75.yaml": solve,
+        "  the same, --no-levers": [*solve, "--no-levers"],
+    }
+    print(f"== whole commands (subprocess, median of {repeats} runs)")
+    print(
+        f"{'':37s} {'wall s':>8s} {'CPU s':>8s} {'wall ratio':>11s} {'CPU ratio':>10s}"
+        + ("  instructions" if count_instructions else "")
+    )
+    floor, floor_count = None, None
+    for name, command in commands.items():
+        wall, cpu = median_wall(command, repeats)
+        floor = floor or (wall, cpu)
+        line = f"{name:37s} {wall:8.3f} {cpu:8.3f} {wall / floor[0]:11.2f} {cpu / floor[1]:10.2f}"
+        if count_instructions:
+            count = instructions(command)
+            floor_count = floor_count or count
+            line += f"  {count / 1e9:6.2f} G = {count / floor_count:.2f}x"
+        print(line)
+    print("target (issue 11): the whole seed solve <= 1.4x the import")
+    print(f"1-minute load average after the runs {os.getloadavg()[0]:8.2f} (on {os.cpu_count()} cores)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
@@ -194,22 +236,15 @@ def main() -> None:
         default=["command", "instances", "highs", "probes"],
         choices=["command", "instances", "highs", "probes"],
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count each whole command's instructions (valgrind)"
+    )
     args = parser.parse_args()
     n = args.repeats
     enumerated = set() if args.skip_enumeration else None if "all" in args.enumerate else set(args.enumerate)
 
     if "command" in args.sections:
-        print(f"== whole commands (subprocess, median of {n} runs)")
-        floor, floor_cpu = median_wall([sys.executable, "-c", "import pyomo.environ, highspy"], n)
-        entry = shutil.which("trainground")
-        command, command_cpu = median_wall(
-            ([entry] if entry else [sys.executable, "cli.py"]) + ["solve", str(SEED.relative_to(ROOT))], n
-        )
-        print(f"{'':37s} {'wall s':>8s} {'CPU s':>8s}")
-        print(f"import pyomo + highspy only          {floor:8.3f} {floor_cpu:8.3f}")
-        print(f"trainground solve seed-week-75.yaml  {command:8.3f} {command_cpu:8.3f}")
-        print(f"ratio (target <= 1.4)                {command / floor:8.2f} {command_cpu / floor_cpu:8.2f}")
-        print(f"1-minute load average after the runs {os.getloadavg()[0]:8.2f} (on {os.cpu_count()} cores)")
+        whole_commands(n, args.instructions)
     if "instances" in args.sections:
         print(
             f"\n== per instance, in process (total_cost, median of {n}; enumeration: one integer solve per grid point)"
