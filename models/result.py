@@ -22,7 +22,7 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 
 class Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ShapeReplicas(Out):
