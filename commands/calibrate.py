@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
-from commands.common import console, guarded
+from commands.common import guarded, write_and_show
 
 
 def _steps(path: str | None, origin: float | None):
@@ -76,19 +73,29 @@ def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, o
         )
     if output:
         _write_instance(cal, into, output)
-    payload = cal.to_json()
-    if out:
-        _write_outputs(Path(out), cal, payload)
-    if as_json:
-        click.echo(json.dumps(payload, indent=2))
-        return
+    notes = [f"calibrated instance: {output}"] if output else []
+    write_and_show(
+        cal,
+        cal.to_json(),
+        report_file="calibrate.json",
+        out=out,
+        as_json=as_json,
+        plots=_plots,
+        printer=_printer,
+        notes=notes,
+    )
+
+
+def _plots(cal) -> dict[str, bytes]:
+    from render.calibrate import calibration_pngs
+
+    return calibration_pngs(cal)
+
+
+def _printer(console, cal) -> None:
     from render.calibrate import render_calibration
 
-    render_calibration(console(), cal)
-    if output:
-        click.echo(f"calibrated instance: {output}")
-    if out:
-        click.echo(f"report and plots: {out}")
+    render_calibration(console, cal)
 
 
 def _write_instance(cal, into: str, output: str) -> None:
@@ -102,12 +109,3 @@ def _write_instance(cal, into: str, output: str) -> None:
         load_instance(output)
     except InstanceError as exc:
         raise RuntimeError(f"the calibrated instance does not load: {exc.message}") from None
-
-
-def _write_outputs(folder: Path, cal, payload: dict) -> None:
-    from drivers.output import write_atomic_bytes, write_json
-    from render.calibrate import calibration_pngs
-
-    write_json(folder / "calibrate.json", payload)
-    for name, data in calibration_pngs(cal).items():
-        write_atomic_bytes(folder / name, data)

@@ -1,11 +1,15 @@
-"""What every command shares: exit codes, the error guard, the console, the --set option, progress bars."""
+"""What every command shares: exit codes, the error guard, the console, the --set option, progress bars, a
+report's files and output."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -117,6 +121,39 @@ def require_dask(scheduler: str | None) -> None:
             "--scheduler runs on a Dask cluster, which needs the optional Dask extra: "
             "pip install 'trainground[dask]' (or: pip install -e '.[dask]')"
         ) from None
+
+
+def write_and_show(
+    report: Any,
+    payload: dict,
+    *,
+    report_file: str,
+    out: str | None,
+    as_json: bool,
+    plots: Callable[[Any], dict[str, bytes]],
+    printer: Callable[[Any, Any], None],
+    notes: Sequence[str] = (),
+) -> None:
+    """A report command's end: with ``out``, ``payload`` written as ``out/report_file`` and the report's
+    ``plots(report)`` (PNG bytes by file name) beside it; then ``payload`` printed as JSON, or
+    ``printer(console, report)`` followed by the ``notes`` and where the files went.
+
+    ``plots`` and ``printer`` import their renderer when called, so that what is not drawn or printed
+    is never loaded (the plotting modules load the solver)."""
+    if out:
+        from drivers.output import write_atomic_bytes, write_json
+
+        write_json(Path(out) / report_file, payload)
+        for name, data in plots(report).items():
+            write_atomic_bytes(Path(out) / name, data)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+        return
+    printer(console(), report)
+    for line in notes:
+        click.echo(line)
+    if out:
+        click.echo(f"report and plots: {out}")
 
 
 OBJECTIVE = click.Choice(OBJECTIVES)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import click
 
-from commands.common import console, edits_option, guarded, load_with_edits, show_bar
+from commands.common import edits_option, guarded, load_with_edits, show_bar, write_and_show
 from models.load import InstanceError, Problem
 
 
@@ -57,23 +53,18 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     if replays:
         with DelayedBar("replaying scenarios", show_bar(as_json)) as bar:
             report.replays = replay(inst, plan, metrics, report, replays, sim_iterations, on_progress=bar)
-    payload = report.to_json()
-    if out:
-        _write_outputs(Path(out), report, payload)
-    if as_json:
-        click.echo(json.dumps(payload, indent=2))
-        sys.exit(0)
-    from render.risk import render_risk
-
-    render_risk(console(), report)
-    if out:
-        click.echo(f"report and plots: {out}")
+    write_and_show(
+        report, report.to_json(), report_file="risk.json", out=out, as_json=as_json, plots=_plots, printer=_printer
+    )
 
 
-def _write_outputs(folder: Path, report, payload: dict) -> None:
-    from drivers.output import write_atomic_bytes, write_json
+def _plots(report) -> dict[str, bytes]:
     from render.risk import risk_pngs
 
-    write_json(folder / "risk.json", payload)
-    for name, data in risk_pngs(report).items():
-        write_atomic_bytes(folder / name, data)
+    return risk_pngs(report)
+
+
+def _printer(console, report) -> None:
+    from render.risk import render_risk
+
+    render_risk(console, report)

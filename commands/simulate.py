@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from commands.common import (
     load_with_edits,
     require_dask,
     show_bar,
+    write_and_show,
 )
 
 PROGRESS_AFTER_S = 2.0  # a run that takes longer than this shows a progress bar (on a terminal, without --json)
@@ -173,26 +173,21 @@ def simulate(
         except SchedulerUnavailable as exc:
             click.echo(f"trainground: {exc}", err=True)
             sys.exit(EXIT_INTERNAL)
-    payload = report.to_json()
-    if out:
-        _write_outputs(Path(out), report, payload)
-    if as_json:
-        click.echo(json.dumps(payload, indent=2))
-        return
-    from render.simulate import render_simulation
-
-    render_simulation(console(), report)
-    if out:
-        click.echo(f"report and plots: {out}")
+    write_and_show(
+        report, report.to_json(), report_file="simulate.json", out=out, as_json=as_json, plots=_plots, printer=_printer
+    )
 
 
-def _write_outputs(folder: Path, report, payload: dict) -> None:
-    from drivers.output import write_atomic_bytes, write_json
+def _plots(report) -> dict[str, bytes]:
     from render.simplots import simulation_pngs
 
-    write_json(folder / "simulate.json", payload)
-    for name, data in simulation_pngs(report).items():
-        write_atomic_bytes(folder / name, data)
+    return simulation_pngs(report)
+
+
+def _printer(console, report) -> None:
+    from render.simulate import render_simulation
+
+    render_simulation(console, report)
 
 
 def simulated_verdict(inst, result, replications: int, quiet: bool):

@@ -1,7 +1,7 @@
 """Scenario sweeps: the cartesian product of field edits, each point validated and solved.
 
-A sweep is a list of axes, each a MODEL.md field path with the values to try
-(``inference.shapes[0].tokens_per_gpu_s=60,75,200``). Every point of their product is
+A sweep is a list of axes (:mod:`drivers.sweep_axes`), each a MODEL.md field path with the values
+to try (``inference.shapes[0].tokens_per_gpu_s=60,75,200``). Every point of their product is
 the base document with one value per axis applied, validated like a file (an invalid
 point becomes a row with the loader's message) and solved (an infeasible point becomes
 a row with its diagnosis). One built model is reused from point to point whenever the
@@ -14,7 +14,6 @@ Nothing here prints: progress goes to a callback, the rows come back in a :class
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import queue
 import threading
@@ -28,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from drivers.sweep_axes import Axis, SweepError, grid_points, parse_axis, split_values
 from drivers.workers import clip, one_line, prepare_worker
 from models.edits import apply_edit, blamed_on_edits, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
@@ -56,75 +56,8 @@ ROW_COLUMNS = (
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
 
-
-class SweepError(ValueError):
-    """A ``--set PATH=V1,V2`` option that cannot describe an axis (no '=', a malformed path, no value)."""
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One swept field: its MODEL.md path and the values to try, as written (``7d`` stays ``7d``)."""
-
-    path: str
-    texts: tuple[str, ...]
-
-    @property
-    def numeric(self) -> bool:
-        """Every value reads as a plain number (plots put them on a numeric axis)."""
-        return all(_number(t) is not None for t in self.texts)
-
-    def numbers(self) -> list[float]:
-        return [float(_number(t)) for t in self.texts]
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def split_values(text: str) -> list[str]:
-    """Split on commas outside brackets, braces and quotes: ``1,{a: 1, b: 2},[3,4]`` -> 3 values."""
-    values, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-        elif ch == "," and depth == 0:
-            values.append(text[start:i].strip())
-            start = i + 1
-    values.append(text[start:].strip())
-    return values
-
-
-def parse_axis(option: str) -> Axis:
-    """``PATH=V1,V2,...`` -> Axis; raises SweepError naming what is wrong."""
-    if "=" not in option:
-        raise SweepError(f"{option!r} must look like PATH=V1,V2,...")
-    path, text = (part.strip() for part in option.split("=", 1))
-    try:
-        parse_path(path)
-    except ValueError as exc:
-        raise SweepError(f"{option!r}: {exc}") from None
-    texts = split_values(text)
-    if not text or any(not t for t in texts):
-        raise SweepError(f"{option!r}: every value must be non-empty (values are separated by top-level commas)")
-    return Axis(path, tuple(texts))
-
-
-def grid_points(axes: Sequence[Axis]) -> list[tuple[str, ...]]:
-    """The cartesian product of the axes' values, the first axis varying slowest."""
-    return list(itertools.product(*(axis.texts for axis in axes)))
+# Re-exported from drivers.sweep_axes: a sweep's callers find the axes beside run_sweep.
+__all__ = ["Axis", "SweepError", "parse_axis", "split_values"]
 
 
 @dataclass

@@ -132,7 +132,7 @@ def _figure(value, kind: str) -> str:
 def render_comparison(console, result) -> None:
     from rich.table import Table
 
-    from drivers.compare import ROWS
+    from drivers.compare_columns import ROWS
 
     console.print(
         f"{result.instance}: fewer cards, or a shorter schedule? "

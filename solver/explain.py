@@ -6,6 +6,7 @@ article (generation threshold, environment side, cadence and margin, freshness).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from models.instance import Instance
@@ -41,34 +42,40 @@ class Explanation:
 
 
 SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness")
+Add = Callable[[int, str, object, str, str], None]  # (section index, key, value, unit, formula): one line
 
 
 def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | None = None) -> Explanation:
-    w, s, env = inst.workload, inst.schedule, inst.environment
+    """The seed's figures at ``cadence`` (None: the deadline pace) on ``inference_gpus`` inference cards
+    (None: the per-card thresholds say they need them), each line in its section of the article."""
+    s, n = inst.schedule, inst.workload.iterations
     L = float(cadence) if cadence is not None else calc.deadline_pace(inst)
-    G = inference_gpus
-    B, n, tok, p, a = (
-        w.batch_trajectories,
-        w.iterations,
-        w.tokens_per_attempt,
-        w.intake_rate,
-        inst.inference.availability,
-    )
-    r1 = inst.inference.shapes[0].tokens_per_gpu_s
-    occ = calc.occupancy_of(env.occupancy)
-    uses = env.littles_law_uses
-    w_use = calc.occupancy_used(occ, uses)
-    u = env.utilisation_cap
-
-    r_eff = B / L
-    r_raw = r_eff / p
-    out = Explanation(inst.name or "", L, G)
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    w_use = calc.occupancy_used(occ, inst.environment.littles_law_uses)
+    out = Explanation(inst.name or "", L, inference_gpus)
 
     def add(section: int, key: str, value: object, unit: str, formula: str) -> None:
         out.lines.append(Line(SECTIONS[section], key, value, unit, formula))
 
     pace = "deadline pace (deadline - extra_time)/n" if cadence is None else "given"
     add(2, "cadence_s", L, "s", f"L = {L:.6g} s ({pace}; n={n}, deadline={s.deadline:g} s, extra={s.extra_time:g} s)")
+    _generation(inst, L, inference_gpus, w_use, add)
+    _environment(inst, L, occ, w_use, add)
+    _margin(inst, L, add)
+    _startup(inst, L, occ, add)
+    _freshness(inst, L, occ, w_use, add)
+    return out
+
+
+def _generation(inst: Instance, L: float, G: int | None, w_use: float, add: Add) -> None:
+    """The Generation threshold section: the rates at cadence ``L``, the tokens/s each of ``G`` inference
+    cards must deliver, the cards the first shape needs and the decode rate."""
+    w, a = inst.workload, inst.inference.availability
+    B, tok, p = w.batch_trajectories, w.tokens_per_attempt, w.intake_rate
+    r1 = inst.inference.shapes[0].tokens_per_gpu_s
+    uses = inst.environment.littles_law_uses
+    r_eff = B / L
+    r_raw = r_eff / p
     add(0, "effective_trajectories_per_s", r_eff, "1/s", f"R_eff = B/L = {B}/{L:.6g}")
     add(0, "attempts_per_s", r_raw, "1/s", f"R_raw = R_eff/p = {r_eff:.6g}/{p:g}")
     lossless = B * tok / (L * G) if G else None
@@ -103,6 +110,12 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     )
     add(0, "decode_tokens_per_s", tok / w_use, "tok/s", f"tokens/W_use = {tok:g}/{w_use:.6g} ({uses})")
 
+
+def _environment(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add: Add) -> None:
+    """The Environment side section: the occupancy law, the environments in flight and the nodes of each
+    type that would hold them alone."""
+    env, w = inst.environment, inst.workload
+    r_raw = w.batch_trajectories / L / w.intake_rate
     add(
         1,
         "occupancy_mean_s",
@@ -121,7 +134,7 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     )
     add(1, "inflight_median", r_raw * occ.median, "envs", f"R_raw·median(W) = {r_raw:.6g}·{occ.median:.6g}")
     add(1, "inflight_mean", r_raw * occ.mean, "envs", f"R_raw·mean(W) = {r_raw:.6g}·{occ.mean:.6g}")
-    inflight_use = r_raw * w_use
+    inflight_use, u, uses = r_raw * w_use, env.utilisation_cap, env.littles_law_uses
     nodes = {}
     parts = []
     for node in env.node_types:
@@ -131,6 +144,10 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         parts.append(f"{node.name}: ceil({inflight_use:.6g}·share/density/{u:g})")
     add(1, "nodes_needed", nodes, "nodes", f"Σ_b E_b/density_kb/u with E = R_raw·W_use ({uses}); " + "; ".join(parts))
 
+
+def _margin(inst: Instance, L: float, add: Add) -> None:
+    """The Cadence and margin section after the cadence: the time margin and the makespan at ``L``."""
+    s, n = inst.schedule, inst.workload.iterations
     add(
         2,
         "time_margin",
@@ -139,13 +156,9 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
         f"(deadline - n·L - extra)/deadline = ({s.deadline:g} - {n}·{L:.6g} - {s.extra_time:g})/{s.deadline:g}",
     )
     add(2, "makespan_s", float(calc.makespan(inst, L)), "s", f"T = n·L + extra = {n}·{L:.6g} + {s.extra_time:g}")
-    _startup(inst, L, occ, add)
-
-    _freshness(inst, L, occ, w_use, add)
-    return out
 
 
-def _freshness(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add) -> None:
+def _freshness(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add: Add) -> None:
     """The Freshness section: version gaps, the exceedance q(L,K) and the group-drop bounds."""
     fr, K, g = inst.freshness, inst.freshness.max_versions_kept, inst.workload.group_size
     gap_note = " + 1 (post_publish)" if fr.gap_convention == "post_publish" else ""
@@ -170,7 +183,7 @@ def _freshness(inst: Instance, L: float, occ: calc.Occupancy, w_use: float, add)
     add(3, "group_drop_lower", float(lower), "share", "q (comonotone durations)")
 
 
-def _startup(inst: Instance, L: float, occ: calc.Occupancy, add) -> None:
+def _startup(inst: Instance, L: float, occ: calc.Occupancy, add: Add) -> None:
     """MODEL.md §8 at the explained cadence with K = max_versions_kept: the pipeline fill and T with it."""
     w, s, fr = inst.workload, inst.schedule, inst.freshness
     K = fr.max_versions_kept

@@ -21,7 +21,7 @@ from solver.assemble import assemble, timings_of
 from solver.bounds import hourly_lower_bound
 from solver.coefficients import global_values, index_of
 from solver.live import LiveModel
-from solver.search import cheapest_first, pair_by_pair, shortest_first
+from solver.search import Search, cheapest_first, pair_by_pair, shortest_first
 from solver.stopwatch import Stopwatch
 from solver.tolerances import REL_TOL, SPAN_TOL
 
@@ -132,52 +132,86 @@ class Planner:
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        clock = self._clock_for(time_limit)
+        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
+        lower = self._lower_bounds(objective, candidates, clock)
+        caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
+        search = self._search(objective, candidates, lower, caps, clock)
+        highs_before, self._highs_seen = (
+            self._highs_seen,
+            max(self._highs_seen, search.highs_seconds if search else 0.0),
+        )
+        if search is None or search.values is None:
+            return self._no_plan(objective, search, clock, highs_before)
+        return self._assemble(objective, search, clock, highs_before)
+
+    def _clock_for(self, time_limit: float | None) -> Stopwatch:
+        """This solve's stopwatch: the one the planner was built with for its first solve, else a new one;
+        the build work done since the last solve is counted as this solve's."""
         clock, self._first_clock = self._first_clock or Stopwatch(time_limit, self.listener), None
-        if clock is not self.build_clock:  # build work done since the last solve is this solve's
+        if clock is not self.build_clock:
             clock.seconds["build"], self.build_clock.seconds = self.build_clock.seconds.get("build", 0.0), {}
         self.build_clock = self.live.clock = clock
-        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
+        return clock
+
+    def _lower_bounds(self, objective: str, candidates: np.ndarray, clock: Stopwatch) -> np.ndarray:
+        """Each pair's lower bound on a cost criterion: the hourly bound (raised, in a confidence solve, by
+        the class bounds, computed before any cap), times the pair's makespan in hours for total cost."""
         hourly_lb = self.hourly_lb
         if self.confidence is not None and objective != "makespan" and candidates.any():
             with clock.phase("solve"):
                 hourly_lb = np.maximum(hourly_lb, self._class_bounds())
-        self.live.set_caps([("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)])
+        return hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
+
+    def _search(
+        self,
+        objective: str,
+        candidates: np.ndarray,
+        lower: np.ndarray,
+        caps: list[tuple[str, float | None]],
+        clock: Stopwatch,
+    ) -> Search | None:
+        """The search ``objective`` calls for over ``candidates``, under ``caps`` for its duration (None: no
+        candidate pair, no HiGHS run)."""
+        self.live.set_caps(caps)
         search = None
         try:
             with clock.phase("solve"):
                 if candidates.any() and objective == "makespan":
                     search = shortest_first(self.live, candidates, clock)
                 elif candidates.any():
-                    lower = hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
                     run = cheapest_first if self.confidence is None else pair_by_pair
                     search = run(self.live, objective, candidates, lower, clock)
         finally:
             self.live.end_solve()
-        highs_before, self._highs_seen = (
-            self._highs_seen,
-            max(self._highs_seen, search.highs_seconds if search else 0.0),
-        )
+        return search
+
+    def _no_plan(self, objective: str, search: Search | None, clock: Stopwatch, highs_before: float) -> Result:
+        """The result of a solve that found no plan, with its status and why."""
         status = Status.INFEASIBLE if search is None else search.status
         if status is None:  # the time limit ran out before HiGHS was started
             status = Status.TIME_LIMIT if clock.expired() else Status.INFEASIBLE
-        if search is None or search.values is None:
-            messages: dict[str, str] = {
-                Status.INFEASIBLE: "no plan meets every constraint",
-                Status.TIME_LIMIT: "time limit reached before any plan was found",
-                Status.ERROR: "HiGHS failed",
-            }
-            return Result(
-                instance=self.inst.name,
-                status=status,
-                objective=objective,
-                message=messages[status],
-                timings=timings_of(clock, search, highs_before),
-            )
+        messages: dict[str, str] = {
+            Status.INFEASIBLE: "no plan meets every constraint",
+            Status.TIME_LIMIT: "time limit reached before any plan was found",
+            Status.ERROR: "HiGHS failed",
+        }
+        return Result(
+            instance=self.inst.name,
+            status=status,
+            objective=objective,
+            message=messages[status],
+            timings=timings_of(clock, search, highs_before),
+        )
+
+    def _assemble(self, objective: str, search: Search, clock: Stopwatch, highs_before: float) -> Result:
+        """The verified result of the plan ``search`` found; a confidence solve's also checks the plan in its
+        scenarios and fresh ones (verification time)."""
         result = assemble(self.live, objective, search, clock, highs_before)
         if self.confidence is not None and result.plan is not None:
             start = clock.elapsed()
             result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)
-            result.timings.verify += clock.elapsed() - start  # the plan checked in its scenarios and fresh ones
+            result.timings.verify += clock.elapsed() - start
             if result.model_size is not None:
                 result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
         return result
