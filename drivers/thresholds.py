@@ -1,0 +1,191 @@
+"""The thresholds of a diagnosis's findings: each closed form confirmed by one solve, and re-solve
+searches where it fails or none exists (a gallop then bisection over the values the pairs take, steps
+then bisection over a continuous input, a node or VM cap bisected up to what a plan with it lifted
+uses, a budget by solving for the least cost). :class:`Feasibility` runs the re-solves on one
+reusable model within a budget of solves and the command's clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drivers.candidates import edit_of
+from drivers.findings import WHOLE_PLAN, Finding
+from models.edits import edited
+from models.instance import Instance
+from models.load import InstanceError
+from models.result import Result
+from solver.pairs import TableCache
+from solver.solve import Planner
+from solver.stopwatch import Stopwatch
+
+REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
+
+
+class Feasibility:
+    """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
+    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
+
+    def __init__(
+        self,
+        base: Instance,
+        cache: TableCache | None = None,
+        clock: Stopwatch | None = None,
+        max_solves: int | None = None,
+    ):
+        self.base = base
+        self._planner = None
+        self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
+        self.clock = clock
+        self.max_solves = max_solves
+        self.solves = 0
+
+    def spent(self) -> bool:
+        return (self.max_solves is not None and self.solves >= self.max_solves) or (
+            self.clock is not None and self.clock.expired()
+        )
+
+    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
+        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
+        ``time_limit`` bounds this solve, within what the clock has left."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        if self._planner is None or not self._planner.retarget(inst):
+            self._planner = Planner(inst, reusable=True, cache=self.cache)
+        self.solves += 1
+        left = None if self.clock is None else self.clock.remaining()
+        if time_limit is not None:
+            left = time_limit if left is None else min(left, time_limit)
+        return self._planner.solve(objective, time_limit=left)
+
+    def feasible(self, changes: dict) -> bool:
+        result = self.solve(changes)
+        return result is not None and result.plan is not None
+
+
+def settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
+    """Find ``f``'s threshold: confirm the closed form by one solve, search by re-solves only when it fails
+    (``search`` False: only whether the input restores a plan, at its loosest). A search the budget (or the
+    command's time limit) cut short without a plan is marked ``skipped``, never "cannot help"."""
+    f = _search(checker, f, search)
+    searchable = f.cand.values.size > 0 or f.cand.top is not None
+    f.skipped = f.value is None and f.bracket is None and checker.spent() and searchable
+    return f
+
+
+def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
+    cand, inst = f.cand, checker.base
+    edit = lambda value: edit_of(inst, cand, value)  # noqa: E731
+    if cand.top is None and not cand.values.size:
+        return f  # closed form: no pair passes whatever this input is
+    if f.families == (WHOLE_PLAN,):
+        return _whole_plan(checker, f, search)
+    if search and cand.values.size and (cand.steps or not cand.passing) and checker.feasible(edit(cand.values[0])):
+        return _found(
+            f,
+            cand.values[0],
+            cand.exact_values,
+            "closed form, confirmed by one solve"
+            + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"),
+        )
+    loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
+    if cand.input == "deadline":
+        loosest = cand.top  # the shortest makespan once the deadline is out of the way is exact
+        result = checker.solve(edit(loosest))
+        if result is None or result.plan is None:
+            return f
+        return _found(f, result.plan.makespan_s, True, "shortest makespan with the deadline lifted")
+    if not cand.values.size and search:
+        return _expand(checker, f, loosest, edit)
+    if cand.values.size and not cand.steps and search:
+        return _expand(checker, f, loosest, edit, cand.values[0] if not cand.passing else cand.current)
+    if checker.spent() or not checker.feasible(edit(loosest)):
+        return f
+    if search:  # a plan appears only at one of the values the pairs take: gallop, then bisect their list
+        low, high, step = 0, cand.values.size - 1, 1
+        while low + step < high and not checker.spent():
+            if checker.feasible(edit(cand.values[low + step])):
+                high = low + step
+                break
+            low, step = low + step, step * 2
+        while high - low > 1 and not checker.spent():
+            mid = (low + high) // 2
+            low, high = (low, mid) if checker.feasible(edit(cand.values[mid])) else (mid, high)
+        if high - low > 1:
+            f.bracket = (float(cand.values[low]), float(cand.values[high]))
+            return f
+        return _found(f, cand.values[high], True, f"search over the {cand.values.size:,} values the pairs take")
+    return _found(f, loosest, False, "restores a plan at its loosest (not searched)")
+
+
+def _expand(checker: Feasibility, f: Finding, loosest: float, edit, start: float | None = None) -> Finding:
+    """``loosest`` first (no plan there: the input cannot help alone), then from ``start`` (default the current
+    value) towards it by steps of 0.4 %, 1.6 %, 6.4 %, ... until one restores a plan, then bisection inside
+    that step: a threshold near the start costs a few solves, not a bisection over the whole range."""
+    cand = f.cand
+    now = cand.current if start is None else float(start)
+    step = max(1.0, 4 * REL * now) if cand.integer else 4 * REL * now
+    low = now
+    if checker.spent() or not checker.feasible(edit(loosest)):
+        return f  # one solve says this input cannot restore a plan alone
+    while not checker.spent():
+        value = now + step if cand.raise_ else now - step
+        if value >= loosest if cand.raise_ else value <= loosest:
+            return _bisect(checker, f, low, loosest, edit)
+        if checker.feasible(edit(value)):
+            return _bisect(checker, f, low, value, edit)
+        low, step = value, step * 4
+    f.bracket = (float(low), float(loosest))
+    return f
+
+
+def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
+    """A node or VM cap (one more, else a bisection up to the count a plan uses with it lifted) or a budget
+    (exact: the least cost of any plan once it is lifted)."""
+    cand = f.cand
+    if cand.path.startswith("limits."):
+        criterion = cand.input.removeprefix("max_")
+        result = checker.solve({cand.path: None}, criterion)
+        if result is None or result.plan is None:
+            return f
+        return _found(f, getattr(result.plan, criterion), True, f"least {criterion} with the budget lifted")
+    edit = lambda value: edit_of(checker.base, cand, value)  # noqa: E731
+    if search and checker.feasible(edit(cand.current + 1)):
+        return _found(f, cand.current + 1, True, "one more, confirmed by one solve")
+    result = checker.solve({cand.path: None})
+    if result is None or result.plan is None:
+        return f
+    name = cand.input.split("[")[1].rstrip("]")
+    counts = result.plan.local_nodes if cand.input.startswith("max_nodes") else result.plan.cloud_vms
+    used = float(max(next((c.count for c in counts if c.type == name), 0), cand.current + 1))
+    if not search:
+        return _found(f, used, False, "a plan with it lifted uses this many (not searched)")
+    return _bisect(checker, f, cand.current + 1, used, edit)
+
+
+def _bisect(checker: Feasibility, f: Finding, low: float, high: float, edit) -> Finding:
+    """Bisection between ``low`` (no plan) and ``high`` (a plan) over re-solves."""
+    cand = f.cand
+    close = (lambda lo, hi: abs(hi - lo) <= 1) if cand.integer else (lambda lo, hi: abs(hi - lo) <= REL * abs(hi))
+    while not close(low, high) and not checker.spent():
+        mid = (low + high) / 2
+        if cand.integer:
+            mid = float(np.floor(mid)) if cand.raise_ else float(np.ceil(mid))
+            if mid in (low, high):
+                break
+        low, high = (low, mid) if checker.feasible(edit(mid)) else (mid, high)
+    if not close(low, high):
+        f.bracket = (float(low), float(high))
+        return f
+    exact = cand.integer
+    return _found(f, high, exact, "bisection over re-solves" + ("" if exact else f", to {REL:.1%}"))
+
+
+def _found(f: Finding, value: float, exact: bool, method: str) -> Finding:
+    f.value, f.exact, f.method = float(value), exact, method
+    f.rank = (*f.rank[:2], f.relative())
+    return f
