@@ -20,6 +20,7 @@ from solver.solve import Planner
 from solver.stopwatch import Stopwatch
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
+EARLY_STEPS = 2  # steps from a closed form that failed its confirming solve before the loosest (count_startup)
 
 
 class Feasibility:
@@ -94,52 +95,92 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
         )
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
     if cand.input == "deadline":
-        loosest = cand.top  # the shortest makespan once the deadline is out of the way is exact
-        result = checker.solve(edit(loosest))
-        if result is None or result.plan is None:
-            return f
-        return _found(f, result.plan.makespan_s, True, "shortest makespan with the deadline lifted")
+        return _deadline(checker, f, search)
+    # a closed form that failed its confirming solve under count_startup is short by the fill and U(m) the
+    # screen leaves out, so its threshold is near: a few cheap steps before the loosest solve, the dearest
+    early = EARLY_STEPS if inst.schedule.count_startup and not cand.passing else 0
     if not cand.values.size and search:
         return _expand(checker, f, loosest, edit)
     if cand.values.size and not cand.steps and search:
-        return _expand(checker, f, loosest, edit, cand.values[0] if not cand.passing else cand.current)
+        return _expand(checker, f, loosest, edit, cand.values[0] if not cand.passing else cand.current, early)
+    if search:
+        return _gallop(checker, f, edit, early)
     if checker.spent() or not checker.feasible(edit(loosest)):
         return f
-    if search:  # a plan appears only at one of the values the pairs take: gallop, then bisect their list
-        low, high, step = 0, cand.values.size - 1, 1
-        while low + step < high and not checker.spent():
-            if checker.feasible(edit(cand.values[low + step])):
-                high = low + step
-                break
-            low, step = low + step, step * 2
-        while high - low > 1 and not checker.spent():
-            mid = (low + high) // 2
-            low, high = (low, mid) if checker.feasible(edit(cand.values[mid])) else (mid, high)
-        if high - low > 1:
-            f.bracket = (float(cand.values[low]), float(cand.values[high]))
-            return f
-        return _found(f, cand.values[high], True, f"search over the {cand.values.size:,} values the pairs take")
     return _found(f, loosest, False, "restores a plan at its loosest (not searched)")
 
 
-def _expand(checker: Feasibility, f: Finding, loosest: float, edit, start: float | None = None) -> Finding:
-    """``loosest`` first (no plan there: the input cannot help alone), then from ``start`` (default the current
-    value) towards it by steps of 0.4 %, 1.6 %, 6.4 %, ... until one restores a plan, then bisection inside
-    that step: a threshold near the start costs a few solves, not a bisection over the whole range."""
+def _gallop(checker: Feasibility, f: Finding, edit, early: int) -> Finding:
+    """A plan appears only at one of the values the pairs take, the first of which restores none: gallop up
+    their list, then bisect it. The loosest value is tried after ``early`` gallop steps (no plan there: the
+    input cannot help alone)."""
+    cand = f.cand
+    low, high, step, tried, confirmed = 0, cand.values.size - 1, 1, 0, False
+    if high == 0:
+        return f  # the one value, the loosest, restores no plan
+    while not checker.spent():
+        if not confirmed and (tried == early or low + step >= high):
+            if not checker.feasible(edit(cand.values[high])):
+                return f
+            confirmed = True
+        if low + step >= high:
+            break
+        if checker.feasible(edit(cand.values[low + step])):
+            high, confirmed = low + step, True
+            break
+        low, step, tried = low + step, step * 2, tried + 1
+    if not confirmed:
+        return f
+    while high - low > 1 and not checker.spent():
+        mid = (low + high) // 2
+        low, high = (low, mid) if checker.feasible(edit(cand.values[mid])) else (mid, high)
+    if high - low > 1:
+        f.bracket = (float(cand.values[low]), float(cand.values[high]))
+        return f
+    return _found(f, cand.values[high], True, f"search over the {cand.values.size:,} values the pairs take")
+
+
+def _expand(
+    checker: Feasibility, f: Finding, loosest: float, edit, start: float | None = None, early: int = 0
+) -> Finding:
+    """From ``start`` (default the current value) towards ``loosest`` by steps of 0.4 %, 1.6 %, 6.4 %, ...
+    until one restores a plan, then bisection inside that step: a threshold near the start costs a few
+    solves, not a bisection over the whole range. ``loosest`` is tried after the first ``early`` steps (no
+    plan there: the input cannot help alone)."""
     cand = f.cand
     now = cand.current if start is None else float(start)
     step = max(1.0, 4 * REL * now) if cand.integer else 4 * REL * now
-    low = now
-    if checker.spent() or not checker.feasible(edit(loosest)):
-        return f  # one solve says this input cannot restore a plan alone
+    low, tried = now, 0
     while not checker.spent():
+        if tried == early and not checker.feasible(edit(loosest)):
+            return f  # one solve says this input cannot restore a plan alone
         value = now + step if cand.raise_ else now - step
         if value >= loosest if cand.raise_ else value <= loosest:
             return _bisect(checker, f, low, loosest, edit)
         if checker.feasible(edit(value)):
             return _bisect(checker, f, low, value, edit)
-        low, step = value, step * 4
+        low, step, tried = value, step * 4, tried + 1
     f.bracket = (float(low), float(loosest))
+    return f
+
+
+def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
+    """The deadline: the shortest makespan of any plan is its exact threshold, and a makespan solve under any
+    deadline that admits a plan finds it. Without start-up that deadline is the loosest (``top``); with it,
+    where the screen's makespans are lower bounds short of the fill and U(m), first the closed form widened
+    by steps of 0.4 %, 1.6 %, ... (a far smaller grid of pairs, each with its group counts, than the
+    loosest's)."""
+    cand, inst = f.cand, checker.base
+    tries = [cand.top]
+    if search and inst.schedule.count_startup and cand.values.size and not cand.passing:
+        first = float(cand.values[0])
+        widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)]
+        tries = [d for d in widened if d < cand.top] + tries
+    for deadline in tries:
+        result = checker.solve(edit_of(inst, cand, deadline))
+        if result is not None and result.plan is not None:
+            how = "lifted" if deadline == cand.top else f"at {deadline:,.0f} s"
+            return _found(f, result.plan.makespan_s, True, f"shortest makespan with the deadline {how}")
     return f
 
 
