@@ -18,6 +18,7 @@ from models.result import Result
 from solver.pairs import TableCache
 from solver.solve import Planner
 from solver.stopwatch import Stopwatch
+from solver.tolerances import COST_CHECK_TOL
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
 EARLY_STEPS = 2  # steps from a closed form that failed its confirming solve before the loosest (count_startup)
@@ -147,21 +148,78 @@ def _expand(
     until one restores a plan, then bisection inside that step: a threshold near the start costs a few
     solves, not a bisection over the whole range. ``loosest`` is tried after the first ``early`` steps (no
     plan there: the input cannot help alone)."""
-    cand = f.cand
+    cand, probe = f.cand, Probe(checker, f, edit)
     now = cand.current if start is None else float(start)
     step = max(1.0, 4 * REL * now) if cand.integer else 4 * REL * now
     low, tried = now, 0
     while not checker.spent():
-        if tried == early and not checker.feasible(edit(loosest)):
+        if tried == early and not probe(loosest):
             return f  # one solve says this input cannot restore a plan alone
         value = now + step if cand.raise_ else now - step
         if value >= loosest if cand.raise_ else value <= loosest:
-            return _bisect(checker, f, low, loosest, edit)
-        if checker.feasible(edit(value)):
-            return _bisect(checker, f, low, value, edit)
+            return _bisect(checker, f, low, loosest, probe)
+        if probe(value):
+            return _bisect(checker, f, low, value, probe)
         low, step, tried = value, step * 4, tried + 1
     f.bracket = (float(low), float(loosest))
     return f
+
+
+class Probe:
+    """Whether a value of ``f``'s input restores a plan, by a re-solve. For a continuous input while pairs
+    pass under a budget, by the least cost with that budget lifted (a plan exists exactly when it is
+    within the budget; a cost within COST_CHECK_TOL above it, where HiGHS's verdict on the budget row
+    cannot be read off the reported cost, is settled by the plain re-solve): the costs then tell a
+    bisection where the threshold lies."""
+
+    def __init__(self, checker: Feasibility, f: Finding, edit):
+        self.checker, self.edit = checker, edit
+        self.budget = _budget(checker.base) if f.cand.passing and not f.cand.integer else None
+        self.cost: dict[float, float] = {}  # value -> least cost with the budget lifted (inf: no plan at all)
+        self.step = 0  # which of between's three steps comes next
+        self.last = np.nan  # the last interpolated value
+
+    def __call__(self, value: float) -> bool:
+        if self.budget is None:
+            return self.checker.feasible(self.edit(value))
+        path, criterion, limit = self.budget
+        result = self.checker.solve(self.edit(value) | {path: None}, criterion)
+        if result is None:
+            return False
+        cost = np.inf if result.plan is None else float(getattr(result.plan, criterion))
+        self.cost[value] = cost
+        if cost <= limit:
+            return True
+        if cost > limit * (1 + COST_CHECK_TOL):
+            return False
+        return self.checker.feasible(self.edit(value))
+
+    def between(self, low: float, high: float) -> float:
+        """The next value to try between ``low`` (no plan) and ``high`` (a plan). With both ends' costs known,
+        in turn: where the cost meets the budget on the line through them (kept a twentieth of the bracket
+        inside it); then the value within REL of the end that point became, which closes the bracket when the
+        threshold lies between them; then the midpoint (so a cost that jumps still halves the bracket). The
+        midpoint otherwise."""
+        c_low, c_high = self.cost.get(low), self.cost.get(high)
+        step, self.step = self.step, (self.step + 1) % 3
+        if self.budget is None or c_low is None or c_high is None or not np.isfinite(c_low) or step == 2:
+            self.step = 0
+            return (low + high) / 2
+        if step == 1:
+            end, towards = (low, high) if low == self.last else (high, low)
+            return float(end + np.sign(towards - end) * 0.99 * REL * abs(end))
+        share = min(max((c_low - self.budget[2]) / max(c_low - c_high, 1e-300), 0.05), 0.95)
+        self.last = float(low + share * (high - low))
+        return self.last
+
+
+def _budget(inst: Instance) -> tuple[str, str, float] | None:
+    """(path, cost criterion, limit) of the budget a probe lifts: the total one when both are set."""
+    for name in ("max_total_cost", "max_hourly_cost"):
+        limit = getattr(inst.limits, name)
+        if limit is not None:
+            return f"limits.{name}", name.removeprefix("max_"), float(limit)
+    return None
 
 
 def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
@@ -205,25 +263,26 @@ def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
     used = float(max(next((c.count for c in counts if c.type == name), 0), cand.current + 1))
     if not search:
         return _found(f, used, False, "a plan with it lifted uses this many (not searched)")
-    return _bisect(checker, f, cand.current + 1, used, edit)
+    return _bisect(checker, f, cand.current + 1, used, Probe(checker, f, edit))
 
 
-def _bisect(checker: Feasibility, f: Finding, low: float, high: float, edit) -> Finding:
+def _bisect(checker: Feasibility, f: Finding, low: float, high: float, probe: Probe) -> Finding:
     """Bisection between ``low`` (no plan) and ``high`` (a plan) over re-solves."""
     cand = f.cand
     close = (lambda lo, hi: abs(hi - lo) <= 1) if cand.integer else (lambda lo, hi: abs(hi - lo) <= REL * abs(hi))
     while not close(low, high) and not checker.spent():
-        mid = (low + high) / 2
+        mid = probe.between(low, high)
         if cand.integer:
             mid = float(np.floor(mid)) if cand.raise_ else float(np.ceil(mid))
             if mid in (low, high):
                 break
-        low, high = (low, mid) if checker.feasible(edit(mid)) else (mid, high)
+        low, high = (low, mid) if probe(mid) else (mid, high)
     if not close(low, high):
         f.bracket = (float(low), float(high))
         return f
     exact = cand.integer
-    return _found(f, high, exact, "bisection over re-solves" + ("" if exact else f", to {REL:.1%}"))
+    how = "bisection over re-solves" + (", led by the least cost with the budget lifted" if probe.budget else "")
+    return _found(f, high, exact, how + ("" if exact else f", to {REL:.1%}"))
 
 
 def _found(f: Finding, value: float, exact: bool, method: str) -> Finding:
