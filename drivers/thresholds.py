@@ -86,6 +86,8 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
         return f  # closed form: no pair passes whatever this input is
     if f.families == (WHOLE_PLAN,):
         return _whole_plan(checker, f, search)
+    if cand.input == "deadline":
+        return _deadline(checker, f, search)
     if search and cand.values.size and (cand.steps or not cand.passing) and checker.feasible(edit(cand.values[0])):
         return _found(
             f,
@@ -95,8 +97,6 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
             + ("" if cand.exact_values else ", by bisection over the pair screen to 0.1%"),
         )
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
-    if cand.input == "deadline":
-        return _deadline(checker, f, search)
     # a closed form that failed its confirming solve under count_startup is short by the fill and U(m) the
     # screen leaves out, so its threshold is near: a few cheap steps before the loosest solve, the dearest
     early = EARLY_STEPS if inst.schedule.count_startup and not cand.passing else 0
@@ -224,21 +224,25 @@ def _budget(inst: Instance) -> tuple[str, str, float] | None:
 
 def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
     """The deadline: the shortest makespan of any plan is its exact threshold, and a makespan solve under any
-    deadline that admits a plan finds it. Without start-up that deadline is the loosest (``top``); with it,
-    where the screen's makespans are lower bounds short of the fill and U(m), first the closed form widened
-    by steps of 0.4 %, 1.6 %, ... (a far smaller grid of pairs, each with its group counts, than the
-    loosest's)."""
+    deadline that admits a plan finds it. While no pair passes, the closed form first (exact when a plan
+    exists there); with count_startup, where the screen's makespans are lower bounds short of the fill and
+    U(m), then the closed form widened by 0.4 %, 1.6 %, 6.4 % (a far smaller grid of pairs, each with its
+    group counts, than the loosest's); then the loosest (``top``). While pairs pass, whole plans are what
+    the limits cut and the closed form is no better a guess than any: the loosest at once."""
     cand, inst = f.cand, checker.base
     tries = [cand.top]
-    if search and inst.schedule.count_startup and cand.values.size and not cand.passing:
+    if search and cand.values.size and not cand.passing:
         first = float(cand.values[0])
-        widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)]
-        tries = [d for d in widened if d < cand.top] + tries
+        widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)] if inst.schedule.count_startup else []
+        tries = [first] + [d for d in widened if d < cand.top] + tries
     for deadline in tries:
         result = checker.solve(edit_of(inst, cand, deadline))
-        if result is not None and result.plan is not None:
-            how = "lifted" if deadline == cand.top else f"at {deadline:,.0f} s"
-            return _found(f, result.plan.makespan_s, True, f"shortest makespan with the deadline {how}")
+        if result is None or result.plan is None:
+            continue
+        if deadline == tries[0] and len(tries) > 1:
+            return _found(f, deadline, True, "closed form, confirmed by one solve")
+        how = "lifted" if deadline == cand.top else f"at {deadline:,.0f} s"
+        return _found(f, result.plan.makespan_s, True, f"shortest makespan with the deadline {how}")
     return f
 
 
