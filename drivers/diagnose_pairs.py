@@ -11,7 +11,9 @@ inputs least (the sum of their relative changes).
 from __future__ import annotations
 
 from drivers import screen as sc
-from drivers.screen import edit_of
+from drivers.candidates import edit_of
+from drivers.findings import findings_of, text
+from drivers.thresholds import Feasibility, settle
 from models.edits import edited
 from models.instance import Instance
 from solver.pairs import TableCache
@@ -20,17 +22,16 @@ FIRSTS = 2  # first changes tried, best ranked first
 SECONDS = 4  # second changes tried with each first
 
 
-def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle, text, keep: int = 3) -> list[dict]:
+def cheapest_pairs(inst: Instance, findings: list, checker: Feasibility, keep: int = 3) -> list[dict]:
     """Up to ``keep`` pairs of changes that restore a plan together, cheapest first:
     [{"inputs": [a, b], "values": [x, y], "change": "a ≥ x and b ≥ y", "relative_change"}]. ``checker``: the
-    diagnosis's Feasibility (its class re-solves the edited copies); ``findings_of``, ``settle``, ``text``: the
-    diagnosis's own steps."""
+    diagnosis's re-solves of edited copies, whose budget the pairs' searches spend."""
     firsts = [f for f in sorted(findings, key=lambda f: f.rank) if f.rank[0] < 0 and f.direct][:FIRSTS]
     out = []
     for first in firsts:
         loosest = first.cand.far
         inst_a = edited(inst, edit_of(inst, first.cand, loosest))
-        seconds = _ranked_findings(inst_a, findings_of, exclude=first.input, keep=SECONDS)
+        seconds = _ranked_findings(inst_a, exclude=first.input, keep=SECONDS)
         for candidate in seconds:
             if checker.spent():
                 return _best(out, keep)
@@ -38,7 +39,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
             if second.value is None:
                 continue
             inst_b = edited(inst, edit_of(inst, second.cand, second.value))
-            again = _ranked_findings(inst_b, findings_of, only=first.input)
+            again = _ranked_findings(inst_b, only=first.input)
             tightened = _child(checker, inst_b, lambda c, f=again[0]: settle(c, f)) if again else None
             value = tightened.value if tightened is not None and tightened.value is not None else loosest
             ref = tightened if tightened is not None and tightened.value is not None else first
@@ -46,7 +47,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
                 {
                     "inputs": [first.input, second.input],
                     "values": [value, second.value],
-                    "change": f"{_text(text, ref, value)} and {_text(text, second)}",
+                    "change": f"{_text(ref, value)} and {_text(second)}",
                     "relative_change": _finite(first.relative(value) + second.relative()),
                 }
             )
@@ -54,7 +55,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker, findings_of, settle,
 
 
 def _ranked_findings(
-    inst: Instance, findings_of, exclude: str | None = None, keep: int | None = None, only: str | None = None
+    inst: Instance, exclude: str | None = None, keep: int | None = None, only: str | None = None
 ) -> list:
     """The usable findings of ``inst`` best ranked first (their candidates computed only up to ``keep``)."""
     cache = TableCache(8)
@@ -77,17 +78,17 @@ def _ranked_findings(
     return out
 
 
-def _child(checker, inst: Instance, run):
+def _child(checker: Feasibility, inst: Instance, run):
     """Run ``run`` over a checker of ``inst`` that spends the parent's remaining solves."""
     left = None if checker.max_solves is None else checker.max_solves - checker.solves
-    child = type(checker)(inst, None, checker.clock, max_solves=left)
+    child = Feasibility(inst, None, checker.clock, max_solves=left)
     try:
         return run(child)
     finally:
         checker.solves += child.solves
 
 
-def _text(text, f, value: float | None = None) -> str:
+def _text(f, value: float | None = None) -> str:
     if (f.value if value is None else value) is None:
         return f"{f.input} lifted"
     return text(f, value)

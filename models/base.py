@@ -122,4 +122,6 @@ def _shown(value: object) -> str:
 class Strict(BaseModel):
     """Base: unknown keys are errors (typos must not be silently ignored), no NaN or inf."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, json_schema_extra=with_defaults, defer_build=True)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, frozen=True, json_schema_extra=with_defaults, defer_build=True
+    )

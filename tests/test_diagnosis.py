@@ -45,6 +45,7 @@ def feasible(inst, changes: dict) -> bool:
         ("mean-gap-only", "max_mean_gap", "freshness.max_mean_gap"),
         ("exceedance-only", "max_exceedance", "freshness.max_exceedance"),
         ("group-drop-only", "max_group_drop", "freshness.max_group_drop"),
+        ("startup-gap", "max_mean_gap", "freshness.max_mean_gap"),  # start-up counted: the solves decide
     ],
 )
 def test_a_freshness_limit_is_named_first_with_its_exact_threshold(name, limit, path):
@@ -68,6 +69,18 @@ def test_max_nodes_is_named_first_with_its_exact_threshold():
     assert first["input"] == "max_nodes[standard]" and first["exact"]
     assert feasible(inst, {path: int(first["value"])})
     assert not feasible(inst, {path: int(first["value"]) - 1})
+
+
+def test_a_budget_is_named_first_with_its_exact_threshold():
+    inst, diagnosis = diagnosis_of(DATA / "total-budget.yaml")
+    assert "pass the per-pair checks" in diagnosis["conflict"]  # pairs pass: the budget cuts whole plans
+    path = "limits.max_total_cost"
+    assert feasible(inst, {path: None})
+    first = diagnosis["changes"][0]
+    assert first["input"] == "max_total_cost" and first["exact"]
+    assert first["value"] > inst.limits.max_total_cost
+    assert feasible(inst, {path: first["value"]})
+    assert not feasible(inst, {path: first["value"] * (1 - 1e-6)})
 
 
 def test_every_threshold_offered_restores_a_plan_and_the_exact_ones_are_tight():
@@ -145,6 +158,8 @@ def _edits(inst, name: str, value: float) -> dict:
         return {f"freshness.{name}": int(value) if name == "max_versions_kept" else value}
     if name == "deadline":
         return {"schedule.deadline": value}
+    if name in ("max_hourly_cost", "max_total_cost"):
+        return {f"limits.{name}": value}
     kind, _, inner = name.partition("[")
     inner = inner.rstrip("]")
     if kind == "gpus":
