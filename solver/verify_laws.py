@@ -5,7 +5,7 @@ Used by :mod:`solver.verify` only, and written apart from the model's calculus o
 (STYLE.md: a checker must not share the code it checks). The lognormal is fitted from
 MODEL §2's formulas, its exceedance is a numerical integral of the survival function
 (:func:`integral`, adaptive Gauss-Legendre), the empirical law integrates its step functions
-piece by piece, and the start-up fill of §8 is a root (bisection) of an integrated CDF.
+piece by piece, and the start-up fill of §8 is a root (Newton's method) of an integrated CDF.
 Nothing here imports from solver/, nor scipy: importing scipy beside pyomo makes pyomo's
 deferred-import hook load scipy.stats, which would triple the start-up time of every command.
 """
@@ -25,7 +25,8 @@ from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognorma
 Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral
 QUAD_PANELS = 400  # at most this many panels per integral (the integrands here need a handful)
-ROOT_XTOL = 1e-9  # s, absolute width at which the fill's bisection stops (plus a few ulps of the root)
+ROOT_XTOL = 1e-9  # s: the fill's Newton iteration stops once a step is this short (plus a few ulps of the root)
+ROOT_STEPS = 100  # at most this many Newton steps (quadratic convergence needs a handful)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 
@@ -182,7 +183,8 @@ def fill_time(law: Law, need: float, members: int) -> float:
     """MODEL §8: the smallest t >= 0 with ∫_0^t F_grp(s) ds >= need, where need = B/(p·R_raw) (seconds).
 
     Empirical: the integral is piecewise linear in t, so its inverse is read off exactly. Lognormal:
-    the integral grows with t (by at most 1 per second): the root is bracketed by doubling, then bisected.
+    the integral grows with t (by at most 1 per second): the root is bracketed by doubling, then reached by
+    Newton's method from above.
     """
     if need <= 0:
         return 0.0
@@ -197,15 +199,20 @@ def fill_time(law: Law, need: float, members: int) -> float:
         start = law.samples[i - 1] if i else 0.0
         return float(start + (need - before) / levels[i])
     low, high = 0.0, max(need, law.median)
-    while group_cdf_integral(law, high, members) < need:
+    excess = group_cdf_integral(law, high, members) - need
+    while excess < 0:
         low, high = high, 2.0 * high
-    while high - low > ROOT_XTOL + 4 * np.finfo(float).eps * high:
-        mid = (low + high) / 2
-        if group_cdf_integral(law, mid, members) < need:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+        excess = group_cdf_integral(law, high, members) - need
+    # The integral is convex in t (its slope F_grp(t) grows), so Newton steps from a point at or above the
+    # root stay at or above it and fall onto it; ``low`` (below the root) bounds them against rounding.
+    t = high
+    for _ in range(ROOT_STEPS):
+        following = max(t - excess / law.cdf(t) ** members, low)
+        if t - following <= ROOT_XTOL + 4 * np.finfo(float).eps * t:
+            return following
+        t = following
+        excess = group_cdf_integral(law, t, members) - need
+    return t
 
 
 @dataclass(frozen=True)
