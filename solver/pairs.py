@@ -209,16 +209,23 @@ def _with_startup(
         fill[at] = calc.fill(
             occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
         )
-    update = np.array([_shortest_update(inst, int(m)) if m > 0 else np.inf for m in groups])
+    update = _shortest_updates(inst, groups)
     steady = (w.iterations - 1) * grid + update + inst.schedule.extra_time
     return fill, fill + steady[:, None]
 
 
-def _shortest_update(inst: Instance, fewest: int) -> float:
-    """The shortest update time of any admissible group count from ``fewest`` up."""
+def _shortest_updates(inst: Instance, groups: np.ndarray) -> np.ndarray:
+    """Per cadence, the shortest update time of any admissible group count from its fewest (``groups``; 0:
+    none) up: the minimum of U over counts m..max_groups, read off one suffix minimum over every count."""
     _, top = calc.group_range(inst)
-    u = calc.update_time(inst.training.update_time, np.arange(fewest, top + 1) * inst.training.gpus_per_group)
-    return float(np.nanmin(u)) if np.isfinite(u).any() else np.inf
+    counts = np.arange(1, top + 1)
+    u = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
+    suffix = np.minimum.accumulate(np.where(np.isnan(u), np.inf, u)[::-1])[::-1]  # min of U over counts >= m
+    fewest = np.asarray(groups, dtype=int)
+    found = (fewest > 0) & (fewest <= top)
+    out = np.full(fewest.shape, np.inf)
+    out[found] = suffix[fewest[found] - 1]
+    return out
 
 
 def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
