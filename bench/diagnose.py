@@ -37,11 +37,18 @@ def infeasible_instances() -> list[Path]:
     return found
 
 
+def command_env() -> dict[str, str]:
+    """The environment a user's command runs in: this repository importable, and bytecode cached as Python does
+    by default (with PYTHONDONTWRITEBYTECODE set, every run would recompile the project, ~0.2 s a command)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(ROOT)}
+
+
 def run(command: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the child) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=False, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(command, check=False, capture_output=True, cwd=ROOT, env=command_env())
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
