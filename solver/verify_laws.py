@@ -7,7 +7,7 @@ MODEL §2's formulas, its exceedance is a numerical integral of the survival fun
 (:func:`integral`, adaptive Gauss-Legendre), the empirical law integrates its step functions
 piece by piece, and the start-up fill of §8 is a root (Newton's method) of an integrated CDF.
 Nothing here imports from solver/, nor scipy: importing scipy beside pyomo makes pyomo's
-deferred-import hook load scipy.stats, which would triple the start-up time of every command.
+deferred-import hook load scipy.stats too, over a second of CPU at the start of every command.
 """
 
 from __future__ import annotations

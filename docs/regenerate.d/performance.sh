@@ -9,6 +9,9 @@ fi
 if wanted diagnose; then
     show docs/performance/diagnose.txt python bench/diagnose.py --repeats 3
 fi
+if wanted whatif; then
+    show docs/performance/whatif.txt python bench/whatif.py --measure 3 --time-limit 30
+fi
 if wanted instances; then
     show docs/performance/instances.txt python bench/solve.py --repeats 3 --sections instances --skip-enumeration
 fi
