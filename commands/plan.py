@@ -106,16 +106,14 @@ def solve(
     inst, warnings = load_with_warnings(instance, edits)
     inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
-    from drivers.diagnose import diagnosed
     from solver.solve import solve_instance
 
     with progress:
-        result = diagnosed(
-            inst,
-            confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock)),
-            clock=clock,
-            notes=warnings,
-        )
+        result = confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock))
+        if result.status == "infeasible":  # the diagnosis's modules are imported only when it runs
+            from drivers.diagnose import diagnosed
+
+            result = diagnosed(inst, result, clock=clock, notes=warnings)
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 
