@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from drivers.feasibility import Feasibility
 from models.instance import Instance
 from models.result import Result
+from solver.pairs import TableCache
 
 DAY_S = 86400.0
 # One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
@@ -145,8 +146,11 @@ def _more(count: int) -> int:
     return count + max(1, math.ceil(count * LIMIT_STEP))
 
 
-def levers(inst: Instance, result: Result, time_limit: float | None = None) -> Levers | None:
-    """The levers under ``result``'s plan (None when it has no optimal plan).
+def levers(
+    inst: Instance, result: Result, time_limit: float | None = None, cache: TableCache | None = None
+) -> Levers | None:
+    """The levers under ``result``'s plan (None when it has no optimal plan); ``cache``: the pair quantities
+    the solve of ``result`` kept (:func:`solver.solve.solve_instance`), which the re-solves share.
 
     ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
     ``time_limit``, and the levers not reached by then ``skipped``, both without a saving.
@@ -155,7 +159,7 @@ def levers(inst: Instance, result: Result, time_limit: float | None = None) -> L
         return None
     clock = time.perf_counter()
     base = float(result.objective_value)
-    checker = Feasibility(inst)
+    checker = Feasibility(inst, cache)
     items = []
     for name, path, kind, before, after in steps(inst):
         left = None if time_limit is None else time_limit - (time.perf_counter() - clock)

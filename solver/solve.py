@@ -230,10 +230,12 @@ def solve_instance(
     on_progress: Callable[[str], None] | None = None,
     clock: Stopwatch | None = None,
     confidence: float | None = None,
+    cache: pair_tables.TableCache | None = None,
 ) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result;
     ``time_limit`` covers the whole solve, building included; ``on_progress`` hears what it is doing.
     ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead.
-    ``confidence``: plan for this on-time probability (MODEL §9), over the instance's own."""
+    ``confidence``: plan for this on-time probability (MODEL §9), over the instance's own. ``cache``: where
+    the pair quantities are kept for the caller's later re-solves of edited copies (the levers)."""
     clock = clock or Stopwatch(time_limit, on_progress)
-    return Planner(inst, threads, clock=clock, confidence=confidence).solve(objective)
+    return Planner(inst, threads, cache=cache, clock=clock, confidence=confidence).solve(objective)
