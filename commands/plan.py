@@ -106,16 +106,16 @@ def solve(
     inst, warnings = load_with_warnings(instance, edits)
     inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
-    from drivers.diagnose import diagnosed
+    from solver.pairs import TableCache
     from solver.solve import solve_instance
 
+    cache = TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     with progress:
-        result = diagnosed(
-            inst,
-            confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock)),
-            clock=clock,
-            notes=warnings,
-        )
+        result = confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock, cache=cache))
+        if result.status == "infeasible":  # the diagnosis's modules are imported only when it runs
+            from drivers.diagnose import diagnosed
+
+            result = diagnosed(inst, result, clock=clock, notes=warnings)
     result.timings.load = load_seconds
     from commands.simulate import simulated_verdict, startup_estimate
 
@@ -124,7 +124,7 @@ def solve(
     if with_levers and result.status == "optimal" and result.confidence is None:  # levers re-solve deterministic limits
         from drivers.levers import levers
 
-        found = levers(inst, result, levers_time)
+        found = levers(inst, result, levers_time, cache)
     payload = result.to_json()
     if found is not None:
         payload["levers"] = found.to_json()

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from drivers import screen as sc
 from drivers.diagnose_pairs import cheapest_pairs
+from drivers.feasibility import Feasibility
 from drivers.findings import change_entry, findings_of, fmt
-from drivers.thresholds import Feasibility, settle
+from drivers.thresholds import settle
 from models.instance import Instance
 from models.result import Result
 from solver.pairs import TableCache

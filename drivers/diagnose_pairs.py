@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from drivers import screen as sc
 from drivers.candidates import edit_of
+from drivers.feasibility import Feasibility
 from drivers.findings import findings_of, text
-from drivers.thresholds import Feasibility, settle
+from drivers.thresholds import settle
 from models.edits import edited
 from models.instance import Instance
 from solver.pairs import TableCache

@@ -4,7 +4,7 @@ For a feasible plan, each limit that can bind — the versions kept (``max_versi
 each pool's size, each node or VM type's cap, the deadline (one day looser and one day
 tighter), each freshness limit, each budget — is moved one step (:data:`STEPS`) and the
 edited instance is re-solved under the plan's own objective. The re-solves share one
-reusable model (:class:`drivers.thresholds.Feasibility`: ``Planner.retarget`` while the
+reusable model (:class:`drivers.feasibility.Feasibility`: ``Planner.retarget`` while the
 structure allows, as a sweep does), and every plan they return has passed the verifier.
 The saving is the plan's objective value minus the re-solved one (positive: cheaper, or
 faster under ``makespan``).
@@ -18,9 +18,10 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from drivers.thresholds import Feasibility
+from drivers.feasibility import Feasibility
 from models.instance import Instance
 from models.result import Result
+from solver.pairs import TableCache
 
 DAY_S = 86400.0
 # One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
@@ -145,8 +146,11 @@ def _more(count: int) -> int:
     return count + max(1, math.ceil(count * LIMIT_STEP))
 
 
-def levers(inst: Instance, result: Result, time_limit: float | None = None) -> Levers | None:
-    """The levers under ``result``'s plan (None when it has no optimal plan).
+def levers(
+    inst: Instance, result: Result, time_limit: float | None = None, cache: TableCache | None = None
+) -> Levers | None:
+    """The levers under ``result``'s plan (None when it has no optimal plan); ``cache``: the pair quantities
+    the solve of ``result`` kept (:func:`solver.solve.solve_instance`), which the re-solves share.
 
     ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
     ``time_limit``, and the levers not reached by then ``skipped``, both without a saving.
@@ -155,7 +159,7 @@ def levers(inst: Instance, result: Result, time_limit: float | None = None) -> L
         return None
     clock = time.perf_counter()
     base = float(result.objective_value)
-    checker = Feasibility(inst)
+    checker = Feasibility(inst, cache)
     items = []
     for name, path, kind, before, after in steps(inst):
         left = None if time_limit is None else time_limit - (time.perf_counter() - clock)

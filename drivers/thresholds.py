@@ -1,8 +1,7 @@
 """The thresholds of a diagnosis's findings: each closed form confirmed by one solve, and re-solve
 searches where it fails or none exists (a gallop then bisection over the values the pairs take, steps
 then bisection over a continuous input, a node or VM cap bisected up to what a plan with it lifted
-uses, a budget by solving for the least cost). :class:`Feasibility` runs the re-solves on one
-reusable model within a budget of solves and the command's clock.
+uses, a budget by solving for the least cost), run by :class:`drivers.feasibility.Feasibility`.
 """
 
 from __future__ import annotations
@@ -10,63 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from drivers.candidates import edit_of
+from drivers.feasibility import Feasibility
 from drivers.findings import WHOLE_PLAN, Finding
-from models.edits import edited
 from models.instance import Instance
-from models.load import InstanceError
-from models.result import Result
-from solver.pairs import TableCache
-from solver.solve import Planner
-from solver.stopwatch import Stopwatch
 from solver.tolerances import COST_CHECK_TOL
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
 EARLY_STEPS = 2  # steps from a closed form that failed its confirming solve before the loosest (count_startup)
-
-
-class Feasibility:
-    """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
-    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
-
-    def __init__(
-        self,
-        base: Instance,
-        cache: TableCache | None = None,
-        clock: Stopwatch | None = None,
-        max_solves: int | None = None,
-    ):
-        self.base = base
-        self._planner = None
-        self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
-        self.clock = clock
-        self.max_solves = max_solves
-        self.solves = 0
-
-    def spent(self) -> bool:
-        return (self.max_solves is not None and self.solves >= self.max_solves) or (
-            self.clock is not None and self.clock.expired()
-        )
-
-    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
-        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
-        ``time_limit`` bounds this solve, within what the clock has left."""
-        if self.spent():
-            return None
-        try:
-            inst = edited(self.base, changes)
-        except InstanceError:
-            return None
-        if self._planner is None or not self._planner.retarget(inst):
-            self._planner = Planner(inst, reusable=True, cache=self.cache)
-        self.solves += 1
-        left = None if self.clock is None else self.clock.remaining()
-        if time_limit is not None:
-            left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left)
-
-    def feasible(self, changes: dict) -> bool:
-        result = self.solve(changes)
-        return result is not None and result.plan is not None
 
 
 def settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:

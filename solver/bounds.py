@@ -14,26 +14,32 @@ from solver.pairs import Pairs
 from solver.tolerances import BOUND_SLACK, REL_TOL
 
 
-def hourly_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None) -> np.ndarray:
+def hourly_lower_bound(
+    inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None, lp: SandboxLP | None = None
+) -> np.ndarray:
     """A valid lower bound on the hourly cost of any plan at each pair ($/h); inf where none can exist.
 
     Training: the pair's fewest groups at the training pool's price. Inference: the LP relaxation over
     shapes and pool sizes (integrality relaxed). Sandboxes: the environments that must stay on local
     nodes — the steady load, and the non-eligible share of the peak — at the cheapest node price per
     environment of one resource row at a time. VMs cost at least 0. ``shared``: the model's
-    ``global_values`` of ``inst``, when the caller has them.
+    ``global_values`` of ``inst``, when the caller has them; ``lp``: its :class:`SandboxLP`, when the
+    caller keeps one.
     """
     price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
     train_gpus = pairs.groups * inst.training.gpus_per_group
     train = price[inst.training.pool] * train_gpus
     inference = inference_lower_bound(inst, pairs, pairs.attempts)
-    sandbox = sandbox_lower_bound(inst, pairs, shared)
+    sandbox = sandbox_lower_bound(inst, pairs, shared, lp)
     return reserved_cost(inst) + train + inference + sandbox
 
 
-def sandbox_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None) -> np.ndarray:
+def sandbox_lower_bound(
+    inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None, lp: SandboxLP | None = None
+) -> np.ndarray:
     """A valid lower bound on the nodes' and VMs' $/h of any plan at each pair that holds the pair's
-    in-flight and peak loads (``pairs.inflight``, ``pairs.peak``, ``pairs.attempts`` for the LP curve)."""
+    in-flight and peak loads (``pairs.inflight``, ``pairs.peak``, ``pairs.attempts`` for the LP curve;
+    ``lp``: the instance's sandbox LP, when the caller keeps one)."""
     env = inst.environment
     if shared is None:
         shared = global_values(inst, index_of(inst))
@@ -65,7 +71,8 @@ def sandbox_lower_bound(inst: Instance, pairs: Pairs, shared: dict[str, dict] | 
         price_node = env.node_types[0].hour_cost
         bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
     sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
-    sandbox = np.maximum(sandbox, SandboxCurve(inst, index_of(inst), shared, pairs.attempts)(pairs.attempts))
+    lp = lp or SandboxLP(inst, index_of(inst), shared)
+    sandbox = np.maximum(sandbox, SandboxCurve(lp, pairs.attempts)(pairs.attempts))
     return sandbox
 
 
@@ -124,13 +131,14 @@ class SandboxCurve:
 
     SAMPLES = 24
 
-    def __init__(self, inst: Instance, ix, shared: dict, rates: np.ndarray):
+    def __init__(self, lp: SandboxLP, rates: np.ndarray):
         self.lines: list[tuple[float, float]] = []  # (value at a_i, slope) as (intercept, slope)
         self.top = np.inf
-        self._lp = _SandboxLP(inst, ix, shared)
+        self._lp = lp
         if self._lp.empty or rates.size == 0:
             return
         self.top = self._lp.largest_rate()
+        self._lp.restart()
         lo, hi = float(rates.min()), float(min(rates.max(), self.top))
         if not hi > 0:
             return
@@ -150,9 +158,12 @@ class SandboxCurve:
         return np.where(rates > self.top * (1 + self.SAFETY), np.inf, bound * (1 - self.SAFETY))
 
 
-class _SandboxLP:
+class SandboxLP:
     """The sandbox LP of MODEL §3.5 and §3.6 with fractional counts, loads per unit attempt rate:
-    variables N_k, V_v, the splits y (steady), y' (peak) and c (cloud); rows ``A x <= a·coef``."""
+    variables N_k, V_v, the splits y (steady), y' (peak) and c (cloud); rows ``A x <= a·coef``.
+
+    A :class:`~solver.solve.Planner` keeps its instance's LP across retargets while ``key`` (every number
+    of the LP: A, coef, prices, column bounds) is unchanged, reusing its HiGHS object and largest rate."""
 
     def __init__(self, inst: Instance, ix, shared: dict):
         env = inst.environment
@@ -203,7 +214,9 @@ class _SandboxLP:
             ("V", v.name): v.max_vms for v in env.cloud.vm_types
         }
         self.bounds = [(0, limits.get(c)) for c in columns]
+        self.key = (self.A.shape, self.A.tobytes(), self.coef.tobytes(), self.prices.tobytes(), tuple(self.bounds))
         self._lp: highspy.Highs | None = None
+        self._top: float | None = None
 
     @staticmethod
     def _cost_vector(columns, shared) -> np.ndarray:
@@ -225,8 +238,19 @@ class _SandboxLP:
         duals = np.asarray(highs.getSolution().row_dual)  # d objective / d row bound
         return float(highs.getInfo().objective_function_value), float(duals @ self.coef)
 
+    def restart(self) -> None:
+        """Forget the last basis: the next :meth:`value_at` solves from scratch, as on a new LP, so a curve's
+        samples do not depend on the curves sampled before it."""
+        if self._lp is not None:
+            self._lp.clearSolver()
+
     def largest_rate(self) -> float:
         """The largest attempt rate any fractional fleet within max_nodes / max_vms holds (inf if none caps it)."""
+        if self._top is None:
+            self._top = self._solve_largest_rate()
+        return self._top
+
+    def _solve_largest_rate(self) -> float:
         highs = new_highs()
         n = self.A.shape[1]
         A = np.hstack([self.A, -self.coef[:, None]])

@@ -14,7 +14,7 @@ from models.instance import OBJECTIVES, Instance
 from models.result import Status
 from solver.coefficients import global_values, index_of
 from solver.highs import NO_BOUND, STAGE_OPTIONS, HighsModel, Outcome
-from solver.model import add_pair, build_model, refresh_globals, set_pair_coefficients
+from solver.model import add_pair, build_model, refresh_globals, rekey_pair, set_pair_coefficients
 from solver.pairs import Pairs
 from solver.stopwatch import Stopwatch
 
@@ -132,20 +132,31 @@ class LiveModel:
     # -- keeping HiGHS in step ----------------------------------------------------
 
     def _build(self, rows: list[int]) -> None:
-        """Blocks of the pairs of ``rows`` not built yet; stops early when the clock's time is up."""
-        fresh = []
+        """Blocks of the pairs of ``rows`` not built yet; stops early when the clock's time is up. In a
+        retargeted model, a block no pair of this instance uses (built for an earlier one, kept closed) is
+        pointed at a missing pair first: a parameter update instead of a new block and new global rows."""
+        fresh, changed = [], set()
         missing = sum(self.keys[row] not in self.blocks for row in rows)
         if missing:
             self.clock.note(f"{self.inst.name}: building {missing:,} pair blocks")
+        spare = [key for key in self.blocks if key not in self.row_of] if missing else []
         with self.clock.phase("build"):
             for row in rows:
                 if self.clock.expired():
                     break
                 key = self.keys[row]
-                if key not in self.blocks:
+                if key in self.blocks:
+                    continue
+                if spare:
+                    old = spare.pop(0)
+                    changed |= rekey_pair(self.model, self.blocks[old], row, key)
+                    self._open[key] = self._open.pop(old)
+                else:
                     fresh.append(add_pair(self.model, row, key))
-                    self.block_rows[key] = row
                     self._open[key] = 1
+                self.block_rows[key] = row
+            if self._highs is not None and changed:
+                self._highs.params_changed(changed)
             if fresh:
                 self._dirty = True
                 if self._highs is not None:

@@ -107,6 +107,18 @@ def set_pair_coefficients(
     return changed
 
 
+def rekey_pair(m: pyo.ConcreteModel, blk: pyo.Block, p: int, key: tuple[float, int, int]) -> set[int]:
+    """Point a built block of a reusable model at pair ``key`` (row p of m.pairs) by a parameter update, in
+    place of building one: the block keeps its place in m.blocks under its new key. Returns the ids of the
+    Params whose value changed."""
+    old = blk.key
+    m.blocks = {(key if seen == old else seen): b for seen, b in m.blocks.items()}
+    blk.key = key
+    changed: set[int] = set()
+    _store(blk, m.pair_values(m.pairs, p), changed)
+    return changed
+
+
 def _store(holder, tables: dict[str, dict], changed: set[int]) -> None:
     """Set the Params of ``holder`` (the model or a block) to ``tables``, skipping the tables equal to
     the numbers they hold (most of them, in a sweep that edits one field)."""

@@ -18,7 +18,7 @@ from models.result import Result, Status
 from solver import confidence as confidence_of
 from solver import pairs as pair_tables
 from solver.assemble import assemble, timings_of
-from solver.bounds import hourly_lower_bound
+from solver.bounds import SandboxLP, hourly_lower_bound
 from solver.coefficients import global_values, index_of
 from solver.live import LiveModel
 from solver.search import Search, cheapest_first, pair_by_pair, shortest_first
@@ -55,7 +55,9 @@ class Planner:
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             extension = None if self.confidence is None else self.confidence.blocks
             self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock, extension)
-            self.hourly_lb = hourly_lower_bound(inst, pairs, global_values(inst, self.live.model.ix))
+            shared = global_values(inst, self.live.model.ix)
+            self.sandbox_lp = SandboxLP(inst, self.live.model.ix, shared)  # kept across retargets while its key holds
+            self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
             if self.confidence is not None:
                 self.hourly_lb = np.maximum(self.hourly_lb, confidence_of.lower_bound(inst, pairs, self.confidence))
         self._class_lb: np.ndarray | None = None
@@ -77,7 +79,10 @@ class Planner:
             pairs = pair_tables.build(inst, self.cache)
             if not self.live.retarget(inst, pairs):
                 return False
-            self.hourly_lb = hourly_lower_bound(inst, pairs, global_values(inst, self.live.model.ix))
+            shared = global_values(inst, self.live.model.ix)
+            lp = SandboxLP(inst, self.live.model.ix, shared)
+            self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
+            self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
 
     def _class_bounds(self) -> np.ndarray:
@@ -225,10 +230,12 @@ def solve_instance(
     on_progress: Callable[[str], None] | None = None,
     clock: Stopwatch | None = None,
     confidence: float | None = None,
+    cache: pair_tables.TableCache | None = None,
 ) -> Result:
     """Solve one instance to proven optimality (or the time limit) and return its verified result;
     ``time_limit`` covers the whole solve, building included; ``on_progress`` hears what it is doing.
     ``clock``: a stopwatch started earlier (a command's), whose time limit then applies instead.
-    ``confidence``: plan for this on-time probability (MODEL §9), over the instance's own."""
+    ``confidence``: plan for this on-time probability (MODEL §9), over the instance's own. ``cache``: where
+    the pair quantities are kept for the caller's later re-solves of edited copies (the levers)."""
     clock = clock or Stopwatch(time_limit, on_progress)
-    return Planner(inst, threads, clock=clock, confidence=confidence).solve(objective)
+    return Planner(inst, threads, cache=cache, clock=clock, confidence=confidence).solve(objective)

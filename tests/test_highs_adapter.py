@@ -104,3 +104,22 @@ def _read(inst, path: str):
     for part in path.replace("]", "").replace("[", ".").split("."):
         node = node[int(part)] if part.isdigit() else node[part]
     return node
+
+
+def test_highs_holds_what_a_fresh_load_holds_after_blocks_are_rekeyed():
+    """A retarget whose shortest pairs are new points the blocks left from the earlier instance at them (a
+    parameter update, no new block): HiGHS then holds what a fresh load of the model gives, and the plan is
+    a fresh model's."""
+    base = load_instance(INSTANCES / "seed-week-75.yaml")
+    planner = Planner(base, reusable=True)
+    planner.solve("makespan")
+    built = dict(planner.live.blocks)
+    target = edited(base, {"environment.occupancy.median": 1100.0})
+    assert planner.retarget(target)
+    result = planner.solve("makespan")
+    check(planner)
+    assert [id(b) for b in planner.live.blocks.values()] == [id(b) for b in built.values()]
+    assert set(planner.live.blocks) != set(built)
+    assert all(blk.key == key for key, blk in planner.live.blocks.items())
+    fresh = Planner(target).solve("makespan")
+    assert result.plan == fresh.plan and result.objective_value == fresh.objective_value

@@ -26,7 +26,8 @@ try:
 except SystemExit as stop:
     code = stop.code
 scipy = sorted(m for m in sys.modules if m.split(".")[0] == "scipy")
-print(json.dumps({"code": code, "scipy": scipy, "pyomo.environ": "pyomo.environ" in sys.modules}))
+print(json.dumps({"code": code, "scipy": scipy, "pyomo.environ": "pyomo.environ" in sys.modules,
+                  "diagnosis": "drivers.diagnose" in sys.modules}))
 """
 
 
@@ -52,6 +53,13 @@ def test_no_scipy_on_the_solve_path(args):
     assert seen["code"] in (0, 3), seen  # 3: the diagnosed instance has no plan
     assert seen["scipy"] == [], f"{' '.join(args)} imported {seen['scipy'][:5]}"
     assert not seen["pyomo.environ"], f"{' '.join(args)} imported pyomo.environ"
+
+
+def test_a_solve_with_a_plan_imports_no_diagnosis():
+    """The diagnosis's modules (screen, candidates, findings, searches) load only when a solve finds no plan;
+    the levers under a plan import their re-solves alone (drivers.feasibility)."""
+    assert not _imports_of("solve", "instances/seed-week-75.yaml", "--json")["diagnosis"]
+    assert _imports_of("solve", "tests/data/infeasible/max-nodes-only.yaml", "--json")["diagnosis"]
 
 
 def test_the_probe_sees_scipy_when_a_command_imports_it():

@@ -1,0 +1,59 @@
+"""Re-solves of edited copies of one instance on one reusable model: what the levers and the diagnosis's
+searches run (:mod:`drivers.levers`, :mod:`drivers.thresholds`). Kept apart from the searches so the
+levers under every plan import no more than they use.
+"""
+
+from __future__ import annotations
+
+from models.edits import edited
+from models.instance import Instance
+from models.load import InstanceError
+from models.result import Result
+from solver.pairs import TableCache
+from solver.solve import Planner
+from solver.stopwatch import Stopwatch
+
+
+class Feasibility:
+    """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
+    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
+
+    def __init__(
+        self,
+        base: Instance,
+        cache: TableCache | None = None,
+        clock: Stopwatch | None = None,
+        max_solves: int | None = None,
+    ):
+        self.base = base
+        self._planner = None
+        self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
+        self.clock = clock
+        self.max_solves = max_solves
+        self.solves = 0
+
+    def spent(self) -> bool:
+        return (self.max_solves is not None and self.solves >= self.max_solves) or (
+            self.clock is not None and self.clock.expired()
+        )
+
+    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
+        """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
+        ``time_limit`` bounds this solve, within what the clock has left."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        if self._planner is None or not self._planner.retarget(inst):
+            self._planner = Planner(inst, reusable=True, cache=self.cache)
+        self.solves += 1
+        left = None if self.clock is None else self.clock.remaining()
+        if time_limit is not None:
+            left = time_limit if left is None else min(left, time_limit)
+        return self._planner.solve(objective, time_limit=left)
+
+    def feasible(self, changes: dict) -> bool:
+        result = self.solve(changes)
+        return result is not None and result.plan is not None
