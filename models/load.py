@@ -93,9 +93,13 @@ def read_document(path: Path) -> dict[str, Any]:
     return data
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the pure-Python one where libyaml is missing
+
+
 def _load_yaml(text: str, duplicates: list[Problem]) -> Any:
-    """``yaml.safe_load``, noting keys given twice in one mapping (PyYAML silently keeps the last)."""
-    loader = yaml.SafeLoader(text)
+    """``yaml.safe_load``, noting keys given twice in one mapping (PyYAML silently keeps the last). PyYAML's
+    libyaml loader reads a file ~9x faster than its pure-Python one, with the same nodes and marks."""
+    loader = _SAFE_LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
