@@ -79,7 +79,7 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     default=10.0,
     show_default=True,
     metavar="S",
-    help="Seconds all the lever re-solves may take together.",
+    help="Seconds all the lever re-solves may take together (within what --time-limit leaves).",
 )
 @edits_option
 @guarded
@@ -124,7 +124,9 @@ def solve(
     if with_levers and result.status == "optimal" and result.confidence is None:  # levers re-solve deterministic limits
         from drivers.levers import levers
 
-        found = levers(inst, result, levers_time, cache)
+        # the levers share what the command's --time-limit leaves (and --levers-time at most)
+        budget = levers_time if time_limit is None else min(levers_time, max(0.0, time_limit - clock.elapsed()))
+        found = levers(inst, result, budget, cache)
     payload = result.to_json()
     if found is not None:
         payload["levers"] = found.to_json()

@@ -33,9 +33,9 @@ def amount_text(amount: float, objective: str) -> str:
 def lever_line(lever, objective: str) -> str:
     move = f"{lever.name} {value_text(lever.before, lever.kind)} → {value_text(lever.after, lever.kind)}"
     if lever.status == "skipped":
-        return f"{move}: not computed (--levers-time ran out)"
+        return f"{move}: not computed (the time for the levers ran out)"
     if lever.status == "time_limit":
-        return f"{move}: not proven within --levers-time"
+        return f"{move}: not proven in the time for the levers"
     if lever.saving is None:
         return f"{move}: no plan ({lever.status})"
     if abs(lever.saving_share or 0.0) < SAME:

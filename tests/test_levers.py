@@ -111,4 +111,25 @@ def test_a_spent_time_budget_skips_the_rest_without_inventing_savings(seed):
     found = levers(inst, result, time_limit=1e-9)
     assert found.items and all(lv.status in ("skipped", "time_limit") for lv in found.items)
     assert all(lv.saving is None for lv in found.items)
-    assert "not computed (--levers-time ran out)" in lever_line(found.items[-1], result.objective)
+    assert "not computed (the time for the levers ran out)" in lever_line(found.items[-1], result.objective)
+
+
+def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
+    """--time-limit bounds the whole command: the levers get what the solve left, never more, nor more
+    than --levers-time."""
+    import drivers.levers
+
+    budgets = []
+    real = drivers.levers.levers
+    monkeypatch.setattr(
+        drivers.levers,
+        "levers",
+        lambda inst, result, budget, cache: budgets.append(budget) or real(inst, result, budget, cache),
+    )
+    assert CliRunner().invoke(main, ["solve", str(SEED), "--json", "--time-limit", "5"]).exit_code == 0
+    assert (
+        CliRunner().invoke(main, ["solve", str(SEED), "--json", "--time-limit", "60", "--levers-time", "2"]).exit_code
+        == 0
+    )
+    assert CliRunner().invoke(main, ["solve", str(SEED), "--json"]).exit_code == 0
+    assert 0 < budgets[0] < 5 and budgets[1:] == [2.0, 10.0], budgets
