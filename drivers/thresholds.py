@@ -95,22 +95,26 @@ def _expand(
 ) -> Finding:
     """From ``start`` (default the current value) towards ``loosest`` by steps of 0.4 %, 1.6 %, 6.4 %, ...
     until one restores a plan, then bisection inside that step: a threshold near the start costs a few
-    solves, not a bisection over the whole range. ``loosest`` is tried after the first ``early`` steps (no
-    plan there: the input cannot help alone)."""
+    solves, not a bisection over the whole range. ``loosest`` is tried after the first ``early`` steps, or
+    before a step would pass it (no plan there: the input cannot help alone)."""
     cand, probe = f.cand, Probe(checker, f, edit)
     now = cand.current if start is None else float(start)
     step = max(1.0, 4 * REL * now) if cand.integer else 4 * REL * now
-    low, tried = now, 0
+    low, tried, confirmed = now, 0, False  # confirmed: a solve found a plan at ``loosest``
     while not checker.spent():
-        if tried == early and not probe(loosest):
-            return f  # one solve says this input cannot restore a plan alone
         value = now + step if cand.raise_ else now - step
-        if value >= loosest if cand.raise_ else value <= loosest:
+        past = value >= loosest if cand.raise_ else value <= loosest
+        if not confirmed and (tried == early or past):
+            if not probe(loosest):
+                return f  # one solve says this input cannot restore a plan alone
+            confirmed = True
+        if past:
             return _bisect(checker, f, low, loosest, probe)
         if probe(value):
             return _bisect(checker, f, low, value, probe)
         low, step, tried = value, step * 4, tried + 1
-    f.bracket = (float(low), float(loosest))
+    if confirmed:  # the budget ran out between a value without a plan and one with
+        f.bracket = (float(low), float(loosest))
     return f
 
 

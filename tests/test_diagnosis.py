@@ -187,3 +187,45 @@ def test_a_limit_that_exposes_another_is_offered_with_it_beside_the_single_chang
     assert feasible(inst, {path_gap: gap, path_nodes: int(nodes)})
     assert not feasible(inst, {path_gap: gap * (1 - 1e-6), path_nodes: int(nodes)})
     assert not feasible(inst, {path_gap: gap, path_nodes: int(nodes) - 1})
+
+
+class _Threshold:
+    """A stand-in for Feasibility over one input x: a plan exists exactly when x >= ``at``; it counts solves."""
+
+    def __init__(self, at: float, max_solves: int | None = None):
+        self.at, self.max_solves, self.solves, self.tried = at, max_solves, 0, []
+
+    def spent(self) -> bool:
+        return self.max_solves is not None and self.solves >= self.max_solves
+
+    def feasible(self, changes: dict) -> bool:
+        self.solves += 1
+        self.tried.append(changes["x"])
+        return changes["x"] >= self.at
+
+
+def _finding():
+    import numpy as np
+
+    from drivers.candidates import Candidates
+    from drivers.findings import Finding
+
+    return Finding("x", ("family",), True, lambda: Candidates("x", "x", 1.0, np.zeros(0), steps=False, top=1.01))
+
+
+@pytest.mark.parametrize("early", [0, 2])
+def test_a_stepped_search_never_reports_an_unsolved_loosest_value(early):
+    """Stepping from a closed form towards the loosest value (here 1.01, within the second step of 1.6 %):
+    the loosest is solved before a step passes it, so an input that cannot restore a plan there is never
+    reported with the loosest as its threshold, and a found one is exact to the bracket."""
+    from drivers.thresholds import REL, _expand
+
+    hopeless = _Threshold(at=2.0)
+    f = _expand(hopeless, _finding(), 1.01, lambda x: {"x": x}, early=early)
+    assert f.value is None and f.bracket is None and 1.01 in hopeless.tried
+    found = _Threshold(at=1.007)
+    f = _expand(found, _finding(), 1.01, lambda x: {"x": x}, early=early)
+    assert f.value is not None and 1.007 <= f.value <= 1.007 * (1 + REL) and 1.01 in found.tried
+    cut = _Threshold(at=1.007, max_solves=1)
+    f = _expand(cut, _finding(), 1.01, lambda x: {"x": x}, early=early)
+    assert f.value is None and (f.bracket is None or 1.01 in cut.tried)
