@@ -13,6 +13,7 @@ deferred-import hook load scipy.stats too, over a second of CPU at the start of 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,16 +26,20 @@ from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognorma
 Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral
 QUAD_PANELS = 400  # at most this many panels per integral (the integrands here need a handful)
+QUAD_ULPS = 50  # rounding floor of a panel's error, in ulps of its magnitude
 ROOT_XTOL = 1e-9  # s: the fill's Newton iteration stops once a step is this short (plus a few ulps of the root)
-ROOT_STEPS = 100  # at most this many Newton steps (quadratic convergence needs a handful)
+ROOT_STEPS = 100  # at most this many Newton steps (quadratic convergence needs a handful), then bisection
+TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 
 def integral(f: Callable[[float], float], a: float, b: float) -> float:
-    """∫_a^b f(x) dx to QUAD_REL of its value, for a smooth f on [a, b].
+    """∫_a^b f(x) dx for a smooth f on [a, b], to QUAD_REL of its value.
 
-    Adaptive 12-point Gauss-Legendre: a panel's rule is compared with the sum of the rule on its two
-    halves; where they differ by more than the panel's share of the tolerance, each half is refined.
+    Globally adaptive 12-point Gauss-Legendre: a panel's error is bounded by how far its rule lies from the
+    sum of the rule on its two halves (which is the value kept), and the panel with the largest error is
+    halved until the errors add up to QUAD_REL of the integral, or to rounding (a few ulps of each panel's
+    magnitude), or QUAD_PANELS panels are in use, whose estimate is then the best one at hand.
     """
     if not b > a:
         return 0.0
@@ -43,22 +48,24 @@ def integral(f: Callable[[float], float], a: float, b: float) -> float:
         half = (hi - lo) / 2
         return half * math.fsum(w * f(lo + half * (1.0 + x)) for x, w in zip(_GL_NODES, _GL_WEIGHTS))
 
-    whole = rule(a, b)
-    tol = QUAD_REL * abs(whole)
-    pending = [(a, b, whole)]
-    done: list[float] = []
-    while pending:
-        lo, hi, coarse = pending.pop()
+    def panel(lo: float, hi: float, coarse: float) -> tuple[float, float, float, float, float, float]:
+        """(-error, lo, hi, value, left half's rule, right half's rule): a heap entry, largest error first."""
         mid = (lo + hi) / 2
         left, right = rule(lo, mid), rule(mid, hi)
-        if abs(left + right - coarse) <= tol * (hi - lo) / (b - a) or len(done) + len(pending) >= QUAD_PANELS:
-            done.append(left + right)
-        else:
-            pending += [(lo, mid, left), (mid, hi, right)]
-    return math.fsum(done)
+        return -abs(left + right - coarse), lo, hi, left + right, left, right
 
-
-TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
+    panels = [panel(a, b, rule(a, b))]
+    while len(panels) < QUAD_PANELS:
+        error = -math.fsum(p[0] for p in panels)
+        total = math.fsum(p[3] for p in panels)
+        rounding = QUAD_ULPS * np.finfo(float).eps * math.fsum(abs(p[3]) for p in panels)
+        if error <= max(QUAD_REL * abs(total), rounding):
+            break
+        _, lo, hi, _, left, right = heapq.heappop(panels)
+        mid = (lo + hi) / 2
+        heapq.heappush(panels, panel(lo, mid, left))
+        heapq.heappush(panels, panel(mid, hi, right))
+    return math.fsum(p[3] for p in panels)
 
 
 @dataclass(frozen=True)
@@ -184,7 +191,7 @@ def fill_time(law: Law, need: float, members: int) -> float:
 
     Empirical: the integral is piecewise linear in t, so its inverse is read off exactly. Lognormal:
     the integral grows with t (by at most 1 per second): the root is bracketed by doubling, then reached by
-    Newton's method from above.
+    Newton's method from above (bisection where Newton cannot step).
     """
     if need <= 0:
         return 0.0
@@ -204,15 +211,33 @@ def fill_time(law: Law, need: float, members: int) -> float:
         low, high = high, 2.0 * high
         excess = group_cdf_integral(law, high, members) - need
     # The integral is convex in t (its slope F_grp(t) grows), so Newton steps from a point at or above the
-    # root stay at or above it and fall onto it; ``low`` (below the root) bounds them against rounding.
+    # root stay at or above it and fall onto it. Where F_grp(t) underflows, a step lands below the root by
+    # rounding, or the steps run out, the bracket [low, t] is bisected instead.
     t = high
     for _ in range(ROOT_STEPS):
-        following = max(t - excess / law.cdf(t) ** members, low)
+        slope = law.cdf(t) ** members
+        following = t - excess / slope if slope > 0 else low
+        if not following > low:
+            break
         if t - following <= ROOT_XTOL + 4 * np.finfo(float).eps * t:
             return following
-        t = following
-        excess = group_cdf_integral(law, t, members) - need
-    return t
+        below = group_cdf_integral(law, following, members) - need
+        if below < 0:
+            low = following
+            break
+        t, excess = following, below
+    return _bisect_fill(law, need, members, low, t)
+
+
+def _bisect_fill(law: Law, need: float, members: int, low: float, high: float) -> float:
+    """The fill's root by bisection between ``low`` (integral below ``need``) and ``high`` (at or above it)."""
+    while high - low > ROOT_XTOL + 4 * np.finfo(float).eps * high:
+        mid = (low + high) / 2
+        if group_cdf_integral(law, mid, members) < need:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
 
 
 @dataclass(frozen=True)

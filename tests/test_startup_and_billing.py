@@ -76,10 +76,12 @@ def test_fill_of_the_seed_plan_is_the_models_check_value():
         (1044, 13900, 8, "comonotone"),
         (30, 60, 4, "independent"),
         (5, 400, 1, "independent"),
+        (1000, 1200, 64, "independent"),
     ],
 )
 def test_fill_two_ways(median, p99, group_size, correlation):
-    """The verifier's fill (quad in time, brentq) and the reference's (quad in log time) agree; for
+    """The verifier's fill (its own Gauss-Legendre in time, Newton) and the reference's (scipy's quad in log
+    time, brentq) agree, a narrow law with groups of 64 (a sharp integrand) included; for
     comonotone groups ∫_0^t F = t - E[min(W, t)], the model's closed-form limited mean, agrees too."""
     data = base()
     data["environment"]["occupancy"] = {"distribution": "lognormal", "median": median, "p99": p99}
@@ -90,6 +92,17 @@ def test_fill_two_ways(median, p99, group_size, correlation):
         assert reference.Law(spec).fill(need, members) == pytest.approx(mine, rel=1e-9)
         if members == 1:
             assert mine - float(calculus.occupancy_of(spec).limited_mean(mine)) == pytest.approx(need, rel=1e-9)
+
+
+def test_a_fill_deep_in_the_lower_tail():
+    """Groups of 64 on a narrow law and a need far below the median: F_grp underflows early in the bracket,
+    where Newton cannot step; the verifier's fill still meets the reference's (and never divides by 0)."""
+    data = base()
+    data["environment"]["occupancy"] = {"distribution": "lognormal", "median": 1000, "p99": 1100}
+    spec = validate(data, "hand.yaml").environment.occupancy
+    for need in (1e-6, 1e-3, 1.0):
+        mine = verify_laws.fill_time(verify_laws.law_of(spec), need, 64)
+        assert reference.Law(spec).fill(need, 64) == pytest.approx(mine, rel=1e-9)
 
 
 def test_fill_two_ways_on_empirical_samples():
