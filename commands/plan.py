@@ -17,6 +17,7 @@ from commands.common import (
     load_with_edits,
     load_with_warnings,
 )
+from models.result import Status
 from render.tables import render_explanation, render_result
 
 
@@ -112,7 +113,7 @@ def solve(
     cache = TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     with progress:
         result = confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock, cache=cache))
-        if result.status == "infeasible":  # the diagnosis's modules are imported only when it runs
+        if result.status == Status.INFEASIBLE:  # checked here only to import the diagnosis's modules when it runs
             from drivers.diagnose import diagnosed
 
             result = diagnosed(inst, result, clock=clock, notes=warnings)

@@ -1,7 +1,7 @@
 """The thresholds of a diagnosis's findings: each closed form confirmed by one solve, and re-solve
 searches where it fails or none exists (a gallop then bisection over the values the pairs take, steps
 then bisection over a continuous input, a node or VM cap bisected up to what a plan with it lifted
-uses, a budget by solving for the least cost), run by :class:`drivers.feasibility.Feasibility`.
+uses, a budget by solving for the least cost), each re-solving through :class:`drivers.feasibility.Feasibility`.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the pure-Python 
 
 def _load_yaml(text: str, duplicates: list[Problem]) -> Any:
     """``yaml.safe_load``, noting keys given twice in one mapping (PyYAML silently keeps the last). PyYAML's
-    libyaml loader reads a file ~9x faster than its pure-Python one, with the same nodes and marks."""
+    libyaml loader reads a file ~9x faster than its pure-Python one, with the same nodes and marks; the
+    wording of a syntax error differs between the two (its line and column do not)."""
     loader = _SAFE_LOADER(text)
     try:
         node = loader.get_single_node()

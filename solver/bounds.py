@@ -71,7 +71,8 @@ def sandbox_lower_bound(
         price_node = env.node_types[0].hour_cost
         bound = calc.ceil_tol(bound / price_node, BOUND_SLACK) * price_node
     sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
-    lp = lp or SandboxLP(inst, index_of(inst), shared)
+    if lp is None:
+        lp = SandboxLP(inst, index_of(inst), shared)
     sandbox = np.maximum(sandbox, SandboxCurve(lp, pairs.attempts)(pairs.attempts))
     return sandbox
 

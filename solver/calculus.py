@@ -129,8 +129,12 @@ def exceedance(occ: Occupancy, cadence, kept):
     """q(L, K) = P(gap > K) = ∫_K^{K+1} S(vL) dv = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L."""
     L = np.asarray(cadence, dtype=float)
     K = np.asarray(kept, dtype=float)
-    q = (occ.limited_mean((K + 1) * L) - occ.limited_mean(K * L)) / L
-    return np.clip(q, 0.0, 1.0)
+    return exceedance_of_means(occ.limited_mean(K * L), occ.limited_mean((K + 1) * L), L)
+
+
+def exceedance_of_means(at_k, at_next, cadence):
+    """q(L, K) from E[min(W, KL)] (``at_k``) and E[min(W, (K+1)L)] (``at_next``), clipped to [0, 1]."""
+    return np.clip((at_next - at_k) / cadence, 0.0, 1.0)
 
 
 def group_drop(q, group_size: int, policy: str, correlation: str):

@@ -173,6 +173,7 @@ class HighsModel:
     def remove_rows(self, rows: list) -> None:
         if rows:
             self._pyomo.remove_constraints(rows)
+            self._param_index = None  # rows added after these may bring the count back to the index's key
 
     def bounds_changed(self, variables: list) -> None:
         if variables:
@@ -180,6 +181,7 @@ class HighsModel:
 
     def use_objective(self, objective) -> None:
         self._pyomo.set_objective(objective)
+        self._param_index = None  # a new objective object may reuse a freed one's id
 
     def params_changed(self, changed: set[int]) -> None:
         """Push to HiGHS only the coefficients and bounds whose expressions hold a changed Param
@@ -251,7 +253,7 @@ class HighsModel:
 
     def _readers(self) -> dict[int, list]:
         """id of each mutable Param -> the helpers (coefficients, bounds, objective terms) that read it;
-        rebuilt when rows or the objective changed since it was made."""
+        rebuilt when rows were added (its key counts them), removed or the objective changed since it was made."""
         p = self._pyomo
         objective = p._mutable_objective
         key = (len(p._mutable_helpers), len(p._mutable_bounds), id(objective))

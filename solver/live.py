@@ -5,7 +5,7 @@ State that must match between the two: the pair blocks built, which pairs may be
 (upper bounds of their selection binaries), the rows spanning the built pairs (one
 selection, budgets), this solve's caps, the active objective, and — in a reusable model —
 the coefficient Params, which :meth:`LiveModel.retarget` points at another instance of
-the same structure.
+the same structure, and the keys of the blocks, which a retargeted model may move to other pairs.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class LiveModel:
 
     def _build(self, rows: list[int]) -> None:
         """Blocks of the pairs of ``rows`` not built yet; stops early when the clock's time is up. In a
-        retargeted model, a block no pair of this instance uses (built for an earlier one, kept closed) is
+        retargeted model, a block no pair of this instance uses (built for an earlier one; closed before the run) is
         pointed at a missing pair first: a parameter update instead of a new block and new global rows."""
         fresh, changed = [], set()
         missing = sum(self.keys[row] not in self.blocks for row in rows)

@@ -54,7 +54,7 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=
     """
     m = pyo.ConcreteModel(name=inst.name)
     m.inst, m.pairs, m.ix, m.mutable, m.extension = inst, pairs, index_of(inst), reusable, extension
-    m.blocks = {}  # pair index -> its block
+    m.blocks = {}  # pair key (cadence, K, groups) -> its block
     m.pair_values = PairValues(inst, m.ix)
     m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
     m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}

@@ -98,7 +98,7 @@ def exceedance_table(occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.nda
     LL, JJ = np.meshgrid(grid, np.arange(1, kept + 2), indexing="ij")
     if grid.size:
         means = occ.limited_mean(JJ * LL)
-        table = np.clip((means[:, 1:] - means[:, :-1]) / LL[:, 1:], 0.0, 1.0)
+        table = calc.exceedance_of_means(means[:, :-1], means[:, 1:], LL[:, 1:])
     else:
         table = np.zeros((0, kept))
     table.setflags(write=False)
