@@ -97,6 +97,21 @@ def edits_option(func):
     )(func)
 
 
+def basis_option(func):
+    return click.option(
+        "--basis",
+        type=click.Choice(["hold", "steady_state"]),
+        default=None,
+        help="Plan on this basis (planning.basis; default the file's, else hold): hold sizes plans that finish "
+        "when replayed, steady_state is the seed's arithmetic (docs/model.md §11).",
+    )(func)
+
+
+def with_basis(edits: tuple[str, ...], basis: str | None) -> tuple[str, ...]:
+    """The --set edits, with --basis as one more (it wins over a --set of the same field)."""
+    return tuple(edits) + ((f"planning.basis={basis}",) if basis else ())
+
+
 def load_with_edits(path: str, edits: tuple[str, ...] = ()):
     """The instance, its unit warnings shown on standard error."""
     return load_with_warnings(path, edits)[0]

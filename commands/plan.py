@@ -11,11 +11,13 @@ from commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
     ProgressLine,
+    basis_option,
     console,
     edits_option,
     guarded,
     load_with_edits,
     load_with_warnings,
+    with_basis,
 )
 from models.result import Status
 from render.tables import render_explanation, render_result
@@ -82,6 +84,7 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
     metavar="S",
     help="Seconds all the lever re-solves may take together (within what --time-limit leaves).",
 )
+@basis_option
 @edits_option
 @guarded
 def solve(
@@ -94,9 +97,11 @@ def solve(
     replications: int | None,
     with_levers: bool,
     levers_time: float,
+    basis: str | None,
     edits,
 ) -> None:
-    """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified.
+    """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified; under the default basis, hold,
+    one that finishes on time in its own replays (docs/model.md §11).
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
     """
@@ -104,15 +109,15 @@ def solve(
 
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
-    inst, warnings = load_with_warnings(instance, edits)
+    inst, warnings = load_with_warnings(instance, with_basis(edits, basis))
     inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
+    from drivers.hold import solve_planned
     from solver.pairs import TableCache
-    from solver.solve import solve_instance
 
     cache = TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     with progress:
-        result = confident_solve(instance, lambda: solve_instance(inst, objective, clock=clock, cache=cache))
+        result = confident_solve(instance, lambda: solve_planned(inst, objective, clock=clock, cache=cache))
         if result.status == Status.INFEASIBLE:  # checked here only to import the diagnosis's modules when it runs
             from drivers.diagnose import diagnosed
 
@@ -127,7 +132,7 @@ def solve(
 
         # the levers share what the command's --time-limit leaves (and --levers-time at most)
         budget = levers_time if time_limit is None else min(levers_time, max(0.0, time_limit - clock.elapsed()))
-        found = levers(inst, result, budget, cache)
+        found = levers(inst, result, budget, cache, allowance=result.hold.allowance_s if result.hold else 0.0)
     payload = result.to_json()
     if found is not None:
         payload["levers"] = found.to_json()
@@ -143,6 +148,10 @@ def solve(
         click.echo(json.dumps(payload, indent=2))
     else:
         render_result(console(), result)
+        if result.hold is not None and result.plan is not None:
+            from render.hold import render_hold
+
+            render_hold(console(), result)
         if result.confidence is not None and result.plan is not None:
             render_confidence_answer(instance, inst, result, objective)
         from render.levers import render_levers
@@ -151,7 +160,7 @@ def solve(
         if result.plan is not None:
             from render.simulate import render_solve_verdict
 
-            render_solve_verdict(console(), inst.schedule.count_startup, startup_estimate(inst, result), simulated)
+            render_solve_verdict(console(), inst.counts_startup, startup_estimate(inst, result), simulated)
     sys.exit(STATUS_EXIT[result.status])
 
 

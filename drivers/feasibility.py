@@ -37,9 +37,11 @@ class Feasibility:
             self.clock is not None and self.clock.expired()
         )
 
-    def solve(self, changes: dict, objective: str = "makespan", time_limit: float | None = None) -> Result | None:
+    def solve(
+        self, changes: dict, objective: str = "makespan", time_limit: float | None = None, allowance: float = 0.0
+    ) -> Result | None:
         """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
-        ``time_limit`` bounds this solve, within what the clock has left."""
+        ``time_limit`` bounds this solve, within what the clock has left; ``allowance``: MODEL §11's Δ."""
         if self.spent():
             return None
         try:
@@ -52,7 +54,7 @@ class Feasibility:
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left)
+        return self._planner.solve(objective, time_limit=left, allowance=allowance)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes)

@@ -147,13 +147,18 @@ def _more(count: int) -> int:
 
 
 def levers(
-    inst: Instance, result: Result, time_limit: float | None = None, cache: TableCache | None = None
+    inst: Instance,
+    result: Result,
+    time_limit: float | None = None,
+    cache: TableCache | None = None,
+    allowance: float = 0.0,
 ) -> Levers | None:
     """The levers under ``result``'s plan (None when it has no optimal plan); ``cache``: the pair quantities
     the solve of ``result`` kept (:func:`solver.solve.solve_instance`), which the re-solves share.
 
     ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
-    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving.
+    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving. ``allowance``:
+    the plan's run-variance allowance under hold (MODEL §11), kept in every re-solve's deadline row.
     """
     if result.status != "optimal" or result.plan is None or result.objective_value is None:
         return None
@@ -166,7 +171,7 @@ def levers(
         if left is not None and left <= 0:
             items.append(Lever(name, path, kind, float(before), float(after), "skipped", None, None, None))
             continue
-        solved = checker.solve({path: after}, result.objective, left)
+        solved = checker.solve({path: after}, result.objective, left, allowance)
         proven = solved is not None and solved.status == "optimal"
         value = solved.objective_value if proven else None
         status = "invalid" if solved is None else str(solved.status)

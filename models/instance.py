@@ -17,7 +17,6 @@ from models.base import (
     DURATION,
     WHOLE,
     FieldError,
-    Fraction,
     Name,
     NonNegative,
     NonNegativeDuration,
@@ -41,6 +40,8 @@ from models.environment import (
     VmType,
     read_samples_csv,
 )
+from models.freshness import Freshness
+from models.planning import Planning, with_default_basis
 from models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
 from models.uncertainty import Uncertainty
 
@@ -256,67 +257,6 @@ class Inference(Strict):
     )
 
 
-class Freshness(Strict):
-    max_versions_kept: PositiveInt = Field(
-        10,
-        description=about(
-            "Most weight versions K kept resident for generation; a trajectory whose version gap exceeds K is too "
-            "stale. Higher K drops fewer groups but slows replicas by version_slowdown",
-            unit="versions",
-            typical="4-16",
-            seed="10",
-        ),
-    )
-    gap_convention: Literal["consumer", "post_publish"] = Field(
-        "consumer",
-        description=about(
-            "How a version gap is counted: consumer (seed appendix A1, gap = floor(u + W/L)) or post_publish (one "
-            "more)",
-            seed="consumer",
-        ),
-    )
-    overrun_policy: Literal["drop", "downweight"] = Field(
-        "drop",
-        description=about(
-            "What happens to a group with a member staler than K: drop (lost, more attempts needed) or downweight "
-            "(kept with a lower weight, no loss)",
-            seed="drop",
-        ),
-    )
-    group_correlation: Literal["independent", "comonotone"] = Field(
-        "independent",
-        description=about(
-            "How lifetimes within a group relate: independent (drop = 1-(1-q)^g, pessimistic) or comonotone (drop "
-            "= q, optimistic)",
-            seed="independent",
-        ),
-    )
-    max_mean_gap: Positive | None = Field(
-        None,
-        description=about(
-            "Upper limit on the mean version gap W_use/L; null: no limit", unit="versions", typical="2-4", seed="null"
-        ),
-    )
-    max_exceedance: Fraction | None = Field(
-        None,
-        description=about(
-            "Upper limit on q, the share of trajectories staler than K; null: no limit",
-            unit="share in [0, 1]",
-            typical="0.05-0.2",
-            seed="null",
-        ),
-    )
-    max_group_drop: Fraction | None = Field(
-        None,
-        description=about(
-            "Upper limit on the share of groups dropped for staleness; null: no limit",
-            unit="share in [0, 1]",
-            typical="0.1-0.3",
-            seed="null",
-        ),
-    )
-
-
 class Limits(Strict):
     max_hourly_cost: Positive | None = Field(
         None,
@@ -383,6 +323,28 @@ class Instance(Strict):
             "Optional run-level uncertainty factors for risk and solve --confidence; null: none", seed="null"
         ),
     )
+    planning: Planning = Field(
+        Planning(),
+        description=about(
+            "The basis plans are sized on (hold: plans that finish when replayed; steady_state: the seed's "
+            "arithmetic) and how replays judge them (docs/model.md §11)"
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_basis(cls, data):
+        return with_default_basis(data)
+
+    @property
+    def holds(self) -> bool:
+        """Plans are sized to hold when replayed (MODEL §11, planning.basis: hold)."""
+        return self.planning.basis == "hold"
+
+    @property
+    def counts_startup(self) -> bool:
+        """The makespan counts the pipeline fill and the last update (MODEL §8): asked for, or under hold (§11)."""
+        return self.schedule.count_startup or self.holds
 
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

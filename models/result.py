@@ -106,6 +106,9 @@ class Metrics(Out):
     time_margin: float
     throughput_margin: float = Field(description="token supply / demand - 1")
     update_margin: float = Field(description="1 - update time / cadence")
+    inflight_sized: float | None = Field(
+        None, description="under planning.basis hold: Σ_b E^hold_b, the in-flight count the sandboxes hold (§11)"
+    )
 
 
 class Timings(Out):
@@ -132,6 +135,29 @@ class ConfidenceReport(Out):
     check_seed: int | None = None
 
 
+class HoldReport(Out):
+    """MODEL §11: how the plan holds when it is replayed, and what holding costs."""
+
+    allowance_s: float = Field(description="Δ, s: the deadline row is T + Δ <= deadline")
+    rounds: int = Field(description="solve-and-replay rounds the allowance took")
+    replays: int = Field(description="replays of the final plan (simulate replications, seeds seed + i)")
+    seed: int = Field(description="replay i drew from seed + i")
+    order: int = Field(description="k = ceil(on_time·(replays + 1)): the replay lateness that sets Δ")
+    on_time_target: float
+    lateness_s: float | None = Field(description="D_(k): the k-th smallest replay makespan - T, s")
+    allowance_converged: bool = Field(description="the final plan passed its own replays: T + D_(k) <= deadline")
+    on_time_share: float = Field(description="share of the final replays that ended by the deadline")
+    on_time_interval: list[float] = Field(description="Wilson 95 % interval of on_time_share")
+    makespan_s: dict[str, float | None] = Field(description="p50, p90 and max of the replays' makespans, s")
+    sandbox_wait_share: float = Field(description="mean share of attempts that waited for a sandbox, over the replays")
+    expected_total_cost: float | None = Field(description="mean of hourly_cost · replay makespan / 3600, $")
+    p90_total_cost: float | None = Field(description="p90 of the replays' realised total cost, $")
+    steady_state_total_cost: float | None = Field(
+        description="total_cost of the steady_state optimum of the same instance (null: it has none)"
+    )
+    steady_state_status: str | None = None
+
+
 class Result(Out):
     instance: str
     status: Status
@@ -146,11 +172,14 @@ class Result(Out):
     timings: Timings = Field(default_factory=Timings)
     model_size: dict[str, int] | None = None
     confidence: ConfidenceReport | None = None
+    basis: str | None = Field(None, description="planning.basis the plan was sized on (MODEL §11)")
+    hold: HoldReport | None = None
 
     def to_json(self) -> dict:
         out = self.model_dump(mode="json")
-        if out["confidence"] is None:  # an optional key (MODEL §9): only a confidence solve has it
-            del out["confidence"]
+        for key in ("confidence", "hold"):  # optional keys (MODEL §9, §11): only such solves have them
+            if out[key] is None:
+                del out[key]
         return out
 
 

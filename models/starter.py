@@ -122,4 +122,5 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
                 }
             ],
         },
+        "planning": {"basis": "hold", "on_time": 0.9, "sandbox_wait": 0.01, "replays": 16, "seed": 0},
     }

@@ -29,7 +29,8 @@ UNCONSUMED = -1  # fate of a group never consumed (dropped, or left in flight or
 class Run:
     """What one replication did. Groups and attempts are in launch order; attempt i is in group i // g."""
 
-    seed: int
+    seed: object  # what numpy.random.default_rng was given
+    group_size: int
     boundaries: np.ndarray  # b_j, j = 0..(batches formed - 1)
     finished: bool  # all n batches formed before the horizon
     makespan: float  # b_{n-1} + U + extra_time (inf if not finished)
@@ -43,6 +44,12 @@ class Run:
     end: np.ndarray  # per attempt
     backend: np.ndarray  # per attempt: index into Setup.backends
     attempt_effective: np.ndarray  # per attempt
+    waited: np.ndarray  # per group: members that waited for a sandbox
+
+    @property
+    def wait_share(self) -> float:
+        """Share of the attempts launched before the last boundary that waited for a sandbox."""
+        return float(self.waited.sum() / (self.waited.size * self.group_size)) if self.waited.size else 0.0
 
     @property
     def run_end(self) -> float:
@@ -92,12 +99,20 @@ class _Buffer:
         self.dropped: list[tuple[np.ndarray, int]] = []
 
     def add(self, comp, launch, eff, gid) -> None:
-        comp = np.concatenate((self.comp, comp))
-        order = np.lexsort((np.concatenate((self.gid, gid)), comp))
-        self.comp = comp[order]
-        self.launch = np.concatenate((self.launch, launch))[order]
-        self.eff = np.concatenate((self.eff, eff))[order]
-        self.gid = np.concatenate((self.gid, gid))[order]
+        """Merge a window's groups (``gid`` increasing, above every buffered one) into the buffer's
+        (completion, group id) order: the new groups sorted by completion (stable: ties by id), each placed
+        after the buffered groups that complete no later."""
+        order = np.argsort(comp, kind="stable")
+        comp, launch, eff, gid = comp[order], launch[order], eff[order], gid[order]
+        at = np.searchsorted(self.comp, comp, side="right") + np.arange(comp.size)
+        size = self.comp.size + comp.size
+        old = np.ones(size, dtype=bool)
+        old[at] = False
+        for name, new in (("comp", comp), ("launch", launch), ("eff", eff), ("gid", gid)):
+            merged = np.empty(size, dtype=new.dtype)
+            merged[at] = new
+            merged[old] = getattr(self, name)
+            setattr(self, name, merged)
 
     def place(self, known: float) -> None:
         """Form every batch decided by groups completed by ``known`` (all such groups are in)."""
@@ -127,44 +142,48 @@ class _Buffer:
             self.eff, self.gid = self.eff[e + 1 :], self.gid[e + 1 :]
 
 
-def replicate(setup: Setup, seed: int, on_progress: Callable[[int, int], None] | None = None) -> Run:
-    """Replay the plan once with ``seed``: launches, lifetimes, sandboxes, batches, until n batches form."""
+def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None = None, record: bool = True) -> Run:
+    """Replay the plan once with ``seed``: launches, lifetimes, sandboxes, batches, until n batches form.
+
+    ``record=False`` keeps only what the makespan and the sandbox waits need (MODEL §11's replays): the
+    per-attempt columns are left empty and each group keeps its count of members that waited. The random
+    draws, the queues and the batches are the same, so the makespan is the recorded run's."""
     rng = np.random.default_rng(seed)
     g = setup.group_size
     launcher = _Launcher(setup, rng)
     queues = [SandboxQueue(c) for c in setup.capacity]
     buffer = _Buffer(setup)
     window = min(WINDOW_ATTEMPTS / setup.attempts_per_s, setup.horizon / WINDOWS_PER_HORIZON)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("launch", "comp", "eff", "start", "end", "backend", "ok")}
+    columns = ("launch", "comp", "eff", "start", "end", "backend", "ok") if record else ("launch", "waited")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
     groups = 0
     t0 = 0.0
     while len(buffer.boundaries) < setup.iterations and t0 < setup.horizon:
         t1 = t0 + window
         launch = launcher.until(t1)
-        start, end, backend, ok = _attempts(setup, rng, queues, launch)
-        comp = end.reshape(-1, g).max(axis=1)
-        eff = ok.reshape(-1, g).sum(axis=1)
+        start, end, backend, ok, arrival = _attempts(setup, rng, queues, launch)
+        comp = _group_max(end, g)
+        eff = ok.reshape(-1, g).sum(axis=1) if setup.intake < 1 else np.full(launch.size, g, dtype=np.int64)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
         groups += launch.size
-        for key, value in (
-            ("launch", launch),
-            ("comp", comp),
-            ("eff", eff),
-            ("start", start),
-            ("end", end),
-            ("backend", backend),
-            ("ok", ok),
-        ):
+        if record:
+            window_parts = dict(launch=launch, comp=comp, eff=eff, start=start, end=end, backend=backend, ok=ok)
+        else:
+            late = None if start is arrival else start > arrival
+            waited = np.zeros(launch.size, dtype=np.int64) if late is None else late.reshape(-1, g).sum(axis=1)
+            window_parts = dict(launch=launch, waited=waited)
+        for key, value in window_parts.items():
             parts[key].append(value)
         buffer.place(t1)
         t0 = t1
         if on_progress:
             on_progress(len(buffer.boundaries), setup.iterations)
-    return _assemble(setup, seed, buffer, {k: np.concatenate(v) for k, v in parts.items()})
+    return _assemble(setup, seed, buffer, {k: np.concatenate(v) for k, v in parts.items()}, record)
 
 
 def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue], launch: np.ndarray):
-    """Draw one window's attempts (g per group, in launch order) and queue them for sandboxes."""
+    """Draw one window's attempts (g per group, in launch order) and queue them for sandboxes: their starts,
+    ends, backends, intake and arrivals."""
     g = setup.group_size
     arrival = np.repeat(launch, g)
     n = arrival.size
@@ -178,27 +197,61 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
         backend = np.searchsorted(np.cumsum(setup.shares)[:-1], rng.random(n), side="right").astype(np.int16)
     ok = rng.random(n) < setup.intake if setup.intake < 1 else np.ones(n, dtype=bool)
     if len(queues) == 1:
-        start = queues[0].admit(arrival, life)
+        start = queues[0].admit(arrival, life)  # ``arrival`` itself when no attempt waits
     else:
         start = np.empty(n)
         for b, queue in enumerate(queues):
             mine = np.flatnonzero(backend == b)
             start[mine] = queue.admit(arrival[mine], life[mine])
-    return start, start + life, backend, ok
+    life += start
+    return start, life, backend, ok, arrival
+
+
+def _group_max(end: np.ndarray, g: int) -> np.ndarray:
+    """Each group's last end: the largest of every g-th value from each member's offset (faster than a
+    reduction over rows of g)."""
+    comp = end[0::g].copy()
+    for j in range(1, g):
+        np.maximum(comp, end[j::g], out=comp)
+    return comp
 
 
 def _lifetimes(setup: Setup, rng: np.random.Generator, size: int) -> np.ndarray:
     occ = setup.occupancy
     if occ.samples is not None:
         return occ.samples[rng.integers(0, occ.samples.size, size)]
-    return np.exp(occ.mu + occ.sigma * rng.standard_normal(size))
+    life = rng.standard_normal(size)
+    life *= occ.sigma
+    life += occ.mu
+    return np.exp(life, out=life)
 
 
-def _assemble(setup: Setup, seed: int, buffer: _Buffer, cols: dict[str, np.ndarray]) -> Run:
+def _assemble(setup: Setup, seed, buffer: _Buffer, cols: dict[str, np.ndarray], record: bool = True) -> Run:
     """Cut launches at the last boundary (nothing launched after it is needed) and record each group's fate."""
     b = np.asarray(buffer.boundaries)
     finished = b.size == setup.iterations
     keep = int(np.searchsorted(cols["launch"], b[-1], side="left")) if finished else cols["launch"].size
+    makespan = float(b[-1] + setup.update_s + setup.extra_time) if finished else math.inf
+    if not record:
+        empty, none = np.empty(0), np.empty(0, dtype=np.int64)
+        return Run(
+            seed=seed,
+            group_size=setup.group_size,
+            boundaries=b,
+            finished=finished,
+            makespan=makespan,
+            launch=cols["launch"][:keep],
+            completion=empty,
+            effective=none,
+            consumed=none,
+            dropped=np.empty(0, dtype=bool),
+            drop_batch=none,
+            start=empty,
+            end=empty,
+            backend=np.empty(0, dtype=np.int16),
+            attempt_effective=np.empty(0, dtype=bool),
+            waited=cols["waited"][:keep],
+        )
     g = setup.group_size
     consumed = np.full(keep, UNCONSUMED, dtype=np.int64)
     drop_batch = np.full(keep, UNCONSUMED, dtype=np.int64)
@@ -211,19 +264,22 @@ def _assemble(setup: Setup, seed: int, buffer: _Buffer, cols: dict[str, np.ndarr
         version = np.searchsorted(b, launch, side="right")
         stale = (consumed == UNCONSUMED) & (drop_batch == UNCONSUMED) & (b.size - 1 - version > setup.versions_kept)
         drop_batch[stale] = b.size - 1
+    start = cols["start"][: keep * g]
     return Run(
         seed=seed,
+        group_size=g,
         boundaries=b,
         finished=finished,
-        makespan=float(b[-1] + setup.update_s + setup.extra_time) if finished else math.inf,
+        makespan=makespan,
         launch=launch,
         completion=cols["comp"][:keep],
         effective=cols["eff"][:keep],
         consumed=consumed,
         dropped=drop_batch != UNCONSUMED,
         drop_batch=drop_batch,
-        start=cols["start"][: keep * g],
+        start=start,
         end=cols["end"][: keep * g],
         backend=cols["backend"][: keep * g],
         attempt_effective=cols["ok"][: keep * g],
+        waited=(start > np.repeat(launch, g)).reshape(-1, g).sum(axis=1) if keep else np.zeros(0, dtype=np.int64),
     )

@@ -43,11 +43,11 @@ class SandboxQueue:
         """Start times of the next arrivals (non-decreasing, after every earlier one) holding a
         sandbox for ``lifetimes`` seconds."""
         if self.unlimited or arrivals.size == 0:
-            return arrivals.copy()
+            return arrivals
         c = int(self.capacity)
         if c <= 0:
             return np.full(arrivals.shape, math.inf)
-        starts = arrivals.copy()
+        starts = arrivals  # copied once an attempt waits: a window where none does returns its arrivals
         i = 0
         late = None
         while i < arrivals.size:
@@ -62,12 +62,18 @@ class SandboxQueue:
                 first = int(ahead[0]) if ahead.size else arrivals.size
                 # Nobody late from i on: the departures _late sorted are the state's after this chunk.
                 self._absorb(
-                    arrivals[i:first], lifetimes[i:first], arrivals[i:first], gone if first == arrivals.size else None
+                    arrivals[i:first],
+                    lifetimes[i:first],
+                    arrivals[i:first],
+                    gone if first == arrivals.size else None,
+                    on_arrival=True,
                 )
                 i = first
                 if i == arrivals.size:
                     break
             stop = min(arrivals.size, i + _chunk(c))
+            if starts is arrivals:
+                starts = arrivals.copy()
             starts[i:stop] = self._solve_chunk(arrivals[i:stop], lifetimes[i:stop], c)
             i = stop
         return starts
@@ -100,19 +106,20 @@ class SandboxQueue:
         self._absorb(arrivals, lifetimes, starts)
         return starts
 
-    def _absorb(self, arrivals, lifetimes, starts, gone: np.ndarray | None = None) -> None:
+    def _absorb(self, arrivals, lifetimes, starts, gone: np.ndarray | None = None, on_arrival: bool = False) -> None:
         """Add started attempts to the state: keep departures after the last start, which every
         later start is at least. ``gone``, when given, is already the sorted departures of the
-        state and of these attempts."""
+        state and of these attempts; ``on_arrival``: every one of them started on arrival."""
         if starts.size == 0:
             return
-        ends = starts + lifetimes
-        waited = starts > arrivals
-        if waited.any():
-            self.waited_until = max(self.waited_until, float(ends[waited].max()))
+        if not on_arrival:
+            ends = starts + lifetimes
+            waited = starts > arrivals
+            if waited.any():
+                self.waited_until = max(self.waited_until, float(ends[waited].max()))
         self.frontier = max(self.frontier, float(starts[-1]))
         if gone is None:
-            gone = np.sort(np.concatenate((self.pending, ends)))
+            gone = np.sort(np.concatenate((self.pending, starts + lifetimes)))
         self.pending = gone[np.searchsorted(gone, self.frontier, side="right") :]
 
 

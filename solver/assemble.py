@@ -53,7 +53,7 @@ def extract_plan(live: LiveModel, values) -> Plan:
     return Plan(
         cadence_s=float(pairs.cadence[row]),
         makespan_s=span,
-        startup_s=float(pairs.startup[row]) if inst.schedule.count_startup else None,
+        startup_s=float(pairs.startup[row]) if inst.counts_startup else None,
         versions_kept=int(pairs.kept[row]),
         inference=[
             ShapeReplicas(
@@ -119,8 +119,11 @@ def objective_of(plan: Plan, objective: str) -> float:
     return {"total_cost": plan.total_cost, "hourly_cost": plan.hourly_cost, "makespan": plan.makespan_s}[objective]
 
 
-def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, highs_before: float) -> Result:
-    """The result of a search that found a plan: extracted, checked against HiGHS's objective, verified."""
+def assemble(
+    live: LiveModel, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float = 0.0
+) -> Result:
+    """The result of a search that found a plan: extracted, checked against HiGHS's objective, verified
+    (with the run-variance allowance ``allowance`` of MODEL §11 in the deadline row)."""
     inst = live.inst
     with clock.phase("extract"):
         plan = extract_plan(live, search.values)
@@ -130,7 +133,7 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
                 f"{inst.name}: HiGHS's {objective} is {search.value:.10g} but the plan's is {value:.10g}"
             )
     with clock.phase("verify"):
-        check = verify_plan(inst, plan)
+        check = verify_plan(inst, plan, allowance)
     if not check.ok:
         raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
     message = None
@@ -153,6 +156,7 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
         message=message,
         timings=timings_of(clock, search, highs_before),
         model_size={**live.size(), "highs_runs": search.runs},
+        basis=inst.planning.basis,
     )
 
 

@@ -10,6 +10,7 @@ from models.instance import Instance
 from solver import calculus as calc
 from solver.coefficients import global_values, gpu_prices, index_of, reserved_cost
 from solver.highs import new_highs, pass_lp
+from solver.holding import sandbox_occupancy
 from solver.pairs import Pairs
 from solver.tolerances import BOUND_SLACK, REL_TOL
 
@@ -73,7 +74,8 @@ def sandbox_lower_bound(
     sandbox = bound.max(axis=(0, 2), initial=0.0)  # the largest (split, row) bound, at least 0
     if lp is None:
         lp = SandboxLP(inst, index_of(inst), shared)
-    sandbox = np.maximum(sandbox, SandboxCurve(lp, pairs.attempts)(pairs.attempts))
+    rates = pairs.attempts if pairs.sandbox_rate is None else pairs.sandbox_rate
+    sandbox = np.maximum(sandbox, SandboxCurve(lp, rates)(rates))
     return sandbox
 
 
@@ -168,7 +170,7 @@ class SandboxLP:
 
     def __init__(self, inst: Instance, ix, shared: dict):
         env = inst.environment
-        per_attempt = occupancy_per_attempt(inst)
+        per_attempt = sandbox_occupancy(inst)
         e1 = {b.name: b.share * per_attempt for b in env.backends}
         peak1 = {b: e * env.peak_to_mean for b, e in e1.items()}
         columns = [("N", k) for k in ix.nodes] + [("V", v) for v in ix.vms]
@@ -270,8 +272,3 @@ class SandboxLP:
             self._lp = new_highs()
             pass_lp(self._lp, self.prices, self.A, np.zeros(len(self.coef)), self.bounds)
         return self._lp
-
-
-def occupancy_per_attempt(inst: Instance) -> float:
-    """W_use: in-flight environments per attempt/s (Little's law, MODEL §2)."""
-    return calc.occupancy_used(calc.occupancy_of(inst.environment.occupancy), inst.environment.littles_law_uses)

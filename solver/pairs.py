@@ -22,6 +22,7 @@ import numpy as np
 
 from models.instance import Instance
 from solver import calculus as calc
+from solver import holding
 from solver.tolerances import REL_TOL
 
 
@@ -37,11 +38,12 @@ class Pairs:
     exceedance: np.ndarray
     drop: np.ndarray
     attempts: np.ndarray  # R_raw, 1/s
-    inflight: np.ndarray  # (pairs, backends) E_b
+    inflight: np.ndarray  # (pairs, backends) E_b (E^hold_b under planning.basis hold, MODEL §11)
     peak: np.ndarray  # (pairs, backends) E^pk_b
     supply_per_replica: np.ndarray  # (pairs, shapes) tokens/s one replica delivers
     rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
     grid_points: int = 0
+    sandbox_rate: np.ndarray | None = None  # attempts/s whose Little's-law loads stay within ``inflight``
 
     @property
     def size(self) -> int:
@@ -116,6 +118,7 @@ def demand_inputs(inst: Instance) -> tuple:
         env.occupancy,
         env.littles_law_uses,
         inst.pool(inst.training.pool).gpus,
+        inst.planning,
     )
 
 
@@ -151,13 +154,12 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
         keep = _cut(keep, mask, family, rejected)
 
     span = np.broadcast_to(calc.makespan(inst, grid)[:, None], keep.shape)
-    if not sched.count_startup:  # else the makespan depends on the attempt rate, known below
+    if not inst.counts_startup:  # else the makespan depends on the attempt rate, known below
         cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
     groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
     cut(groups > 0, "update_time")
     if fr.max_mean_gap is not None:
-        gap = calc.mean_version_gap(w_use, grid, fr.gap_convention)
-        cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
+        cut(_mean_gap(inst, occ, w_use, grid) <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
     q = (
         exceedance_table(occ, grid, fr.max_versions_kept)
         if cache is None
@@ -175,7 +177,7 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
         )
     startup = np.zeros(keep.shape)
-    if sched.count_startup:
+    if inst.counts_startup:
         startup, span = _with_startup(inst, occ, grid, groups, attempts, keep)
         cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
     found = Demand(
@@ -194,6 +196,15 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     for name in ("grid", "kept", "span", "startup", "groups", "exceedance", "drop", "attempts", "keep"):
         getattr(found, name).setflags(write=False)
     return found
+
+
+def _mean_gap(inst: Instance, occ: calc.Occupancy, w_use: float, grid: np.ndarray) -> np.ndarray:
+    """The mean version gap constraint 7 limits: W_use/L per cadence (MODEL §2), or under hold the consumed
+    gap's per (cadence, K) (§11 item 3)."""
+    fr = inst.freshness
+    if inst.holds and grid.size:
+        return holding.consumed_mean_gap(occ, grid, fr.max_versions_kept, inst)
+    return calc.mean_version_gap(w_use, grid, fr.gap_convention)
 
 
 def _with_startup(
@@ -249,15 +260,15 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
     demand_tokens = attempts * w.tokens_per_attempt
     best = best_supply(inst, groups, Ks)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
-    keep &= _undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.schedule.count_startup else None)
+    keep &= _undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
-    if inst.schedule.count_startup:
+    if inst.counts_startup:
         at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
-    inflight = (pair_attempts * d.w_use)[:, None] * np.array([b.share for b in env.backends])[None, :]
+    inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
     return Pairs(
         cadence=grid[at],
@@ -273,6 +284,7 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
         supply_per_replica=per_replica[None, :] * mult[k],
         rejected=rejected,
         grid_points=int(grid.size),
+        sandbox_rate=sandbox_rate,
     )
 
 

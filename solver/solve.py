@@ -131,13 +131,18 @@ class Planner:
         max_hourly_cost: float | None = None,
         max_total_cost: float | None = None,
         max_inference_gpus: int | None = None,
+        allowance: float = 0.0,
     ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
-        no diagnosis: drivers.diagnose explains it on request)."""
+        no diagnosis: drivers.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
+        of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline."""
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         clock = self._clock_for(time_limit)
+        if allowance > 0:
+            held = self.inst.schedule.deadline - allowance
+            max_makespan = held if max_makespan is None else min(max_makespan, held)
         candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
         lower = self._lower_bounds(objective, candidates, clock)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
@@ -148,7 +153,7 @@ class Planner:
         )
         if search is None or search.values is None:
             return self._no_plan(objective, search, clock, highs_before)
-        return self._assemble(objective, search, clock, highs_before)
+        return self._assemble(objective, search, clock, highs_before, allowance)
 
     def _clock_for(self, time_limit: float | None) -> Stopwatch:
         """This solve's stopwatch: the one the planner was built with for its first solve, else a new one;
@@ -207,12 +212,15 @@ class Planner:
             objective=objective,
             message=messages[status],
             timings=timings_of(clock, search, highs_before),
+            basis=self.inst.planning.basis,
         )
 
-    def _assemble(self, objective: str, search: Search, clock: Stopwatch, highs_before: float) -> Result:
+    def _assemble(
+        self, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float
+    ) -> Result:
         """The verified result of the plan ``search`` found; a confidence solve's also checks the plan in its
         scenarios and fresh ones (verification time)."""
-        result = assemble(self.live, objective, search, clock, highs_before)
+        result = assemble(self.live, objective, search, clock, highs_before, allowance)
         if self.confidence is not None and result.plan is not None:
             start = clock.elapsed()
             result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)

@@ -4,7 +4,7 @@ re-checked from a plan's decisions and its instance alone.
 It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
 no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
 quadrature, update laws, start-up fill), its own cadence grid, its own resource rows
-(:func:`resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
+(:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
 constraint family, each naming its section. A violation is a bug in the model, never a
 result to show: :mod:`solver.solve` rejects a plan that fails here.
 """
@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 from models.result import Metrics, Plan
+from solver import verify_hold as hold
 from solver import verify_laws as laws
+from solver.verify_laws import resource_rows
 
 ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
 COST_TOL = 1e-7  # relative: a reported cost against its recomputation
@@ -45,40 +47,13 @@ def _geq(lhs: float, rhs: float) -> bool:
     return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
 
 
-@dataclass(frozen=True)
-class Row:
-    """One resource row of a host type (MODEL §3.5): what one host gives under its cap (u for a node,
-    1 for a VM), and what one environment of each backend the host runs takes of it."""
-
-    capacity: float
-    load: dict[str, float]
-
-
-def resource_rows(inst: Instance) -> dict[tuple[str, str, str], Row]:
-    """Rows by (kind 'node' | 'vm', host type, resource 'density' | 'cores' | 'memory').
-
-    MODEL §3.5: every host type has a density row (1/density_b per environment, capacity 1); a
-    type that states cores (memory_gb) has that row, to which a backend adds its cores (memory_gb),
-    or 0 when it states none. A backend never removes a row.
-    """
-    env = inst.environment
-    rows: dict[tuple[str, str, str], Row] = {}
-    for kind, hosts, cap in (("node", env.node_types, env.utilisation_cap), ("vm", env.cloud.vm_types, 1.0)):
-        for host in hosts:
-            runs = [b for b in env.backends if b.name in host.density]
-            rows[kind, host.name, "density"] = Row(cap, {b.name: 1.0 / host.density[b.name] for b in runs})
-            if host.cores is not None:
-                rows[kind, host.name, "cores"] = Row(cap * host.cores, {b.name: b.cores or 0.0 for b in runs})
-            if host.memory_gb is not None:
-                rows[kind, host.name, "memory"] = Row(cap * host.memory_gb, {b.name: b.memory_gb or 0.0 for b in runs})
-    return rows
-
-
-def verify_plan(inst: Instance, plan: Plan) -> Check:
-    """Every check below, in MODEL order; ``metrics`` is set when the plan can be read to the end."""
+def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0) -> Check:
+    """Every check below, in MODEL order; ``metrics`` is set when the plan can be read to the end.
+    ``allowance``: the run-variance allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline."""
     out = Check()
     if not check_domains(inst, plan, out):
         return out
+    holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy)
     run = laws.run_at(
         inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups, startup=plan.startup_s is not None
@@ -89,17 +64,18 @@ def verify_plan(inst: Instance, plan: Plan) -> Check:
         return out
     supply, demand = check_throughput(inst, plan, run, out)
     check_update_time(inst, plan, run, out)
-    check_deadline(inst, plan, run, out)
-    inflight = {b.name: run.attempts * b.share * run.w_use for b in inst.environment.backends}
-    peak = {b: e * inst.environment.peak_to_mean for b, e in inflight.items()}
+    check_deadline(inst, plan, run, allowance, out)
+    env = inst.environment
+    mean_inflight = {b.name: run.attempts * b.share * (law.mean if holds else run.w_use) for b in env.backends}
+    inflight = hold.hold_loads(inst, law, run.attempts) if holds else mean_inflight
+    peak = {b: e * env.peak_to_mean for b, e in inflight.items()}
     rows = resource_rows(inst)
     check_steady_sandbox(inst, plan, rows, inflight, out)
     check_peak_sandbox(inst, plan, rows, peak, out)
     check_host_binding(inst, plan, rows, out)
-    mean_gap = check_freshness(inst, plan, run, out)
+    mean_gap, p99_gap = check_freshness(inst, plan, run, out)
     hourly, total = check_costs(inst, plan, run, used, out)
     check_budgets(inst, hourly, total, out)
-    post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
     L = plan.cadence_s
     out.metrics = Metrics(
         effective_trajectories_per_s=inst.workload.batch_trajectories / L,
@@ -107,17 +83,18 @@ def verify_plan(inst: Instance, plan: Plan) -> Check:
         token_demand_per_s=demand,
         token_supply_per_s=supply,
         update_time_s=run.update,
-        inflight_mean=sum(inflight.values()),
+        inflight_mean=sum(mean_inflight.values()),
         inflight_peak=sum(peak.values()),
         occupancy_mean_s=law.mean,
         mean_version_gap=mean_gap,
-        p99_version_gap=law.p99 / L + post,
+        p99_version_gap=p99_gap,
         exceedance=run.exceedance,
         group_drop_rate=run.drop,
         effective_intake=run.intake,
-        time_margin=(inst.schedule.deadline - run.makespan) / inst.schedule.deadline,
+        time_margin=(inst.schedule.deadline - run.makespan - allowance) / inst.schedule.deadline,
         throughput_margin=supply / demand - 1,
         update_margin=1 - run.update / L,
+        inflight_sized=sum(inflight.values()) if holds else None,
     )
     return out
 
@@ -228,23 +205,26 @@ def check_update_time(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> 
             out.binding.append("update_time")
 
 
-def check_deadline(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
-    """MODEL §3.4: T <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m) + extra_time (§8);
-    the plan's makespan_s (and startup_s, when it reports one) must be that T (that fill) [s]."""
+def check_deadline(inst: Instance, plan: Plan, run: laws.Run, allowance: float, out: Check) -> None:
+    """MODEL §3.4: T <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m) + extra_time (§8, and
+    always under hold), with the allowance Δ of §11 item 4: T + Δ <= deadline; the plan's makespan_s (and
+    startup_s, when it reports one) must be that T (that fill) [s]."""
     sched = inst.schedule
-    fill_slack = FILL_TOL * (run.startup or 0.0) if sched.count_startup else 0.0
+    counted = laws.startup_counted(inst)
+    fill_slack = FILL_TOL * (run.startup or 0.0) if counted else 0.0
     if not abs(run.makespan - plan.makespan_s) <= SPAN_TOL * run.makespan + fill_slack:
-        how = "fill + (n-1)·L + U(m) + extra_time" if sched.count_startup else "n·L + extra_time"
+        how = "fill + (n-1)·L + U(m) + extra_time" if counted else "n·L + extra_time"
         out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {how} = {run.makespan!r}")
     if plan.startup_s is not None and not abs(plan.startup_s - run.startup) <= FILL_TOL * run.startup:
         out.violations.append(f"startup_s: plan says {plan.startup_s!r}, recomputed fill(L, K) = {run.startup!r}")
-    if not run.makespan <= sched.deadline * (1 + REL_TOL):
-        out.violations.append(f"deadline: makespan {run.makespan:g} s > {sched.deadline:g} s")
+    if not run.makespan + allowance <= sched.deadline * (1 + REL_TOL):
+        with_allowance = f" + allowance {allowance:g} s" if allowance else ""
+        out.violations.append(f"deadline: makespan {run.makespan:g} s{with_allowance} > {sched.deadline:g} s")
     law = run.law
     after = laws.run_at(
         inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups, startup=False
     )
-    if after.makespan > sched.deadline * (1 + REL_TOL):
+    if after.makespan + allowance > sched.deadline * (1 + REL_TOL):
         out.binding.append("deadline")
 
 
@@ -345,11 +325,16 @@ def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
             out.binding.append(f"max_vms[{v.name}]")
 
 
-def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> float:
-    """MODEL §3.7 (each only if set): mean gap W_use/L (+1 post_publish) <= max_mean_gap,
-    q(L, K) <= max_exceedance, drop <= max_group_drop. Returns the mean gap."""
+def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
+    """MODEL §3.7 (each only if set): mean gap <= max_mean_gap, q(L, K) <= max_exceedance, drop <=
+    max_group_drop. The mean gap is W_use/L (§2; +1 post_publish), or under hold the consumed gap's (§11
+    item 3). Returns the mean and p99 gaps."""
     fr = inst.freshness
-    mean_gap = run.w_use / plan.cadence_s + (1.0 if fr.gap_convention == "post_publish" else 0.0)
+    post = 1.0 if fr.gap_convention == "post_publish" else 0.0
+    if inst.planning.basis == "hold":
+        mean_gap, p99_gap = hold.consumed_gaps(inst, run.law, plan.cadence_s, plan.versions_kept)
+    else:
+        mean_gap, p99_gap = run.w_use / plan.cadence_s + post, run.law.p99 / plan.cadence_s + post
     for name, limit, value in (
         ("max_mean_gap", fr.max_mean_gap, mean_gap),
         ("max_exceedance", fr.max_exceedance, run.exceedance),
@@ -357,7 +342,7 @@ def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> fl
     ):
         if limit is not None and not _leq(value, limit):
             out.violations.append(f"{name}: {value:.6g} > {limit:g}")
-    return mean_gap
+    return mean_gap, p99_gap
 
 
 def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int], out: Check) -> tuple[float, float]:

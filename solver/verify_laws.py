@@ -261,6 +261,11 @@ def cadence_top(inst: Instance) -> float:
     return s.cadence.max if s.cadence.max is not None else (s.deadline - s.extra_time) / inst.workload.iterations
 
 
+def startup_counted(inst: Instance) -> bool:
+    """MODEL §8 applies when schedule.count_startup asks for it, and always under planning.basis hold (§11 item 1)."""
+    return inst.schedule.count_startup or inst.planning.basis == "hold"
+
+
 def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, startup: bool) -> Run:
     """MODEL §2 at (L, K, m); T by §8 when the instance counts the start-up (``startup`` also computes
     fill alone, for a plan that reports it)."""
@@ -271,12 +276,42 @@ def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, sta
     attempts = w.batch_trajectories / (cadence * intake) if intake > 0 else math.inf
     update = update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
     fill = None
-    if (startup or sched.count_startup) and intake > 0:
+    counted = startup_counted(inst)
+    if (startup or counted) and intake > 0:
         members = w.group_size if fr.group_correlation == "independent" else 1
         fill = fill_time(law, w.batch_trajectories / (w.intake_rate * attempts), members)
-    if sched.count_startup:
+    if counted:
         span = (fill if fill is not None else math.inf) + (w.iterations - 1) * cadence + update + sched.extra_time
     else:
         span = w.iterations * cadence + sched.extra_time
     w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
     return Run(law, w_use, q, drop, intake, attempts, update, fill, span)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One resource row of a host type (MODEL §3.5): what one host gives under its cap (u for a node,
+    1 for a VM), and what one environment of each backend the host runs takes of it."""
+
+    capacity: float
+    load: dict[str, float]
+
+
+def resource_rows(inst: Instance) -> dict[tuple[str, str, str], Row]:
+    """Rows by (kind 'node' | 'vm', host type, resource 'density' | 'cores' | 'memory').
+
+    MODEL §3.5: every host type has a density row (1/density_b per environment, capacity 1); a
+    type that states cores (memory_gb) has that row, to which a backend adds its cores (memory_gb),
+    or 0 when it states none. A backend never removes a row.
+    """
+    env = inst.environment
+    rows: dict[tuple[str, str, str], Row] = {}
+    for kind, hosts, cap in (("node", env.node_types, env.utilisation_cap), ("vm", env.cloud.vm_types, 1.0)):
+        for host in hosts:
+            runs = [b for b in env.backends if b.name in host.density]
+            rows[kind, host.name, "density"] = Row(cap, {b.name: 1.0 / host.density[b.name] for b in runs})
+            if host.cores is not None:
+                rows[kind, host.name, "cores"] = Row(cap * host.cores, {b.name: b.cores or 0.0 for b in runs})
+            if host.memory_gb is not None:
+                rows[kind, host.name, "memory"] = Row(cap * host.memory_gb, {b.name: b.memory_gb or 0.0 for b in runs})
+    return rows

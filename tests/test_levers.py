@@ -124,7 +124,7 @@ def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
     monkeypatch.setattr(
         drivers.levers,
         "levers",
-        lambda inst, result, budget, cache: budgets.append(budget) or real(inst, result, budget, cache),
+        lambda inst, result, budget, cache, **kw: budgets.append(budget) or real(inst, result, budget, cache, **kw),
     )
     assert CliRunner().invoke(main, ["solve", str(SEED), "--json", "--time-limit", "5"]).exit_code == 0
     assert (

@@ -1,0 +1,255 @@
+"""Plans that hold (MODEL.md §11 item 4): the run-variance allowance, found by replaying each candidate plan.
+
+A driver above the solver and the simulator: :class:`HoldingPlanner` wraps a
+:class:`~solver.solve.Planner` (whose rows already follow the instance's basis: start-up
+counted, E^hold sandboxes, consumed gaps) and runs the allowance loop of MODEL §11:
+
+    round r = 1..4: solve with T + Δ_{r-1} <= deadline (Δ_0 = 0); replay the plan R = replays
+    times (seeds seed + i, the §10 engine as ``simulate`` runs it); D_(k) = the k-th smallest of
+    makespan - T, k = ceil(on_time·(R + 1)); the plan passes iff T + D_(k) <= deadline, else
+    Δ_r = max(Δ_{r-1}, D_(k)).
+
+The replays run :func:`simulate.engine.replicate` without its per-attempt records (the makespan and
+the waits are the recorded run's), on threads (numpy releases the GIL in its bulk work). A
+:class:`ReplayCache`, owned by whoever plans many points (a frontier, a sweep), keeps the replays
+of each distinct setup, so a point whose plan is one already replayed costs no replay.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.instance import Instance
+from models.result import HoldReport, Plan, Result, Status
+from simulate.engine import replicate
+from simulate.runner import seed_for
+from simulate.setup import Setup, setup_of
+from solver.scenarios import wilson
+from solver.solve import Planner
+from solver.stopwatch import Stopwatch
+
+ROUNDS = 4  # MODEL §11 item 4: rounds of solve and replay before the allowance is declared unconverged
+REPLAY_THREADS = max(1, min(2, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class Replays:
+    """Makespans (s; inf for a replay that formed no last batch) and wait shares of a plan's replays."""
+
+    makespans: np.ndarray
+    wait_shares: np.ndarray
+
+
+def setup_key(setup: Setup) -> tuple:
+    """Everything of a setup that a replay's makespan and waits depend on (the deadline does not)."""
+    occ = setup.occupancy
+    law = (occ.mu, occ.sigma) if occ.samples is None else (occ.samples.size, occ.samples.tobytes())
+    return (
+        setup.attempts_per_s,
+        setup.group_size,
+        setup.batch,
+        setup.iterations,
+        setup.versions_kept,
+        setup.update_s,
+        setup.intake,
+        setup.policy,
+        setup.correlation,
+        setup.extra_time,
+        law,
+        setup.shares,
+        setup.local,
+        setup.cloud,
+        setup.launch,
+        setup.horizon,
+    )
+
+
+class ReplayCache:
+    """Replays by (setup key, seeds): a plan replayed once is never replayed again by its owner."""
+
+    def __init__(self):
+        self._store: dict[tuple, Replays] = {}
+        self.replayed = 0  # replications actually run
+
+    def replays(self, setup: Setup, seeds: list[int]) -> Replays:
+        key = (setup_key(setup), tuple(seeds))
+        found = self._store.get(key)
+        if found is None:
+            found = run_replays(setup, seeds)
+            self.replayed += len(seeds)
+            self._store[key] = found
+        return found
+
+
+def run_replays(setup: Setup, seeds: list[int]) -> Replays:
+    """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication)."""
+
+    def one(seed: int) -> tuple[float, float]:
+        run = replicate(setup, seed_for(seed, 0), record=False)
+        return run.makespan, run.wait_share
+
+    threads = min(REPLAY_THREADS, len(seeds))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            done = list(pool.map(one, seeds))
+    else:
+        done = [one(s) for s in seeds]
+    return Replays(np.array([d[0] for d in done]), np.array([d[1] for d in done]))
+
+
+def replay_seeds(inst: Instance) -> list[int]:
+    p = inst.planning
+    return [p.seed + i for i in range(p.replays)]
+
+
+def order_statistic(lateness: np.ndarray, k: int) -> float:
+    """The k-th smallest value (1-based) of ``lateness``."""
+    return float(np.sort(lateness)[k - 1])
+
+
+class HoldingPlanner:
+    """A Planner whose ``solve`` runs MODEL §11's allowance loop (instances under ``planning.basis: hold``).
+
+    Restrictions (makespan caps, budgets, pinned cadences) hold in every round; the steady_state optimum
+    under the same restrictions gives ``hold.steady_state_total_cost``.
+    """
+
+    def __init__(self, inst: Instance, replays: ReplayCache | None = None, **planner_options):
+        """``planner_options``: those of :class:`~solver.solve.Planner`; its ``clock`` (a command's stopwatch)
+        then bounds the first solve's rounds together."""
+        self.planner = Planner(inst, **planner_options)
+        self.cache = replays or ReplayCache()
+        self._steady: Planner | None = None
+        self._options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence")}
+        self._clock: Stopwatch | None = planner_options.get("clock")
+
+    @property
+    def inst(self) -> Instance:
+        return self.planner.inst
+
+    def retarget(self, inst: Instance) -> bool:
+        self._steady = None
+        return self.planner.retarget(inst)
+
+    def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
+        """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report."""
+        clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
+        inst = self.inst
+        deadline, k = inst.schedule.deadline, inst.planning.order
+        seeds = replay_seeds(inst)
+        allowance, rounds, last = 0.0, 0, None
+        while rounds < ROUNDS:
+            rounds += 1
+            result = self.planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
+            if result.plan is None:
+                if last is None:
+                    return result
+                break
+            clock.note(f"{inst.name}: round {rounds}, {len(seeds)} replays of the plan (allowance {allowance:,.0f} s)")
+            replays = self.cache.replays(setup_of(inst, result.plan, result.metrics), seeds)
+            lateness = order_statistic(replays.makespans - result.plan.makespan_s, k)
+            last = (result, replays, lateness, allowance)
+            if result.plan.makespan_s + lateness <= deadline:
+                return self._held(result, replays, lateness, allowance, rounds, True, objective, restrictions)
+            allowance = max(allowance, lateness)
+            if not math.isfinite(allowance) or clock.expired():
+                break
+        result, replays, lateness, allowance = last
+        held = self._held(result, replays, lateness, allowance, rounds, False, objective, restrictions)
+        held.status = Status.TIME_LIMIT
+        held.message = (
+            f"the allowance did not converge in {rounds} rounds: the last plan (allowance {allowance:,.0f} s) is "
+            f"late by D_(k) = {lateness:,.0f} s in its own replays"
+        )
+        return held
+
+    def steady_optimum(self, objective: str | None, restrictions: dict) -> Result:
+        """The steady_state optimum of the same instance under the same restrictions (MODEL §11's price)."""
+        if self._steady is None:
+            steady = self.inst.model_copy(
+                update={"planning": self.inst.planning.model_copy(update={"basis": "steady_state"})}
+            )
+            self._steady = Planner(steady, **self._options)
+        return self._steady.solve(objective, **restrictions)
+
+    def _held(
+        self,
+        result: Result,
+        replays: Replays,
+        lateness: float,
+        allowance: float,
+        rounds: int,
+        converged: bool,
+        objective: str | None,
+        restrictions: dict,
+    ) -> Result:
+        inst, plan = self.inst, result.plan
+        steady = self.steady_optimum(objective, restrictions)
+        result.hold = hold_report(inst, plan, replays, lateness, allowance, rounds, converged, steady)
+        return result
+
+
+def hold_report(
+    inst: Instance,
+    plan: Plan,
+    replays: Replays,
+    lateness: float,
+    allowance: float,
+    rounds: int,
+    converged: bool,
+    steady: Result | None,
+) -> HoldReport:
+    """The ``hold`` object of MODEL §11 from a plan's final replays."""
+    p = inst.planning
+    spans = replays.makespans
+    on_time = int(np.count_nonzero(spans <= inst.schedule.deadline))
+    finite = spans[np.isfinite(spans)]
+    costs = plan.hourly_cost * spans / 3600.0
+
+    def pct(x: np.ndarray, q: float) -> float | None:
+        return float(np.percentile(x, q)) if x.size == spans.size and x.size else None
+
+    return HoldReport(
+        allowance_s=float(allowance),
+        rounds=rounds,
+        replays=int(spans.size),
+        seed=p.seed,
+        order=p.order,
+        on_time_target=p.on_time,
+        lateness_s=float(lateness) if math.isfinite(lateness) else None,
+        allowance_converged=converged,
+        on_time_share=on_time / spans.size,
+        on_time_interval=list(wilson(on_time, int(spans.size))),
+        makespan_s={"p50": pct(finite, 50), "p90": pct(finite, 90), "max": float(spans.max())},
+        sandbox_wait_share=float(replays.wait_shares.mean()),
+        expected_total_cost=float(costs.mean()) if np.isfinite(costs).all() else None,
+        p90_total_cost=pct(costs[np.isfinite(costs)], 90),
+        steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,
+        steady_state_status=None if steady is None else str(steady.status),
+    )
+
+
+def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:
+    """The planner of ``inst``'s basis: a plain Planner under steady_state, a HoldingPlanner under hold."""
+    if inst.holds:
+        return HoldingPlanner(inst, replays, **options)
+    return Planner(inst, **options)
+
+
+def solve_planned(
+    inst: Instance,
+    objective: str | None = None,
+    time_limit: float | None = None,
+    threads: int = 1,
+    replays: ReplayCache | None = None,
+    **options,
+) -> Result:
+    """One solve of ``inst`` on its basis (MODEL §11): :func:`solver.solve.solve_instance`, with the
+    allowance loop under hold."""
+    planner = planner_for(inst, replays, threads=threads, **options)
+    return planner.solve(objective, time_limit=time_limit)

@@ -1,0 +1,29 @@
+"""The lines under a plan sized to hold (MODEL.md §11): its allowance, its replays, the price of holding."""
+
+from __future__ import annotations
+
+from render.tables import money
+
+
+def render_hold(console, result) -> None:
+    """What the replays of the plan say, beside the planned cost."""
+    hold, plan = result.hold, result.plan
+    lo, hi = hold.on_time_interval
+    on_time = round(hold.on_time_share * hold.replays)
+    rounds = f"{hold.rounds} round{'s' if hold.rounds != 1 else ''}"
+    verdict = "holds" if hold.allowance_converged else "does NOT hold"
+    console.print(
+        f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); "
+        f"on time in {on_time} of {hold.replays} replays (95 % interval {lo:.0%}–{hi:.0%}); "
+        f"sandbox waits {hold.sandbox_wait_share:.2%} of attempts",
+        markup=False,
+    )
+    expected = "n/a" if hold.expected_total_cost is None else money(hold.expected_total_cost)
+    p90 = "n/a" if hold.p90_total_cost is None else money(hold.p90_total_cost)
+    line = f"cost: planned {money(plan.total_cost)}, expected {expected} (p90 {p90}) over the replays"
+    steady = hold.steady_state_total_cost
+    if steady:
+        basis = hold.expected_total_cost if hold.expected_total_cost is not None else plan.total_cost
+        line += f"; price of holding {basis / steady - 1:+.1%} over the steady-state optimum {money(steady)}"
+        line += " (--basis steady_state)"
+    console.print(line, markup=False)

@@ -1,0 +1,261 @@
+"""Plans that hold (docs/model.md §11): the check figures of §11, the verifier's own reading of the hold rows,
+the replay that sets the allowance against `simulate`, and plans that are on time in fresh replays."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from drivers.hold import HoldingPlanner, ReplayCache, run_replays, solve_planned
+from models.edits import edited, load_edited_checked
+from simulate.runner import simulate_plan
+from simulate.setup import setup_of
+from solver import calculus as calc
+from solver import holding
+from solver import verify_hold
+from solver import verify_laws as laws
+from solver.verify import verify_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
+
+
+def seed(*edits: str):
+    return load_edited_checked(SEED, ["planning.basis=hold", *edits])[0]
+
+
+def small(**overrides):
+    """A run of 40 iterations of 64 trajectories (groups of 4): replays take milliseconds."""
+    edits = {
+        "workload.iterations": 40,
+        "workload.batch_trajectories": 64,
+        "workload.group_size": 4,
+        "schedule.deadline": "6h",
+        "schedule.cadence.min": "300s",
+        "schedule.cadence.step": "2s",
+        "gpu_pools[0].gpus": 400,
+        "training.update_time.reference_gpus": 64,
+        "training.update_time.reference_time": "120s",
+        "environment.occupancy.median": "300s",
+        "environment.occupancy.p99": "3000s",
+        "environment.node_types[0].density.container": 40,
+        "environment.cloud.vm_types[0].max_vms": 0,
+        "freshness.max_versions_kept": 3,
+    }
+    edits.update(overrides)
+    return edited(seed(), edits)
+
+
+# ---------------------------------------------------------------- the check figures of MODEL §11
+
+
+def test_sandbox_check_figures_of_model_section_11():
+    occ = calc.fit_lognormal(1044, 13900)
+    pair = holding.pair_min_mean(occ)
+    variance = holding.inflight_variance(occ, 10.455, 1.0, 8, "independent")
+    beta = holding.safety_factor(0.01)
+    assert pair == pytest.approx(836.4, abs=0.1)
+    assert math.sqrt(variance) == pytest.approx(107.4, abs=0.05)
+    assert beta == pytest.approx(2.375, abs=5e-4)
+    assert 10.455 * occ.mean + beta * math.sqrt(variance) == pytest.approx(20_529, abs=1)
+
+
+def test_the_verifier_reads_the_sandbox_figures_on_its_own():
+    inst = seed()
+    law = laws.law_of(inst.environment.occupancy)
+    assert verify_hold.min_of_two_mean(law) == pytest.approx(836.4, abs=0.1)
+    assert verify_hold.safety_factor(0.01) == pytest.approx(2.375, abs=5e-4)
+    assert verify_hold.wait_share(verify_hold.safety_factor(0.01)) == pytest.approx(0.01, rel=1e-9)
+    assert verify_hold.hold_loads(inst, law, 10.455)["container"] == pytest.approx(20_529, abs=1)
+    model = holding.hold_inflight(inst, calc.occupancy_of(inst.environment.occupancy), np.array([10.455]))
+    assert model[0, 0] == pytest.approx(verify_hold.hold_loads(inst, law, 10.455)["container"], rel=1e-9)
+
+
+def test_empirical_pair_means_agree():
+    samples = np.random.default_rng(3).lognormal(6.9, 1.1, 2000)
+    occ = calc.empirical(samples)
+    law = laws.empirical_law(samples)
+    brute = np.minimum(samples[:, None], samples[None, :]).mean()
+    assert holding.pair_min_mean(occ) == pytest.approx(brute, rel=1e-12)
+    assert verify_hold.min_of_two_mean(law) == pytest.approx(brute, rel=1e-12)
+
+
+def test_consumed_gap_check_figures_of_model_section_11():
+    inst = seed()
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    mean, p99 = holding.consumed_gaps(inst, occ, 604.0, 10)
+    assert mean == pytest.approx(6.12, abs=0.005)
+    assert p99 == 10
+    law = laws.law_of(inst.environment.occupancy)
+    assert verify_hold.consumed_gaps(inst, law, 604.0, 10) == pytest.approx((mean, p99), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        {"freshness.group_correlation": "comonotone"},
+        {"freshness.overrun_policy": "downweight"},
+        {"freshness.gap_convention": "post_publish", "freshness.max_versions_kept": 4},
+    ],
+)
+def test_consumed_gaps_agree_with_the_verifier(edits):
+    inst = edited(seed(), edits)
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    law = laws.law_of(inst.environment.occupancy)
+    K = inst.freshness.max_versions_kept
+    ours = holding.consumed_gaps(inst, occ, 601.0, K)
+    theirs = verify_hold.consumed_gaps(inst, law, 601.0, K)
+    assert ours[0] == pytest.approx(theirs[0], rel=1e-8)
+    assert ours[1] == theirs[1]
+
+
+def test_the_inflight_variance_is_what_the_simulator_runs():
+    """V_b of §11 item 2 against the in-flight count of a long replay with sandboxes unlimited."""
+    inst = small(**{"workload.iterations": 400, "schedule.deadline": "3d"})
+    plan = solve_planned(edited(inst, {"planning.basis": "steady_state"})).plan
+    check = verify_plan(inst, plan)
+    setup = setup_of(inst, plan, check.metrics, capacity={"container": 1e9})
+    from simulate.engine import replicate
+    from simulate.summary import counts
+
+    run = replicate(setup, [5, 0])
+    lo, hi = float(run.boundaries[2]), float(run.boundaries[-1])
+    held = counts(run.start, run.end, lo, 1.0, int(hi - lo))
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    rate = check.metrics.attempts_per_s
+    variance = holding.inflight_variance(occ, rate, 1.0, inst.workload.group_size, "independent")
+    assert held.mean() == pytest.approx(rate * occ.mean, rel=0.05)
+    assert held.var() == pytest.approx(variance, rel=0.25)
+
+
+# ---------------------------------------------------------------- the schema
+
+
+def test_planning_needs_enough_replays_for_its_order_statistic(tmp_path):
+    path = tmp_path / "few.yaml"
+    path.write_text(SEED.read_text() + "\nplanning: {on_time: 0.95, replays: 10}\n")
+    result = CliRunner().invoke(main, ["solve", str(path)])
+    assert result.exit_code == 2
+    assert "planning.replays" in result.output and "19" in result.output and "on_time" in result.output
+
+
+def test_the_order_statistic():
+    inst = seed("planning.on_time=0.9", "planning.replays=16")
+    assert inst.planning.order == 16
+    assert seed("planning.on_time=0.8", "planning.replays=20").planning.order == 17
+
+
+# ---------------------------------------------------------------- the allowance loop
+
+
+def test_a_replay_gives_the_makespan_simulate_gives_for_the_same_seed():
+    inst = small()
+    result = solve_planned(inst)
+    setup = setup_of(inst, result.plan, result.metrics)
+    lean = run_replays(setup, [7, 8])
+    for i, s in enumerate((7, 8)):
+        report = simulate_plan(inst, result.plan, replications=1, seed=s)
+        assert report.runs[0]["makespan_s"] == lean.makespans[i]
+        assert report.runs[0]["sandbox_wait_share"] == pytest.approx(lean.wait_shares[i], abs=1e-15)
+
+
+def test_the_hold_plan_passes_its_own_replays_and_the_verifier():
+    inst = small()
+    result = solve_planned(inst)
+    hold = result.hold
+    assert result.status == "optimal" and result.basis == "hold"
+    assert hold.allowance_converged
+    assert result.plan.makespan_s + hold.lateness_s <= inst.schedule.deadline * (1 + 1e-9)
+    assert result.plan.makespan_s + hold.allowance_s <= inst.schedule.deadline * (1 + 1e-9)
+    assert verify_plan(inst, result.plan, hold.allowance_s).ok
+    assert hold.replays == 16 and hold.order == 16
+    assert 0 <= hold.sandbox_wait_share <= 1
+    steady = solve_planned(edited(inst, {"planning.basis": "steady_state"}))
+    assert hold.steady_state_total_cost == pytest.approx(steady.plan.total_cost, rel=1e-12)
+    assert result.plan.total_cost >= steady.plan.total_cost * (1 - 1e-9)
+
+
+def test_the_verifier_rejects_a_hold_plan_past_its_allowance_or_sized_at_the_mean():
+    inst = small()
+    result = solve_planned(inst)
+    slack = inst.schedule.deadline - result.plan.makespan_s
+    assert not verify_plan(inst, result.plan, slack * 1.01 + 1.0).ok
+    steady_inst = edited(inst, {"planning.basis": "steady_state"})
+    steady = solve_planned(steady_inst).plan
+    check = verify_plan(inst, steady)
+    assert not check.ok
+    assert any(v.startswith(("steady_cover", "peak_cover", "makespan_s")) for v in check.violations)
+
+
+def test_replays_are_reused_for_a_plan_already_replayed():
+    inst = small()
+    cache = ReplayCache()
+    first = HoldingPlanner(inst, cache).solve()
+    replayed = cache.replayed
+    again = HoldingPlanner(inst, cache).solve()
+    assert cache.replayed == replayed
+    assert again.plan == first.plan and again.hold == first.hold
+
+
+RANDOM = [
+    {},
+    {"workload.intake_rate": 0.8, "freshness.max_versions_kept": 4},
+    {"freshness.group_correlation": "comonotone", "environment.occupancy.p99": "2000s"},
+    {"training.update_time": {"law": "amdahl", "reference_gpus": 64, "reference_time": "120s", "serial_fraction": 0.1}},
+    {"environment.cloud.vm_types[0].max_vms": 20, "environment.node_types[0].max_nodes": 3},
+    {"freshness.overrun_policy": "downweight", "workload.group_size": 8},
+]
+
+
+@pytest.mark.parametrize("edits", RANDOM, ids=[str(i) for i in range(len(RANDOM))])
+def test_hold_plans_are_on_time_in_fresh_replays(edits):
+    """20 fresh replays (seeds the allowance was not tuned on): on time in at least 13, the count below which
+    a plan on time with probability 0.9 falls with probability < 0.001 (binomial(20, 0.9): P(X <= 12) = 4e-4)."""
+    inst = small(**edits)
+    result = solve_planned(inst)
+    assert result.status == "optimal" and result.hold.allowance_converged
+    setup = setup_of(inst, result.plan, result.metrics)
+    fresh = run_replays(setup, list(range(1000, 1020)))
+    on_time = int(np.count_nonzero(fresh.makespans <= inst.schedule.deadline))
+    assert on_time >= 13, (on_time, result.hold)
+    assert fresh.wait_shares.mean() <= 0.05
+
+
+def test_solve_json_carries_the_basis_and_the_hold_object(tmp_path):
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(small().model_dump(mode="json")))
+    result = CliRunner().invoke(main, ["solve", str(path), "--json", "--no-levers"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["basis"] == "hold"
+    for key in (
+        "allowance_s",
+        "rounds",
+        "replays",
+        "on_time_share",
+        "on_time_interval",
+        "makespan_s",
+        "sandbox_wait_share",
+        "expected_total_cost",
+        "p90_total_cost",
+        "steady_state_total_cost",
+    ):
+        assert key in data["hold"]
+    steady = CliRunner().invoke(main, ["solve", str(path), "--json", "--no-levers", "--basis", "steady_state"])
+    data = json.loads(steady.output)
+    assert data["basis"] == "steady_state" and "hold" not in data
+
+
+def test_the_human_output_shows_the_allowance_and_the_price_of_holding(tmp_path):
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(small().model_dump(mode="json")))
+    result = CliRunner().invoke(main, ["solve", str(path), "--no-levers"])
+    assert result.exit_code == 0, result.output
+    assert "allowance" in result.output and "replays" in result.output
+    assert "price of holding" in result.output and "expected" in result.output
