@@ -48,7 +48,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     inst = load_with_edits(instance, edits)
     if inst.uncertainty is None:
         raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (docs/model.md §9)")])
-    plan, metrics = plan_to_replay(inst, plan_file)
+    inst, plan, metrics = plan_to_replay(inst, plan_file)
     report = assess(inst, plan, samples, seed)
     if replays:
         with DelayedBar("replaying scenarios", show_bar(as_json)) as bar:

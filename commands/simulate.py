@@ -59,16 +59,21 @@ class DelayedBar:
 
 
 def plan_to_replay(inst, plan_file: str | None):
-    """The plan of ``--plan`` (checked against the instance) or the instance's optimal plan, with the
-    verifier's metrics; exits with the solve's code when there is no optimal plan."""
-    from simulate.runner import checked_metrics, read_plan
+    """(instance, plan, metrics): the plan of ``--plan`` (checked against the instance on the basis the plan was
+    sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's metrics;
+    exits with the solve's code when there is no optimal plan."""
+    from simulate.runner import checked_metrics, read_plan, read_plan_basis
 
     if plan_file is not None:
         plan = read_plan(plan_file)
-        return plan, checked_metrics(inst, plan, plan_file)
-    from solver.solve import solve_instance
+        basis = read_plan_basis(plan_file)
+        if basis is not None and basis != inst.planning.basis:
+            inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
+        allowance = read_plan_allowance(plan_file)
+        return inst, plan, checked_metrics(inst, plan, plan_file, allowance)
+    from drivers.hold import solve_planned
 
-    result = solve_instance(inst)
+    result = solve_planned(inst)
     if result.plan is None or result.status != "optimal":
         click.echo(
             f"{inst.name}: {result.status}: no optimal plan to simulate"
@@ -76,7 +81,18 @@ def plan_to_replay(inst, plan_file: str | None):
             err=True,
         )
         sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
-    return result.plan, checked_metrics(inst, result.plan, inst.name or "plan")
+    return inst, result.plan, result.metrics
+
+
+def read_plan_allowance(path: str) -> float:
+    """The allowance Δ (MODEL §11) a `solve --json` result file records, 0 without one."""
+    import json
+
+    try:
+        hold = json.loads(Path(path).read_text(encoding="utf-8")).get("hold") or {}
+        return float(hold.get("allowance_s") or 0.0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0.0
 
 
 @click.command()
@@ -153,7 +169,7 @@ def simulate(
             "parquet needs pyarrow: pip install 'trainground[parquet]'", param_hint="--trace-format"
         )
     inst = load_with_edits(instance, edits)
-    plan, metrics = plan_to_replay(inst, plan_file)
+    inst, plan, metrics = plan_to_replay(inst, plan_file)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
     with DelayedBar("simulating", show_bar(as_json)) as bar:
         try:
@@ -191,11 +207,13 @@ def _printer(console, report) -> None:
 
 
 def simulated_verdict(inst, result, replications: int, quiet: bool):
-    """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan."""
+    """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan. Under hold
+    the base seed is planning.seed + planning.replays, so no replication is one that set the allowance."""
     from simulate.verdicts import simulate_result
 
+    seed = inst.planning.seed + inst.planning.replays if inst.holds else 0
     with DelayedBar("simulating", show_bar(quiet)) as bar:
-        return simulate_result(inst, result, replications, on_progress=bar)
+        return simulate_result(inst, result, replications, seed=seed, on_progress=bar)
 
 
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:

@@ -14,11 +14,13 @@ from commands.common import (
     EXIT_OK,
     OBJECTIVE,
     SolvingBar,
+    basis_option,
     console,
     edits_option,
     guarded,
     load_with_edits,
     show_bar,
+    with_basis,
 )
 from commands.simulate import simulate_option, simulated_verdicts
 from render.tradeoffs import render_comparison, render_frontier, render_sweep
@@ -43,10 +45,18 @@ from render.tradeoffs import render_comparison, render_frontier, render_sweep
     "written as certainty.csv, certainty.json and certainty.png.",
 )
 @simulate_option
+@basis_option
 @edits_option
 @guarded
 def frontier(
-    instance: str, out: str, as_json: bool, show_all: bool, alphas: str | None, replications: int | None, edits
+    instance: str,
+    out: str,
+    as_json: bool,
+    show_all: bool,
+    alphas: str | None,
+    replications: int | None,
+    basis: str | None,
+    edits,
 ) -> None:
     """Every plan no other beats on both makespan and cost: makespan vs total cost, and vs hourly cost.
 
@@ -63,7 +73,7 @@ def frontier(
     from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import frontier_png
 
-    inst = load_with_edits(instance, edits)
+    inst = load_with_edits(instance, with_basis(edits, basis))
     if alphas is not None:
         certainty(instance, inst, alphas, Path(out), as_json)
         return
@@ -148,6 +158,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
 @simulate_option
+@basis_option
 @edits_option
 @guarded
 def compare(
@@ -156,6 +167,7 @@ def compare(
     cadence: float | None,
     as_json: bool,
     replications: int | None,
+    basis: str | None,
     edits,
 ) -> None:
     """Spend inference slack on fewer cards or a shorter schedule? The article's §4 as a report.
@@ -172,7 +184,7 @@ def compare(
     """
     from drivers.compare import compare as run_compare
 
-    inst = load_with_edits(instance, edits)
+    inst = load_with_edits(instance, with_basis(edits, basis))
     result = run_compare(inst, baseline_inference_gpus, cadence=cadence)
     if replications:
         plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
@@ -211,8 +223,9 @@ def compare(
     help="Processes; the points are cut into this many contiguous chunks, each reusing one model.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
+@basis_option
 @guarded
-def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool) -> None:
+def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool, basis: str | None) -> None:
     """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
 
     An invalid point is a row with the loader's message, an infeasible one a row with its
@@ -226,7 +239,7 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
     from render.plots import sweep_pngs
 
     try:
-        parsed = [driver.parse_axis(option) for option in axes]
+        parsed = [driver.parse_axis(option) for option in with_basis(axes, basis)]
     except driver.SweepError as exc:
         raise click.BadParameter(str(exc), param_hint="--set") from None
     with SolvingBar("sweep", show_bar(as_json)) as bar:

@@ -86,7 +86,7 @@ def versions_kept(inst: Instance, cache: TableCache, base: Screen) -> Candidates
     if fr.overrun_policy == "downweight" and fr.max_exceedance is None:
         note = "without drops or an exceedance limit, more K only costs throughput"
         return Candidates(**{**out.__dict__, "note": note})
-    fixed = ("update_time", "max_mean_gap") + (() if inst.schedule.count_startup else ("deadline",))
+    fixed = ("update_time", "max_mean_gap") + (() if inst.counts_startup else ("deadline",))
     if not _rows_pass(base, fixed):
         return Candidates(**{**out.__dict__, "note": _cut_by(base, fixed)})
     for top in sorted({min(widest, kept * f) for f in (2, 4, 8, 16)}):
@@ -304,7 +304,7 @@ def occupancy_scale(inst: Instance, cache: TableCache, base: Screen, lowest: flo
     out = Candidates(
         "occupancy_scale", "", 1.0, np.zeros(0), raise_=False, steps=False, top=lowest, exact_values=False, far=lowest
     )
-    fixed = ("update_time",) + (() if inst.schedule.count_startup else ("deadline",))
+    fixed = ("update_time",) + (() if inst.counts_startup else ("deadline",))
     if base.passing().any():
         return out  # entries pass already: only solves can tell
     if not _rows_pass(base, fixed):

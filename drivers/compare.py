@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
+from drivers.hold import HoldingPlanner, planner_for
 from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of
 from models.instance import Instance
 from models.result import Result
@@ -87,7 +88,7 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
     """
     if cadence is not None:
         inst = pinned(inst, cadence)
-    planner = Planner(inst)
+    planner = planner_for(inst)
     fewer = planner.solve("total_cost")
     training = int(calc.min_groups_for(inst, calc.deadline_pace(inst))[0]) * inst.training.gpus_per_group
     mix = mix_of(inst, fewer.plan if fewer.status == "optimal" else None, training)
@@ -200,7 +201,7 @@ def pinned(inst: Instance, cadence: float) -> Instance:
     return inst.model_copy(update={"schedule": inst.schedule.model_copy(update={"cadence": grid})})
 
 
-def _fastest_cadence(inst: Instance, planner: Planner) -> tuple[float, str]:
+def _fastest_cadence(inst: Instance, planner: Planner | HoldingPlanner) -> tuple[float, str]:
     if planner.pairs.size:
         return float(np.min(planner.pairs.cadence)), "the fastest admissible cadence"
     grid = calc.cadence_grid(inst)

@@ -49,10 +49,41 @@ def diagnosed(
         diagnosis = confidence_diagnosis(inst, result.objective, depth, clock)
     else:
         diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)
-    diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
+    held = hold_note(inst, result.objective) if inst.holds else None
+    diagnosis["notes"] = list(notes) + ([held] if held else []) + list(diagnosis.get("notes", []))
     if notes:
         diagnosis["unit_notes"] = list(notes)
     return result.model_copy(update={"diagnosis": diagnosis})
+
+
+def hold_note(inst: Instance, objective: str) -> str | None:
+    """When only the hold basis has no plan (MODEL §11): one line on what holding costs in time, beside the
+    steady_state plan that exists (None when steady_state has no plan either)."""
+    from solver import calculus as calc
+
+    steady_inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "steady_state"})})
+    steady = Planner(steady_inst).solve(objective)
+    if steady.plan is None or steady.metrics is None:
+        return None
+    w, plan = inst.workload, steady.plan
+    fill = float(
+        calc.fill(
+            calc.occupancy_of(inst.environment.occupancy),
+            steady.metrics.attempts_per_s,
+            w.batch_trajectories,
+            w.group_size,
+            w.intake_rate,
+            inst.freshness.group_correlation,
+        )
+    )
+    startup = fill - plan.cadence_s + steady.metrics.update_time_s
+    return (
+        f"no plan holds (planning.basis hold), but the steady_state basis has one ({plan.total_cost:,.0f} $, "
+        f"makespan {plan.makespan_s:,.0f} s): counting its start-up alone adds {startup:,.0f} s (the first batch "
+        f"after {fill:,.0f} s, the last update after the last batch), beside sandboxes sized for the in-flight "
+        f"fluctuation and the replays' allowance; a change below restores a plan that holds, or --basis "
+        f"steady_state plans on the seed's arithmetic"
+    )
 
 
 def confidence_diagnosis(inst: Instance, objective: str, depth: str, clock: Stopwatch | None = None) -> dict:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from drivers.diagnose import diagnosed
+from drivers.hold import HoldingPlanner, planner_for
 from models.instance import Instance
 from models.result import Result, key_columns
 from solver.calculus import cadence_grid
@@ -190,7 +191,7 @@ def frontiers(
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
     expected infeasible solves are never diagnosed).
     """
-    planner = Planner(inst)
+    planner = planner_for(inst)
     spans = np.unique(planner.pairs.makespan)
     out = Frontiers(
         instance=inst.name or "",
@@ -233,7 +234,11 @@ def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[
 
 
 def walk(
-    planner: Planner, criterion: str, spans: np.ndarray, step: Callable[[int], None], diagnose: bool = True
+    planner: Planner | HoldingPlanner,
+    criterion: str,
+    spans: np.ndarray,
+    step: Callable[[int], None],
+    diagnose: bool = True,
 ) -> tuple[Frontier, int]:
     """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took."""
     found: list[Result] = []

@@ -132,9 +132,14 @@ class HoldingPlanner:
     def inst(self) -> Instance:
         return self.planner.inst
 
+    @property
+    def pairs(self):
+        return self.planner.pairs
+
     def retarget(self, inst: Instance) -> bool:
+        """Point the planner at another instance of the same structure and basis (False: build a new one)."""
         self._steady = None
-        return self.planner.retarget(inst)
+        return inst.holds and self.planner.retarget(inst)
 
     def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
         """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report."""

@@ -94,6 +94,7 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     changes = (
         lifted
         | {"schedule.cadence.max": max(top, c.min), "schedule.deadline": _far(inst), "schedule.count_startup": False}
+        | {"planning.basis": "steady_state"}
         | (widen or {})
     )
     opened = edited(inst, changes)
@@ -104,7 +105,7 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     w = inst.workload
     gap = calc.mean_version_gap(d.w_use, d.grid, inst.freshness.gap_convention)
     span = np.asarray(d.span)
-    if inst.schedule.count_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
+    if inst.counts_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
         span = span - d.grid[:, None]
     return Screen(
         judge=judge,

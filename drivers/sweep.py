@@ -182,11 +182,12 @@ def solve_points(
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
     from drivers.diagnose import diagnosed
+    from drivers.hold import ReplayCache, planner_for
     from solver.pairs import TableCache
-    from solver.solve import Planner
 
     planner = None
     cache = TableCache()  # the run's quantities, shared by points that edit only shapes, pools or prices
+    replays = ReplayCache()  # under hold, points whose plans were already replayed are not replayed again
     builds = 0
     rows = []
     base_dir = Path(file).parent
@@ -204,7 +205,7 @@ def solve_points(
         else:
             try:
                 if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
-                    planner = Planner(inst, reusable=reuse, cache=cache if reuse else None)
+                    planner = planner_for(inst, replays, reusable=reuse, cache=cache if reuse else None)
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
                 result = diagnosed(inst, planner.solve(objective), "conflict")

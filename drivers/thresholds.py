@@ -48,7 +48,7 @@ def _search(checker: Feasibility, f: Finding, search: bool) -> Finding:
     loosest = cand.values[-1] if cand.values.size and (cand.steps or cand.top is None) else cand.top
     # a closed form that failed its confirming solve under count_startup is short by the fill and U(m) the
     # screen leaves out, so its threshold is near: a few cheap steps before the loosest solve, the dearest
-    early = EARLY_STEPS if inst.schedule.count_startup and not cand.passing else 0
+    early = EARLY_STEPS if inst.counts_startup and not cand.passing else 0
     if not cand.values.size and search:
         return _expand(checker, f, loosest, edit)
     if cand.values.size and not cand.steps and search:
@@ -186,7 +186,7 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
     tries = [cand.top]
     if search and cand.values.size and not cand.passing:
         first = float(cand.values[0])
-        widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)] if inst.schedule.count_startup else []
+        widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)] if inst.counts_startup else []
         tries = [first] + [d for d in widened if d < cand.top] + tries
     for deadline in tries:
         result = checker.solve(edit_of(inst, cand, deadline))

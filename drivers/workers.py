@@ -5,7 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+from simulate.processes import THREAD_VARS, clip, one_line
+
+__all__ = ["THREAD_VARS", "clip", "one_line", "prepare_worker"]
 
 
 def prepare_worker() -> None:
@@ -30,14 +32,3 @@ def prepare_worker() -> None:
         import solver.solve  # noqa: F401
     finally:
         multiprocessing.set_start_method(method, force=True)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def one_line(exc: BaseException, limit: int = 400) -> str:
-    """An exception as ``Type: first line of its message``, clipped to ``limit`` characters."""
-    lines = str(exc).strip().splitlines()
-    return clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__, limit)

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from drivers.workers import THREAD_VARS, one_line
 from models.instance import Instance
 from models.load import InstanceError, Problem, field_path
 from models.result import Metrics, Plan
 from simulate.engine import Run, replicate
+from simulate.processes import THREAD_VARS, one_line
 from simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
 from simulate.setup import Setup, setup_of
 from simulate.summary import curve, summarize
@@ -58,9 +58,18 @@ def read_plan(path: str | Path) -> Plan:
         raise InstanceError(file, problems) from None
 
 
-def checked_metrics(inst: Instance, plan: Plan, label: str) -> Metrics:
-    """The verifier's metrics of ``plan`` on ``inst``; InstanceError naming each broken rule if it does not fit."""
-    check = verify_plan(inst, plan)
+def read_plan_basis(path: str | Path) -> str | None:
+    """The planning basis a `solve --json` result file names (None when it names none); read after
+    :func:`read_plan`, which has checked the file."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    basis = data.get("basis")
+    return basis if basis in ("hold", "steady_state") else None
+
+
+def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:
+    """The verifier's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row);
+    InstanceError naming each broken rule if it does not fit."""
+    check = verify_plan(inst, plan, allowance)
     if not check.ok or check.metrics is None:
         problems = [Problem("plan", f"does not fit {inst.name or 'the instance'}: {v}") for v in check.violations]
         raise InstanceError(label, problems or [Problem("plan", "does not fit the instance")])

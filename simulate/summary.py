@@ -67,6 +67,8 @@ def counts(start: np.ndarray, end: np.ndarray, lo: float, step: float, size: int
     """Attempts holding a sandbox at lo + i·step, i = 0..size-1 (started at or before, not yet ended)."""
 
     def upto(x):
+        if x.size and bool(np.all(x[1:] >= x[:-1])):  # FIFO starts come sorted: count them at each sample
+            return np.searchsorted(x, lo + step * np.arange(size), side="right")
         idx = np.ceil((x - lo) / step)
         np.clip(idx, 0, size, out=idx)  # at or past the last sample: counted in a bin dropped below
         return np.cumsum(np.bincount(idx.astype(np.intp), minlength=size + 1)[:size])
@@ -173,9 +175,12 @@ def versions(setup: Setup, run: Run) -> dict:
         out["mean_version_gap"] = float(np.dot(np.arange(hist.size), share))
         out["p99_version_gap"] = int(np.searchsorted(np.cumsum(share), 0.99 - 1e-12))
         out["version_gap_histogram"] = {int(k): float(v) for k, v in enumerate(share) if v > 0}
-    v_att = np.repeat(version, g)
-    known = v_att + K <= b.size - 1
-    out["exceedance"] = float((run.end[known] > b[v_att[known] + K]).mean()) if known.any() else None
+    known = version + K <= b.size - 1  # per group: its members' cap b_{v+K} is within the run
+    if known.any():
+        cap = b[version[known] + K]
+        out["exceedance"] = float((run.end.reshape(-1, g)[known] > cap[:, None]).mean())
+    else:
+        out["exceedance"] = None
     steady = steady_groups(setup, run)
     decided = steady & (used | run.dropped)
     out["group_drop_rate"] = float(run.dropped[decided].mean()) if decided.any() else None

@@ -64,6 +64,13 @@ class Requirements:
 
 def requirements(inst: Instance, scen: Scenarios) -> Requirements:
     """The levels of every scenario of ``scen``, scenarios asking the same merged (exact equality)."""
+    if inst.holds:
+        raise Unsupported(
+            "planning.basis",
+            "a confidence solve plans on the steady_state basis (docs/model.md §9); its hold form (§11: scenarios "
+            "on time with the allowance, replays that draw a scenario each) is not available yet: add --basis "
+            "steady_state",
+        )
     if inst.schedule.count_startup:
         raise Unsupported(
             "schedule.count_startup",

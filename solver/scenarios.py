@@ -281,7 +281,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
         floor = np.maximum(floor, np.where(room_gap > 0, v.w_use / np.where(room_gap > 0, room_gap, 1.0), np.inf))
     cadence = _smallest_cadence(inst, v, K, floor, need * (1 - REL_TOL), exceedance_limit(inst, v))
     makespan = w.iterations * cadence + v.extra
-    if inst.schedule.count_startup:
+    if inst.counts_startup:
         makespan = _with_startup(inst, v, K, cadence, update)
     hourly = hourly_cost(inst, plan, scen)
     return Outcome(

@@ -73,7 +73,12 @@ class Planner:
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable planner at another instance of the same structure (False: build a new one)."""
-        if not self.live.reusable or index_of(inst) != self.live.model.ix or confidence_of.alpha_of(inst) is not None:
+        if (
+            not self.live.reusable
+            or index_of(inst) != self.live.model.ix
+            or confidence_of.alpha_of(inst) is not None
+            or inst.planning != self.inst.planning
+        ):
             return False
         with self.build_clock.phase("build"):
             pairs = pair_tables.build(inst, self.cache)

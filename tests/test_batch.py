@@ -246,13 +246,13 @@ def test_input_hash_covers_content_and_options():
 
 
 def test_solve_file_turns_a_crash_into_an_error_row(tmp_path, monkeypatch):
-    import solver.solve
+    import drivers.hold
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
     write(tmp_path / "x.yaml", variant())
-    monkeypatch.setattr(solver.solve, "solve_instance", explode)
+    monkeypatch.setattr(drivers.hold, "solve_planned", explode)
     payload = driver.solve_file(str(tmp_path / "x.yaml"), None, None, "x.yaml")
     assert payload["status"] == "error" and payload["message"] == "RuntimeError: boom"
     assert payload["instance"] == "x" and payload["file"] == "x.yaml" and payload["plan"] is None

@@ -17,8 +17,7 @@ from models.edits import edited, load_edited_checked
 from simulate.runner import simulate_plan
 from simulate.setup import setup_of
 from solver import calculus as calc
-from solver import holding
-from solver import verify_hold
+from solver import holding, verify_hold
 from solver import verify_laws as laws
 from solver.verify import verify_plan
 

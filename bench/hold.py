@@ -1,0 +1,129 @@
+"""Plans that hold (MODEL.md §11): what the allowance loop costs, and whether its plans hold in fresh replays.
+
+    python bench/hold.py [--sections timing acceptance] [--repeats 3] [--replications 20] [--seed 1000]
+
+timing: the whole `trainground solve instances/seed-week-75.yaml --no-levers --json` command on each basis,
+``--repeats`` runs each, in fresh processes (imports, loading, solving, the replays, printing): the median
+wall-clock seconds, the median CPU seconds (the command and its children; the replays run on threads), and
+the ratio hold / steady_state.
+
+acceptance: for each instance below, the plan `solve` prints under hold, replayed by
+`simulate --plan PLAN --replications R --seed S` with seeds the allowance was not tuned on (replay i of
+the allowance used seed planning.seed + i; simulate's replication r of seed S draws from (S, r)): the
+on-time count, the mean sandbox wait share, and the price of holding (the replays' expected cost over
+the steady_state optimum). The first line printed is the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINGROUND = Path(sys.executable).with_name("trainground")
+SEED = "instances/seed-week-75.yaml"
+AMDAHL = "training.update_time={law: amdahl, reference_gpus: 7000, reference_time: 300s, serial_fraction: 0.05}"
+CASES = [  # (label, file, edits): the seed, a two-pool instance, an Amdahl law, cloud spillover, comonotone groups
+    ("seed-week-75", SEED, []),
+    ("a2-scan (two pools)", "instances/a2-scan.yaml", []),
+    ("seed, Amdahl updates", SEED, ["--set", AMDAHL]),
+    ("two-backends-cloud (spillover)", "instances/two-backends-cloud.yaml", []),
+    ("seed-drop-comonotone", "instances/seed-drop-comonotone.yaml", []),
+]
+
+
+def environment() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "TRAINGROUND_BASIS")}
+    return env
+
+
+def timed(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clock = time.perf_counter()
+    done = subprocess.run(args, cwd=ROOT, env=environment(), capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - clock
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done
+
+
+def timing(repeats: int) -> None:
+    print("whole `solve instances/seed-week-75.yaml --no-levers --json`, medians of", repeats)
+    print(f"{'basis':<14} {'wall s':>8} {'cpu s':>8}  rounds  replays run")
+    medians = {}
+    for basis in ("steady_state", "hold"):
+        walls, cpus, rounds = [], [], None
+        for _ in range(repeats):
+            wall, cpu, done = timed([str(TRAINGROUND), "solve", SEED, "--no-levers", "--json", "--basis", basis])
+            if done.returncode != 0:
+                sys.exit(f"solve --basis {basis} failed: {done.stderr.strip()}")
+            walls.append(wall)
+            cpus.append(cpu)
+            hold = json.loads(done.stdout).get("hold")
+            rounds = hold["rounds"] if hold else None
+        medians[basis] = (statistics.median(walls), statistics.median(cpus))
+        replays = "" if rounds is None else f"{rounds:>6}  {rounds * 16:>6}"
+        print(f"{basis:<14} {medians[basis][0]:>8.2f} {medians[basis][1]:>8.2f}  {replays}")
+    wall_ratio = medians["hold"][0] / medians["steady_state"][0]
+    cpu_ratio = medians["hold"][1] / medians["steady_state"][1]
+    print(f"hold / steady_state: {wall_ratio:.2f}x wall, {cpu_ratio:.2f}x cpu")
+
+
+def acceptance(replications: int, seed: int) -> None:
+    print(f"fresh replays: simulate --replications {replications} --seed {seed} of the plan solve prints (hold)")
+    head = f"{'instance':<32} {'on time':>8} {'wait share':>10} {'allowance s':>11} {'rounds':>6} {'price':>7}"
+    print(head + "  solve s")
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, file, edits in CASES:
+            plan = Path(scratch) / "plan.json"
+            wall, _, done = timed(
+                [str(TRAINGROUND), "solve", file, *edits, "--no-levers", "--out", str(plan), "--json"]
+            )
+            if done.returncode != 0:
+                print(f"{label:<32} solve exit {done.returncode}: {done.stderr.strip()[:80]}")
+                continue
+            result = json.loads(done.stdout)
+            hold = result["hold"]
+            args = [str(TRAINGROUND), "simulate", file, *edits, "--plan", str(plan), "--json"]
+            args += ["--replications", str(replications), "--seed", str(seed), "--workers", "2"]
+            _, _, sim = timed(args)
+            if sim.returncode != 0:
+                print(f"{label:<32} simulate exit {sim.returncode}: {sim.stderr.strip()[:80]}")
+                continue
+            report = json.loads(sim.stdout)
+            runs = report.get("runs") or []
+            on_time = sum(1 for r in runs if r.get("on_time"))
+            waits = [r.get("sandbox_wait_share") or 0.0 for r in runs]
+            steady = hold["steady_state_total_cost"]
+            price = hold["expected_total_cost"] / steady - 1 if steady and hold["expected_total_cost"] else None
+            price_text = "n/a" if price is None else f"{price:+.1%}"
+            print(
+                f"{label:<32} {on_time:>3} of {len(runs):<2} {statistics.mean(waits):>10.3%} "
+                f"{hold['allowance_s']:>11,.0f} {hold['rounds']:>6} {price_text:>7}  {wall:7.1f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", default=["timing", "acceptance"], choices=["timing", "acceptance"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--replications", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1000)
+    args = parser.parse_args()
+    print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]))
+    if "timing" in args.sections:
+        timing(args.repeats)
+    if "acceptance" in args.sections:
+        acceptance(args.replications, args.seed)
+
+
+if __name__ == "__main__":
+    main()
