@@ -97,7 +97,7 @@ def solve_file(
     digest = input_hash(data, objective, time_limit)
     try:
         from drivers.diagnose import diagnosed
-        from drivers.hold import solve_planned
+        from drivers.hold import ReplayCache, solve_planned
         from models.load import InstanceError, read_document, validate
         from models.plausible import unit_warnings
 
@@ -111,7 +111,9 @@ def solve_file(
         load_seconds = time.perf_counter() - clock
         try:
             result = diagnosed(
-                inst, solve_planned(inst, objective, time_limit, threads=1), notes=unit_warnings(document)
+                inst,
+                solve_planned(inst, objective, time_limit, threads=1, replays=ReplayCache(threads=1)),
+                notes=unit_warnings(document),
             )
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)

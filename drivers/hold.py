@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -70,30 +71,35 @@ def setup_key(setup: Setup) -> tuple:
 
 
 class ReplayCache:
-    """Replays by (setup key, seeds): a plan replayed once is never replayed again by its owner."""
+    """Replays by (setup key, seeds): a plan replayed once is never replayed again by its owner.
+    ``threads``: replays run side by side (default REPLAY_THREADS; 1 in a batch's worker processes)."""
 
-    def __init__(self):
+    def __init__(self, threads: int | None = None):
         self._store: dict[tuple, Replays] = {}
+        self.threads = threads or REPLAY_THREADS
         self.replayed = 0  # replications actually run
+        self.seconds = 0.0  # wall time of the replays run
 
     def replays(self, setup: Setup, seeds: list[int]) -> Replays:
         key = (setup_key(setup), tuple(seeds))
         found = self._store.get(key)
         if found is None:
-            found = run_replays(setup, seeds)
+            clock = time.perf_counter()
+            found = run_replays(setup, seeds, self.threads)
+            self.seconds += time.perf_counter() - clock
             self.replayed += len(seeds)
             self._store[key] = found
         return found
 
 
-def run_replays(setup: Setup, seeds: list[int]) -> Replays:
+def run_replays(setup: Setup, seeds: list[int], threads: int = REPLAY_THREADS) -> Replays:
     """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication)."""
 
     def one(seed: int) -> tuple[float, float]:
         run = replicate(setup, seed_for(seed, 0), record=False)
         return run.makespan, run.wait_share
 
-    threads = min(REPLAY_THREADS, len(seeds))
+    threads = min(threads, len(seeds))
     if threads > 1:
         with ThreadPoolExecutor(threads) as pool:
             done = list(pool.map(one, seeds))
@@ -127,6 +133,7 @@ class HoldingPlanner:
         self._steady: Planner | None = None
         self._options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence")}
         self._clock: Stopwatch | None = planner_options.get("clock")
+        self._replayed_before = 0.0
 
     @property
     def inst(self) -> Instance:
@@ -144,6 +151,7 @@ class HoldingPlanner:
     def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
         """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report."""
         clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
+        self._replayed_before = self.cache.seconds
         inst = self.inst
         deadline, k = inst.schedule.deadline, inst.planning.order
         seeds = replay_seeds(inst)
@@ -196,6 +204,7 @@ class HoldingPlanner:
         inst, plan = self.inst, result.plan
         steady = self.steady_optimum(objective, restrictions)
         result.hold = hold_report(inst, plan, replays, lateness, allowance, rounds, converged, steady)
+        result.hold.replay_seconds = self.cache.seconds - self._replayed_before
         return result
 
 
@@ -255,6 +264,6 @@ def solve_planned(
     **options,
 ) -> Result:
     """One solve of ``inst`` on its basis (MODEL §11): :func:`solver.solve.solve_instance`, with the
-    allowance loop under hold."""
+    allowance loop under hold (``replays``: whose replays it may reuse, and on how many threads)."""
     planner = planner_for(inst, replays, threads=threads, **options)
     return planner.solve(objective, time_limit=time_limit)

@@ -156,6 +156,7 @@ class HoldReport(Out):
         description="total_cost of the steady_state optimum of the same instance (null: it has none)"
     )
     steady_state_status: str | None = None
+    replay_seconds: float = Field(0.0, description="wall time of the replays this solve ran (reused ones cost none)")
 
 
 class Result(Out):

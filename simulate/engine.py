@@ -102,7 +102,10 @@ class _Buffer:
         """Merge a window's groups (``gid`` increasing, above every buffered one) into the buffer's
         (completion, group id) order: the new groups sorted by completion (stable: ties by id), each placed
         after the buffered groups that complete no later."""
-        order = np.argsort(comp, kind="stable")
+        order = np.argsort(comp)
+        ordered = comp[order]
+        if comp.size > 1 and not np.all(ordered[1:] > ordered[:-1]):  # a tie: order it by group id
+            order = np.argsort(comp, kind="stable")
         comp, launch, eff, gid = comp[order], launch[order], eff[order], gid[order]
         at = np.searchsorted(self.comp, comp, side="right") + np.arange(comp.size)
         size = self.comp.size + comp.size

@@ -199,7 +199,9 @@ def test_replays_are_reused_for_a_plan_already_replayed():
     replayed = cache.replayed
     again = HoldingPlanner(inst, cache).solve()
     assert cache.replayed == replayed
-    assert again.plan == first.plan and again.hold == first.hold
+    assert again.plan == first.plan
+    assert again.hold.model_dump(exclude={"replay_seconds"}) == first.hold.model_dump(exclude={"replay_seconds"})
+    assert again.hold.replay_seconds == 0.0 < first.hold.replay_seconds
 
 
 RANDOM = [
@@ -258,3 +260,15 @@ def test_the_human_output_shows_the_allowance_and_the_price_of_holding(tmp_path)
     assert result.exit_code == 0, result.output
     assert "allowance" in result.output and "replays" in result.output
     assert "price of holding" in result.output and "expected" in result.output
+
+
+def test_the_diagnosis_says_when_only_the_hold_basis_has_no_plan(tmp_path):
+    inst = small(**{"schedule.deadline": 40 * 310})
+    assert solve_planned(edited(inst, {"planning.basis": "steady_state"})).plan is not None
+    path = tmp_path / "tight.json"
+    path.write_text(json.dumps(inst.model_dump(mode="json")))
+    result = CliRunner().invoke(main, ["solve", str(path), "--json"])
+    assert result.exit_code == 3, result.output
+    notes = json.loads(result.output)["diagnosis"]["notes"]
+    held = [n for n in notes if n.startswith("no plan holds")]
+    assert held and "steady_state basis has one" in held[0] and "start-up alone adds" in held[0]
