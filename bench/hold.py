@@ -33,7 +33,7 @@ SEED = "instances/seed-week-75.yaml"
 AMDAHL = "training.update_time={law: amdahl, reference_gpus: 7000, reference_time: 300s, serial_fraction: 0.05}"
 CASES = [  # (label, file, edits): the seed, a two-pool instance, an Amdahl law, cloud spillover, comonotone groups
     ("seed-week-75", SEED, []),
-    ("a2-scan (two pools)", "instances/a2-scan.yaml", []),
+    ("seed-two-pools", "instances/seed-two-pools.yaml", []),
     ("seed, Amdahl updates", SEED, ["--set", AMDAHL]),
     ("two-backends-cloud (spillover)", "instances/two-backends-cloud.yaml", []),
     ("seed-drop-comonotone", "instances/seed-drop-comonotone.yaml", []),

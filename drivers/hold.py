@@ -244,6 +244,7 @@ def hold_report(
         expected_total_cost=float(costs.mean()) if np.isfinite(costs).all() else None,
         p90_total_cost=pct(costs[np.isfinite(costs)], 90),
         steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,
+        steady_state_makespan_s=None if steady is None or steady.plan is None else steady.plan.makespan_s,
         steady_state_status=None if steady is None else str(steady.status),
     )
 

@@ -155,6 +155,7 @@ class HoldReport(Out):
     steady_state_total_cost: float | None = Field(
         description="total_cost of the steady_state optimum of the same instance (null: it has none)"
     )
+    steady_state_makespan_s: float | None = Field(None, description="makespan_s of that steady_state optimum")
     steady_state_status: str | None = None
     replay_seconds: float = Field(0.0, description="wall time of the replays this solve ran (reused ones cost none)")
 

@@ -22,7 +22,13 @@ def render_hold(console, result) -> None:
     p90 = "n/a" if hold.p90_total_cost is None else money(hold.p90_total_cost)
     line = f"cost: planned {money(plan.total_cost)}, expected {expected} (p90 {p90}) over the replays"
     steady = hold.steady_state_total_cost
-    if steady:
+    if result.objective == "makespan" and hold.steady_state_makespan_s:
+        span = hold.makespan_s.get("p50") or plan.makespan_s
+        line += (
+            f"; price of holding {span / hold.steady_state_makespan_s - 1:+.1%} of makespan (replays' median) over "
+            f"the steady-state optimum's {hold.steady_state_makespan_s:,.0f} s (--basis steady_state)"
+        )
+    elif steady:
         basis = hold.expected_total_cost if hold.expected_total_cost is not None else plan.total_cost
         line += f"; price of holding {basis / steady - 1:+.1%} over the steady-state optimum {money(steady)}"
         line += " (--basis steady_state)"

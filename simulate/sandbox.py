@@ -118,8 +118,10 @@ class SandboxQueue:
             if waited.any():
                 self.waited_until = max(self.waited_until, float(ends[waited].max()))
         self.frontier = max(self.frontier, float(starts[-1]))
-        if gone is None:
-            gone = np.sort(np.concatenate((self.pending, starts + lifetimes)))
+        if gone is None:  # the departures still ahead of the last start, sorted
+            ahead = np.concatenate((self.pending, starts + lifetimes))
+            self.pending = np.sort(ahead[ahead > self.frontier])
+            return
         self.pending = gone[np.searchsorted(gone, self.frontier, side="right") :]
 
 
