@@ -134,6 +134,12 @@ def read_plan_allowance(path: str) -> float:
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for simulate.json and the plots (PNG).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes for the replications.")
 @click.option("--scheduler", metavar="ADDRESS", help="Run the replications on a Dask cluster (e.g. tcp://host:8786).")
+@click.option(
+    "--scenarios",
+    is_flag=True,
+    help="Replication r replays the plan in one scenario of the uncertainty section, drawn with seed + r "
+    "(docs/model.md §9): the inputs vary as well as the run.",
+)
 @edits_option
 @guarded
 def simulate(
@@ -149,6 +155,7 @@ def simulate(
     out,
     workers,
     scheduler,
+    scenarios,
     edits,
 ) -> None:
     """Replay a plan for INSTANCE trajectory by trajectory and compare it with the model.
@@ -169,7 +176,18 @@ def simulate(
             "parquet needs pyarrow: pip install 'trainground[parquet]'", param_hint="--trace-format"
         )
     inst = load_with_edits(instance, edits)
+    if scenarios and inst.uncertainty is None:
+        from models.load import InstanceError, Problem
+
+        raise InstanceError(
+            instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
+        )
     inst, plan, metrics = plan_to_replay(inst, plan_file)
+    setups = None
+    if scenarios:
+        from simulate.scenarios import scenario_setups
+
+        setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
     with DelayedBar("simulating", show_bar(as_json)) as bar:
         try:
@@ -185,6 +203,7 @@ def simulate(
                 scheduler=scheduler,
                 trace=trace,
                 on_progress=bar,
+                setups=setups,
             )
         except SchedulerUnavailable as exc:
             click.echo(f"trainground: {exc}", err=True)

@@ -94,30 +94,33 @@ def simulate_plan(
     trace: TraceSpec | None = None,
     capacity: dict[str, float] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    setups: list[Setup] | None = None,
 ) -> Report:
     """Replay ``plan`` ``replications`` times and set each figure beside the model's prediction.
 
     ``iterations`` shortens (or lengthens) the run; the deadline is then pro rata,
     ``extra_time + (deadline - extra_time)·N/n``. Replication 0 runs here (it writes the
-    trace); the others run on ``workers`` local processes or on the Dask cluster at ``scheduler``.
+    trace); the others run on ``workers`` local processes or on the Dask cluster at ``scheduler``.``setups``: replication r replays ``setups[r]`` instead (a scenario each, :mod:`simulate.scenarios`);
+    the predicted figures stay the nominal plan's.
     """
     metrics = metrics or checked_metrics(inst, plan, inst.name or "plan")
     setup = setup_of(inst, plan, metrics, launch=launch, capacity=capacity, iterations=iterations)
     progress = _Progress(on_progress, replications * setup.iterations)
     pooled = range(1 if trace is not None else 0, replications)
+    each = setups or [setup] * replications
     if scheduler:
-        results = _on_dask(scheduler, setup, seed, pooled, progress, trace)
+        results = _on_dask(scheduler, each, seed, pooled, progress, trace)
     elif len(pooled) > 1 and (workers or 1) > 1:
-        results = _on_processes(workers, setup, seed, pooled, progress, trace)
+        results = _on_processes(workers, each, seed, pooled, progress, trace)
     else:
-        results = _here(setup, seed, range(replications), progress, trace)
+        results = _here(each, seed, range(replications), progress, trace)
     if 0 not in results:
-        results[0] = _first_with_trace(setup, seed, trace, progress)
+        results[0] = _first_with_trace(each[0], seed, trace, progress)
     runs = [costed(results[r][0], plan) for r in range(replications)]
     series = results[0][1]
     simulated, spread = combine(runs, setup.deadline)
-    predicted = predict(setup, plan, metrics, inst.schedule.count_startup)
-    parts = makespan_parts(simulated, predicted, plan.cadence_s, setup.iterations, inst.schedule.count_startup)
+    predicted = predict(setup, plan, metrics, inst.counts_startup)
+    parts = makespan_parts(simulated, predicted, plan.cadence_s, setup.iterations, inst.counts_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
     series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top)
     return Report(
@@ -127,7 +130,7 @@ def simulate_plan(
         replications=replications,
         iterations=setup.iterations,
         deadline_s=setup.deadline,
-        count_startup=inst.schedule.count_startup,
+        count_startup=inst.counts_startup,
         launch=launch,
         simulated=simulated,
         predicted=predicted,
@@ -186,13 +189,13 @@ def _one(setup: Setup, seed: int, replication: int, hook=None) -> tuple[dict, di
     return summarize(setup, run), _series(setup, run) if replication == 0 else None
 
 
-def _here(setup: Setup, seed: int, replications, progress: _Progress, trace: TraceSpec | None) -> dict:
+def _here(setups: list[Setup], seed: int, replications, progress: _Progress, trace: TraceSpec | None) -> dict:
     out = {}
     for r in replications:
         if r == 0 and trace is not None:
             continue
-        out[r] = _one(setup, seed, r, progress.run_hook())
-        progress.finished(setup.iterations)
+        out[r] = _one(setups[r], seed, r, progress.run_hook())
+        progress.finished(setups[r].iterations)
     return out
 
 
@@ -202,22 +205,24 @@ def _worker_init() -> None:
 
 
 def _on_processes(
-    workers: int, setup: Setup, seed: int, replications, progress: _Progress, trace: TraceSpec | None
+    workers: int, setups: list[Setup], seed: int, replications, progress: _Progress, trace: TraceSpec | None
 ) -> dict:
     """Replications on ``workers`` spawned processes; replication 0's trace, if asked, is written here meanwhile."""
     context = multiprocessing.get_context("spawn")
     out: dict[int, tuple] = {}
     with ProcessPoolExecutor(min(workers, len(replications)), mp_context=context, initializer=_worker_init) as pool:
-        futures = {pool.submit(_one, setup, seed, r): r for r in replications}
+        futures = {pool.submit(_one, setups[r], seed, r): r for r in replications}
         if trace is not None:
-            out[0] = _first_with_trace(setup, seed, trace, progress)
+            out[0] = _first_with_trace(setups[0], seed, trace, progress)
         for future in as_completed(futures):
             out[futures[future]] = future.result()
-            progress.finished(setup.iterations)
+            progress.finished(setups[futures[future]].iterations)
     return out
 
 
-def _on_dask(address: str, setup: Setup, seed: int, replications, progress: _Progress, trace: TraceSpec | None) -> dict:
+def _on_dask(
+    address: str, setups: list[Setup], seed: int, replications, progress: _Progress, trace: TraceSpec | None
+) -> dict:
     """Replications on the Dask cluster at ``address`` (workers import trainground, as for ``batch``)."""
     from distributed import Client
     from distributed import as_completed as dask_completed
@@ -228,14 +233,14 @@ def _on_dask(address: str, setup: Setup, seed: int, replications, progress: _Pro
         raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {address}: {one_line(exc)}") from None
     try:
         chosen = list(replications)
-        futures = client.map(_one, [setup] * len(chosen), [seed] * len(chosen), chosen, pure=False)
+        futures = client.map(_one, [setups[r] for r in chosen], [seed] * len(chosen), chosen, pure=False)
         index = {f.key: r for f, r in zip(futures, chosen)}
         out: dict[int, tuple] = {}
         if trace is not None:
-            out[0] = _first_with_trace(setup, seed, trace, progress)
+            out[0] = _first_with_trace(setups[0], seed, trace, progress)
         for future in dask_completed(futures):
             out[index[future.key]] = future.result()
-            progress.finished(setup.iterations)
+            progress.finished(setups[index[future.key]].iterations)
         return out
     finally:
         client.close()

@@ -1,0 +1,88 @@
+"""simulate --scenarios: replication r replays the plan in the scenario drawn with seed + r (docs/model.md §9)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from models.edits import edited
+from simulate.runner import simulate_plan
+from simulate.scenarios import scenario_setup, scenario_setups
+from simulate.setup import setup_of
+from solver import scenarios as sc
+from solver.verify import verify_plan
+from tests.test_hold import small
+
+
+def uncertain(factor: dict):
+    inst = edited(small(), {"planning.basis": "steady_state"})
+    return edited(inst, {"uncertainty": {"samples": 10, "seed": 0, "factors": [factor]}})
+
+
+def planned(inst):
+    from drivers.hold import solve_planned
+
+    result = solve_planned(inst)
+    return result.plan, verify_plan(inst, result.plan).metrics
+
+
+def test_degenerate_scenarios_replay_the_nominal_run():
+    inst = uncertain(
+        {"name": "t", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 1.0, "sd": 0.0}
+    )
+    plan, metrics = planned(inst)
+    nominal = simulate_plan(inst, plan, metrics=metrics, replications=3, seed=4)
+    varied = simulate_plan(
+        inst, plan, metrics=metrics, replications=3, seed=4, setups=scenario_setups(inst, plan, metrics, 3, 4)
+    )
+    assert [r["makespan_s"] for r in varied.runs] == [r["makespan_s"] for r in nominal.runs]
+
+
+def test_a_slower_fleet_in_a_scenario_launches_at_what_its_supply_sustains():
+    inst = uncertain(
+        {"name": "t", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal", "mean": 0.8, "sd": 0.0}
+    )
+    plan, metrics = planned(inst)
+    setup = scenario_setup(inst, plan, metrics, seed=0)
+    nominal = setup_of(inst, plan, metrics)
+    assert setup.attempts_per_s == pytest.approx(
+        min(metrics.attempts_per_s, 0.8 * metrics.token_supply_per_s / inst.workload.tokens_per_attempt), rel=1e-9
+    )
+    slow = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=0, setups=[setup, setup])
+    fast = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=0)
+    assert setup.attempts_per_s < nominal.attempts_per_s
+    assert min(r["makespan_s"] for r in slow.runs) > max(r["makespan_s"] for r in fast.runs)
+
+
+def test_replication_r_draws_the_scenario_of_seed_plus_r():
+    inst = uncertain(
+        {"name": "u", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 0.5, "high": 1.0}
+    )
+    plan, metrics = planned(inst)
+    setups = scenario_setups(inst, plan, metrics, 3, 7)
+    for r, setup in enumerate(setups):
+        scen = sc.draw(inst, 1, 7 + r)
+        assert setup.update_s == pytest.approx(float(sc.update_time(inst, scen, plan.training_gpus)[0]), rel=1e-12)
+    assert len({s.update_s for s in setups}) == 3
+
+
+def test_the_command_needs_an_uncertainty_section(tmp_path):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(small().model_dump(mode="json")))
+    result = CliRunner().invoke(main, ["simulate", str(path), "--scenarios"])
+    assert result.exit_code == 2 and "uncertainty" in result.output
+
+
+def test_the_command_replays_scenarios(tmp_path):
+    inst = uncertain(
+        {"name": "u", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 0.5, "high": 1.0}
+    )
+    path = tmp_path / "u.json"
+    path.write_text(json.dumps(inst.model_dump(mode="json")))
+    result = CliRunner().invoke(main, ["simulate", str(path), "--scenarios", "--replications", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.output)["runs"]
+    assert len(runs) == 3 and all(r["finished"] for r in runs)
