@@ -151,6 +151,7 @@ CSV_COLUMNS = (
     "time_margin",
     "exceedance",
     "group_drop_rate",
+    "allowance_s",
 )
 
 
@@ -177,6 +178,7 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
                     "cost": cost_of(r, name),
                     "corner": int(i in corner),
                     **key_columns(r.plan, r.metrics),
+                    "allowance_s": None if r.hold is None else r.hold.allowance_s,
                     **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools},
                 }
             )

@@ -49,6 +49,7 @@ ROW_COLUMNS = (
     "time_margin",
     "exceedance",
     "group_drop_rate",
+    "allowance_s",
     "seconds",
     "highs_seconds",
     "message",
@@ -261,6 +262,7 @@ def _result_row(index: int, edits: dict, result, seconds: float) -> dict:
     )
     if result.plan is not None:
         row.update(key_columns(result.plan, result.metrics))
+        row["allowance_s"] = None if result.hold is None else result.hold.allowance_s
         row["pool_gpus"] = {p.pool: p.gpus_used for p in result.plan.pools}
     if result.status != "optimal":
         row["message"] = diagnosis_summary(result.diagnosis, result.message)

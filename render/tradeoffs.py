@@ -19,6 +19,13 @@ def shown_corners(corners: list[int], show_all: bool = False, most: int = CORNER
     return [corners[i] for i in picks]
 
 
+def _allowance(result) -> str:
+    """A frontier point's run-variance allowance (MODEL §11), marked when its replays did not converge."""
+    if result.hold is None:
+        return "—"
+    return f"{result.hold.allowance_s:,.0f} s" + ("" if result.hold.allowance_converged else " ✗")
+
+
 def render_frontier(console, found, folder: Path, show_all: bool = False) -> None:
     from rich.table import Table
 
@@ -44,6 +51,7 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
         simulated = bool(front.simulations)
+        held = any(r.hold is not None for r in front.points)
         for col in (
             "#",
             "makespan",
@@ -57,6 +65,7 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
             "$/hour",
             "total",
             "margin",
+            *(("allowance",) if held else ()),
             per_day,
             *(("simulated", "verdict") if simulated else ()),
         ):
@@ -80,6 +89,7 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
                 f"${plan.hourly_cost:,.0f}",
                 f"${plan.total_cost:,.0f}",
                 f"{met.time_margin:.2%}",
+                *((_allowance(front.points[i]),) if held else ()),
                 "—" if price is None else f"${price:,.0f}",
             ]
             if simulated:

@@ -272,3 +272,17 @@ def test_the_diagnosis_says_when_only_the_hold_basis_has_no_plan(tmp_path):
     notes = json.loads(result.output)["diagnosis"]["notes"]
     held = [n for n in notes if n.startswith("no plan holds")]
     assert held and "steady_state basis has one" in held[0] and "start-up alone adds" in held[0]
+
+
+def test_frontier_points_under_hold_state_their_allowance_and_pass_their_replays():
+    from drivers.frontier import csv_rows, frontiers
+
+    inst = small(**{"workload.iterations": 20})
+    found = frontiers(inst, ("total_cost",))
+    points = found.frontiers["total_cost"].points
+    assert points
+    for r in points:
+        assert r.hold is not None and r.hold.allowance_converged
+        assert r.plan.makespan_s + r.hold.lateness_s <= inst.schedule.deadline * (1 + 1e-9)
+        assert verify_plan(inst, r.plan, r.hold.allowance_s).ok
+    assert all(row["allowance_s"] is not None for row in csv_rows(found))
