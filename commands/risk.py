@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.common import edits_option, guarded, load_with_edits, show_bar, write_and_show
+from commands.common import basis_option, edits_option, guarded, load_with_edits, show_bar, with_basis, write_and_show
 from models.load import InstanceError, Problem
 
 
@@ -32,9 +32,10 @@ from models.load import InstanceError, Problem
     type=click.IntRange(min=1),
     help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).",
 )
+@basis_option
 @edits_option
 @guarded
-def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iterations, edits) -> None:
+def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iterations, basis, edits) -> None:
     """How likely a plan for INSTANCE is to finish on time when its inputs are uncertain.
 
     The plan (verified against INSTANCE) keeps its capacity; each scenario draws every factor of the
@@ -45,7 +46,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     from commands.simulate import DelayedBar, plan_to_replay
     from drivers.risk import assess, replay
 
-    inst = load_with_edits(instance, edits)
+    inst = load_with_edits(instance, with_basis(edits, basis))
     if inst.uncertainty is None:
         raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (docs/model.md §9)")])
     inst, plan, metrics = plan_to_replay(inst, plan_file)

@@ -11,12 +11,14 @@ import click
 from commands.common import (
     EXIT_INTERNAL,
     STATUS_EXIT,
+    basis_option,
     console,
     edits_option,
     guarded,
     load_with_edits,
     require_dask,
     show_bar,
+    with_basis,
     write_and_show,
 )
 
@@ -140,6 +142,7 @@ def read_plan_allowance(path: str) -> float:
     help="Replication r replays the plan in one scenario of the uncertainty section, drawn with seed + r "
     "(docs/model.md §9): the inputs vary as well as the run.",
 )
+@basis_option
 @edits_option
 @guarded
 def simulate(
@@ -156,6 +159,7 @@ def simulate(
     workers,
     scheduler,
     scenarios,
+    basis,
     edits,
 ) -> None:
     """Replay a plan for INSTANCE trajectory by trajectory and compare it with the model.
@@ -175,7 +179,7 @@ def simulate(
         raise click.BadParameter(
             "parquet needs pyarrow: pip install 'trainground[parquet]'", param_hint="--trace-format"
         )
-    inst = load_with_edits(instance, edits)
+    inst = load_with_edits(instance, with_basis(edits, basis))
     if scenarios and inst.uncertainty is None:
         from models.load import InstanceError, Problem
 

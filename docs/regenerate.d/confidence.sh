@@ -11,9 +11,9 @@ run() {
     echo "\$ trainground $*" > "$out"
     COLUMNS=110 "${PYTHON:-python}" cli.py "$@" >> "$out" 2>&1 || true
 }
-run "$OUT/solve-0.9.txt" solve "$I" --confidence 0.9
-run "$OUT/solve-bundled.txt" solve "$I" --confidence 0.9 --set "uncertainty.factors[1].sigma=0.2"
-run "$OUT/curve.txt" frontier "$I" --confidence-curve 0.5,0.8,0.9,0.95,0.99 --out "$OUT/curve"
+run "$OUT/solve-0.9.txt" solve "$I" --basis steady_state --confidence 0.9
+run "$OUT/solve-bundled.txt" solve "$I" --basis steady_state --confidence 0.9 --set "uncertainty.factors[1].sigma=0.2"
+run "$OUT/curve.txt" frontier "$I" --basis steady_state --confidence-curve 0.5,0.8,0.9,0.95,0.99 --out "$OUT/curve"
 cp "$OUT/curve/certainty.png" docs/confidence-price-of-certainty.png
 if [ "${BENCH:-0}" = 1 ]; then
     "${PYTHON:-python}" bench/confidence.py --repeat 3 > "$OUT/bench.txt"

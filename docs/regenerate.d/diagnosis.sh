@@ -6,10 +6,10 @@ PYTHON=${PYTHON:-python}
 out=docs/diagnosis
 mkdir -p "$out"
 for name in mean-gap-only max-nodes-only two-limits gap-and-nodes; do
-  "$PYTHON" cli.py solve "tests/data/infeasible/$name.yaml" > "$out/$name.txt"
+  "$PYTHON" cli.py solve "tests/data/infeasible/$name.yaml" --basis steady_state > "$out/$name.txt"
 done
-"$PYTHON" cli.py solve instances/seed-3000-cards.yaml > "$out/seed-3000-cards.txt"
-"$PYTHON" cli.py solve tests/data/infeasible/mean-gap-only.yaml --json \
+"$PYTHON" cli.py solve instances/seed-3000-cards.yaml --basis steady_state > "$out/seed-3000-cards.txt"
+"$PYTHON" cli.py solve tests/data/infeasible/mean-gap-only.yaml --basis steady_state --json \
   | "$PYTHON" -c "import json, sys; print(json.dumps(json.load(sys.stdin)['diagnosis'], indent=2, ensure_ascii=False))" \
   > "$out/mean-gap-only.json"
 exit 0

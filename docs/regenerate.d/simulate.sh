@@ -28,15 +28,16 @@ if ! declare -F show > /dev/null; then
 fi
 ln -sfn "$ROOT/bench" "$SCRATCH/bench"
 
-show docs/simulate/seed.txt trainground simulate instances/seed-week-75.yaml --replications 5 --workers 2 --out out/simulate
+show docs/simulate/seed.txt trainground simulate instances/seed-week-75.yaml --basis steady_state --replications 5 --workers 2 --out out/simulate
 for plot in inflight iterations version-gaps; do
     cp "$SCRATCH/out/simulate/simulate-$plot.png" "$ROOT/docs/simulate/seed-$plot.png"
 done
-show docs/simulate/seed-startup.txt trainground simulate instances/seed-week-75.yaml --set schedule.count_startup=true --replications 5 --workers 2
-show docs/simulate/solve.txt "trainground solve instances/seed-week-75.yaml --simulate | sed -n '/^start-up/,\$p'"
-show docs/simulate/solve-startup.txt "trainground solve instances/seed-week-75.yaml --set schedule.count_startup=true --simulate 3 | sed -n '/^start-up/,\$p'"
-show docs/simulate/trace.txt "trainground simulate instances/seed-week-75.yaml --iterations 2 --trace out/trace > /dev/null && head -n 4 out/trace/trajectories.csv && echo && cat out/trace/iterations.csv"
-show docs/simulate/frontier.txt "trainground frontier instances/seed-week-75.yaml --set schedule.count_startup=true --simulate --out out/frontier | head -n 18"
+show docs/simulate/seed-startup.txt trainground simulate instances/seed-week-75.yaml --basis steady_state --set schedule.count_startup=true --replications 5 --workers 2
+show docs/simulate/seed-hold.txt trainground simulate instances/seed-week-75.yaml --replications 5 --workers 2 --seed 100
+show docs/simulate/solve.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --simulate | sed -n '/^start-up/,\$p'"
+show docs/simulate/solve-startup.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --set schedule.count_startup=true --simulate 3 | sed -n '/^start-up/,\$p'"
+show docs/simulate/trace.txt "trainground simulate instances/seed-week-75.yaml --basis steady_state --iterations 2 --trace out/trace > /dev/null && head -n 4 out/trace/trajectories.csv && echo && cat out/trace/iterations.csv"
+show docs/simulate/frontier.txt "trainground frontier instances/seed-week-75.yaml --basis steady_state --set schedule.count_startup=true --simulate --out out/frontier | head -n 18"
 if [ "${BENCH:-0}" = 1 ]; then
     show docs/simulate/bench.txt "\"\$PYTHON\" bench/simulate.py --repeats 3"
 fi
