@@ -85,11 +85,14 @@ class SandboxQueue:
         if arrivals.size == 0:
             return np.empty(0, dtype=np.int64), None
         gone = np.sort(np.concatenate((self.pending, arrivals + lifetimes)))
-        rank = np.arange(arrivals.size) + self.pending.size - c
-        valid = rank >= 0
-        tau = np.full(arrivals.size, -math.inf)
-        tau[valid] = gone[rank[valid]]
-        return np.flatnonzero(tau > arrivals), gone
+        # arrival i waits for the (i + pending - c)-th departure (0-based): consecutive ranks, so the departures
+        # the arrivals from the first with a non-negative rank wait for are one slice of ``gone``
+        first = max(0, c - self.pending.size)
+        if first >= arrivals.size:
+            return np.empty(0, dtype=np.int64), gone
+        offset = self.pending.size - c
+        tau = gone[first + offset : arrivals.size + offset]
+        return first + np.flatnonzero(tau > arrivals[first:]), gone
 
     def _solve_chunk(self, arrivals, lifetimes, c: int) -> np.ndarray:
         rank = np.arange(arrivals.size) + self.pending.size - c
