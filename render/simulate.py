@@ -32,6 +32,9 @@ ROWS = (
     ("realised cost", "realised_cost", "money"),
 )
 
+WAIT_MATTERS = 1e-3  # a mean sandbox wait per attempt above this share of the cadence lengthens iterations
+WAIT_SHARE_MATTERS = 0.01  # planning.sandbox_wait's default (docs/model.md §11): waits below it are what holds
+
 
 def duration(seconds: float) -> str:
     """A span in the unit a person reads it in: seconds, minutes or hours."""
@@ -166,8 +169,14 @@ def partings(report: Report) -> list[str]:
     mean = sim.get("iteration_mean_s")
     if mean is not None and mean > L * 1.001:
         slack = L - update if update is not None else None
-        if sim.get("sandbox_wait_share", 0) > 0:
+        drop, bounds = sim.get("group_drop_rate"), pred.get("group_drop_bounds")
+        if (sim.get("sandbox_wait_mean_s") or 0) > WAIT_MATTERS * L:
             out.append("Iterations run longer than the cadence because attempts wait for sandboxes.")
+        elif drop is not None and bounds and drop > bounds[1] + 1e-3:
+            out.append(
+                f"Iterations run longer than the cadence: more groups pass their version cap than the model counts "
+                f"({drop:.2%} against at most {bounds[1]:.2%}), so fewer effective trajectories arrive per second."
+            )
         elif slack is not None and slack < 0.05 * L:
             out.append(
                 f"Iterations run longer than the cadence: the update time ({update:,.1f} s) leaves "
@@ -180,13 +189,18 @@ def partings(report: Report) -> list[str]:
         out.append(
             f"{sim['sandbox_wait_share']:.2%} of attempts waited for a sandbox (mean wait "
             f"{duration(sim['sandbox_wait_mean_s'])}, p99 {duration(sim['sandbox_wait_p99_s'])}); local "
-            f"sandboxes were all taken {sim['local_full_share']:.1%} of the time: the plan's sandboxes do "
-            "not hold the load's fluctuation."
+            f"sandboxes were all taken {sim['local_full_share']:.1%} of the time"
+            + (
+                ": the plan's sandboxes do not hold the load's fluctuation."
+                if sim["sandbox_wait_share"] > WAIT_SHARE_MATTERS
+                else f" (within the {WAIT_SHARE_MATTERS:.0%} of attempts a plan that holds allows)."
+            )
         )
     if sim.get("inflight_max") and pred.get("inflight_max") and sim["inflight_max"] > pred["inflight_max"] * 1.001:
         out.append(
             f"In flight peaks at {sim['inflight_max']:,.0f}, above the {pred['inflight_max']:,.0f} the plan "
-            "provisions for (peak_to_mean × Little's-law mean)."
+            "provisions for (peak_to_mean × the in-flight count its sandboxes are sized for: Little's-law mean, or "
+            "E^hold under planning.basis hold)."
         )
     gap, model_gap = sim.get("mean_version_gap"), pred.get("mean_version_gap")
     if gap is not None and model_gap and abs(gap - model_gap) > 0.1 * model_gap:

@@ -1,6 +1,6 @@
 # docs/verifier.md: the plan the old reading of MODEL §3.5 returned, rejected by the verifier.
 show docs/verifier/old-reading.txt "$(cat <<'SNIPPET'
-python - <<'EOF'
+TRAINGROUND_BASIS=steady_state python - <<'EOF'
 from models.edits import load_edited
 from models.result import Count
 from solver.solve import solve_instance
