@@ -68,10 +68,9 @@ def plan_to_replay(inst, plan_file: str | None):
 
     if plan_file is not None:
         plan = read_plan(plan_file)
-        basis = read_plan_basis(plan_file)
-        if basis is not None and basis != inst.planning.basis:
+        basis, allowance = read_plan_basis(plan_file)
+        if basis != inst.planning.basis:
             inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
-        allowance = read_plan_allowance(plan_file)
         return inst, plan, checked_metrics(inst, plan, plan_file, allowance)
     from drivers.hold import solve_planned
 
@@ -84,17 +83,6 @@ def plan_to_replay(inst, plan_file: str | None):
         )
         sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
     return inst, result.plan, result.metrics
-
-
-def read_plan_allowance(path: str) -> float:
-    """The allowance Δ (MODEL §11) a `solve --json` result file records, 0 without one."""
-    import json
-
-    try:
-        hold = json.loads(Path(path).read_text(encoding="utf-8")).get("hold") or {}
-        return float(hold.get("allowance_s") or 0.0)
-    except (OSError, ValueError, AttributeError, TypeError):
-        return 0.0
 
 
 @click.command()
@@ -117,7 +105,12 @@ def read_plan_allowance(path: str) -> float:
     show_default=True,
     help="Independent replications, each with its own seed.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Base seed [default: 0; under planning.basis hold, planning.seed + planning.replays, so that no "
+    "replication is one of the replays that set the plan's allowance].",
+)
 @click.option(
     "--launch",
     type=click.Choice(["even", "poisson"]),
@@ -187,6 +180,10 @@ def simulate(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
     inst, plan, metrics = plan_to_replay(inst, plan_file)
+    if seed is None:
+        from simulate.verdicts import fresh_seed
+
+        seed = fresh_seed(inst)
     setups = None
     if scenarios:
         from simulate.scenarios import scenario_setups
@@ -231,12 +228,11 @@ def _printer(console, report) -> None:
 
 def simulated_verdict(inst, result, replications: int, quiet: bool):
     """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan. Under hold
-    the base seed is planning.seed + planning.replays, so no replication is one that set the allowance."""
+    no replication is one of the replays that set the allowance (:func:`simulate.verdicts.fresh_seed`)."""
     from simulate.verdicts import simulate_result
 
-    seed = inst.planning.seed + inst.planning.replays if inst.holds else 0
     with DelayedBar("simulating", show_bar(quiet)) as bar:
-        return simulate_result(inst, result, replications, seed=seed, on_progress=bar)
+        return simulate_result(inst, result, replications, on_progress=bar)
 
 
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:

@@ -17,6 +17,7 @@ of each distinct setup, so a point whose plan is one already replayed costs no r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -47,26 +48,14 @@ class Replays:
 
 
 def setup_key(setup: Setup) -> tuple:
-    """Everything of a setup that a replay's makespan and waits depend on (the deadline does not)."""
+    """Every field of a setup but the deadline (a replay's makespan and waits do not depend on it), the
+    occupancy law by its parameters or samples."""
     occ = setup.occupancy
     law = (occ.mu, occ.sigma) if occ.samples is None else (occ.samples.size, occ.samples.tobytes())
-    return (
-        setup.attempts_per_s,
-        setup.group_size,
-        setup.batch,
-        setup.iterations,
-        setup.versions_kept,
-        setup.update_s,
-        setup.intake,
-        setup.policy,
-        setup.correlation,
-        setup.extra_time,
-        law,
-        setup.shares,
-        setup.local,
-        setup.cloud,
-        setup.launch,
-        setup.horizon,
+    return tuple(
+        law if f.name == "occupancy" else getattr(setup, f.name)
+        for f in dataclasses.fields(setup)
+        if f.name != "deadline"
     )
 
 
@@ -132,8 +121,7 @@ class HoldingPlanner:
         self.cache = replays or ReplayCache()
         self._steady: Planner | None = None
         self._options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence")}
-        self._clock: Stopwatch | None = planner_options.get("clock")
-        self._replayed_before = 0.0
+        self._clock: Stopwatch | None = planner_options.get("clock")  # the command's, for the first solve only
 
     @property
     def inst(self) -> Instance:
@@ -151,61 +139,59 @@ class HoldingPlanner:
     def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
         """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report."""
         clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
-        self._replayed_before = self.cache.seconds
+        replayed_before = self.cache.seconds
         inst = self.inst
         deadline, k = inst.schedule.deadline, inst.planning.order
         seeds = replay_seeds(inst)
-        allowance, rounds, last = 0.0, 0, None
+        allowance, rounds, last, why = 0.0, 0, None, "rounds"
         while rounds < ROUNDS:
-            rounds += 1
             result = self.planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
             if result.plan is None:
                 if last is None:
-                    return result
+                    return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
+                why = "infeasible"
                 break
+            rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {len(seeds)} replays of the plan (allowance {allowance:,.0f} s)")
             replays = self.cache.replays(setup_of(inst, result.plan, result.metrics), seeds)
             lateness = order_statistic(replays.makespans - result.plan.makespan_s, k)
             last = (result, replays, lateness, allowance)
             if result.plan.makespan_s + lateness <= deadline:
-                return self._held(result, replays, lateness, allowance, rounds, True, objective, restrictions)
+                break
             allowance = max(allowance, lateness)
             if not math.isfinite(allowance) or clock.expired():
+                why = "time" if clock.expired() else "unfinished"
                 break
-        result, replays, lateness, allowance = last
-        held = self._held(result, replays, lateness, allowance, rounds, False, objective, restrictions)
-        held.status = Status.TIME_LIMIT
-        held.message = (
-            f"the allowance did not converge in {rounds} rounds: the last plan (allowance {allowance:,.0f} s) is "
-            f"late by D_(k) = {lateness:,.0f} s in its own replays"
-        )
-        return held
+        result, replays, lateness, used = last
+        converged = result.plan.makespan_s + lateness <= deadline
+        steady = self.steady_optimum(objective, restrictions, clock)
+        result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady)
+        result.hold.replay_seconds = self.cache.seconds - replayed_before
+        if not converged:
+            result.status = Status.TIME_LIMIT
+            result.message = unconverged_message(why, rounds, used, lateness, allowance)
+        return result
 
-    def steady_optimum(self, objective: str | None, restrictions: dict) -> Result:
-        """The steady_state optimum of the same instance under the same restrictions (MODEL §11's price)."""
+    def steady_optimum(self, objective: str | None, restrictions: dict, clock: Stopwatch) -> Result:
+        """The steady_state optimum of the same instance under the same restrictions (MODEL §11's price),
+        within what ``clock`` has left."""
         if self._steady is None:
             steady = self.inst.model_copy(
                 update={"planning": self.inst.planning.model_copy(update={"basis": "steady_state"})}
             )
             self._steady = Planner(steady, **self._options)
-        return self._steady.solve(objective, **restrictions)
+        return self._steady.solve(objective, time_limit=clock.remaining(), **restrictions)
 
-    def _held(
-        self,
-        result: Result,
-        replays: Replays,
-        lateness: float,
-        allowance: float,
-        rounds: int,
-        converged: bool,
-        objective: str | None,
-        restrictions: dict,
-    ) -> Result:
-        inst, plan = self.inst, result.plan
-        steady = self.steady_optimum(objective, restrictions)
-        result.hold = hold_report(inst, plan, replays, lateness, allowance, rounds, converged, steady)
-        result.hold.replay_seconds = self.cache.seconds - self._replayed_before
-        return result
+
+def unconverged_message(why: str, rounds: int, used: float, lateness: float, allowance: float) -> str:
+    """Why the allowance loop returned a plan that does not pass its own replays."""
+    late = "never finishes in its replays" if not math.isfinite(lateness) else f"has D_(k) = {lateness:,.0f} s"
+    head = f"the last plan that was solved (allowance {used:,.0f} s) {late}, beyond its slack"
+    if why == "infeasible":
+        return f"{head}; no plan exists with the allowance {allowance:,.0f} s its replays ask for (round {rounds + 1})"
+    if why == "time":
+        return f"{head}; the time limit ran out after {rounds} rounds"
+    return f"{head}; the allowance did not converge in {rounds} rounds"
 
 
 def hold_report(
@@ -218,15 +204,16 @@ def hold_report(
     converged: bool,
     steady: Result | None,
 ) -> HoldReport:
-    """The ``hold`` object of MODEL §11 from a plan's final replays."""
+    """The ``hold`` object of MODEL §11 from a plan's final replays (figures of a replay that never formed
+    its last batch are null where they would be infinite)."""
     p = inst.planning
     spans = replays.makespans
+    finished = bool(np.isfinite(spans).all())
     on_time = int(np.count_nonzero(spans <= inst.schedule.deadline))
-    finite = spans[np.isfinite(spans)]
     costs = plan.hourly_cost * spans / 3600.0
 
     def pct(x: np.ndarray, q: float) -> float | None:
-        return float(np.percentile(x, q)) if x.size == spans.size and x.size else None
+        return float(np.percentile(x, q)) if finished else None
 
     return HoldReport(
         allowance_s=float(allowance),
@@ -239,10 +226,10 @@ def hold_report(
         allowance_converged=converged,
         on_time_share=on_time / spans.size,
         on_time_interval=list(wilson(on_time, int(spans.size))),
-        makespan_s={"p50": pct(finite, 50), "p90": pct(finite, 90), "max": float(spans.max())},
+        makespan_s={"p50": pct(spans, 50), "p90": pct(spans, 90), "max": float(spans.max()) if finished else None},
         sandbox_wait_share=float(replays.wait_shares.mean()),
-        expected_total_cost=float(costs.mean()) if np.isfinite(costs).all() else None,
-        p90_total_cost=pct(costs[np.isfinite(costs)], 90),
+        expected_total_cost=float(costs.mean()) if finished else None,
+        p90_total_cost=pct(costs, 90),
         steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,
         steady_state_makespan_s=None if steady is None or steady.plan is None else steady.plan.makespan_s,
         steady_state_status=None if steady is None else str(steady.status),

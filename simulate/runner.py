@@ -58,12 +58,22 @@ def read_plan(path: str | Path) -> Plan:
         raise InstanceError(file, problems) from None
 
 
-def read_plan_basis(path: str | Path) -> str | None:
-    """The planning basis a `solve --json` result file names (None when it names none); read after
-    :func:`read_plan`, which has checked the file."""
+def read_plan_basis(path: str | Path) -> tuple[str, float]:
+    """(basis, allowance) a `solve --json` result file names (MODEL §11): a file without ``basis`` predates
+    the hold basis and was sized on steady_state; the allowance is ``hold.allowance_s`` (0 without a hold
+    object). Read after :func:`read_plan`, which has checked the file; InstanceError for a malformed one."""
+    file = str(path)
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    basis = data.get("basis")
-    return basis if basis in ("hold", "steady_state") else None
+    basis = data.get("basis") or "steady_state"
+    if basis not in ("hold", "steady_state"):
+        raise InstanceError(file, [Problem("basis", f"must be hold or steady_state, got {basis!r}")])
+    hold = data.get("hold")
+    if hold is None:
+        return basis, 0.0
+    allowance = hold.get("allowance_s") if isinstance(hold, dict) else None
+    if isinstance(allowance, bool) or not isinstance(allowance, (int, float)) or not allowance >= 0:
+        raise InstanceError(file, [Problem("hold.allowance_s", f"must be a number >= 0, got {allowance!r}")])
+    return basis, float(allowance)
 
 
 def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from models.instance import Instance
 from models.result import Metrics, Plan
 from solver import calculus as calc
+from solver import holding
 
 HORIZON_FACTOR = 20.0  # a replication gives up after this many predicted makespans (no batch can form)
 
@@ -126,10 +129,21 @@ def sandbox_capacity(inst: Instance, plan: Plan, metrics: Metrics) -> tuple[dict
         )
     for host in env.cloud.vm_types:
         _fill(host, vms.get(host.name, 0), plan.placement.cloud.get(host.name, {}), eligible, backends, cloud)
-    peak = {name: metrics.inflight_peak * shares[name] for name in backends}
+    peak = peak_loads(inst, metrics)
     for name in backends:
         cloud[name] = min(cloud[name], env.cloud.eligible_share.get(name, 0.0) * peak[name])
     return {name: _whole(v) for name, v in local.items()}, {name: _whole(v) for name, v in cloud.items()}
+
+
+def peak_loads(inst: Instance, metrics: Metrics) -> dict[str, float]:
+    """E^pk_b per backend, the load rows 6 size the sandboxes for: peak_to_mean·E_b, E_b the backend's share
+    of the Little's-law mean (MODEL §2), or under hold peak_to_mean·E^hold_b (§11 item 2, not proportional
+    to the share)."""
+    env = inst.environment
+    if not inst.holds:
+        return {b.name: metrics.inflight_peak * b.share for b in env.backends}
+    loads = holding.hold_inflight(inst, calc.occupancy_of(env.occupancy), np.array([metrics.attempts_per_s]))[0]
+    return {b.name: float(load) * env.peak_to_mean for b, load in zip(env.backends, loads)}
 
 
 def _whole(sandboxes: float) -> float:

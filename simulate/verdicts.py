@@ -31,12 +31,14 @@ def simulate_result(
     inst: Instance,
     result: Result,
     replications: int,
-    seed: int = 0,
+    seed: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Report | None:
-    """Replay a solved plan ``replications`` times (the full run); None when the result has no plan."""
+    """Replay a solved plan ``replications`` times (the full run; base seed :func:`fresh_seed` unless given);
+    None when the result has no plan."""
     if result.plan is None or result.metrics is None:
         return None
+    seed = fresh_seed(inst) if seed is None else seed
     workers = min(replications, REPLICATION_WORKERS) if replications > 1 else None
     return simulate_plan(
         inst,
@@ -49,11 +51,17 @@ def simulate_result(
     )
 
 
+def fresh_seed(inst: Instance) -> int:
+    """The base seed of replays that judge a plan: under hold, planning.seed + planning.replays, so that no
+    replication ([seed, r]) is one of the replays that set the allowance ([planning.seed + i, 0]); else 0."""
+    return inst.planning.seed + inst.planning.replays if inst.holds else 0
+
+
 def verdicts(
     inst: Instance,
     results: Sequence[Result | None],
     replications: int,
-    seed: int = 0,
+    seed: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict | None]:
     """The verdict of each result's plan (None where there is no plan), identical plans replayed once.
@@ -64,7 +72,7 @@ def verdicts(
     for result, key in zip(results, keys):
         if key is None or key in done:
             continue
-        report = simulate_result(inst, result, replications, seed)
+        report = simulate_result(inst, result, replications, fresh_seed(inst) if seed is None else seed)
         done[key] = verdict_of(report)
         if on_progress is not None:
             on_progress(len(done), len(distinct))

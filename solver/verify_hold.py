@@ -19,8 +19,6 @@ from models.instance import Instance
 from solver import verify_laws as laws
 
 _NORMAL = NormalDist()
-GAP_TAIL = 1e-15  # the consumed gap's law is summed until P(G > k) falls below this (downweight's mean and p99)
-GAP_TERMS = 100_000  # and at most this many terms
 
 
 def min_of_two_mean(law: laws.Law) -> float:
@@ -110,13 +108,24 @@ def consumed_gaps(inst: Instance, law: laws.Law, cadence: float, kept: int) -> t
             if reached >= 0.99 * kept_share * (1 - 1e-12):
                 return mean + post, k + post
         return mean + post, kept + post
-    mean, below, p99 = 0.0, 0.0, None
-    for k in range(GAP_TERMS):
-        tail = _gap_tail(law, cadence, k, members)
-        mean += tail  # E[G] = Σ_k P(G > k)
-        below = 1.0 - tail
-        if p99 is None and below >= 0.99:
-            p99 = k
-        if tail < GAP_TAIL and p99 is not None:
-            break
-    return mean + post, float(p99 if p99 is not None else GAP_TERMS) + post
+    # E[G] = E[floor(u + M/L)] = E[M]/L: E[M] = ∫ S_M(t) dt, by quadrature over z = (ln t - mu)/sigma (or the
+    # empirical law's steps); the p99 from P(G > k), term by term until it falls to 1 %.
+    mean = _completion_mean(law, members) / cadence
+    k = 0
+    while _gap_tail(law, cadence, k, members) > 0.01 * (1 + 1e-12):
+        k += 1
+    return mean + post, k + post
+
+
+def _completion_mean(law: laws.Law, members: int) -> float:
+    """E[M] = ∫_0^∞ P(M > t) dt, M the largest of ``members`` lifetimes."""
+    if law.samples is not None:
+        knots = np.concatenate(([0.0], law.samples))
+        return math.fsum(_completion_survival(law, a, members) * (b - a) for a, b in zip(knots, knots[1:]))
+
+    def integrand(z: float) -> float:
+        t = math.exp(law.mu + law.sigma * z)
+        return _completion_survival(law, t, members) * law.sigma * t
+
+    cuts = [-40.0, -8.0, -2.0, 0.0, 2.0, 4.0, 8.0, 40.0]
+    return math.fsum(laws.integral(integrand, a, b) for a, b in zip(cuts, cuts[1:]))
