@@ -78,11 +78,11 @@ def hold_note(inst: Instance, objective: str) -> str | None:
     )
     startup = fill - plan.cadence_s + steady.metrics.update_time_s
     return (
-        f"no plan holds (planning.basis hold), but the steady_state basis has one ({plan.total_cost:,.0f} $, "
+        f"no plan holds (planning.basis hold), but the steady_state basis has one (${plan.total_cost:,.0f}, "
         f"makespan {plan.makespan_s:,.0f} s): counting its start-up alone adds {startup:,.0f} s (the first batch "
-        f"after {fill:,.0f} s, the last update after the last batch), beside sandboxes sized for the in-flight "
-        f"fluctuation and the replays' allowance; a change below restores a plan that holds, or --basis "
-        f"steady_state plans on the seed's arithmetic"
+        f"after {fill:,.0f} s, the last update after the last batch), before sandboxes sized for the in-flight "
+        f"fluctuation and the replays' allowance; a change below gives a plan on the hold rows (its replays then "
+        f"set its allowance), or --basis steady_state plans on the seed's arithmetic"
     )
 
 

@@ -48,7 +48,11 @@ class Freshness(Strict):
     max_mean_gap: Positive | None = Field(
         None,
         description=about(
-            "Upper limit on the mean version gap W_use/L; null: no limit", unit="versions", typical="2-4", seed="null"
+            "Upper limit on the mean version gap: W_use/L under planning.basis steady_state, the consumed (group) "
+            "gap's mean under hold (docs/model.md §11); null: no limit",
+            unit="versions",
+            typical="2-4 (steady_state), 5-8 (hold)",
+            seed="null",
         ),
     )
     max_exceedance: Fraction | None = Field(

@@ -118,7 +118,7 @@ def demand_inputs(inst: Instance) -> tuple:
         env.occupancy,
         env.littles_law_uses,
         inst.pool(inst.training.pool).gpus,
-        inst.planning,
+        inst.planning.basis,
     )
 
 

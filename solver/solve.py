@@ -77,7 +77,7 @@ class Planner:
             not self.live.reusable
             or index_of(inst) != self.live.model.ix
             or confidence_of.alpha_of(inst) is not None
-            or inst.planning != self.inst.planning
+            or inst.planning.basis != self.inst.planning.basis
         ):
             return False
         with self.build_clock.phase("build"):

@@ -1,9 +1,10 @@
-"""Independent plan verifier: every constraint of MODEL.md §3, the costs of §4 and the start-up of §8,
-re-checked from a plan's decisions and its instance alone.
+"""Independent plan verifier: every constraint of MODEL.md §3, the costs of §4, the start-up of §8 and the
+hold rows of §11, re-checked from a plan's decisions and its instance alone.
 
 It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
 no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
-quadrature, update laws, start-up fill), its own cadence grid, its own resource rows
+quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its
+own cadence grid, its own resource rows
 (:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
 constraint family, each naming its section. A violation is a bug in the model, never a
 result to show: :mod:`solver.solve` rejects a plan that fails here.
