@@ -190,10 +190,18 @@ def compare(
     "--set",
     "axes",
     multiple=True,
-    required=True,
     metavar="PATH=V1,V2,...",
     help="A swept field and its values (split on top-level commas: {a: 1, b: 2} and [1,2] stay whole); "
-    "repeat for a cartesian product.",
+    "repeat for a cartesian product. [*] edits every item of a list (inference.shapes[*].tokens_per_gpu_s).",
+)
+@click.option(
+    "--zip",
+    "zipped",
+    multiple=True,
+    metavar="PATH=V1,V2,...",
+    help="A field varied together with the other --zip fields: their i-th values go into one point "
+    "(e.g. a GPU type's price with its throughput); each needs the same number of values. The group "
+    "is one axis of the product with the --set axes.",
 )
 @click.option("--objective", type=OBJECTIVE, help="Override every point's objective.")
 @click.option(
@@ -212,8 +220,11 @@ def compare(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
 @guarded
-def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool) -> None:
+def sweep(instance: str, axes, zipped, objective: str | None, out: str, workers: int, as_json: bool) -> None:
     """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
+
+    --zip PATH=V1,V2,... fields vary together (the i-th value of each in the same point) as one axis
+    of that product.
 
     An invalid point is a row with the loader's message, an infeasible one a row with its
     diagnosis. Writes sweep.csv, sweep.json (every point's docs/model.md §6 result) and plots:
@@ -225,10 +236,12 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
     from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import sweep_pngs
 
+    if not axes and not zipped:
+        raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")
     try:
-        parsed = [driver.parse_axis(option) for option in axes]
+        parsed = driver.parse_axes(axes, zipped)
     except driver.SweepError as exc:
-        raise click.BadParameter(str(exc), param_hint="--set") from None
+        raise click.BadParameter(str(exc), param_hint="--set/--zip") from None
     with SolvingBar("sweep", show_bar(as_json)) as bar:
         report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
     folder = Path(out)
