@@ -146,11 +146,14 @@ class Result(Out):
     timings: Timings = Field(default_factory=Timings)
     model_size: dict[str, int] | None = None
     confidence: ConfidenceReport | None = None
+    ties: dict | None = None  # {"plans", "decided_by", "sentence"}: plans tied after MODEL §4's order
 
     def to_json(self) -> dict:
         out = self.model_dump(mode="json")
         if out["confidence"] is None:  # an optional key (MODEL §9): only a confidence solve has it
             del out["confidence"]
+        if out["ties"] is None:  # an optional key: only an optimum with equals has it
+            del out["ties"]
         return out
 
 

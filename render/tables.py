@@ -129,6 +129,8 @@ def render_result(console, result) -> None:
         metrics.add_row(*row)
     console.print(metrics)
     console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
+    if result.ties:
+        console.print(f"ties: {result.ties['sentence']}", markup=False)
 
 
 def render_diagnosis(console, diagnosis: dict) -> None:

@@ -153,6 +153,7 @@ def assemble(live: LiveModel, objective: str, search: Search, clock: Stopwatch, 
         message=message,
         timings=timings_of(clock, search, highs_before),
         model_size={**live.size(), "highs_runs": search.runs},
+        ties=search.ties.to_json() if search.ties is not None and search.ties.plans > 1 else None,
     )
 
 
