@@ -137,8 +137,8 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     "--baseline-inference-gpus",
     type=click.IntRange(min=1),
     metavar="N",
-    help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
-    "mix can have beside the deadline pace's training; the output says how it was chosen].",
+    help="The baseline's inference cards [default: every inference GPU of every pool beside the deadline "
+    "pace's training, each pool's cards rated by its own shapes; the output says how it was chosen].",
 )
 @click.option(
     "--cadence",
@@ -164,8 +164,9 @@ def compare(
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
-    rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
+    each against the baseline ("time margin 17.3 %, supply +21 %"), pool by pool where there are
+    several. The arithmetic columns rate and price their cards by the shapes of the pools they
+    sit in (by the fewer-cards plan's shape mix for a given N) and are marked "arithmetic ✗"
     (infeasible as a yardstick) when those cards cannot deliver once drops count. With --simulate [R],
     each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
     and verdict.
