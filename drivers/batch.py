@@ -362,9 +362,15 @@ def run_batch(
         interrupted = True
     finally:
         stream.close()
+    while True:  # an interrupt that lands while the last summaries are written stops nothing more: write them whole
+        try:
+            summary = write_summaries(out, tasks, rows)
+            break
+        except KeyboardInterrupt:
+            interrupted = interrupted or tally.done < tally.total
     return BatchReport(
         tally=tally,
-        rows=write_summaries(out, tasks, rows),
+        rows=summary,
         summary_csv=out / SUMMARY_CSV,
         summary_jsonl=out / SUMMARY_JSONL,
         interrupted=interrupted,
