@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from models.instance import Instance
 from models.result import Plan
 from solver import calculus as calc
+from solver.tolerances import INTEGER_TOL
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def capacity(inst: Instance, mix: ShapeMix, training_gpus: int) -> int:
     for s in inst.inference.shapes:
         share[s.pool] = share.get(s.pool, 0.0) + mix.weights[s.name]
     limits = [free[pool] / w for pool, w in share.items() if w > 0]
-    return int(math.floor(min(limits) * (1 + 1e-12))) if limits else 0
+    return int(math.floor(min(limits) * (1 + INTEGER_TOL))) if limits else 0
 
 
 def capacity_text(inst: Instance, mix: ShapeMix, training_gpus: int) -> str:

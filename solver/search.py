@@ -154,7 +154,7 @@ def shortest_first(live: LiveModel, candidates: np.ndarray, clock: Stopwatch) ->
     if search.status != Status.OPTIMAL:
         return search
     chosen = live.block_rows[live.selected(search.values).key]
-    same = [r for r in order if abs(span[r] - span[chosen]) <= 1e-9 * span[chosen]]
+    same = [r for r in order if abs(span[r] - span[chosen]) <= TIE_TOL * span[chosen]]
     tie = Search()
     tie.take(live.run("total_cost", same))
     search.absorb_tie(tie)
