@@ -182,7 +182,7 @@ def test_two_pools_arithmetic_never_claims_more_than_its_shapes_deliver(two_pool
 
 def test_an_undeliverable_baseline_is_flagged(two_pools):
     inst, _ = two_pools
-    report = compare(inst, 450)  # the 450 cards: far too few once drops count
+    report = compare(inst, 450)  # docs/levers.md's 450-card comparison: far too few once drops count
     base = report.column("baseline")
     assert base.yardstick and "once availability, intake and group drops" in base.yardstick
     assert base.figures["loss_adjusted_tokens_per_gpu_s"] > base.figures["deliverable_tokens_per_gpu_s"]

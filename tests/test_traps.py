@@ -153,8 +153,9 @@ def test_a_pipe_closed_after_the_first_line(hand, tmp_path):
     assert (tmp_path / "err").read_text() == ""
 
 
-# Few long iterations under a bare-number deadline: the deadline pace is 30,000 s, so the 60 s..pace grid
-# at a 1 s step holds about 300,000 (cadence, K) entries and widening it did not fit the screen's budget.
+# Few long iterations under a bare-number deadline: the deadline pace is 600,000 s / 20 = 30,000 s, so the
+# seed's 60 s..pace grid at a 1 s step times its K = 1..10 holds about 300,000 (cadence, K) entries, the
+# screen's budget (drivers/candidates.py MAX_ENTRIES): widening it for a longer deadline did not fit.
 FINE_GRID = ["workload.iterations=20", "workload.batch_trajectories=204800", "gpu_pools[0].gpus=3000"]
 
 
