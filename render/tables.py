@@ -101,7 +101,7 @@ def render_result(console, result) -> None:
             decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
     unused = unused_text(plan)
     if unused:
-        decisions.add_row("none of", "0", unused)
+        decisions.add_row("not used", "0", unused)
     for pool in plan.pools:
         detail = f"of {pool.gpus:,} GPUs used"
         if pool.billing == "reserved":
