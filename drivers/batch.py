@@ -74,9 +74,14 @@ class BatchReport:
 
 
 def solve_file(
-    path: str, objective: str | None = None, time_limit: float | None = None, label: str | None = None
+    path: str,
+    objective: str | None = None,
+    time_limit: float | None = None,
+    label: str | None = None,
+    edits: Sequence[str] = (),
 ) -> dict:
-    """Load and solve one file; return its §6 result with ``file`` and ``input_hash``. Never raises.
+    """Load and solve one file, with ``edits`` (``--set PATH=VALUE``, ``[*]`` for every item) applied; return
+    its §6 result with ``file`` and ``input_hash``. Never raises.
 
     An unusable file becomes status ``invalid`` with the loader's message; an infeasible or
     time-limited instance keeps the solver's status; any other failure becomes ``error`` with
@@ -92,27 +97,24 @@ def solve_file(
             f"{label}: cannot read file: {exc.strerror or exc}",
             objective,
             label,
-            input_hash(b"", objective, time_limit),
+            input_hash(b"", objective, time_limit, edits),
         )
-    digest = input_hash(data, objective, time_limit)
+    digest = input_hash(data, objective, time_limit, edits)
     try:
         from drivers.diagnose import diagnosed
-        from models.load import InstanceError, read_document, validate
-        from models.plausible import unit_warnings
+        from models.edits import load_edited_checked
+        from models.load import InstanceError
         from solver.solve import solve_instance
 
         clock = time.perf_counter()
         try:
-            document = read_document(Path(path))
-            inst = validate(document, str(path), Path(path).parent)
+            inst, warnings = load_edited_checked(Path(path), list(edits))
         except InstanceError as exc:
             message = InstanceError(label, exc.problems).message
             return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
         load_seconds = time.perf_counter() - clock
         try:
-            result = diagnosed(
-                inst, solve_instance(inst, objective, time_limit, threads=1), notes=unit_warnings(document)
-            )
+            result = diagnosed(inst, solve_instance(inst, objective, time_limit, threads=1), notes=warnings)
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
         result.timings.load = load_seconds
@@ -168,11 +170,11 @@ def _exit_with_parent(parent: int) -> None:
 
 # ---------------------------------------------------------------- executors
 
-TaskFunction = Callable[[str, str | None, float | None, str | None], dict]
+TaskFunction = Callable[[str, str | None, float | None, str | None, tuple[str, ...]], dict]
 
 
 def _arguments(task: Task, objective: str | None, time_limit: float | None) -> tuple:
-    return (task.path, objective, time_limit, task.file)
+    return (task.path, objective, time_limit, task.file, task.edits)
 
 
 def _died(task: Task, objective: str | None, why: str) -> dict:

@@ -158,7 +158,7 @@ def test_summary_is_rewritten_after_every_result(tmp_path, monkeypatch):
     assert seen == [0, 1, 2]
 
 
-def stand_in(path, objective=None, time_limit=None, label=None) -> dict:
+def stand_in(path, objective=None, time_limit=None, label=None, edits=()) -> dict:
     """What a worker returns for a file, without solving it."""
     return driver._failure(Path(path).stem, "optimal", None, objective, label or path, "hash")
 

@@ -102,3 +102,26 @@ def test_sweep_cli_zip_with_a_wildcard_axis(tmp_path):
 def test_field_labels_say_every_item():
     assert field_label(EVERY_RATE) == "tokens/s/GPU (every shape)"
     assert field_label("gpu_pools[1].gpu_hour_cost", {"gpu_pools[1]": "h200"}) == "$/GPU-hour (pool h200)"
+
+
+def test_batch_takes_wildcard_edits_and_resumes_only_with_the_same_edits(tmp_path):
+    from drivers import batch as driver
+
+    out = tmp_path / "out"
+    args = ["batch", str(TWO_POOLS), "--out", str(out), "--workers", "1", "--json"]
+    run = CliRunner().invoke(main, [*args, "--set", f"{EVERY_RATE}=200"])
+    assert run.exit_code == 0, run.output
+    result = json.loads((out / "two-pools.json").read_text())
+    fresh = solve_instance(load_edited(TWO_POOLS, [f"{EVERY_RATE}=200"]))
+    assert result["objective_value"] == pytest.approx(fresh.objective_value, rel=1e-9)
+    again = CliRunner().invoke(main, [*args, "--set", f"{EVERY_RATE}=200", "--resume"])
+    assert json.loads(again.output)["reused"] == 1  # the same edits: the result stands
+    plain = CliRunner().invoke(main, [*args, "--resume"])
+    assert json.loads(plain.output)["reused"] == 0  # without them it is another question
+    assert driver.input_hash(b"x", None, None) == driver.input_hash(b"x", None, None, ())  # old results keep theirs
+    bad = CliRunner().invoke(main, [*args, "--set", "a..b=1"])
+    assert bad.exit_code == 2 and "--set" in bad.output
+    invalid = CliRunner().invoke(main, [*args, "--set", f"{EVERY_RATE}=-1"])
+    assert invalid.exit_code == 2
+    message = json.loads((out / "two-pools.json").read_text())["message"]
+    assert f"--set {EVERY_RATE}=-1: inference.shapes[1].tokens_per_gpu_s" in message
