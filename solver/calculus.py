@@ -13,7 +13,7 @@ from statistics import NormalDist
 import numpy as np
 
 from models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
-from solver.tolerances import GRID_TOL, INTEGER_TOL, NEWTON_STEP_TOL, REL_TOL
+from solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, NEWTON_STEP_TOL, REL_TOL
 
 _STANDARD_NORMAL = NormalDist()
 
@@ -181,7 +181,7 @@ def cadence_grid(inst: Instance) -> np.ndarray:
     top = cadence_top(inst)
     if top < c.min * (1 - REL_TOL):
         return np.empty(0)
-    count = int(math.floor((top - c.min) / c.step * (1 + INTEGER_TOL) + GRID_TOL)) + 1
+    count = int(math.floor((top - c.min) / c.step * (1 + INTEGER_TOL) + GRID_TOP_TOL)) + 1
     return c.min + c.step * np.arange(count)
 
 

@@ -29,9 +29,10 @@ INTEGER_TOL = 1e-12
 mix fills) is read as that number when floating point lands it this far past it (relative): a
 ceiling or floor never adds or drops one for rounding noise."""
 
-GRID_TOL = 1e-9
+GRID_TOP_TOL = 1e-9
 """A cadence past the grid's top by less than this many steps is still a grid point: (top - min)/step
-can fall a hair short of a whole number when top is itself a grid point."""
+can fall a hair short of a whole number when top is itself a grid point. (The verifier's GRID_TOL,
+1e-6 in solver/verify.py, is its own test that a reported cadence lies on the grid.)"""
 
 NEWTON_STEP_TOL = 1e-12
 """The start-up fill's Newton iteration (MODEL.md §8) stops when every step is below this share of
