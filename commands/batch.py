@@ -15,10 +15,12 @@ from commands.common import (
     EXIT_OK,
     OBJECTIVE,
     console,
+    edits_option,
     guarded,
     require_dask,
     show_bar,
 )
+from models.edits import parse_path, split_edit
 from models.result import STATUSES
 from render.tables import render_batch
 
@@ -49,13 +51,16 @@ EXIT_INTERRUPTED = 130
 )
 @click.option("--quiet", is_flag=True, help="Print nothing; the exit code tells.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and summary paths as JSON.")
+@edits_option
 @guarded
-def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, as_json) -> None:
+def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, as_json, edits) -> None:
     """Solve every instance file in PATH... (files, folders searched recursively, globs), in parallel.
 
     Each instance gets its own result, whatever happens to the others. Exit codes: 0 all
     optimal, 3 some infeasible or time-limited, 2 some invalid, 1 some internal error (the
-    most severe wins), 130 interrupted (rerun with --resume to finish).
+    most severe wins), 130 interrupted (rerun with --resume to finish). --set PATH=VALUE edits every
+    file before it is validated ([*] for every item of a list); --resume reuses only results solved
+    with the same edits.
     """
     from drivers import batch as driver
 
@@ -66,7 +71,12 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
         files = driver.discover(paths, exclude=out)
     except driver.BatchError as exc:
         raise click.BadParameter(str(exc), param_hint="PATH") from None
-    tasks = driver.plan_tasks(files, objective, time_limit)
+    for edit in edits:
+        try:
+            parse_path(split_edit(edit)[0])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--set") from None
+    tasks = driver.plan_tasks(files, objective, time_limit, edits)
     with_bar = show_bar(quiet or as_json)
     options = dict(objective=objective, time_limit=time_limit, workers=workers, scheduler=scheduler, resume=resume)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)

@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -182,18 +183,26 @@ STATUS_EXIT = {
 
 
 HANDFUL = 5  # commands solving more models than this show a progress bar (on a terminal, without --json)
+PROGRESS_AFTER_S = 2.0  # a replay that takes longer than this shows a progress bar (on a terminal, without --json)
 
 
 class SolvingBar:
-    """A rich progress bar that appears on the first update promising more than a handful of models."""
+    """A transient rich progress bar that appears once the work looks long: on the first update promising
+    more than a handful of models, or, with ``after_s``, once the work has taken that many seconds."""
 
-    def __init__(self, label: str, enabled: bool):
-        self.label, self.enabled = label, enabled
+    def __init__(self, label: str, enabled: bool, after_s: float | None = None):
+        self.label, self.enabled, self.after_s = label, enabled, after_s
+        self.began = time.monotonic()
         self.progress = None
         self.task = None
 
+    def _due(self, total: int) -> bool:
+        if self.after_s is None:
+            return total > HANDFUL
+        return time.monotonic() - self.began >= self.after_s
+
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or (self.progress is None and total <= HANDFUL):
+        if not self.enabled or (self.progress is None and not self._due(total)):
             return
         if self.progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

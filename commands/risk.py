@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import click
 
-from commands.common import basis_option, edits_option, guarded, load_with_edits, show_bar, with_basis, write_and_show
+from commands.common import (
+    PROGRESS_AFTER_S,
+    SolvingBar,
+    basis_option,
+    edits_option,
+    guarded,
+    load_with_edits,
+    show_bar,
+    with_basis,
+    write_and_show,
+)
 from models.load import InstanceError, Problem
 
 
@@ -43,7 +53,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     0 assessed (on time or not), 2 invalid input (no uncertainty section, a plan that does not fit),
     3 or 4 when the instance has no optimal plan to assess, 1 internal error.
     """
-    from commands.simulate import DelayedBar, plan_to_replay
+    from commands.simulate import plan_to_replay
     from drivers.risk import assess, replay
 
     inst = load_with_edits(instance, with_basis(edits, basis))
@@ -52,7 +62,7 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     inst, plan, metrics = plan_to_replay(inst, plan_file)
     report = assess(inst, plan, samples, seed)
     if replays:
-        with DelayedBar("replaying scenarios", show_bar(as_json)) as bar:
+        with SolvingBar("replaying scenarios", show_bar(as_json), after_s=PROGRESS_AFTER_S) as bar:
             report.replays = replay(inst, plan, metrics, report, replays, sim_iterations, on_progress=bar)
     write_and_show(
         report, report.to_json(), report_file="risk.json", out=out, as_json=as_json, plots=_plots, printer=_printer

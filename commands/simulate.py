@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from commands.common import (
     EXIT_INTERNAL,
+    PROGRESS_AFTER_S,
     STATUS_EXIT,
+    SolvingBar,
     basis_option,
-    console,
     edits_option,
     guarded,
     load_with_edits,
@@ -21,43 +21,6 @@ from commands.common import (
     with_basis,
     write_and_show,
 )
-
-PROGRESS_AFTER_S = 2.0  # a run that takes longer than this shows a progress bar (on a terminal, without --json)
-
-
-class DelayedBar:
-    """A transient progress bar that appears once a run has taken PROGRESS_AFTER_S seconds."""
-
-    def __init__(self, label: str, enabled: bool):
-        self.label, self.enabled = label, enabled
-        self.began = time.monotonic()
-        self.progress = None
-        self.task = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or (self.progress is None and time.monotonic() - self.began < PROGRESS_AFTER_S):
-            return
-        if self.progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(
-                TextColumn(self.label),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console(),
-                transient=True,
-            )
-            self.progress.start()
-            self.task = self.progress.add_task(self.label, total=total)
-        self.progress.update(self.task, completed=done, total=total)
-
-    def __enter__(self) -> DelayedBar:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.progress is not None:
-            self.progress.stop()
 
 
 def plan_to_replay(inst, plan_file: str | None):
@@ -190,7 +153,7 @@ def simulate(
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
-    with DelayedBar("simulating", show_bar(as_json)) as bar:
+    with SolvingBar("simulating", show_bar(as_json), after_s=PROGRESS_AFTER_S) as bar:
         try:
             report = simulate_plan(
                 inst,
@@ -231,7 +194,7 @@ def simulated_verdict(inst, result, replications: int, quiet: bool):
     no replication is one of the replays that set the allowance (:func:`simulate.verdicts.fresh_seed`)."""
     from simulate.verdicts import simulate_result
 
-    with DelayedBar("simulating", show_bar(quiet)) as bar:
+    with SolvingBar("simulating", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
         return simulate_result(inst, result, replications, on_progress=bar)
 
 
@@ -239,7 +202,7 @@ def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[di
     """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
     from simulate.verdicts import verdicts
 
-    with DelayedBar("simulating plans", show_bar(quiet)) as bar:
+    with SolvingBar("simulating plans", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
         return verdicts(inst, results, replications, on_progress=bar)
 
 

@@ -147,8 +147,8 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     "--baseline-inference-gpus",
     type=click.IntRange(min=1),
     metavar="N",
-    help="The baseline's inference cards [default: every inference GPU the fewer-cards plan's shape "
-    "mix can have beside the deadline pace's training; the output says how it was chosen].",
+    help="The baseline's inference cards [default: every inference GPU of every pool beside the deadline "
+    "pace's training, each pool's cards rated by its own shapes; the output says how it was chosen].",
 )
 @click.option(
     "--cadence",
@@ -176,8 +176,9 @@ def compare(
     cards), the cheapest plan meeting the deadline ("fewer cards"), the fastest plan keeping
     the baseline's card count and the fastest keeping the cheapest plan's hourly cost
     ("shorter schedule"), and the seed's arithmetic at the shorter schedule's cadence; then
-    each against the baseline ("time margin 17.3 %, supply +21 %"). The arithmetic columns
-    rate and price their cards by the fewer-cards plan's shape mix and are marked "arithmetic ✗"
+    each against the baseline ("time margin 17.3 %, supply +21 %"), pool by pool where there are
+    several. The arithmetic columns rate and price their cards by the shapes of the pools they
+    sit in (by the fewer-cards plan's shape mix for a given N) and are marked "arithmetic ✗"
     (infeasible as a yardstick) when those cards cannot deliver once drops count. With --simulate [R],
     each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
     and verdict.
@@ -202,10 +203,18 @@ def compare(
     "--set",
     "axes",
     multiple=True,
-    required=True,
     metavar="PATH=V1,V2,...",
     help="A swept field and its values (split on top-level commas: {a: 1, b: 2} and [1,2] stay whole); "
-    "repeat for a cartesian product.",
+    "repeat for a cartesian product. [*] edits every item of a list (inference.shapes[*].tokens_per_gpu_s).",
+)
+@click.option(
+    "--zip",
+    "zipped",
+    multiple=True,
+    metavar="PATH=V1,V2,...",
+    help="A field varied together with the other --zip fields: their i-th values go into one point "
+    "(e.g. a GPU type's price with its throughput); each needs the same number of values. The group "
+    "is one axis of the product with the --set axes.",
 )
 @click.option("--objective", type=OBJECTIVE, help="Override every point's objective.")
 @click.option(
@@ -225,8 +234,13 @@ def compare(
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
 @basis_option
 @guarded
-def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as_json: bool, basis: str | None) -> None:
+def sweep(
+    instance: str, axes, zipped, objective: str | None, out: str, workers: int, as_json: bool, basis: str | None
+) -> None:
     """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
+
+    --zip PATH=V1,V2,... fields vary together (the i-th value of each in the same point) as one axis
+    of that product.
 
     An invalid point is a row with the loader's message, an infeasible one a row with its
     diagnosis. Writes sweep.csv, sweep.json (every point's docs/model.md §6 result) and plots:
@@ -238,10 +252,12 @@ def sweep(instance: str, axes, objective: str | None, out: str, workers: int, as
     from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import sweep_pngs
 
+    if not axes and not zipped:
+        raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")
     try:
-        parsed = [driver.parse_axis(option) for option in with_basis(axes, basis)]
+        parsed = driver.parse_axes(with_basis(axes, basis), zipped)
     except driver.SweepError as exc:
-        raise click.BadParameter(str(exc), param_hint="--set") from None
+        raise click.BadParameter(str(exc), param_hint="--set/--zip") from None
     with SolvingBar("sweep", show_bar(as_json)) as bar:
         report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
     folder = Path(out)

@@ -74,9 +74,14 @@ class BatchReport:
 
 
 def solve_file(
-    path: str, objective: str | None = None, time_limit: float | None = None, label: str | None = None
+    path: str,
+    objective: str | None = None,
+    time_limit: float | None = None,
+    label: str | None = None,
+    edits: Sequence[str] = (),
 ) -> dict:
-    """Load and solve one file; return its §6 result with ``file`` and ``input_hash``. Never raises.
+    """Load and solve one file, with ``edits`` (``--set PATH=VALUE``, ``[*]`` for every item) applied; return
+    its §6 result with ``file`` and ``input_hash``. Never raises.
 
     An unusable file becomes status ``invalid`` with the loader's message; an infeasible or
     time-limited instance keeps the solver's status; any other failure becomes ``error`` with
@@ -92,19 +97,18 @@ def solve_file(
             f"{label}: cannot read file: {exc.strerror or exc}",
             objective,
             label,
-            input_hash(b"", objective, time_limit),
+            input_hash(b"", objective, time_limit, edits),
         )
-    digest = input_hash(data, objective, time_limit)
+    digest = input_hash(data, objective, time_limit, edits)
     try:
         from drivers.diagnose import diagnosed
         from drivers.hold import ReplayCache, solve_planned
-        from models.load import InstanceError, read_document, validate
-        from models.plausible import unit_warnings
+        from models.edits import load_edited_checked
+        from models.load import InstanceError
 
         clock = time.perf_counter()
         try:
-            document = read_document(Path(path))
-            inst = validate(document, str(path), Path(path).parent)
+            inst, warnings = load_edited_checked(Path(path), list(edits))
         except InstanceError as exc:
             message = InstanceError(label, exc.problems).message
             return _failure(Path(label).stem, "invalid", message, objective or _declared_objective(path), label, digest)
@@ -113,7 +117,7 @@ def solve_file(
             result = diagnosed(
                 inst,
                 solve_planned(inst, objective, time_limit, threads=1, replays=ReplayCache(threads=1)),
-                notes=unit_warnings(document),
+                notes=warnings,
             )
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
@@ -170,11 +174,11 @@ def _exit_with_parent(parent: int) -> None:
 
 # ---------------------------------------------------------------- executors
 
-TaskFunction = Callable[[str, str | None, float | None, str | None], dict]
+TaskFunction = Callable[[str, str | None, float | None, str | None, tuple[str, ...]], dict]
 
 
 def _arguments(task: Task, objective: str | None, time_limit: float | None) -> tuple:
-    return (task.path, objective, time_limit, task.file)
+    return (task.path, objective, time_limit, task.file, task.edits)
 
 
 def _died(task: Task, objective: str | None, why: str) -> dict:
@@ -364,9 +368,15 @@ def run_batch(
         interrupted = True
     finally:
         stream.close()
+    while True:  # an interrupt that lands while the last summaries are written stops nothing more: write them whole
+        try:
+            summary = write_summaries(out, tasks, rows)
+            break
+        except KeyboardInterrupt:
+            interrupted = interrupted or tally.done < tally.total
     return BatchReport(
         tally=tally,
-        rows=write_summaries(out, tasks, rows),
+        rows=summary,
         summary_csv=out / SUMMARY_CSV,
         summary_jsonl=out / SUMMARY_JSONL,
         interrupted=interrupted,

@@ -29,6 +29,7 @@ class Task:
     file: str
     result: str
     input_hash: str
+    edits: tuple[str, ...] = ()  # --set PATH=VALUE edits applied to the file before it is validated
 
 
 def discover(paths: Sequence[str], exclude: str | Path | None = None) -> list[Path]:
@@ -82,9 +83,13 @@ def _inside(path: Path, folder: Path | None) -> bool:
     return folder is not None and path.resolve().is_relative_to(folder)
 
 
-def input_hash(data: bytes, objective: str | None, time_limit: float | None) -> str:
-    """sha256 of the file's bytes and the options that change its result."""
-    options = json.dumps({"objective": objective, "time_limit": time_limit}, sort_keys=True)
+def input_hash(data: bytes, objective: str | None, time_limit: float | None, edits: Sequence[str] = ()) -> str:
+    """sha256 of the file's bytes and the options that change its result (the edits only when there are
+    some, so a result written without edits keeps its hash)."""
+    chosen: dict = {"objective": objective, "time_limit": time_limit}
+    if edits:
+        chosen["edits"] = list(edits)
+    options = json.dumps(chosen, sort_keys=True)
     return hashlib.sha256(_HASH_VERSION + b"\0" + options.encode() + b"\0" + data).hexdigest()
 
 
@@ -114,7 +119,12 @@ def result_names(files: Sequence[Path]) -> list[str]:
     return out
 
 
-def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: float | None = None) -> list[Task]:
+def plan_tasks(
+    files: Sequence[Path],
+    objective: str | None = None,
+    time_limit: float | None = None,
+    edits: Sequence[str] = (),
+) -> list[Task]:
     tasks = []
     for path, name in zip(files, result_names(files)):
         try:
@@ -126,7 +136,8 @@ def plan_tasks(files: Sequence[Path], objective: str | None = None, time_limit: 
                 path=os.path.abspath(path),
                 file=str(path),
                 result=name,
-                input_hash=input_hash(data, objective, time_limit),
+                input_hash=input_hash(data, objective, time_limit, edits),
+                edits=tuple(edits),
             )
         )
     return tasks

@@ -114,19 +114,24 @@ def _cut_by(base: Screen, families: tuple[str, ...]) -> str:
 def deadline(inst: Instance, cache: TableCache) -> Candidates:
     """The deadline raised: the makespans of the entries every other family lets through, on a grid that
     reaches up to 2×, 4×, then WIDEST× the deadline's pace (the first that lets an entry through) when
-    cadence.max is not set."""
+    cadence.max is not set. A widened grid that would hold more than MAX_ENTRIES entries is screened at a
+    multiple of the step (every point of it is a point of the instance's grid), so a fine grid never stops
+    the deadline from being raised; its makespans are then upper bounds (``exact_values`` False) and the
+    threshold is the shortest makespan the confirming solve finds (:func:`drivers.thresholds.settle`)."""
     sched, n = inst.schedule, inst.workload.iterations
     kept = inst.freshness.max_versions_kept
-    now = max(1, calc.cadence_grid(inst).size)
-    widest = min(WIDEST, max(1.0, MAX_ENTRIES / (now * kept)))
-    factors = (1.0,) if sched.cadence.max is not None else sorted({min(widest, f) for f in (2.0, 4.0, WIDEST)})
+    c = sched.cadence
+    factors = (1.0,) if c.max is not None else (2.0, 4.0, WIDEST)
+    coarse = 1
     for factor in factors:
         far = sched.extra_time + (sched.deadline - sched.extra_time) * factor
-        widen = (
-            {}
-            if sched.cadence.max is not None
-            else {"schedule.cadence.max": max((far - sched.extra_time) / n, sched.cadence.min)}
-        )
+        widen: dict = {}
+        if c.max is None:
+            longest = max((far - sched.extra_time) / n, c.min)
+            coarse = max(1, math.ceil((longest - c.min) / c.step * kept / MAX_ENTRIES))
+            widen = {"schedule.cadence.max": longest} | (
+                {"schedule.cadence.step": c.step * coarse} if coarse > 1 else {}
+            )
         s = screen(inst, cache, widen)
         ok = s.passing("deadline")
         if ok.any():
@@ -143,6 +148,7 @@ def deadline(inst: Instance, cache: TableCache) -> Candidates:
         sched.deadline,
         values,
         top=top if values.size else None,
+        exact_values=coarse == 1,
         far=far if sched.cadence.max is None else far_span,
         note=f"no (cadence, K) pair passes even at {factor:.3g}× the deadline",
     )

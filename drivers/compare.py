@@ -4,7 +4,8 @@ Columns, side by side:
 
 - ``baseline``: the seed's arithmetic (:func:`solver.explain.explain`) at the deadline pace
   with the baseline's inference cards — what the article starts from; by default every
-  inference GPU the shape mix can have beside the deadline pace's training (:func:`_baseline`);
+  inference GPU of every pool beside the deadline pace's training, each pool's cards rated and
+  priced by its own shapes (:func:`_baseline`, :func:`drivers.shape_mix.pools_mix`);
 - ``fewer_cards``: the cheapest plan that meets the deadline (the MIP, total cost);
 - ``shorter_same_cards``: the fastest plan with no more inference cards than the baseline;
 - ``shorter_same_hourly``: the fastest plan whose hourly cost is no more than ``fewer_cards``';
@@ -32,7 +33,7 @@ import numpy as np
 
 from drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
 from drivers.hold import HoldingPlanner, planner_for
-from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of
+from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
 from models.instance import Instance
 from models.result import Result
 from solver import calculus as calc
@@ -91,7 +92,8 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
     planner = planner_for(inst)
     fewer = planner.solve("total_cost")
     training = int(calc.min_groups_for(inst, calc.deadline_pace(inst))[0]) * inst.training.gpus_per_group
-    mix = mix_of(inst, fewer.plan if fewer.status == "optimal" else None, training)
+    plan = fewer.plan if fewer.status == "optimal" else None
+    mix = pools_mix(inst, plan, training) if baseline_gpus is None else mix_of(inst, plan, training)
     gpus, source = _baseline(inst, baseline_gpus, fewer, mix, training)
     columns = [
         arithmetic_column(
@@ -159,9 +161,9 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
 
 
 def _baseline(inst: Instance, given: int | None, fewer: Result, mix: ShapeMix, training: int) -> tuple[int, str]:
-    """The baseline's inference GPUs and how they were chosen: given; else every GPU the shape mix can
-    have beside the deadline pace's training (the slack the §4 question spends); else the fewer-cards
-    plan's; else the seed's inference_gpus_needed."""
+    """The baseline's inference GPUs and how they were chosen: given; else every GPU of every pool beside
+    the deadline pace's training (the slack the §4 question spends; ``mix`` is then :func:`pools_mix`);
+    else the fewer-cards plan's; else the seed's inference_gpus_needed."""
     if given is not None:
         return int(given), "given"
     most = capacity(inst, mix, training)
@@ -250,6 +252,12 @@ def deltas(base: Column, col: Column) -> list[str]:
     for key, what in (("inference_gpus", "inference cards"), ("training_gpus", "training cards")):
         if c[key] is not None and b[key]:
             out.append(f"{what} {c[key]:,} ({_change(c[key], b[key])})")
+    pools_b, pools_c = b.get("inference_by_pool") or {}, c.get("inference_by_pool") or {}
+    if len(pools_b) > 1 and pools_c:
+        out.append(
+            "inference cards by pool: "
+            + ", ".join(f"{p} {pools_c.get(p, 0):,} (baseline {n:,})" for p, n in pools_b.items())
+        )
     out.append(
         f"in flight {c['inflight_mean']:,.0f} ({_change(c['inflight_mean'], b['inflight_mean'])}); "
         f"at the median occupancy {c['inflight_at_median']:,.0f} (baseline {b['inflight_at_median']:,.0f})"

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from drivers.shape_mix import ShapeMix, capacity
+from drivers.shape_mix import ShapeMix, by_pool, capacity
 from drivers.sweep import diagnosis_summary
 from models.instance import Instance
 from models.result import Result
@@ -28,6 +28,7 @@ from solver.tolerances import TIE_TOL
 # deliver" is the GPU-weighted r_s·(1 - slowdown_s·(K-1)) of the column's shapes.
 ROWS: tuple[tuple[str, str, str], ...] = (
     ("inference_gpus", "inference GPUs", "count"),
+    ("inference_by_pool", "  by pool", "map"),
     ("training_gpus", "training GPUs", "count"),
     ("gpus", "GPUs in all", "count"),
     ("cadence_s", "cadence (s)", "seconds"),
@@ -121,6 +122,7 @@ def arithmetic_column(
     span = float(ex["makespan_s"])
     figures = {
         "inference_gpus": gpus,
+        "inference_by_pool": by_pool(inst, mix, gpus),
         "training_gpus": training,
         "gpus": (gpus or 0) + (training or 0) if gpus else None,
         "cadence_s": L,
@@ -181,8 +183,10 @@ def plan_column(inst: Instance, names: tuple[str, str, str], result: Result, why
         return Column(*names, "plan", result.status, result=result, note=note)
     plan, met, w = result.plan, result.metrics, inst.workload
     occ = calc.occupancy_of(inst.environment.occupancy)
+    hosting = dict.fromkeys(s.pool for s in inst.inference.shapes)
     figures = {
         "inference_gpus": plan.inference_gpus,
+        "inference_by_pool": {p: sum(i.gpus for i in plan.inference if i.pool == p) for p in hosting},
         "training_gpus": plan.training_gpus,
         "gpus": plan.inference_gpus + plan.training_gpus,
         "cadence_s": plan.cadence_s,

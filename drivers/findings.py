@@ -14,7 +14,7 @@ from drivers.candidates import Candidates
 from models.instance import Instance
 from solver import calculus as calc
 from solver.pairs import TableCache
-from solver.tolerances import REL_TOL
+from solver.tolerances import PRINT_TOL, REL_TOL
 
 WHOLE_PLAN = "sandboxes and budgets"  # the family of the limits that act on whole plans, not on pairs
 
@@ -156,8 +156,10 @@ def text(f: Finding, value: float | None = None) -> str:
 def fmt(f: Finding, value: float) -> str:
     """The value rounded in the direction that keeps the printed figure on the feasible side."""
     if f.cand.integer or abs(value) >= 1000:
-        return f"{np.ceil(value - 1e-9) if f.cand.raise_ else np.floor(value + 1e-9):,.0f}"
+        return f"{np.ceil(value - PRINT_TOL) if f.cand.raise_ else np.floor(value + PRINT_TOL):,.0f}"
     digits = 5 - int(np.floor(np.log10(abs(value)))) - 1 if value else 5
     scale = 10.0**digits
-    rounded = np.ceil(value * scale - 1e-9) / scale if f.cand.raise_ else np.floor(value * scale + 1e-9) / scale
+    rounded = (
+        np.ceil(value * scale - PRINT_TOL) / scale if f.cand.raise_ else np.floor(value * scale + PRINT_TOL) / scale
+    )
     return f"{rounded:.{max(digits, 0)}f}"

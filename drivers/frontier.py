@@ -25,7 +25,7 @@ from models.instance import Instance
 from models.result import Result, key_columns
 from solver.calculus import cadence_grid
 from solver.solve import Planner
-from solver.tolerances import TIE_TOL
+from solver.tolerances import SPAN_TOL, TIE_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
 DAY_S = 86400.0
@@ -217,7 +217,7 @@ def frontiers(
             out.solves += extra
         elif front.points and front.stopped != "grid":
             front.bounded_by = front.stopped
-        elif front.points and front.fastest.plan.cadence_s > fastest_grid * (1 + 1e-12):
+        elif front.points and front.fastest.plan.cadence_s > fastest_grid * (1 + SPAN_TOL):
             front.bounded_by = "constraints"  # the faster grid points failed the per-pair checks
     return out
 
@@ -259,7 +259,7 @@ def walk(
             break
         found.append(result)
         span = result.plan.makespan_s
-        faster = spans[spans < span * (1 - 1e-12)]
+        faster = spans[spans < span * (1 - SPAN_TOL)]
         step(int(spans.size - faster.size))
         if not faster.size:
             break

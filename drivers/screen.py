@@ -14,7 +14,7 @@ from models.edits import edited
 from models.instance import Instance
 from solver import calculus as calc
 from solver.pairs import TableCache, best_supply
-from solver.tolerances import REL_TOL
+from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 FAMILIES = (
     "deadline",
@@ -67,7 +67,7 @@ class Screen:
         if family == "max_mean_gap":
             return np.broadcast_to((self.gap <= limit * (1 + REL_TOL))[:, None], shape)
         value = self.exceedance if family == "max_exceedance" else self.drop
-        return value <= limit * (1 + REL_TOL) + 1e-15
+        return value <= limit * (1 + REL_TOL) + ZERO_SHARE_TOL
 
     def passing(self, *lifted: str) -> np.ndarray:
         """Entries every family but ``lifted`` lets through."""

@@ -1,11 +1,15 @@
 """The shape mix the seed's arithmetic runs on when an instance has several shapes and pools.
 
 The seed article has one shape; an instance may have several, over several pools. The
-arithmetic columns of ``compare`` price and rate their inference cards by a mix of shapes:
-the fewer-cards plan's (each shape weighted by the GPUs the plan gives it) when that plan
-has inference GPUs, else the pools' capacity (each pool's GPUs left beside training,
-shared equally among the shapes it hosts). Throughput is at ``K = max_versions_kept``
-(``1 - slowdown·(K-1)``), as the arithmetic's exceedance is.
+arithmetic columns of ``compare`` price and rate their inference cards by a mix of shapes.
+The default baseline holds every pool's free GPUs (:func:`pools_mix`): each pool weighs by
+the GPUs it has left beside training, and inside a pool its shapes share those GPUs as the
+fewer-cards plan shares its own there (equally where the plan runs nothing in that pool), so
+a pool the cheapest plan leaves idle still counts in the baseline, with its own shapes. A
+baseline given as a number of cards takes the fewer-cards plan's mix (:func:`mix_of`: each
+shape weighted by the GPUs the plan gives it) when that plan has inference GPUs, else the
+pools' capacity. Throughput is at ``K = max_versions_kept`` (``1 - slowdown·(K-1)``), as the
+arithmetic's exceedance is.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from models.instance import Instance
 from models.result import Plan
 from solver import calculus as calc
+from solver.tolerances import INTEGER_TOL
 
 
 @dataclass(frozen=True)
@@ -39,15 +44,32 @@ def free_for_inference(inst: Instance, training_gpus: int) -> dict[str, int]:
 
 def mix_of(inst: Instance, plan: Plan | None, training_gpus: int) -> ShapeMix:
     """The plan's shape mix when it has inference GPUs, else the pools' capacity beside ``training_gpus``."""
-    shapes = inst.inference.shapes
     if plan is not None and plan.inference_gpus > 0:
-        gpus = {item.shape: float(item.gpus) for item in plan.inference}
-        source = "the fewer-cards plan's shape mix"
-    else:
-        free = free_for_inference(inst, training_gpus)
-        hosted = {p: sum(1 for s in shapes if s.pool == p) for p in free}
-        gpus = {s.name: free[s.pool] / hosted[s.pool] for s in shapes}
-        source = "the pools' capacity"
+        return _weighted(
+            inst, {item.shape: float(item.gpus) for item in plan.inference}, "the fewer-cards plan's shape mix"
+        )
+    return pools_mix(inst, None, training_gpus)
+
+
+def pools_mix(inst: Instance, plan: Plan | None, training_gpus: int) -> ShapeMix:
+    """Every pool's free GPUs beside ``training_gpus``, each pool's shapes sharing them as ``plan`` shares
+    its own GPUs in that pool (equally where the plan runs none there)."""
+    free = free_for_inference(inst, training_gpus)
+    used = {item.shape: float(item.gpus) for item in plan.inference} if plan is not None else {}
+    gpus: dict[str, float] = {}
+    for pool, room in free.items():
+        hosted = [s for s in inst.inference.shapes if s.pool == pool]
+        busy = sum(used.get(s.name, 0.0) for s in hosted)
+        for s in hosted:
+            gpus[s.name] = room * (used.get(s.name, 0.0) / busy if busy > 0 else 1.0 / len(hosted))
+    crowded = any(sum(1 for s in inst.inference.shapes if s.pool == pool) > 1 for pool in free)
+    shared = ", each pool's shapes as the fewer-cards plan shares it" if crowded and any(used.values()) else ""
+    return _weighted(inst, gpus, "the pools' capacity" + shared)
+
+
+def _weighted(inst: Instance, gpus: dict[str, float], source: str) -> ShapeMix:
+    """The mix of shapes holding ``gpus`` (by shape name), its throughput at K = max_versions_kept and its price."""
+    shapes = inst.inference.shapes
     total = sum(gpus.values())
     if total <= 0:  # no GPU anywhere for inference: weigh the shapes alike, so the figures stay defined
         gpus, total = {s.name: 1.0 for s in shapes}, float(len(shapes))
@@ -60,6 +82,16 @@ def mix_of(inst: Instance, plan: Plan | None, training_gpus: int) -> ShapeMix:
     return ShapeMix(weights=weights, source=source, tokens_per_gpu_s=rate, gpu_hour_cost=price)
 
 
+def by_pool(inst: Instance, mix: ShapeMix, gpus: int | None) -> dict[str, int] | None:
+    """``gpus`` cards of ``mix`` counted in each pool that hosts a shape (rounded to whole GPUs)."""
+    if gpus is None:
+        return None
+    out: dict[str, float] = {}
+    for s in inst.inference.shapes:
+        out[s.pool] = out.get(s.pool, 0.0) + mix.weights[s.name] * gpus
+    return {pool: int(round(n)) for pool, n in out.items()}
+
+
 def capacity(inst: Instance, mix: ShapeMix, training_gpus: int) -> int:
     """The most inference GPUs the mix can have beside ``training_gpus``: the first pool to run out decides."""
     free = free_for_inference(inst, training_gpus)
@@ -67,7 +99,7 @@ def capacity(inst: Instance, mix: ShapeMix, training_gpus: int) -> int:
     for s in inst.inference.shapes:
         share[s.pool] = share.get(s.pool, 0.0) + mix.weights[s.name]
     limits = [free[pool] / w for pool, w in share.items() if w > 0]
-    return int(math.floor(min(limits) * (1 + 1e-12))) if limits else 0
+    return int(math.floor(min(limits) * (1 + INTEGER_TOL))) if limits else 0
 
 
 def capacity_text(inst: Instance, mix: ShapeMix, training_gpus: int) -> str:

@@ -1,7 +1,7 @@
 """Scenario sweeps: the cartesian product of field edits, each point validated and solved.
 
 A sweep is a list of axes (:mod:`drivers.sweep_axes`), each a MODEL.md field path with the values
-to try (``inference.shapes[0].tokens_per_gpu_s=60,75,200``). Every point of their product is
+to try (``inference.shapes[0].tokens_per_gpu_s=60,75,200``; zipped axes vary together). Every point of their product is
 the base document with one value per axis applied, validated like a file (an invalid
 point becomes a row with the loader's message) and solved (an infeasible point becomes
 a row with its diagnosis). One built model is reused from point to point whenever the
@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from drivers.sweep_axes import Axis, SweepError, grid_points, parse_axis, split_values
+from drivers.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
 from drivers.workers import clip, one_line, prepare_worker
-from models.edits import apply_edit, blamed_on_edits, parse_path, parse_value
+from models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
 from models.load import InstanceError, Problem, read_document, validate
 from models.result import STATUSES, key_columns
 
@@ -58,7 +58,7 @@ ROW_COLUMNS = (
 Progress = Callable[[int, int], None]  # (points done, points in all)
 
 # Re-exported from drivers.sweep_axes: a sweep's callers find the axes beside run_sweep.
-__all__ = ["Axis", "SweepError", "parse_axis", "split_values"]
+__all__ = ["Axis", "SweepError", "parse_axes", "parse_axis", "split_values"]
 
 
 @dataclass
@@ -102,7 +102,7 @@ class SweepReport:
             "instance": self.instance,
             "file": self.file,
             "objective": self.objective,
-            "axes": [{"path": a.path, "values": list(a.texts)} for a in self.axes],
+            "axes": [{"path": a.path, "values": list(a.texts), "zipped": a.zipped} for a in self.axes],
             "names": dict(self.names),
             "counts": {status: counts.get(status, 0) for status in STATUSES},
             "builds": self.builds,
@@ -149,12 +149,15 @@ def run_sweep(
 
 def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
     """The ``name`` of every list item along ``paths`` in the base document, by item path
-    (``inference.shapes[1]`` -> ``h200-tp8``); items without a name are left out."""
+    (``inference.shapes[1]`` -> ``h200-tp8``); items without a name are left out, and so is
+    what follows a ``[*]`` (every item: :func:`render.labels.field_label` says so)."""
     out: dict[str, str] = {}
     for path in paths:
         node: Any = document
         prefix = ""
         for token in parse_path(path):
+            if token == WILDCARD:
+                break
             if isinstance(token, int):
                 prefix += f"[{token}]"
                 node = node[token] if isinstance(node, list) and token < len(node) else None

@@ -2,7 +2,9 @@
 
 Values are split on top-level commas (``{a: 1, b: 2}`` and ``[1,2]`` stay whole) and kept as
 written (``7d`` stays ``7d``); the loader reads them when a point is built. The sweep's points
-are the cartesian product of its axes' values (:func:`grid_points`).
+are the cartesian product of its axes' values (:func:`grid_points`), except that the axes given
+with ``--zip`` vary together: their i-th values go into the same point, and the group is one
+factor of the product, placed where its first axis stands.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Axis:
 
     path: str
     texts: tuple[str, ...]
+    zipped: bool = False  # varied together with the sweep's other zipped axes (``--zip``)
 
     @property
     def numeric(self) -> bool:
@@ -66,7 +69,7 @@ def split_values(text: str) -> list[str]:
     return values
 
 
-def parse_axis(option: str) -> Axis:
+def parse_axis(option: str, zipped: bool = False) -> Axis:
     """``PATH=V1,V2,...`` -> Axis; raises SweepError naming what is wrong."""
     if "=" not in option:
         raise SweepError(f"{option!r} must look like PATH=V1,V2,...")
@@ -78,9 +81,47 @@ def parse_axis(option: str) -> Axis:
     texts = split_values(text)
     if not text or any(not t for t in texts):
         raise SweepError(f"{option!r}: every value must be non-empty (values are separated by top-level commas)")
-    return Axis(path, tuple(texts))
+    return Axis(path, tuple(texts), zipped)
+
+
+def parse_axes(crossed: Sequence[str], zipped: Sequence[str] = ()) -> list[Axis]:
+    """The ``--set`` axes (crossed) then the ``--zip`` axes (varied together); raises SweepError when a
+    path is swept twice or the zipped axes do not all have the same number of values."""
+    axes = [parse_axis(o) for o in crossed] + [parse_axis(o, zipped=True) for o in zipped]
+    seen: set[str] = set()
+    for axis in axes:
+        if axis.path in seen:
+            raise SweepError(f"{axis.path} is swept twice: give each field one --set or --zip")
+        seen.add(axis.path)
+    counts = {axis.path: len(axis.texts) for axis in axes if axis.zipped}
+    if len(set(counts.values())) > 1:
+        sizes = ", ".join(f"{path} has {n}" for path, n in counts.items())
+        raise SweepError(f"--zip axes vary together, so each needs the same number of values: {sizes}")
+    return axes
+
+
+def dimensions(axes: Sequence[Axis]) -> list[int]:
+    """Each axis's factor of the product: its own, or, for a zipped axis, the one its group shares."""
+    out, zipped_at, count = [], None, 0
+    for axis in axes:
+        if axis.zipped and zipped_at is not None:
+            out.append(zipped_at)
+            continue
+        if axis.zipped:
+            zipped_at = count
+        out.append(count)
+        count += 1
+    return out
 
 
 def grid_points(axes: Sequence[Axis]) -> list[tuple[str, ...]]:
-    """The cartesian product of the axes' values, the first axis varying slowest."""
-    return list(itertools.product(*(axis.texts for axis in axes)))
+    """One value per axis for every point: the product of the factors (:func:`dimensions`), the first
+    varying slowest; the axes of the zipped factor take their values at the same position."""
+    dims = dimensions(axes)
+    sizes = [0] * (max(dims) + 1) if dims else []
+    for axis, d in zip(axes, dims):
+        sizes[d] = len(axis.texts)
+    return [
+        tuple(axis.texts[combo[d]] for axis, d in zip(axes, dims))
+        for combo in itertools.product(*(range(n) for n in sizes))
+    ]

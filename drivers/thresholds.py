@@ -181,7 +181,8 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
     exists there); with count_startup, where the screen's makespans are lower bounds short of the fill and
     U(m), then the closed form widened by 0.4 %, 1.6 %, 6.4 % (a far smaller grid of pairs, each with its
     group counts, than the loosest's); then the loosest (``top``). While pairs pass, whole plans are what
-    the limits cut and the closed form is no better a guess than any: the loosest at once."""
+    the limits cut and the closed form is no better a guess than any: the loosest at once. A closed form read
+    off a coarsened grid (``exact_values`` False) is an upper bound: the solve's shortest makespan is the answer."""
     cand, inst = f.cand, checker.base
     tries = [cand.top]
     if search and cand.values.size and not cand.passing:
@@ -192,7 +193,7 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
         result = checker.solve(edit_of(inst, cand, deadline))
         if result is None or result.plan is None:
             continue
-        if deadline == tries[0] and len(tries) > 1:
+        if deadline == tries[0] and len(tries) > 1 and cand.exact_values:
             return _found(f, deadline, True, "closed form, confirmed by one solve")
         how = "lifted" if deadline == cand.top else f"at {deadline:,.0f} s"
         return _found(f, result.plan.makespan_s, True, f"shortest makespan with the deadline {how}")

@@ -11,26 +11,18 @@ import yaml
 from models.instance import Instance
 from models.load import InstanceError, Problem, read_document, validate
 from models.plausible import unit_warnings
+from models.uncertainty import path_tokens, render_path
 
-_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
 
 
 def parse_path(path: str) -> list[str | int]:
-    """``a.b[0].c`` -> ['a', 'b', 0, 'c']; raises ValueError on a malformed path."""
-    tokens: list[str | int] = []
-    pos = 0
-    text = path.strip()
-    while pos < len(text):
-        if text[pos] == "." and tokens:
-            pos += 1
-        match = _TOKEN.match(text, pos)
-        if not match:
-            raise ValueError(f"cannot read field path {path!r}")
-        tokens.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
-        pos = match.end()
-    if not tokens:
-        raise ValueError("empty field path")
-    return tokens
+    """``a.b[0].c`` -> ['a', 'b', 0, 'c'], ``a.b[*].c`` -> ['a', 'b', '*', 'c']; ValueError on a malformed path.
+
+    One grammar for every path the product takes (``--set``, sweep axes, uncertainty factors):
+    :func:`models.uncertainty.path_tokens`.
+    """
+    return path_tokens(path)
 
 
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
@@ -60,40 +52,44 @@ def split_edit(edit: str) -> tuple[str, str]:
 def apply_edit(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """Return ``data`` with the field at ``path`` set to ``value``, leaving ``data`` itself unchanged.
 
+    ``[*]`` sets the field in every element of that list (``inference.shapes[*].tokens_per_gpu_s``).
     Only the mappings and lists on the path are copied; the rest is shared with ``data`` (a sweep
     edits one field of the same document per point, and validation never mutates its input).
     """
     tokens = parse_path(path)
-    out = _shallow(data)
-    node: Any = out
-    last = len(tokens) - 1
-    for depth, token in enumerate(tokens):
-        problem = None
-        if isinstance(token, int):
-            if not isinstance(node, list) or token >= len(node):
-                problem = "no such list item"
-        elif not isinstance(node, dict):
-            problem = "not a mapping"
-        if problem is not None:  # named by the path up to here (only now rendered: sweeps call this per point)
-            raise ValueError(f"{path if depth == last else _render(tokens[: depth + 1])}: {problem}")
-        if depth == last:
-            node[token] = value
+    return _set(data, tokens, 0, value, path)
+
+
+def _set(node: Any, tokens: list[str | int], depth: int, value: Any, path: str) -> Any:
+    """``node`` (a shallow copy) with ``tokens[depth:]`` set to ``value``; a missing mapping on the way is created."""
+    token = tokens[depth]
+    last = depth == len(tokens) - 1
+    problem = None
+    if token == WILDCARD:
+        if not isinstance(node, list):
+            problem = "not a list"
+        elif not node:
+            problem = "[*] matches no list item (the list is empty)"
+    elif isinstance(token, int):
+        if not isinstance(node, list) or token >= len(node):
+            problem = "no such list item"
+    elif not isinstance(node, dict):
+        problem = "not a mapping"
+    if problem is not None:  # named by the path up to here (only now rendered: sweeps call this per point)
+        raise ValueError(f"{path if last else render_path(tokens[: depth + 1])}: {problem}")
+    out = _shallow(node)
+    keys = range(len(node)) if token == WILDCARD else [token]
+    for key in keys:
+        if last:
+            out[key] = value
         else:
-            child = _shallow(node[token]) if isinstance(token, int) or token in node else {}
-            node[token] = child
-            node = child
+            child = node[key] if isinstance(key, int) or key in node else {}
+            out[key] = _set(child, tokens, depth + 1, value, path)
     return out
 
 
 def _shallow(node: Any) -> Any:
     return dict(node) if isinstance(node, dict) else list(node) if isinstance(node, list) else node
-
-
-def _render(tokens: list[str | int]) -> str:
-    out = ""
-    for t in tokens:
-        out += f"[{t}]" if isinstance(t, int) else ("." if out else "") + t
-    return out
 
 
 def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
@@ -127,26 +123,27 @@ def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:
     paths = []
     for edit in edits:
         try:
-            paths.append((_render(parse_path(split_edit(edit)[0])), edit))
+            paths.append((parse_path(split_edit(edit)[0]), edit))
         except ValueError:
             continue
     problems = []
     for problem in error.problems:
         source = next(
-            (
-                f"--set {edit}"
-                for field, edit in reversed(paths)
-                if problem.path and (_within(problem.path, field) or _within(field, problem.path))
-            ),
+            (f"--set {edit}" for field, edit in reversed(paths) if problem.path and _related(problem.path, field)),
             None,
         )
         problems.append(Problem(problem.path, problem.rule, source) if source else problem)
     return InstanceError(error.file, problems)
 
 
-def _within(path: str, prefix: str) -> bool:
-    """Whether ``path`` is ``prefix`` or a field below it (``a.b[0]`` is within ``a.b``, ``a.bc`` is not)."""
-    return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
+def _related(path: str, field: list[str | int]) -> bool:
+    """Whether the problem's ``path`` is the edited ``field``, lies below it or above it; ``[*]`` in
+    ``field`` matches every item (``a.b[0]`` is related to ``a.b``, ``a.b[*].c`` and ``a``; ``a.bc`` is not)."""
+    try:
+        tokens = parse_path(path)
+    except ValueError:
+        return False
+    return all(f == t or (f == WILDCARD and isinstance(t, int)) for f, t in zip(field, tokens))
 
 
 def edited(inst: Instance, changes: dict[str, Any]) -> Instance:

@@ -174,12 +174,13 @@ class Result(Out):
     timings: Timings = Field(default_factory=Timings)
     model_size: dict[str, int] | None = None
     confidence: ConfidenceReport | None = None
+    ties: dict | None = None  # {"plans", "decided_by", "sentence"}: plans tied after MODEL §4's order
     basis: str | None = Field(None, description="planning.basis the plan was sized on (MODEL §11)")
     hold: HoldReport | None = None
 
     def to_json(self) -> dict:
         out = self.model_dump(mode="json")
-        for key in ("confidence", "hold"):  # optional keys (MODEL §9, §11): only such solves have them
+        for key in ("confidence", "hold", "ties"):  # optional keys (MODEL §9, §11, ties): only such solves have them
             if out[key] is None:
                 del out[key]
         return out

@@ -53,17 +53,17 @@ LIST_WORDS = {
     "backends": "backend",
 }
 MAP_WORDS = {"density": "density of {}", "eligible_share": "cloud-eligible share of {}"}
-_ITEM = re.compile(r"^(.*?)([A-Za-z_]+)\[(\d+)\]$")
+_ITEM = re.compile(r"^(.*?)([A-Za-z_]+)\[(\d+|\*)\]$")
 
 
-def _items(path: str) -> list[tuple[str, str, int]]:
-    """(item path, list name, index) for every list item along ``path``, outermost first."""
+def _items(path: str) -> list[tuple[str, str, str]]:
+    """(item path, list name, index) for every list item along ``path``, outermost first; ``[*]``'s index is '*'."""
     out, parts = [], path.split(".")
     for depth in range(len(parts)):
         prefix = ".".join(parts[: depth + 1])
         match = _ITEM.match(prefix)
         if match:
-            out.append((prefix, match.group(2), int(match.group(3))))
+            out.append((prefix, match.group(2), match.group(3)))
     return out
 
 
@@ -71,11 +71,16 @@ def field_label(path: str, names: dict[str, str] | None = None) -> str:
     """The words for the field at ``path``, with the named item it belongs to."""
     names = names or {}
     parts = path.split(".")
-    leaf = re.sub(r"\[\d+\]$", "", parts[-1])
-    parent = re.sub(r"\[\d+\]$", "", parts[-2]) if len(parts) > 1 else ""
+    leaf = re.sub(r"\[(\d+|\*)\]$", "", parts[-1])
+    parent = re.sub(r"\[(\d+|\*)\]$", "", parts[-2]) if len(parts) > 1 else ""
     if parent in MAP_WORDS:
         words = MAP_WORDS[parent].format(leaf)
     else:
         words = FIELD_WORDS.get(leaf, leaf.replace("_", " "))
-    owners = [f"{LIST_WORDS.get(kind, kind)} {names.get(item, f'#{index}')}" for item, kind, index in _items(path)]
+    owners = [
+        f"every {LIST_WORDS.get(kind, kind)}"
+        if index == "*"
+        else f"{LIST_WORDS.get(kind, kind)} {names.get(item, f'#{index}')}"
+        for item, kind, index in _items(path)
+    ]
     return f"{words} ({', '.join(owners)})" if owners else words

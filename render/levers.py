@@ -44,6 +44,19 @@ def lever_line(lever, objective: str) -> str:
     return f"{move}: {sign}{abs(lever.saving_share) * 100:.1f} % ({amount_text(lever.saving, objective)})"
 
 
+def unfinished_note(found) -> str | None:
+    """Why some levers have no figure and how to get one: their re-solves share one time budget."""
+    left = [lv for lv in found.items if lv.status in ("skipped", "time_limit")]
+    if not left:
+        return None
+    first = left[0]
+    return (
+        f"{len(left)} lever{'s' if len(left) > 1 else ''} without a figure: the lever re-solves share one time "
+        f"budget (--levers-time, within --time-limit), spent after {found.seconds:.1f} s here; rerun with "
+        f"--levers-time 60 for more, or see one alone with --set {first.path}={first.after:g}"
+    )
+
+
 def drop_sentence(found) -> str | None:
     """How many groups the plan loses to staleness at its K (under overrun_policy: drop)."""
     if found.overrun_policy != "drop" or found.group_drop_rate <= 0:
@@ -62,6 +75,9 @@ def render_levers(console, found) -> None:
     )
     for lever in found.items:
         console.print("  " + lever_line(lever, found.objective), markup=False)
+    note = unfinished_note(found)
+    if note:
+        console.print("  " + note, markup=False)
     sentence = drop_sentence(found)
     if sentence:
         console.print("  " + sentence, markup=False)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from drivers.frontier import DAY_S, Frontiers
 from drivers.sweep import Axis, SweepReport
+from drivers.sweep_axes import dimensions
 from render.labels import field_label
 
 DPI = 100
@@ -225,12 +226,17 @@ def _positions(axis: Axis) -> tuple[list[float], bool]:
 def sweep_pngs(report: SweepReport) -> dict[str, bytes]:
     """One figure per swept path (objective and key decisions against it) and, for two, a heatmap.
 
-    Paths given a single value are plain edits: they get no figure of their own.
+    Paths given a single value are plain edits: they get no figure of their own. Zipped paths
+    vary together: they are one factor of the product, so a heatmap takes one of them.
     """
     varying = [i for i, axis in enumerate(report.axes) if len(axis.texts) > 1]
     out = {f"sweep-{slug(report.axes[i].path)}.png": _axis_png(report, i, varying) for i in varying}
-    if len(varying) == 2:
-        out["sweep-heatmap.png"] = _heatmap_png(report, *(report.axes[i] for i in varying))
+    dims = dimensions(report.axes)
+    first_of: dict[int, int] = {}
+    for i in varying:
+        first_of.setdefault(dims[i], i)
+    if len(first_of) == 2:
+        out["sweep-heatmap.png"] = _heatmap_png(report, *(report.axes[i] for i in first_of.values()))
     return out
 
 
@@ -238,7 +244,8 @@ def _axis_png(report: SweepReport, k: int, varying: list[int]) -> bytes:
     axis = report.axes[k]
     xs, numeric = _positions(axis)
     where = {text: x for text, x in zip(axis.texts, xs)}
-    others = [i for i in varying if i != k]
+    dims = dimensions(report.axes)
+    others = [i for i in varying if dims[i] != dims[k]]  # a zipped partner moves with this axis
     groups: dict[tuple[str, ...], list[dict]] = {}
     for row in report.rows:
         key = tuple(row["edits"][report.axes[i].path] for i in others)

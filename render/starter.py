@@ -3,14 +3,12 @@ tagged union (update laws, occupancy laws) listed where the chosen kind stands."
 
 from __future__ import annotations
 
-import re
 import textwrap
 from typing import Any
 
 import yaml
 
 WIDTH = 100
-_INDEX = re.compile(r"\[\d+\]")
 
 
 def commented_yaml(document: dict[str, Any], docs: list, header: str) -> str:

@@ -52,6 +52,19 @@ def money(x: float) -> str:
     return f"${x:,.2f}"
 
 
+def unused_text(plan) -> str:
+    """The shapes, node types and VM types a plan gives nothing, by kind: the rows the table leaves out."""
+    parts = [
+        (what, [name for name, count in items if not count])
+        for what, items in (
+            ("replicas", [(i.shape, i.replicas) for i in plan.inference]),
+            ("nodes", [(c.type, c.count) for c in plan.local_nodes]),
+            ("VMs", [(c.type, c.count) for c in plan.cloud_vms]),
+        )
+    ]
+    return "; ".join(f"{what} {', '.join(names)}" for what, names in parts if names)
+
+
 def render_result(console, result) -> None:
     from rich.table import Table
 
@@ -77,12 +90,18 @@ def render_result(console, result) -> None:
     )
     decisions.add_row("versions kept", str(plan.versions_kept), "")
     for item in plan.inference:
-        decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
+        if item.replicas:
+            decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
     decisions.add_row("training groups", f"{plan.training_groups:,}", f"{plan.training_gpus:,} GPUs")
     for node in plan.local_nodes:
-        decisions.add_row(f"nodes {node.type}", f"{node.count:,}", "local sandbox nodes")
+        if node.count:
+            decisions.add_row(f"nodes {node.type}", f"{node.count:,}", "local sandbox nodes")
     for vm in plan.cloud_vms:
-        decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
+        if vm.count:
+            decisions.add_row(f"VMs {vm.type}", f"{vm.count:,}", "cloud spillover")
+    unused = unused_text(plan)
+    if unused:
+        decisions.add_row("not used", "0", unused)
     for pool in plan.pools:
         detail = f"of {pool.gpus:,} GPUs used"
         if pool.billing == "reserved":
@@ -129,6 +148,8 @@ def render_result(console, result) -> None:
         metrics.add_row(*row)
     console.print(metrics)
     console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
+    if result.ties:
+        console.print(f"ties: {result.ties['sentence']}", markup=False)
 
 
 def render_diagnosis(console, diagnosis: dict) -> None:

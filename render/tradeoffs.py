@@ -163,6 +163,12 @@ def render_comparison(console, result) -> None:
         table.add_column(f"({n}) {col.heading}", justify="right")
     table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for col in result.columns))
     for key, label, kind in ROWS:
+        if (
+            kind == "map"
+            and key == "inference_by_pool"
+            and all(len(c.figures.get(key) or {}) <= 1 for c in result.columns)
+        ):
+            continue  # one pool: the row would repeat "inference GPUs"
         table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
     if any(col.simulation for col in result.columns):
         cells = [_simulated_cells(col.simulation) for col in result.columns]

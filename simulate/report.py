@@ -11,22 +11,6 @@ from models.result import Metrics, Plan
 from simulate.setup import Setup
 from solver import calculus as calc
 
-# Figures shown side by side: MODEL.md §10's keys first, then the added ones.
-COMPARED = (
-    "makespan_s",
-    "startup_s",
-    "iteration_mean_s",
-    "iteration_p99_s",
-    "inflight_mean",
-    "inflight_p99",
-    "inflight_max",
-    "mean_version_gap",
-    "p99_version_gap",
-    "exceedance",
-    "group_drop_rate",
-    "sandbox_wait_share",
-    "on_time",
-)
 SPREAD = (
     "makespan_s",
     "startup_s",

@@ -156,6 +156,7 @@ def assemble(
         message=message,
         timings=timings_of(clock, search, highs_before),
         model_size={**live.size(), "highs_runs": search.runs},
+        ties=search.ties.to_json() if search.ties is not None and search.ties.plans > 1 else None,
         basis=inst.planning.basis,
     )
 

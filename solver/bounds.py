@@ -108,7 +108,7 @@ def inference_lower_bound(inst: Instance, pairs: Pairs, attempts: np.ndarray) ->
         take = np.where(np.isfinite(cost), np.minimum(need, cap), 0.0)
         inference += np.where(take > 0, take * np.where(np.isfinite(cost), cost, 0.0), 0.0)
         need -= take
-    inference = np.where(need > 1e-9 * np.maximum(attempts, 1.0), np.inf, inference)
+    inference = np.where(need > REL_TOL * np.maximum(attempts, 1.0), np.inf, inference)
     shapes = inst.inference.shapes
     if len(shapes) == 1:  # one shape: its replica count is an integer, so round the LP bound up
         per_replica = pairs.supply_per_replica[:, 0] / tok

@@ -13,7 +13,7 @@ from statistics import NormalDist
 import numpy as np
 
 from models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
-from solver.tolerances import REL_TOL
+from solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, NEWTON_STEP_TOL, REL_TOL
 
 _STANDARD_NORMAL = NormalDist()
 
@@ -31,7 +31,7 @@ def ndtri(p: float) -> float:
     return _STANDARD_NORMAL.inv_cdf(p)
 
 
-def ceil_tol(x, rel: float = 1e-9):
+def ceil_tol(x, rel: float = REL_TOL):
     """Ceiling that does not round 13.000000000001 up to 14 (floating noise from products of inputs):
     values within ``rel`` (relative, at least absolute) above an integer round down to it; inf stays."""
     x = np.asarray(x, dtype=float)
@@ -181,7 +181,7 @@ def cadence_grid(inst: Instance) -> np.ndarray:
     top = cadence_top(inst)
     if top < c.min * (1 - REL_TOL):
         return np.empty(0)
-    count = int(math.floor((top - c.min) / c.step * (1 + 1e-12) + 1e-9)) + 1
+    count = int(math.floor((top - c.min) / c.step * (1 + INTEGER_TOL) + GRID_TOP_TOL)) + 1
     return c.min + c.step * np.arange(count)
 
 
@@ -350,6 +350,6 @@ def fill(
         slope = group_completion_cdf(occ, t, group_size, correlation)
         step = (completed_group_time(occ, t, group_size, correlation) - target) / np.maximum(slope, 1e-300)
         t = np.maximum(t - np.maximum(step, 0.0), target)
-        if np.all(step <= 1e-12 * t):
+        if np.all(step <= NEWTON_STEP_TOL * t):
             break
     return t

@@ -177,5 +177,5 @@ class PairValues:
         need = 0.0
         for column, share, footprint in terms:
             need += pairs.peak[p, column] * share * footprint
-        bound = math.ceil(need / cap * (1 + 1e-9)) + 1
+        bound = math.ceil(need / cap * (1 + REL_TOL)) + 1
         return bound if limit is None else min(bound, limit)

@@ -23,6 +23,7 @@ from solver.confidence_model import ConfidenceBlocks
 from solver.confidence_table import Requirements, requirements
 from solver.pairs import Pairs
 from solver.scenario_hosts import room
+from solver.tolerances import REL_TOL, TIE_TOL
 
 CHECK_SAMPLES = 10_000  # fresh scenarios the out-of-sample share is estimated on
 CHECK_SEED_OFFSET = 1  # their seed: the section's seed plus this
@@ -109,7 +110,7 @@ def class_bounds(live, conf: Confidence) -> np.ndarray:
             value = np.inf
         else:
             value = outcome.bound if outcome.bound is not None else 0.0
-        out[looser] = value * (1 - 1e-9) if np.isfinite(value) else value
+        out[looser] = value * (1 - TIE_TOL) if np.isfinite(value) else value
     return out
 
 
@@ -148,7 +149,7 @@ def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.
         "worst": count,
         "binding": {n: int((binding == i).sum()) for i, n in enumerate(names)},
         "factors": factors_by_need(inst),
-        "late": int((tight < 1.0 - 1e-9).sum()),
+        "late": int((tight < 1.0 - REL_TOL).sum()),
         "scenarios": int(tight.size),
     }
 

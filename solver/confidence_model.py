@@ -30,14 +30,14 @@ import pyomo.core as pyo
 from models.instance import Instance
 from solver.confidence_table import Requirements
 from solver.pairs import Pairs
-from solver.tolerances import REL_TOL
+from solver.tolerances import INTEGER_TOL, REL_TOL
 
 FAMILIES = ("supply", "groups", "steady", "peak")
 
 
 def needed(alpha: float, scenarios: int) -> int:
     """ceil(α·S), read so that α·S landing a hair above an integer in floating point does not add one."""
-    return int(math.ceil(alpha * scenarios * (1 - 1e-12)))
+    return int(math.ceil(alpha * scenarios * (1 - INTEGER_TOL)))
 
 
 class ConfidenceBlocks:

@@ -15,6 +15,7 @@ import numpy as np
 from models.instance import Z_99, Empirical, Lognormal
 from solver import calculus as calc
 from solver.calculus import ndtr
+from solver.tolerances import NEWTON_STEP_TOL
 
 SIGMA_FLOOR = 1e-9
 """A lognormal whose scaled p99 falls to its median (sigma 0) keeps this sigma: a near-point mass."""
@@ -102,7 +103,7 @@ def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int) -> np.ndarra
         slope = ndtr(np.log(t) / sigma) ** members
         step = (completed(t) - target) / np.maximum(slope, 1e-300)
         t = np.maximum(t - np.maximum(step, 0.0), target)
-        if np.all(step <= 1e-12 * t):
+        if np.all(step <= NEWTON_STEP_TOL * t):
             break
     return t
 

@@ -10,6 +10,8 @@ the same structure, and the keys of the blocks, which a retargeted model may mov
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from models.instance import OBJECTIVES, Instance
 from models.result import Status
 from solver.coefficients import global_values, index_of
@@ -84,6 +86,18 @@ class LiveModel:
     def set_caps(self, caps: list) -> None:
         """This solve's extra restrictions, (kind, limit) with kind hourly | total | cards; None limits skip."""
         self._caps = [(kind, limit) for kind, limit in caps if limit is not None]
+
+    @contextmanager
+    def extra_cap(self, kind: str, limit: float):
+        """This solve's caps and one more (kind, limit) for the runs inside the block; the solve's own after."""
+        caps = list(self._caps)
+        self._drop_cap_rows()
+        self._caps = caps + [(kind, limit)]
+        try:
+            yield
+        finally:
+            self._drop_cap_rows()
+            self._caps = caps
 
     def run(self, objective: str, rows: list[int], bound: float = NO_BOUND) -> Outcome:
         """One HiGHS run with exactly the pairs of ``rows`` selectable (built first if needed), within

@@ -197,15 +197,23 @@ def add_throughput(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
 
 
 def add_update_time(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
-    """MODEL §3.3: U(m) <= L. Held by construction: the pair's training is the fewest groups with U <= L.
+    """MODEL §3.3: U(m) <= L [s]. No row: the pair table holds it, in ``solver.pairs._demand`` (the cut
+    named ``update_time``: grid points where no admissible group count has U <= L are never pairs) and
+    in the pair's key, whose training is the fewest groups with U <= L (``calculus.min_groups_for``;
+    with start-up counted, ``solver.pairs._group_counts`` gives each count that still shortens U(m) its own
+    pair, every one with U <= L).
 
     More groups only take pool GPUs and cost more, so fixing m at that minimum loses no
-    optimum; a table law whose feasible group counts have holes is handled exactly.
+    optimum; a table law whose feasible group counts have holes is handled exactly. A diagnosis counts
+    the cut grid points by this name.
     """
 
 
 def add_deadline(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
-    """MODEL §3.4: T = n·L + extra_time <= deadline. Held by construction: pairs past it are never opened."""
+    """MODEL §3.4: T = n·L + extra_time <= deadline [s]. No row: the pair table holds it, in
+    ``solver.pairs._demand`` (the cut named ``deadline``; with start-up counted, after the fill is known,
+    and per training-group count in ``solver.pairs._group_counts``): pairs past it are never built, and a
+    diagnosis counts them by this name."""
 
 
 def _host_rows(m, blk, kind: str, count, split, name: str) -> None:
@@ -262,10 +270,10 @@ def add_peak_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
 
 
 def add_freshness(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
-    """MODEL §3.7: mean gap <= max_mean_gap, q(L,K) <= max_exceedance, drop <= max_group_drop.
-
-    Held by construction: each is a function of the pair alone, so inadmissible pairs are never opened.
-    """
+    """MODEL §3.7: mean gap <= max_mean_gap, q(L,K) <= max_exceedance, drop <= max_group_drop. No row: each
+    is a function of the pair alone, so the pair table holds it, in ``solver.pairs._demand`` (the cuts
+    named ``max_mean_gap``, ``max_exceedance`` and ``max_group_drop``): inadmissible pairs are never built,
+    and a diagnosis counts them by these names."""
 
 
 def add_cost_terms(m: pyo.ConcreteModel, blk: pyo.Block) -> None:

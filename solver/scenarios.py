@@ -25,7 +25,7 @@ from models.instance import AmdahlLaw, Instance, InverseLaw
 from models.uncertainty import expand, render_path, valid_range
 from solver import calculus as calc
 from solver.lifetimes import Lifetimes, lifetimes_of
-from solver.tolerances import REL_TOL
+from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -182,10 +182,10 @@ def exceedance_limit(inst: Instance, values: Values) -> np.ndarray:
     back through the drop law); inf where neither is set."""
     limit = np.full(values.deadline.shape, np.inf)
     if values.max_exceedance is not None:
-        limit = np.minimum(limit, values.max_exceedance * (1 + REL_TOL) + 1e-15)
+        limit = np.minimum(limit, values.max_exceedance * (1 + REL_TOL) + ZERO_SHARE_TOL)
     fr, g = inst.freshness, inst.workload.group_size
     if values.max_group_drop is not None and fr.overrun_policy == "drop":
-        d = np.minimum(values.max_group_drop * (1 + REL_TOL) + 1e-15, 1.0)
+        d = np.minimum(values.max_group_drop * (1 + REL_TOL) + ZERO_SHARE_TOL, 1.0)
         q = d if fr.group_correlation == "comonotone" or g == 1 else -np.expm1(np.log1p(-d) / g)
         limit = np.minimum(limit, q)
     return limit

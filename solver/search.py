@@ -4,7 +4,8 @@ Cost criteria open the pairs with the lowest cost bounds first, then every pair 
 does not exceed the plan found (closing the others is exact: the bound is valid), then
 break ties by makespan (MODEL.md §4). The makespan criterion opens pairs shortest first in
 growing chunks until one holds a plan (every shorter pair was then proven infeasible), then
-breaks ties by total cost at that makespan.
+breaks ties by total cost at that makespan. Plans still tied go to the fewest GPUs, then the
+fewest nodes (:mod:`solver.ties`), and the search says how many it found.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from models.result import Status
 from solver.live import LiveModel
 from solver.stopwatch import Stopwatch
+from solver.ties import Ties, break_ties, tied_plan
 from solver.tolerances import SPAN_TOL, TIE_TOL
 
 # Pairs the first HiGHS run opens (doubling while it finds no plan). The cost bound is tight on the
@@ -34,6 +36,7 @@ class Search:
     values: object = None
     runs: int = 0
     highs_seconds: float = 0.0  # HiGHS's cumulated run time after the last run (it counts over the handle's life)
+    ties: Ties | None = None  # the plans found tied with the optimum after MODEL.md §4's order
 
     def take(self, outcome) -> None:
         self.runs += outcome.runs
@@ -85,7 +88,23 @@ def cheapest_first(
             search.bound = _global_bound(search.bound, lower[needed], lower[outside])
             return search
     _break_cost_tie(live, objective, rows, lower, search, clock)
+    bound = search.value + TIE_TOL * max(1.0, abs(search.value))
+    search.value = _break_last_ties(
+        live, objective, bound, rows[lower[rows] <= bound].tolist(), search, search.value, clock
+    )
     return search
+
+
+def _break_last_ties(
+    live: LiveModel, criterion: str, bound: float, rows: list[int], search: Search, value: float, clock: Stopwatch
+) -> float:
+    """Among the plans tied with the search's (``criterion`` at most ``bound``, ``value`` the plan's), the
+    fewest GPUs, then the fewest nodes: the search keeps the winner and the count of ties; returns the
+    winner's ``criterion``."""
+    winner, search.ties, runs = break_ties(live, criterion, bound, rows, tied_plan(live, search.values, value), clock)
+    search.runs += runs
+    search.values = winner.values
+    return winner.value
 
 
 def _global_bound(run_bound: float | None, held: np.ndarray, unopened: np.ndarray) -> float | None:
@@ -135,12 +154,14 @@ def shortest_first(live: LiveModel, candidates: np.ndarray, clock: Stopwatch) ->
     if search.status != Status.OPTIMAL:
         return search
     chosen = live.block_rows[live.selected(search.values).key]
-    same = [r for r in order if abs(span[r] - span[chosen]) <= 1e-9 * span[chosen]]
+    same = [r for r in order if abs(span[r] - span[chosen]) <= TIE_TOL * span[chosen]]
     tie = Search()
     tie.take(live.run("total_cost", same))
     search.absorb_tie(tie)
     if tie.values is not None:
         search.values = tie.values
+        bound = tie.value + TIE_TOL * max(1.0, abs(tie.value))
+        _break_last_ties(live, "total_cost", bound, same, search, tie.value, clock)
     return search
 
 

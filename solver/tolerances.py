@@ -15,7 +15,32 @@ and the tie-break decides between them."""
 
 SPAN_TOL = 1e-12
 """Two makespans (or cadences) closer than this relative distance are the same grid point:
-n·(min + j·step) is computed in floating point, so equal points can differ in the last bits."""
+n·(min + j·step) is computed in floating point, so equal points can differ in the last bits.
+(The verifier's own makespan tolerance, 1e-9 in solver/verify.py, is another quantity: how far a
+reported makespan may sit from the verifier's recomputation of n·L + extra_time.)"""
+
+ZERO_SHARE_TOL = 1e-15
+"""An exceedance or group-drop limit admits a share this far above it (absolute): REL_TOL scales
+with the limit and vanishes at a limit of 0, where a share that is 0 (an integral of a survival
+function past its support) can come out a few ulps above."""
+
+INTEGER_TOL = 1e-12
+"""A product of inputs meant to be a whole number (α·S scenarios, the grid's points, the GPUs a shape
+mix fills) is read as that number when floating point lands it this far past it (relative): a
+ceiling or floor never adds or drops one for rounding noise."""
+
+GRID_TOP_TOL = 1e-9
+"""A cadence past the grid's top by less than this many steps is still a grid point: (top - min)/step
+can fall a hair short of a whole number when top is itself a grid point. (The verifier's GRID_TOL,
+1e-6 in solver/verify.py, is its own test that a reported cadence lies on the grid.)"""
+
+NEWTON_STEP_TOL = 1e-12
+"""The start-up fill's Newton iteration (MODEL.md §8) stops when every step is below this share of
+its iterate: the fill is then exact to about 12 digits, far inside what the verifier checks (1e-6)."""
+
+PRINT_TOL = 1e-9
+"""A threshold rounded for print in the direction that keeps it feasible moves one printed unit only
+when it is past a printed digit by more than this (in printed units): 4.0000000001 prints as 4."""
 
 BOUND_SLACK = 1e-7
 """A cost bound rounds a fractional count (replicas, nodes) up to the next integer only when it is

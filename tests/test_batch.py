@@ -260,7 +260,7 @@ def test_solve_file_turns_a_crash_into_an_error_row(tmp_path, monkeypatch):
     assert missing["status"] == "invalid" and "cannot read file" in missing["message"]
 
 
-def die_on_crash_marker(path, objective=None, time_limit=None, label=None):
+def die_on_crash_marker(path, objective=None, time_limit=None, label=None, edits=()):
     """A task function whose worker process dies on files named crash*: stands in for a segfault."""
     if Path(path).name.startswith("crash"):
         os._exit(7)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -51,11 +53,33 @@ def wait_for(condition, proc: subprocess.Popen, timeout: float = 300) -> None:
         time.sleep(0.01)
 
 
+def held(folder: Path, name: str) -> tuple[Path, threading.Thread]:
+    """A named pipe holding the seed instance: the batch reads it once (for its input hash), and a worker
+    that opens it after that waits for a writer that never comes, so the batch is certainly still running
+    when it is stopped (a test that raced the batch's end failed whenever the batch finished first)."""
+    path = folder / name
+    os.mkfifo(path)
+    text = SEED.read_text()
+
+    def feed() -> None:
+        with open(path, "w") as pipe:  # blocks until the batch opens it to hash it
+            pipe.write(text)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    return path, writer
+
+
 def test_sigterm_stops_the_pool_without_warnings(tmp_path):
+    folder = variants(tmp_path / "in", 1)  # v00.yaml: solved, its result is the cue to stop
+    pipe, writer = held(folder, "v01.yaml")  # its worker waits on the pipe until it is terminated
     out = tmp_path / "out"
-    proc = start(variants(tmp_path / "in", 6), out, workers=1)
+    argv = [str(TRAINGROUND), "batch", str(folder / "v00.yaml"), str(pipe), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen([*argv, "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(results(out)) >= 1, proc)  # the worker has imported pyomo by now
+        writer.join(timeout=60)
+        assert not writer.is_alive()  # the batch hashed the pipe's file: its worker is the one waiting
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
@@ -64,6 +88,28 @@ def test_sigterm_stops_the_pool_without_warnings(tmp_path):
     assert proc.returncode == 130
     assert stderr == ""  # e.g. no "resource_tracker: There appear to be 2 leaked semaphore objects"
     assert stdout == ""
+    assert [p.name for p in results(out)] == ["v00.json"]
+
+
+def test_an_interrupt_while_the_last_summaries_are_written_still_writes_them(tmp_path, monkeypatch):
+    """A SIGTERM that lands once the results are in, while the summaries are written, is not an error: the
+    summaries are written whole (it ended the command with "Aborted!", exit 1, when it landed there)."""
+    real, calls = driver.write_summaries, []
+
+    def interrupted_once(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    def nothing_solved(tasks, call, objective, time_limit, workers):
+        yield from ()
+
+    monkeypatch.setattr(driver, "write_summaries", interrupted_once)
+    monkeypatch.setattr(driver, "run_local", nothing_solved)
+    report = driver.run_batch(driver.plan_tasks([SEED]), tmp_path / "out")
+    assert len(calls) == 2 and report.summary_csv.exists()
+    assert report.interrupted  # the file was not solved: rerun with --resume to finish
 
 
 def test_summary_is_current_after_sigkill(tmp_path):
@@ -112,7 +158,7 @@ def test_summary_is_rewritten_after_every_result(tmp_path, monkeypatch):
     assert seen == [0, 1, 2]
 
 
-def stand_in(path, objective=None, time_limit=None, label=None) -> dict:
+def stand_in(path, objective=None, time_limit=None, label=None, edits=()) -> dict:
     """What a worker returns for a file, without solving it."""
     return driver._failure(Path(path).stem, "optimal", None, objective, label or path, "hash")
 

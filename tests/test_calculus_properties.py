@@ -20,7 +20,7 @@ from models.instance import AmdahlLaw, Cadence, GpuPool, Instance, InverseLaw, S
 from solver import calculus as calc
 
 SETTINGS = settings(max_examples=200, deadline=None)
-# Monte-Carlo properties draw 400,000 trajectories per example: fewer examples keep them ~1 s.
+# Monte-Carlo properties draw 400,000 trajectories per example: they get fewer examples.
 MC_SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
 MC_N = 400_000
 EPS = np.finfo(float).eps

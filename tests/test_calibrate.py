@@ -122,7 +122,7 @@ def test_intervals_cover_the_truth_in_most_repetitions():
         for k, (fig, true) in figs.items():
             covered[k] += fig.low <= true <= fig.high
     shares = {k: v / reps for k, v in covered.items()}
-    # Issue 14's acceptance: each interval covers the truth in at least 85 % of 50 seeded repetitions.
+    # Each interval covers the truth in at least 85 % of 50 seeded repetitions.
     assert all(s >= 0.85 for s in shares.values()), shares
 
 

@@ -182,7 +182,7 @@ def test_two_pools_arithmetic_never_claims_more_than_its_shapes_deliver(two_pool
 
 def test_an_undeliverable_baseline_is_flagged(two_pools):
     inst, _ = two_pools
-    report = compare(inst, 450)  # the issue's 450 cards: far too few once drops count
+    report = compare(inst, 450)  # docs/levers.md's 450-card comparison: far too few once drops count
     base = report.column("baseline")
     assert base.yardstick and "once availability, intake and group drops" in base.yardstick
     assert base.figures["loss_adjusted_tokens_per_gpu_s"] > base.figures["deliverable_tokens_per_gpu_s"]
@@ -198,3 +198,21 @@ def test_without_a_plan_the_mix_is_the_pools_capacity():
     assert report.column("fewer_cards").status == "infeasible"
     assert report.mix.source == "the pools' capacity"
     assert 0 < report.mix.weights["h100-tp4"] < 1 and sum(report.mix.weights.values()) == pytest.approx(1.0)
+
+
+def test_the_default_baseline_counts_every_pool_with_its_own_shapes(two_pools):
+    inst, report = two_pools
+    # The cheapest plan runs inference on the H200s alone; the baseline still holds the H100s it leaves idle.
+    assert {i.pool for i in report.column("fewer_cards").result.plan.inference if i.gpus} == {"h200"}
+    training = report.column("fewer_cards").figures["training_gpus"]  # the deadline pace's, as the baseline's
+    free = {"h100": inst.pool("h100").gpus - training, "h200": inst.pool("h200").gpus}
+    assert report.baseline_gpus == sum(free.values())
+    base = report.column("baseline").figures
+    assert base["inference_by_pool"] == free
+    rates = {s.pool: s.tokens_per_gpu_s for s in inst.inference.shapes}
+    assert base["deliverable_tokens_per_gpu_s"] == pytest.approx(
+        sum(free[p] * rates[p] for p in free) / sum(free.values())
+    )
+    same_cards = report.column("shorter_same_cards").figures["inference_by_pool"]
+    assert all(same_cards[p] <= free[p] for p in free)
+    assert any("inference cards by pool: h100" in p for p in report.deltas()["fewer_cards"])

@@ -133,3 +133,14 @@ def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
     )
     assert CliRunner().invoke(main, ["solve", str(SEED), "--json"]).exit_code == 0
     assert 0 < budgets[0] < 5 and budgets[1:] == [2.0, 10.0], budgets
+
+
+def test_levers_without_a_figure_say_why_and_how_to_get_them(seed):
+    from render.levers import unfinished_note
+
+    inst, result, done = seed
+    assert unfinished_note(done) is None  # every lever computed: nothing to explain
+    found = levers(inst, result, time_limit=1e-9)
+    note = unfinished_note(found)
+    first = next(lv for lv in found.items if lv.status in ("skipped", "time_limit"))
+    assert note and "--levers-time" in note and f"--set {first.path}={first.after:g}" in note

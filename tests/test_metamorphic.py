@@ -256,7 +256,7 @@ def test_seed_tightening_never_costs_less(seed, seed_result, name, edit):
 
 
 def test_seed_infeasible_stays_infeasible(seed):
-    # 3,000 GPUs cannot carry the seed's ~4,000 inference GPUs plus training in a week.
+    # 3,000 GPUs cannot carry the seed's plan, 8,048 GPUs in a week (docs/commands/solve.txt).
     tight = apply_edit(seed, "gpu_pools[0].gpus", 3000)
     base = solve(tight, "total_cost")
     assert base.status == "infeasible"

@@ -136,3 +136,17 @@ def test_batch_summary_splits_gpus_by_pool():
     row = summary_row(SimpleNamespace(file=str(TWO_POOLS), result="two-pools.json"), payload)
     assert "gpus_by_pool" in SUMMARY_COLUMNS
     assert row["gpus_by_pool"] == "h100=1424; h200=1424"
+
+
+def test_solve_leaves_out_the_rows_of_what_a_plan_does_not_use_and_names_them_once():
+    run = CliRunner().invoke(main, ["solve", str(ROOT / "instances" / "large-three-pools.yaml"), "--no-levers"])
+    assert run.exit_code == 0, run.output
+    decisions = run.output.split("Costs")[0]
+    for line in decisions.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) == 3 and cells[0].split(" ")[0] in ("replicas", "nodes", "VMs"):
+            assert cells[1] != "0", line  # no zero row
+    result = solve_instance(load_instance(ROOT / "instances" / "large-three-pools.yaml"))
+    idle = [i.shape for i in result.plan.inference if not i.replicas]
+    assert idle and all(name in " ".join(decisions.split()) for name in idle)  # said once, in the "not used" row
+    assert "not used" in decisions

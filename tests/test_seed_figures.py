@@ -1,4 +1,4 @@
-"""The seed article's figures (shared SEED_FIGURES.md), one test case per table row.
+"""The seed article's figures, one test case per row of its table of figures (each case holds the row's value).
 
 Each case runs ``trainground explain <bundled instance> [--cadence S] [--inference-gpus N]
 [--set PATH=VALUE ...] --json`` in-process and compares the JSON with the table's exact
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from cli import main
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
-REL = 1e-3  # SEED_FIGURES.md: "reproduce the exact value to 0.1 % (integers exactly)"
+REL = 1e-3  # every figure to 0.1 %, integers (node counts) exactly
 
 MEDIAN = "environment.littles_law_uses=median"
 
@@ -46,7 +46,7 @@ class Run:
         return args
 
 
-# (row id, runs) -- every row of SEED_FIGURES.md; base set-up is seed-week-75.yaml.
+# (row id, runs) -- every row of the table; base set-up is seed-week-75.yaml.
 ROWS: list[tuple[str, list[Run]]] = [
     (
         "row01-lossless-threshold",
@@ -139,7 +139,7 @@ ROWS: list[tuple[str, list[Run]]] = [
 ]
 
 # The note under the table: with the article's rounded mean (median 1044 s, mean 1900 s),
-# rows 8, 10 and 13 become 16,083 / 19,456 / 15,565.
+# the in-flight means of rows 8, 10 and 13 become those of the three cases below.
 ROUNDED_MEAN = "environment.occupancy={distribution: lognormal, median: 1044, mean: 1900}"
 NOTE: list[tuple[str, list[Run]]] = [
     (
@@ -193,7 +193,7 @@ def test_seed_note_rounded_mean(runs: list[Run]) -> None:
 
 
 def test_every_row_is_covered() -> None:
-    """The table in SEED_FIGURES.md has 23 rows; each has exactly one case above."""
+    """The table has 23 rows; each has exactly one case above."""
     numbers = [int(row[3:5]) for row, _ in ROWS]
     assert numbers == list(range(1, 24))
 

@@ -151,3 +151,28 @@ def test_a_pipe_closed_after_the_first_line(hand, tmp_path):
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("hand: optimal")
     assert (tmp_path / "err").read_text() == ""
+
+
+# Few long iterations under a bare-number deadline: the deadline pace is 600,000 s / 20 = 30,000 s, so the
+# seed's 60 s..pace grid at a 1 s step times its K = 1..10 holds about 300,000 (cadence, K) entries, the
+# screen's budget (drivers/candidates.py MAX_ENTRIES): widening it for a longer deadline did not fit.
+FINE_GRID = ["workload.iterations=20", "workload.batch_trajectories=204800", "gpu_pools[0].gpus=3000"]
+
+
+def test_a_fine_grid_does_not_stop_the_diagnosis_from_raising_the_deadline():
+    from drivers.diagnose import diagnosed
+    from models.edits import edited, load_edited
+    from solver.solve import solve_instance
+
+    inst = load_edited(SEED, [*FINE_GRID, "schedule.deadline=600000"])
+    result = solve_instance(inst)
+    assert result.status == "infeasible"
+    diagnosis = diagnosed(inst, result).diagnosis
+    assert "deadline" not in diagnosis["cannot_help"]
+    change = next(c for c in diagnosis["changes"] if c["input"] == "deadline")
+    assert change["exact"] and change["value"] > 600000  # exact: one grid step (n·step of makespan) less has no plan
+    assert solve_instance(edited(inst, {"schedule.deadline": change["value"]})).status == "optimal"
+    assert (
+        solve_instance(edited(inst, {"schedule.deadline": change["value"] - 20 * inst.schedule.cadence.step})).status
+        == "infeasible"
+    )

@@ -12,5 +12,6 @@ show docs/commands/sweep-a2.txt "trainground sweep instances/a2-scan.yaml --set 
 cp "$SCRATCH/out/a2-scan/sweep-heatmap.png" "$ROOT/docs/commands/sweep-a2-scan-heatmap.png"
 show docs/commands/sweep-weeks.txt "trainground sweep instances/seed-3000-cards.yaml --set schedule.deadline=7d,14d --set 'inference.shapes[0].tokens_per_gpu_s=60,75,200' --out out/week-vs-2week"
 cp "$SCRATCH/out/week-vs-2week/sweep-schedule-deadline.png" "$ROOT/docs/commands/sweep-week-vs-2week-deadline.png"
+show docs/commands/sweep-zip.txt "trainground sweep tests/data/compare/two-pools.yaml --zip 'gpu_pools[1].gpu_hour_cost=3,3.5,4.5' --zip 'inference.shapes[1].tokens_per_gpu_s=120,140,200' --set 'inference.shapes[*].version_slowdown=0,0.02' --out out/zip"
 show docs/commands/batch-invalid.txt "trainground batch instances/seed-week-75.yaml tests/data/invalid/empty.yaml tests/data/invalid/nan.yaml --out out/checks"
 show docs/commands/invalid.txt trainground solve tests/data/invalid/nan.yaml
