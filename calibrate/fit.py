@@ -33,6 +33,8 @@ class OccupancyFit:
     dropped: dict[str, float]  # median and p99 of the lognormal fitted to the ended attempts alone
     data: lt.Lifetimes
     samples: np.ndarray | None = None
+    naive: dict[str, float] | None = None  # median and p99 when attempts a timeout cut are read as ended there
+    cut: int = 0  # attempts a timeout cut
 
     def to_json(self) -> dict:
         return {
@@ -43,6 +45,8 @@ class OccupancyFit:
             "censored_rows": self.censored,
             "lognormal_rejected": self.law == "empirical",
             "if_running_dropped": self.dropped,
+            "timeout_cut_rows": self.cut,
+            "if_timeout_ignored": self.naive,
         }
 
 
@@ -154,19 +158,23 @@ def calibrate(
 ) -> Calibration:
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
-    data = lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group)
+    data = lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group, cut=log.cut)
     if data.x.size < MIN_ENDED:
         raise InstanceError(
             log.file, [Problem("column 'end'", f"{data.x.size} attempt(s) ended: lifetimes need at least {MIN_ENDED}")]
         )
     occupancy = fit_occupancy(data, source, rng, replicates)
+    if log.cut is not None and (~np.isnan(log.cut)).any():
+        occupancy.cut = int((~np.isnan(log.cut) & ~np.isnan(log.start)).sum())
+        naive = lt.lifetimes_of(log.start, log.end, log.log_end)
+        occupancy.naive = {k: float(v) for k, v in lt.figures_of(*lt.fit_lognormal(naive)).items() if k != "sigma"}
     per_backend, shares = {}, {}
     if log.backends is not None:
         started = ~np.isnan(log.start)
         for i, name in enumerate(log.backends):
             mine = log.backend == i
             shares[name] = float(mine.sum() / log.rows)
-            data = lt.lifetimes_of(log.start, log.end, log.log_end, mine, log.group)
+            data = lt.lifetimes_of(log.start, log.end, log.log_end, mine, log.group, log.cut)
             if len(log.backends) > 1 and (mine & started).sum() >= 10 and data.x.size >= 2:
                 per_backend[name] = fit_occupancy(data, f"{source} (backend {name})", rng, replicates)
     throughput, window = tokens_per_gpu_s(log, steps, inference_gpus)
@@ -194,6 +202,7 @@ def calibrate(
         pace,
         gaps,
         None,
+        list(log.notes) + (list(steps.notes) if steps is not None else []),
     )
     result.bottleneck = bottleneck(result, into)
     return result

@@ -139,7 +139,7 @@ def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: i
     (above BLOCKS groups: fixed blocks of groups, whose sums are what the correlation needs)."""
     if log.group is None:
         return None
-    ended = log.finished
+    ended = log.finished if log.cut is None else log.finished & np.isnan(log.cut)
     group = dense_ids(log.group[ended])
     x = np.log(np.maximum(log.end[ended] - log.start[ended], 1e-6))
     n = np.bincount(group).astype(float)

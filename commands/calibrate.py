@@ -7,7 +7,7 @@ import click
 from commands.common import guarded, write_and_show
 
 
-def _steps(path: str | None, origin: float | None):
+def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float):
     if path is None:
         return None, None
     from calibrate.logs import read_steps
@@ -15,7 +15,32 @@ def _steps(path: str | None, origin: float | None):
 
     if looks_like_verl(path):
         return read_verl_steps(path)
-    return read_steps(path, origin), None
+    return read_steps(path, origin, mapping, max_bad), None
+
+
+def _mapping(ctx, param, value: str | None) -> dict[str, str]:
+    """--columns NAME=COLUMN[:UNIT],... or a YAML/JSON file of NAME: COLUMN[:UNIT]; names checked."""
+    from calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
+    from pathlib import Path
+
+    if not value:
+        return {}
+    if "=" not in value and Path(value).is_file():
+        from models.load import read_document
+
+        pairs = [(str(k), str(v)) for k, v in read_document(Path(value)).items()]
+    else:
+        pairs = []
+        for item in value.split(","):
+            name, eq, column = item.partition("=")
+            if not eq or not name.strip() or not column.strip():
+                raise click.BadParameter(f"{item!r} is not NAME=COLUMN (e.g. start=ts_begin)")
+            pairs.append((name.strip(), column.strip()))
+    known = TRAJECTORY_COLUMNS + STEP_COLUMNS
+    for name, _ in pairs:
+        if name not in known:
+            raise click.BadParameter(f"{name!r} is not a column calibrate reads (have: {', '.join(known)})")
+    return dict(pairs)
 
 
 @click.command()
@@ -47,10 +72,30 @@ def _steps(path: str | None, origin: float | None):
     help="Write the calibrated instance (YAML) here; needs --into.",
 )
 @click.option("--inference-gpus", type=click.IntRange(min=1), help="Inference GPUs allocated during the log.")
+@click.option(
+    "--columns",
+    "mapping",
+    callback=_mapping,
+    help="Column names of the logs: NAME=COLUMN[:UNIT],... (e.g. start=ts_begin,group=rollout_id,"
+    "update_s=upd:ms) or a YAML/JSON file of NAME: COLUMN.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds after which the harness cut an attempt: lifetimes this long are right-censored there.",
+)
+@click.option(
+    "--max-bad-rows",
+    "max_bad",
+    type=click.FloatRange(0, 1),
+    default=0.01,
+    show_default=True,
+    help="Share of a log's rows that may be skipped for a bad cell (counted) before the log is refused.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
-def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, out) -> None:
+def calibrate(trajectories, steps_file, into, output, inference_gpus, mapping, timeout, max_bad, as_json, out) -> None:
     """Fit instance fields to run logs: lifetimes (censored lognormal or Kaplan–Meier), tokens/s per GPU,
     intake, group correlation, the update law, the cadence achieved and the bottleneck.
 
@@ -63,8 +108,8 @@ def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, o
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
     inst = load_instance(into) if into else None
-    log, origin = read_trajectories(trajectories)
-    steps, framework = _steps(steps_file, origin)
+    log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
+    steps, framework = _steps(steps_file, origin, mapping, max_bad)
     cal = run(log, steps, inst, inference_gpus)
     if framework and framework.get("response_length_mean") is not None:
         cal.notes.append(
