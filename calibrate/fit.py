@@ -91,13 +91,16 @@ class Calibration:
         }
 
 
-def fit_occupancy(data: lt.Lifetimes, source: str, rng: np.random.Generator, replicates: int) -> OccupancyFit:
+def fit_occupancy(
+    data: lt.Lifetimes, source: str, rng: np.random.Generator, replicates: int, cut: int = 0
+) -> OccupancyFit:
     mu, sigma = lt.fit_lognormal(data)
     km = lt.kaplan_meier(data)
     distance = lt.ks_distance(km, mu, sigma)
     threshold = max(lt.LILLIEFORS_5 / np.sqrt(max(km.events, 1)), lt.REJECT_FLOOR)
     dropped = lt.figures_of(*lt.fit_lognormal(lt.Lifetimes(data.x, data.c[:0])))
-    rows, note = data.rows, f"{data.c.size:,} running attempts right-censored"
+    what = f"{data.c.size - cut:,} running attempts" + (f" and {cut:,} cut by the timeout" if cut else "")
+    rows, note = data.rows, f"{what} right-censored"
     if not lt.lognormal_rejected(distance, km.events):
         point = lt.figures_of(mu, sigma)
         draws = lt.figures_of(*lt.bootstrap_lognormal(data, replicates, rng, (mu, sigma)))
@@ -148,6 +151,18 @@ def fit_occupancy(data: lt.Lifetimes, source: str, rng: np.random.Generator, rep
     )
 
 
+def timeout_ignored(log: Trajectories) -> dict[str, float]:
+    """What a fit that reads the attempts a timeout cut as ended there gives: the lognormal MLE's median and
+    p99, and the Kaplan–Meier p99 (which stops at the timeout)."""
+    naive = lt.lifetimes_of(log.start, log.end, log.log_end)
+    figures = lt.figures_of(*lt.fit_lognormal(naive))
+    return {
+        "median": float(figures["median"]),
+        "p99": float(figures["p99"]),
+        "kaplan_meier_p99": float(lt.kaplan_meier(naive).quantile(0.99)),
+    }
+
+
 def calibrate(
     log: Trajectories,
     steps: Steps | None = None,
@@ -163,11 +178,11 @@ def calibrate(
         raise InstanceError(
             log.file, [Problem("column 'end'", f"{data.x.size} attempt(s) ended: lifetimes need at least {MIN_ENDED}")]
         )
-    occupancy = fit_occupancy(data, source, rng, replicates)
-    if log.cut is not None and (~np.isnan(log.cut)).any():
-        occupancy.cut = int((~np.isnan(log.cut) & ~np.isnan(log.start)).sum())
-        naive = lt.lifetimes_of(log.start, log.end, log.log_end)
-        occupancy.naive = {k: float(v) for k, v in lt.figures_of(*lt.fit_lognormal(naive)).items() if k != "sigma"}
+    cut = 0 if log.cut is None else int((~np.isnan(log.cut) & ~np.isnan(log.start)).sum())
+    occupancy = fit_occupancy(data, source, rng, replicates, cut)
+    if cut:
+        occupancy.cut = cut
+        occupancy.naive = timeout_ignored(log)
     per_backend, shares = {}, {}
     if log.backends is not None:
         started = ~np.isnan(log.start)

@@ -200,14 +200,18 @@ def _optional_columns(table: Table, log: Trajectories) -> None:
 
 
 def _group_ids(table: Table) -> np.ndarray:
-    """Group ids, numbers or names (UUIDs), as a dense index 0..k-1."""
+    """Group ids, numbers or names (UUIDs), as a dense index 0..k-1 in the ids' sorted order."""
     import pyarrow as pa
 
     col = table.column("group")
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
         ids = numbers(table, "group", allow_null=False)
         return np.unique(np.nan_to_num(ids, nan=-1.0), return_inverse=True)[1].astype(np.int64)
-    return labels(table, "group")[1]
+    names, index = labels(table, "group")
+    rank = np.argsort(
+        np.argsort(np.array(names, dtype=object))
+    )  # sorted like numbers: the same ids, the same resamples
+    return np.where(index >= 0, rank[np.maximum(index, 0)], -1)
 
 
 def read_steps(

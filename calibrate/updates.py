@@ -153,10 +153,11 @@ class Cadence:
 def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
     """Seconds per iteration from the boundaries (or the framework's step time) and the bound of each."""
     if steps.boundary is not None and steps.boundary.size >= 2:
-        gaps = np.diff(steps.boundary)
-        value = float(gaps.mean())
-        draws = resample(rng, gaps.size, replicates) @ gaps / gaps.size
-        lo, hi = percentile_interval(draws)
+        gaps, span = np.diff(steps.boundary), np.maximum(np.diff(steps.iteration), 1.0)
+        value = float(gaps.sum() / span.sum())  # a gap over a missing iteration spans two iterations
+        weights = resample(rng, gaps.size, replicates)
+        lo, hi = percentile_interval((weights @ gaps) / (weights @ span))
+        missing = int(span.sum() - span.size)
         fig = Figure(
             "cadence_s",
             value,
@@ -164,11 +165,12 @@ def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
             hi,
             int(gaps.size),
             "s",
-            f"{steps.file}: boundary",
-            "mean time between batch boundaries",
+            f"{steps.file}: boundary, iteration",
+            "time between batch boundaries per iteration"
+            + (f" ({missing:,} iterations missing from the log counted)" if missing else ""),
         )
         waited = steps.boundary[1:] - (steps.boundary[:-1] + steps.update_s[:-1])
-        bound = waited <= UPDATE_BOUND_SLACK * value
+        bound = waited <= UPDATE_BOUND_SLACK * value * span
         return Cadence(fig, int(bound.sum()), int((~bound).sum()))
     if steps.generation_s is not None:
         total = steps.step_s if steps.step_s is not None else steps.generation_s + steps.update_s

@@ -20,8 +20,9 @@ def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float
 
 def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     """--columns NAME=COLUMN[:UNIT],... or a YAML/JSON file of NAME: COLUMN[:UNIT]; names checked."""
-    from calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
     from pathlib import Path
+
+    from calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
 
     if not value:
         return {}

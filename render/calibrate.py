@@ -76,9 +76,18 @@ def summary_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
     lines = [
         f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
-        f"{occ.threshold:.4f}); dropping the {occ.censored:,} running attempts would give median "
+        f"{occ.threshold:.4f}); dropping the {occ.censored - occ.cut:,} running attempts"
+        + (f" and the {occ.cut:,} cut" if occ.cut else "")
+        + " would give median "
         f"{occ.dropped['median']:,.0f} s, p99 {occ.dropped['p99']:,.0f} s"
     ]
+    if occ.naive is not None:
+        n = occ.naive
+        lines.append(
+            f"timeout: {occ.cut:,} attempts cut, fitted as right-censored (p99 {occ.figures['p99'].value:,.0f} s); "
+            f"read as ended at the cut they would give a lognormal p99 of {n['p99']:,.0f} s and a Kaplan–Meier "
+            f"p99 of {n['kaplan_meier_p99']:,.0f} s"
+        )
     if cal.tokens_per_gpu_s is None and "missing" in cal.window:
         lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
     if cal.update is not None and cal.update.miss:

@@ -120,3 +120,108 @@ def write_csv(path, cols: dict[str, np.ndarray]) -> None:
 
     arrays = [pa.array(v, mask=np.isnan(v)) if v.dtype.kind == "f" else pa.array(v) for v in cols.values()]
     pcsv.write_csv(pa.table(arrays, names=list(cols)), path)
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    tokens_per_gpu_s: float
+    gpus: int
+
+
+@dataclass(frozen=True)
+class TwoPools:
+    """The run of issue 22: two inference pools at 90 and 40 tokens/s per GPU, lognormal lifetimes (median
+    900 s, p99 11,630 s) cut by a timeout at their 95th percentile (5 % of attempts time out)."""
+
+    median: float = 900.0
+    p99: float = 11630.0
+    timeout_share: float = 0.05
+    pools: tuple[Pool, ...] = (Pool("h100", 90.0, 64), Pool("a100", 40.0, 64))
+    tokens_mean: float = 8000.0
+    group_size: int = 8
+    log_end: float = 20000.0
+
+    @property
+    def sigma(self) -> float:
+        return math.log(self.p99 / self.median) / Z_99
+
+    @property
+    def timeout(self) -> float:
+        from scipy import special
+
+        return self.median * math.exp(float(special.ndtri(1 - self.timeout_share)) * self.sigma)
+
+    def attempts_per_s(self, pool: Pool) -> float:
+        return pool.tokens_per_gpu_s * pool.gpus / self.tokens_mean
+
+
+def two_pool_columns(truth: TwoPools, seed: int, censored_at: bool = True) -> dict[str, np.ndarray]:
+    """A trajectory log of ``truth``: a ``pool`` column, UUID group ids, timed-out attempts ending at the
+    timeout (with a ``censored_at`` column when asked, else only their end). The messy cells a real log
+    has are added by :func:`mess`."""
+    rng = np.random.default_rng(seed)
+    g = truth.group_size
+    parts = []
+    for index, pool in enumerate(truth.pools):
+        groups = rng.poisson(truth.attempts_per_s(pool) / g * truth.log_end)
+        parts.append((np.sort(rng.uniform(0, truth.log_end, groups)), np.full(groups, index)))
+    launch = np.concatenate([p[0] for p in parts])
+    pool_of = np.concatenate([p[1] for p in parts])
+    order = np.argsort(launch, kind="stable")
+    launch, pool_of = launch[order], pool_of[order]
+    start = np.repeat(launch, g)
+    n = start.size
+    life = np.exp(rng.normal(math.log(truth.median), truth.sigma, n))
+    timed_out = life > truth.timeout
+    end = start + np.minimum(life, truth.timeout)
+    end[end > truth.log_end] = np.nan
+    uuids = np.array(["%032x" % v for v in rng.integers(0, 2**63, launch.size)]) if launch.size else np.array([])
+    cols = {
+        "start": start,
+        "end": end,
+        "output_tokens": np.round(rng.uniform(0.5, 1.5, n) * truth.tokens_mean),
+        "group": np.repeat(uuids, g),
+        "pool": np.array([truth.pools[i].name for i in np.repeat(pool_of, g)]),
+    }
+    if censored_at:
+        cols["censored_at"] = np.where(timed_out & ~np.isnan(end), end, np.nan)
+    return cols
+
+
+def mess(cols: dict[str, np.ndarray], seed: int, nan_rows: int = 5, skewed_rows: int = 3) -> tuple[dict, np.ndarray]:
+    """The same log with NaN tokens on ``nan_rows`` ended rows and ``skewed_rows`` ends 50 ms before their
+    start (clock skew between hosts)."""
+    rng = np.random.default_rng(seed)
+    out = {k: v.copy() for k, v in cols.items()}
+    ended = np.flatnonzero(~np.isnan(out["end"]))
+    picked = rng.choice(ended, nan_rows + skewed_rows, replace=False)
+    out["output_tokens"][picked[:nan_rows]] = np.nan
+    out["end"][picked[nan_rows:]] = out["start"][picked[nan_rows:]] - 0.05
+    return out, picked
+
+
+def write_table(path, cols: dict[str, np.ndarray], nan_as: str = "") -> None:
+    """CSV (or JSONL by extension) with ``nan_as`` for NaN cells of float columns and text columns as text."""
+    keys = list(cols)
+    with open(path, "w", encoding="utf-8") as handle:
+        if str(path).endswith(".jsonl"):
+            import json
+
+            for row in zip(*cols.values()):
+                record = {k: (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in zip(keys, row)}
+                handle.write(json.dumps(record) + "\n")
+            return
+        handle.write(",".join(keys) + "\n")
+        for row in zip(*cols.values()):
+            handle.write(",".join(_cell(v, nan_as) for v in row) + "\n")
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _cell(v, nan_as: str) -> str:
+    if isinstance(v, (float, np.floating)):
+        return nan_as if math.isnan(v) else repr(float(v))
+    return str(v)
