@@ -176,7 +176,7 @@ def two_pool_columns(truth: TwoPools, seed: int, censored_at: bool = True) -> di
     timed_out = life > truth.timeout
     end = start + np.minimum(life, truth.timeout)
     end[end > truth.log_end] = np.nan
-    uuids = np.array(["%032x" % v for v in rng.integers(0, 2**63, launch.size)]) if launch.size else np.array([])
+    uuids = np.array([f"{v:032x}" for v in rng.integers(0, 2**63, launch.size)]) if launch.size else np.array([])
     cols = {
         "start": start,
         "end": end,
