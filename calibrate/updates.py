@@ -9,7 +9,7 @@ One GPU count only: ``inverse`` through its median (amdahl needs two counts).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,9 @@ def _weighted_fits(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndar
 def fit_update_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateFit:
     fit = _fit_law(steps, rng, replicates)
     fit.observed = (steps.training_gpus, steps.update_s)
+    if steps.rows > 1:  # how far single updates stray from the law: the spread a later run will see
+        ratio = steps.update_s / fit.seconds(steps.training_gpus)
+        fit.reference = replace(fit.reference, spread=float(np.std(ratio, ddof=1)))
     return fit
 
 

@@ -18,6 +18,37 @@ def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float
     return read_steps(path, origin, mapping, max_bad), None
 
 
+def _gpus(ctx, param, value: str | None) -> float | dict[str, float] | None:
+    """--inference-gpus N or NAME=N,NAME=N."""
+    if value is None:
+        return None
+    try:
+        if "=" not in value:
+            count = float(value)
+            if count <= 0 or count != int(count):
+                raise ValueError
+            return count
+        out = {}
+        for item in value.split(","):
+            name, _, count = item.partition("=")
+            out[name.strip()] = float(count)
+            if not name.strip() or out[name.strip()] <= 0 or out[name.strip()] != int(out[name.strip()]):
+                raise ValueError
+        return out
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a GPU count N >= 1 nor NAME=N,... per pool") from None
+
+
+def _pool_files(ctx, param, value: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for item in value:
+        name, eq, file = item.partition("=")
+        if not eq or not name.strip() or not file.strip():
+            raise click.BadParameter(f"{item!r} is not NAME=FILE (e.g. h100=logs/h100.csv)")
+        out.append((name.strip(), file.strip()))
+    return out
+
+
 def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     """--columns NAME=COLUMN[:UNIT],... or a YAML/JSON file of NAME: COLUMN[:UNIT]; names checked."""
     from pathlib import Path
@@ -48,7 +79,6 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
 @click.option(
     "--trajectories",
     "trajectories",
-    required=True,
     type=click.Path(dir_okay=False),
     help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].",
 )
@@ -72,7 +102,19 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     type=click.Path(dir_okay=False),
     help="Write the calibrated instance (YAML) here; needs --into.",
 )
-@click.option("--inference-gpus", type=click.IntRange(min=1), help="Inference GPUs allocated during the log.")
+@click.option(
+    "--inference-gpus",
+    callback=_gpus,
+    help="Inference GPUs allocated during the log: N, or per pool NAME=N,... (pools of the log's pool column "
+    "or of --pool) for a tokens/s figure per pool.",
+)
+@click.option(
+    "--pool",
+    "pool_files",
+    multiple=True,
+    callback=_pool_files,
+    help="NAME=FILE: the trajectory log of one inference pool (repeat per pool; instead of --trajectories).",
+)
 @click.option(
     "--columns",
     "mapping",
@@ -96,7 +138,9 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
-def calibrate(trajectories, steps_file, into, output, inference_gpus, mapping, timeout, max_bad, as_json, out) -> None:
+def calibrate(
+    trajectories, steps_file, into, output, inference_gpus, pool_files, mapping, timeout, max_bad, as_json, out
+) -> None:
     """Fit instance fields to run logs: lifetimes (censored lognormal or Kaplan–Meier), tokens/s per GPU,
     intake, group correlation, the update law, the cadence achieved and the bottleneck.
 
@@ -108,8 +152,16 @@ def calibrate(trajectories, steps_file, into, output, inference_gpus, mapping, t
 
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
+    if bool(trajectories) == bool(pool_files):
+        raise click.UsageError("give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool")
     inst = load_instance(into) if into else None
-    log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
+    if pool_files:
+        from calibrate.pools import merge
+
+        parts = [(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files]
+        log, origin = merge(parts)
+    else:
+        log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
     steps, framework = _steps(steps_file, origin, mapping, max_bad)
     cal = run(log, steps, inst, inference_gpus)
     if framework and framework.get("response_length_mean") is not None:
