@@ -36,8 +36,10 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
     rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
     for name, fit in cal.per_backend.items():
         rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
+    if cal.tokens_per_gpu_s is not None:
+        rows.append(("tokens/s per GPU" + (" (all pools)" if cal.pool_throughput else ""), cal.tokens_per_gpu_s))
+    rows += [(f"  pool {name}: tokens/s per GPU", fig) for name, fig in cal.pool_throughput.items()]
     for label, fig in (
-        ("tokens/s per GPU", cal.tokens_per_gpu_s),
         ("tokens per attempt", cal.tokens_per_attempt),
         ("intake rate", cal.intake),
         ("within-group correlation", cal.correlation),
