@@ -8,7 +8,9 @@ import numpy as np
 
 from calibrate import lifetimes as lt
 from calibrate.figures import Figure, percentile_interval
+from calibrate.frameworks import FrameworkSteps
 from calibrate.logs import Steps, Trajectories
+from calibrate.stepfigures import step_figures
 from calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
 from calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
 from models.instance import Instance
@@ -68,6 +70,7 @@ class Calibration:
     bottleneck: str | None
     notes: list[str] = field(default_factory=list)
     pool_throughput: dict[str, Figure] = field(default_factory=dict)  # tokens/s per GPU of each logged pool
+    step_figures: dict[str, Figure] = field(default_factory=dict)  # a framework step log's other figures
 
     def to_json(self) -> dict:
         def fig(f):
@@ -90,6 +93,7 @@ class Calibration:
             "bottleneck": self.bottleneck,
             "notes": self.notes,
             "tokens_per_gpu_s_per_pool": {k: v.to_json() for k, v in self.pool_throughput.items()},
+            "step_log": {k: v.to_json() for k, v in self.step_figures.items()},
         }
 
 
@@ -172,6 +176,7 @@ def calibrate(
     inference_gpus: float | dict[str, float] | None = None,
     replicates: int = REPLICATES,
     seed: int = SEED,
+    framework: FrameworkSteps | None = None,
 ) -> Calibration:
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
@@ -222,6 +227,10 @@ def calibrate(
         list(log.notes) + (list(steps.notes) if steps is not None else []),
         pools,
     )
+    if framework is not None:
+        total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
+        result.step_figures, more = step_figures(steps, framework, total, rng, replicates)
+        result.notes += more
     result.bottleneck = bottleneck(result, into)
     return result
 

@@ -236,7 +236,7 @@ def read_steps(
     keep = table.settle(max_bad)
     if keep is not None:
         notes.append(table.skipped_note())
-    steps = _last_of_each_iteration(steps, keep)
+    steps, _ = take(steps, keep)
     if steps.boundary is not None:
         back = np.diff(steps.boundary) < 0
         if back.any():
@@ -254,25 +254,31 @@ def read_steps(
     return steps
 
 
-def _last_of_each_iteration(steps: Steps, keep: np.ndarray | None) -> Steps:
-    """Rows in iteration order, the last row of a repeated iteration kept (a restart's re-run)."""
-    rows = np.arange(steps.rows) if keep is None else np.flatnonzero(keep)
-    it = steps.iteration[rows]
-    reversed_first = np.unique(it[::-1], return_index=True)[1]
-    last = np.sort(rows[rows.size - 1 - reversed_first])
-    last = last[np.argsort(steps.iteration[last], kind="stable")]
-    repeated = rows.size - last.size
-    if repeated:
-        steps.notes.append(
-            f"{Path(steps.file).name}: {repeated:,} rows repeat an earlier iteration number (a restart re-ran "
-            "them): the last row of each iteration is kept"
-        )
+def last_rows(iteration: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+    """The rows to keep, in iteration order: of the rows in ``keep``, the last of each iteration number (a
+    restart re-runs iterations from a checkpoint; its rows are the ones that count)."""
+    rows = np.arange(iteration.size) if keep is None else np.flatnonzero(keep)
+    it = iteration[rows]
+    last = np.sort(rows[rows.size - 1 - np.unique(it[::-1], return_index=True)[1]])
+    return last[np.argsort(iteration[last], kind="stable")]
+
+
+def take(steps: Steps, keep: np.ndarray | None) -> tuple[Steps, np.ndarray]:
+    """The step log cut down to :func:`last_rows` (every per-row array), a note counting the rows of repeated
+    iterations left out, and the rows kept."""
+    rows = last_rows(steps.iteration, keep)
+    kept = {}
     for f in fields(steps):
         value = getattr(steps, f.name)
-        if isinstance(value, np.ndarray) and value.shape == (steps.rows,) and f.name != "iteration":
-            setattr(steps, f.name, value[last])
-    steps.iteration = steps.iteration[last]
-    return steps
+        kept[f.name] = value[rows] if isinstance(value, np.ndarray) and value.shape == (steps.rows,) else value
+    out = Steps(**kept)
+    repeated = (steps.rows if keep is None else int(keep.sum())) - rows.size
+    if repeated:
+        out.notes = list(steps.notes) + [
+            f"{Path(steps.file).name}: {repeated:,} rows repeat an earlier iteration number (a restart re-ran "
+            "them): the last row of each iteration is kept"
+        ]
+    return out, rows
 
 
 def _update_seconds(table: Table, origin: float | None, notes: list[str]) -> np.ndarray:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class Table:
         line = {"csv": f" (line {row + 2})", "jsonl": f" (line {row + 1})"}.get(self.kind, "")
         return f"row {row + 1}{line}, column {self.label(column)}"
 
-    def fail(self, row: int | None, column: str | None, rule: str):
+    def fail(self, row: int | None, column: str | None, rule: str) -> NoReturn:
         path = self.where(row, column) if row is not None else (f"column {self.label(column)}" if column else "")
         raise InstanceError(self.file, [Problem(path, rule)])
 

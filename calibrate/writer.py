@@ -169,6 +169,10 @@ def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
         }
         if fit.law == "amdahl":
             law["serial_fraction"] = fields.put(number(min(max(fit.serial_fraction or 0.0, 0.0), 1.0)), why)
+    before = doc.get("training", {}).get("update_time", {}).get("law")
+    if before is not None and before != fit.law:
+        misses = ", ".join(f"{k} misses by {v:.0%}" for k, v in fit.miss.items()) or "one GPU count in the log"
+        cal.notes.append(f"update law: the instance's {before} replaced by {fit.law} ({misses} on the per-GPU medians)")
     doc.setdefault("training", {})["update_time"] = law
 
 

@@ -7,15 +7,21 @@ import click
 from commands.common import guarded, write_and_show
 
 
-def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float):
+def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
+    """The step log and, for a framework's, what else it holds; ``auto`` sniffs the keys and says what it
+    found."""
     if path is None:
         return None, None
+    from calibrate.frameworks import read_framework_steps, sniff
     from calibrate.logs import read_steps
-    from calibrate.verl import looks_like_verl, read_verl_steps
 
-    if looks_like_verl(path):
-        return read_verl_steps(path)
-    return read_steps(path, origin, mapping, max_bad), None
+    found = sniff(path) if fmt == "auto" else (None if fmt == "steps" else fmt)
+    if found is None:
+        return read_steps(path, origin, mapping, max_bad), None
+    steps, extra = read_framework_steps(path, found, mapping, training_gpus, max_bad)
+    if fmt == "auto":
+        steps.notes.insert(0, f"--format auto: {path} read as {found}'s step log (its keys)")
+    return steps, extra
 
 
 def _gpus(ctx, param, value: str | None) -> float | dict[str, float] | None:
@@ -87,7 +93,21 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     "steps_file",
     type=click.Path(dir_okay=False),
     help="Step log: iteration, update_s (or update_start/update_end), training_gpus [inference_gpus, "
-    "boundary]; or verl's per-step metrics JSONL.",
+    "boundary]; or the per-step metrics of verl, slime or AReaL (--format).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "steps", "verl", "slime", "areal"]),
+    default="auto",
+    show_default=True,
+    help="What --steps is: trainground's step log, or a framework's metrics (JSONL or a wandb CSV export); auto "
+    "sniffs the keys.",
+)
+@click.option(
+    "--training-gpus",
+    type=click.IntRange(min=1),
+    help="Training GPUs of a framework step log (they are not in it per role).",
 )
 @click.option(
     "--into",
@@ -139,7 +159,19 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
 def calibrate(
-    trajectories, steps_file, into, output, inference_gpus, pool_files, mapping, timeout, max_bad, as_json, out
+    trajectories,
+    steps_file,
+    fmt,
+    training_gpus,
+    into,
+    output,
+    inference_gpus,
+    pool_files,
+    mapping,
+    timeout,
+    max_bad,
+    as_json,
+    out,
 ) -> None:
     """Fit instance fields to run logs: lifetimes (censored lognormal or Kaplan–Meier), tokens/s per GPU,
     intake, group correlation, the update law, the cadence achieved and the bottleneck.
@@ -162,13 +194,8 @@ def calibrate(
         log, origin = merge(parts)
     else:
         log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
-    steps, framework = _steps(steps_file, origin, mapping, max_bad)
-    cal = run(log, steps, inst, inference_gpus)
-    if framework and framework.get("response_length_mean") is not None:
-        cal.notes.append(
-            f"verl: mean response length {framework['response_length_mean']:,.0f} tokens, "
-            f"{framework['training_gpus']:,.0f} GPUs"
-        )
+    steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
+    cal = run(log, steps, inst, inference_gpus, framework=framework)
     if output:
         _write_instance(cal, into, output)
     notes = [f"calibrated instance: {output}"] if output else []

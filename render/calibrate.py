@@ -50,6 +50,14 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
         rows.append((f"update time at {cal.update.reference_gpus:,.0f} GPUs ({cal.update.law})", cal.update.reference))
     if cal.cadence is not None and cal.cadence.achieved is not None:
         rows.append(("cadence achieved", cal.cadence.achieved))
+    labels = {
+        "weight_sync_s": "weight sync per version",
+        "checkpoint_s": "checkpoint per save",
+        "trainer_wait_share": "trainer waiting for rollouts",
+        "version_gap_mean": "version gap (staleness)",
+        "generation_tokens_per_gpu_s": "tokens/s per GPU (step log)",
+    }
+    rows += [(labels.get(k, k), f) for k, f in cal.step_figures.items()]
     return rows
 
 

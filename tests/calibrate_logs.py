@@ -225,3 +225,124 @@ def _cell(v, nan_as: str) -> str:
     if isinstance(v, (float, np.floating)):
         return nan_as if math.isnan(v) else repr(float(v))
     return str(v)
+
+
+@dataclass(frozen=True)
+class StepTruth:
+    """A framework's step log from known parameters: an amdahl update law over the training GPU counts, a
+    weight sync and a checkpoint every ``checkpoint_every`` steps, generation at ``tokens_per_gpu_s`` on
+    ``inference_gpus`` (not colocated: the job's GPUs are training + inference), and the mess of a real log:
+    a restart that re-runs ``restart`` steps, ``missing`` steps absent, ``nan_rows`` NaN update times."""
+
+    steps: int = 300
+    training_gpus: tuple[float, ...] = (128.0, 256.0, 512.0)
+    reference_gpus: float = 256.0
+    reference_time: float = 200.0
+    serial_fraction: float = 0.2
+    update_noise: float = 0.04
+    weight_sync: float = 30.0
+    checkpoint: float = 240.0
+    checkpoint_every: int = 50
+    inference_gpus: int = 640
+    tokens_per_gpu_s: float = 60.0
+    responses: int = 512
+    response_mean: float = 8000.0
+    prompt_mean: float = 2000.0
+    staleness: float = 1.5
+    restart: int = 8
+    missing: int = 3
+    nan_rows: int = 2
+
+    def update(self, gpus: np.ndarray) -> np.ndarray:
+        f = self.serial_fraction
+        return self.reference_time * (f + (1 - f) * self.reference_gpus / gpus)
+
+    @property
+    def generation(self) -> float:
+        return self.responses * self.response_mean / (self.tokens_per_gpu_s * self.inference_gpus)
+
+
+def step_records(truth: StepTruth, framework: str, seed: int) -> list[dict]:
+    """One flat record per logged step (keys as ``framework`` names them; ``trainer/gpus`` is an extra key
+    a user would add), with a restart, missing steps and NaN rows."""
+    rng = np.random.default_rng(seed)
+    order = list(range(1, truth.steps + 1))
+    cut = truth.steps // 2
+    order = order[:cut] + list(range(cut - truth.restart + 1, cut + 1)) + order[cut:]  # the restart re-runs
+    gone = set(rng.choice(np.arange(10, truth.steps - 10), truth.missing, replace=False).tolist())
+    order = [step for step in order if step not in gone]
+    nan_at = set(rng.choice(np.arange(cut + truth.restart, len(order)), truth.nan_rows, replace=False).tolist())
+    keys_rng = np.random.default_rng(seed + 1)  # the framework-specific keys draw apart: the same steps for each
+    records = []
+    for row, step in enumerate(order):
+        gpus = truth.training_gpus[step % len(truth.training_gpus)]
+        update = float(truth.update(np.array(gpus)) * math.exp(rng.normal(0, truth.update_noise)))
+        gen = truth.generation * math.exp(rng.normal(0, 0.03))
+        sync = truth.weight_sync * math.exp(rng.normal(0, 0.05))
+        save = truth.checkpoint * math.exp(rng.normal(0, 0.05)) if step % truth.checkpoint_every == 0 else None
+        total = gen + update + sync + 10.0 + (save or 0.0)
+        tokens = truth.responses * (truth.response_mean + truth.prompt_mean)
+        if row in nan_at:
+            update = float("nan")
+        records.append(_keys(framework, step, gpus, update, gen, sync, save, total, tokens, truth, keys_rng))
+    return records
+
+
+def _keys(framework, step, gpus, update, gen, sync, save, total, tokens, truth, rng) -> dict:
+    common = {"trainer/gpus": gpus, "actor/entropy": float(rng.random())}  # an extra key, ignored unless mapped
+    if framework == "verl":
+        out = {
+            "step": step,
+            "timing_s/gen": gen,
+            "timing_s/update_actor": update,
+            "timing_s/update_weights": sync,
+            "timing_s/step": total,
+            "response_length/mean": truth.response_mean,
+            "prompt_length/mean": truth.prompt_mean,
+            "perf/total_num_tokens": tokens,
+            "perf/time_per_step": total,
+            "perf/throughput": tokens / (total * (gpus + truth.inference_gpus)),
+        }
+        if save is not None:
+            out["timing_s/save_checkpoint"] = save
+    elif framework == "slime":
+        out = {
+            "rollout/step": step,
+            "perf/actor_train_time": update,
+            "perf/rollout_time": gen,
+            "perf/train_wait_time": gen,
+            "perf/update_weights_time": sync,
+            "perf/step_time": total,
+            "staleness/mean": truth.staleness + rng.normal(0, 0.2),
+        }
+        if save is not None:
+            out["perf/save_model_time"] = save
+    else:
+        out = {
+            "step": step,
+            "timeperf/rollout": gen,
+            "timeperf/train_step": update,
+            "timeperf/update_weights": sync,
+            "timeperf/save": save if save is not None else 0.0,
+        }
+    return {**out, **common}
+
+
+def write_records(path, records: list[dict], framework: str) -> None:
+    """verl: its file logger's ``{"step": N, "data": {...}}`` lines; slime: flat JSONL; a ``.csv`` path: a
+    wandb-style export (one column per key, empty where a step lacks it)."""
+    import json
+
+    if str(path).endswith(".csv"):
+        keys = list(dict.fromkeys(k for r in records for k in r))
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(",".join(keys) + "\n")
+            for r in records:
+                handle.write(",".join("" if r.get(k) is None else repr(r[k]) for k in keys) + "\n")
+        return
+    with open(path, "w", encoding="utf-8") as handle:
+        for r in records:
+            if framework == "verl":
+                step = r["step"]
+                r = {"step": step, "data": {k: v for k, v in r.items() if k != "step"}}
+            handle.write(json.dumps(r) + "\n")
