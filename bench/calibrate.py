@@ -25,10 +25,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from cli import main  # noqa: E402
-from tests.calibrate_logs import Pool, Truth, TwoPools, columns, mess, two_pool_columns, write_csv, write_table  # noqa: E402
+from tests.calibrate_logs import (  # noqa: E402
+    Pool,
+    StepTruth,
+    Truth,
+    TwoPools,
+    columns,
+    mess,
+    step_records,
+    two_pool_columns,
+    write_csv,
+    write_records,
+    write_table,
+)
 
 
 def timing(rows: int, repeats: int) -> None:
@@ -83,6 +96,9 @@ def fixtures(folder: Path, log_end: float) -> TwoPools:
     for pool in truth.pools:
         mine = with_cut["pool"] == pool.name
         write_table(folder / f"{pool.name}.csv", {k: v[mine] for k, v in with_cut.items() if k != "pool"})
+    steps = StepTruth()
+    for name, file in STEP_FILES.items():
+        write_records(folder / file, step_records(steps, name, seed=24), name)
     (folder / "truth.json").write_text(
         json.dumps(
             {
@@ -92,11 +108,22 @@ def fixtures(folder: Path, log_end: float) -> TwoPools:
                 "tokens_per_gpu_s": {p.name: p.tokens_per_gpu_s for p in truth.pools},
                 "inference_gpus": {p.name: p.gpus for p in truth.pools},
                 "tokens_per_attempt": truth.tokens_mean,
+                "steps": {
+                    "update_s": {f"{g:g}": float(steps.update(np.array(g))) for g in steps.training_gpus},
+                    "weight_sync_s": steps.weight_sync,
+                    "checkpoint_s": steps.checkpoint,
+                    "generation_tokens_per_gpu_s": steps.tokens_per_gpu_s,
+                    "inference_gpus": steps.inference_gpus,
+                    "version_gap_mean": steps.staleness,
+                },
             },
             indent=1,
         )
     )
     return truth
+
+
+STEP_FILES = {"verl": "verl.jsonl", "slime": "slime.jsonl", "areal": "areal.csv"}
 
 
 def _fit(*args: str) -> dict:
@@ -136,6 +163,47 @@ def truth_table(folder: Path) -> None:
         f"naive fit: no --timeout, so the {censored['occupancy']['timeout_cut_rows']:,} attempts cut at "
         f"{truth['timeout']:,.0f} s read as ended there"
     )
+    for name, file in STEP_FILES.items():
+        print(
+            f"\n{name} step log ({file}; --columns training_gpus=trainer/gpus --inference-gpus {truth['steps']['inference_gpus']})"
+        )
+        got = _fit(
+            *logs[:2],
+            "--steps",
+            str(folder / file),
+            "--columns",
+            "training_gpus=trainer/gpus",
+            "--inference-gpus",
+            str(truth["steps"]["inference_gpus"]),
+        )
+        fitted = {f"update time at {p['gpus']:g} GPUs (s)": p["seconds"] for p in got["update_time"]["points"]}
+        rows = []
+        ref = got["update_time"]["reference_time_s"]
+        rows.append(
+            (
+                f"update time at {got['update_time']['reference_gpus']:g} GPUs (s), {got['update_time']['law']}",
+                truth["steps"]["update_s"][f"{got['update_time']['reference_gpus']:g}"],
+                ref,
+            )
+        )
+        for key, label in (
+            ("weight_sync_s", "weight sync per version (s)"),
+            ("checkpoint_s", "checkpoint per save (s)"),
+            ("generation_tokens_per_gpu_s", "tokens/s per GPU (step log)"),
+            ("version_gap_mean", "version gap mean"),
+        ):
+            if key in got["step_log"]:
+                rows.append((label, truth["steps"][key], got["step_log"][key]))
+        for label, true, fig in rows:
+            lo, hi = fig["interval"]
+            covers = "yes" if lo <= true <= hi else "no"
+            print(
+                f"{label:<40} {true:>9,.4g} {fig['value']:>9,.4g} {lo:>9,.4g}-{hi:<9,.4g} {fig['value'] / true - 1:>+7.1%} {covers:>6}"
+            )
+        for label, value in fitted.items():
+            gpus = label.split()[3]
+            true = truth["steps"]["update_s"][gpus]
+            print(f"{label:<40} {true:>9,.4g} {value:>9,.4g} {'(median)':>19} {value / true - 1:>+7.1%}")
 
 
 if __name__ == "__main__":

@@ -49,9 +49,18 @@ class UpdateFit:
 
 
 def _weighted_fits(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of weights: inverse k, and amdahl (a, b) by least squares on relative errors (each row
-    weighted 1/u², so that a 5 % miss counts alike at every GPU count), a and b clipped at 0."""
-    w = w / (u * u)
+    """Per row of weights: inverse k, and amdahl (a, b) by least squares on relative errors, so that a 5 %
+    miss counts alike at every GPU count, a and b clipped at 0. Relative to the law, not to the observed
+    time: a first pass weighted 1/u² gives the law f, the fit is then weighted 1/f² (weights of 1/u² alone
+    favour the updates that came out short and bias the law low by about 1.5 σ² of the noise)."""
+    k, a, b = _least_squares(w / (u * u), g, u)
+    k = _least_squares(w / np.square(k[:, None] / g), g, u)[0]
+    amdahl = np.maximum(a[:, None] + b[:, None] / g, 1e-300)
+    _, a, b = _least_squares(w / np.square(amdahl), g, u)
+    return k, a, b
+
+
+def _least_squares(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     inv = 1.0 / g
     k = (w @ (u * inv)) / (w @ (inv * inv))
     sw, sx, sy, sxx, sxy = w.sum(axis=1), w @ inv, w @ u, w @ (inv * inv), w @ (inv * u)

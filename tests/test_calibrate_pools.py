@@ -116,3 +116,22 @@ def test_a_pool_without_log_rows_keeps_its_figure(two_pool_log, tmp_path):
     assert shapes["a100-tp8"] == 70
     assert abs(shapes["h100-tp8"] / 90 - 1) < 0.06
     assert np.sum(cols["pool"] == "h100") > 1000
+
+
+def test_per_pool_intervals_cover_the_truth_in_most_repetitions():
+    from calibrate.logs import Trajectories
+    from calibrate.throughput import tokens_per_gpu_s
+
+    truth, reps = TwoPools(log_end=8000.0), 40
+    covered = {p.name: 0 for p in truth.pools}
+    for seed in range(reps):
+        cols = two_pool_columns(truth, 200 + seed)
+        names, index = np.unique(cols["pool"], return_inverse=True)
+        groups = np.unique(cols["group"], return_inverse=True)[1]
+        log = Trajectories("m", cols["start"], cols["end"], cols["output_tokens"], truth.log_end)
+        log.pools, log.pool, log.group = list(names), index, groups
+        _, _, pools = tokens_per_gpu_s(log, None, {p.name: p.gpus for p in truth.pools})
+        for p in truth.pools:
+            covered[p.name] += pools[p.name].low <= p.tokens_per_gpu_s <= pools[p.name].high
+    # a 90 % interval covers in fewer than 32 of 40 repetitions with probability about 1 % (binomial)
+    assert min(covered.values()) >= 32, covered
