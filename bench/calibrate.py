@@ -165,7 +165,7 @@ def truth_table(folder: Path) -> None:
     )
     for name, file in STEP_FILES.items():
         print(
-            f"\n{name} step log ({file}; --columns training_gpus=trainer/gpus --inference-gpus {truth['steps']['inference_gpus']})"
+            f"\n{name} step log ({file}; --columns training_gpus=trainer/gpus --inference-gpus {gpus})"
         )
         got = _fit(
             *logs[:2],
@@ -174,7 +174,7 @@ def truth_table(folder: Path) -> None:
             "--columns",
             "training_gpus=trainer/gpus",
             "--inference-gpus",
-            str(truth["steps"]["inference_gpus"]),
+            gpus,
         )
         fitted = {f"update time at {p['gpus']:g} GPUs (s)": p["seconds"] for p in got["update_time"]["points"]}
         rows = []

@@ -75,6 +75,9 @@ def tokens_per_gpu_s(
         return None, window, {}
     bins = _bins(steps, t0, t1)
     window["gpus"] = gpus[0]
+    window["attempts_per_s"] = float(inside.sum() / (t1 - t0))  # the launch rate the run kept up
+    if per_pool:
+        window["pool_gpus"] = dict(per_pool)
     pooled = _throughput(log, inside, gpus, (t0, t1, rule), bins, "")
     pools = {}
     for index, name in enumerate(log.pools or []):

@@ -155,6 +155,13 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     show_default=True,
     help="Share of a log's rows that may be skipped for a bad cell (counted) before the log is refused.",
 )
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="Write the logged run's own configuration as a plan (JSON) of the calibrated instance, for "
+    "`simulate CALIBRATED --plan FILE`; needs -o.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
@@ -170,6 +177,7 @@ def calibrate(
     mapping,
     timeout,
     max_bad,
+    plan_file,
     as_json,
     out,
 ) -> None:
@@ -184,6 +192,8 @@ def calibrate(
 
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
+    if plan_file and not output:
+        raise click.UsageError("--plan needs -o: the plan is one of the calibrated instance")
     if bool(trajectories) == bool(pool_files):
         raise click.UsageError("give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool")
     inst = load_instance(into) if into else None
@@ -196,9 +206,12 @@ def calibrate(
         log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
     steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
     cal = run(log, steps, inst, inference_gpus, framework=framework)
+    notes = []
     if output:
-        _write_instance(cal, into, output)
-    notes = [f"calibrated instance: {output}"] if output else []
+        calibrated = _write_instance(cal, into, output)
+        notes.append(f"calibrated instance: {output}")
+        if plan_file:
+            notes.append(_write_plan(cal, calibrated, output, plan_file))
     write_and_show(
         cal,
         cal.to_json(),
@@ -231,6 +244,25 @@ def _write_instance(cal, into: str, output: str) -> None:
 
     write_atomic(output, calibrated_document(cal, into))
     try:
-        load_instance(output)
+        return load_instance(output)
     except InstanceError as exc:
         raise RuntimeError(f"the calibrated instance does not load: {exc.message}") from None
+
+
+def _write_plan(cal, inst, output: str, plan_file: str) -> str:
+    """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none."""
+    import json
+
+    from calibrate.replay import logged_plan
+    from drivers.output import write_atomic
+
+    plan, why = logged_plan(inst, cal)
+    if plan is None:
+        cal.notes += [f"no logged plan written: {w}" for w in why]
+        return f"logged plan: not written ({len(why)} reason(s) in the notes)"
+    document = {"instance": inst.name, "source": "calibrate: the logged run's configuration", "plan": plan.model_dump()}
+    write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
+    return (
+        f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "
+        f"cadence {plan.cadence_s:g} s); replay it: trainground simulate {output} --plan {plan_file}"
+    )

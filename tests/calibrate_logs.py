@@ -243,8 +243,8 @@ class StepTruth:
     weight_sync: float = 30.0
     checkpoint: float = 240.0
     checkpoint_every: int = 50
-    inference_gpus: int = 640
-    tokens_per_gpu_s: float = 60.0
+    inference_gpus: int = 256  # the two pools of TwoPools at 128 GPUs each, pooled 65 tokens/s per GPU
+    tokens_per_gpu_s: float = 65.0
     responses: int = 512
     response_mean: float = 8000.0
     prompt_mean: float = 2000.0
