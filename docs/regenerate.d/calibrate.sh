@@ -32,3 +32,16 @@ show $OUT/two-pools-instance.txt "grep -E 'tokens_per_gpu_s|name: throughput|sd:
 show $OUT/two-pools-pooled.txt "trainground calibrate --trajectories two-pools/trajectories.csv --inference-gpus 256 --into instances/logs/two-pools.yaml -o two-pools/pooled.yaml --json | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if 'not written' in n])\""
 show $OUT/truth.txt python bench/calibrate.py truth two-pools
 rm -f "$OUT/calibrate.json"
+show $OUT/frameworks.txt "trainground calibrate --trajectories two-pools/trajectories.csv --steps two-pools/verl.jsonl --json \
+    | python -c \"import json, sys; d = json.load(sys.stdin); print(*d['notes'][1:], sep='\n'); print(json.dumps(d['update_time']['points']))\""
+show $OUT/replay-calibrate.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    --steps instances/logs/seed-small-steps.csv --into instances/logs/seed-small-run.yaml \
+    -o docs/calibrate/seed-small-run-calibrated.yaml --plan docs/calibrate/seed-small-run-plan.json | tail -3"
+show $OUT/replay.txt trainground simulate docs/calibrate/seed-small-run-calibrated.yaml \
+    --plan docs/calibrate/seed-small-run-plan.json --replications 8
+show $OUT/replay-check.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    --steps instances/logs/seed-small-steps.csv --json > logged.json && trainground simulate \
+    docs/calibrate/seed-small-run-calibrated.yaml --plan docs/calibrate/seed-small-run-plan.json --replications 8 \
+    --json > replay.json && python -c \"import json; c = json.load(open('logged.json'))['cadence']['achieved_s']; \
+s = json.load(open('replay.json'))['simulated']['iteration_mean_s']; lo, hi = c['interval']; \
+print(f'logged iteration time {c[\\\"value\\\"]:.1f} s (90 % interval {lo:.1f}-{hi:.1f} s); replay of the logged plan {s:.1f} s: ' + ('inside' if lo <= s <= hi else 'OUTSIDE'))\""
