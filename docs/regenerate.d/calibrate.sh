@@ -45,3 +45,6 @@ show $OUT/replay-check.txt "trainground calibrate --trajectories instances/logs/
     --json > replay.json && python -c \"import json; c = json.load(open('logged.json'))['cadence']['achieved_s']; \
 s = json.load(open('replay.json'))['simulated']['iteration_mean_s']; lo, hi = c['interval']; \
 print(f'logged iteration time {c[\\\"value\\\"]:.1f} s (90 % interval {lo:.1f}-{hi:.1f} s); replay of the logged plan {s:.1f} s: ' + ('inside' if lo <= s <= hi else 'OUTSIDE'))\""
+if [ -n "${BENCH:-}" ]; then  # minutes and a quiet machine: only with BENCH set (the committed output stays)
+    show $OUT/speed.txt "cat /proc/loadavg; python bench/calibrate.py timing --repeats 3; cat /proc/loadavg"
+fi
