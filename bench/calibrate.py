@@ -164,9 +164,7 @@ def truth_table(folder: Path) -> None:
         f"{truth['timeout']:,.0f} s read as ended there"
     )
     for name, file in STEP_FILES.items():
-        print(
-            f"\n{name} step log ({file}; --columns training_gpus=trainer/gpus --inference-gpus {gpus})"
-        )
+        print(f"\n{name} step log ({file}; --columns training_gpus=trainer/gpus --inference-gpus {gpus})")
         got = _fit(
             *logs[:2],
             "--steps",
