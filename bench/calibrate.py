@@ -115,6 +115,8 @@ def fixtures(folder: Path, log_end: float) -> TwoPools:
                     "generation_tokens_per_gpu_s": steps.tokens_per_gpu_s,
                     "inference_gpus": steps.inference_gpus,
                     "version_gap_mean": steps.staleness,
+                    "agent_loop_median_s": steps.life_median,
+                    "agent_loop_p99_s": steps.life_p99,
                 },
             },
             indent=1,
@@ -189,6 +191,8 @@ def truth_table(folder: Path) -> None:
             ("checkpoint_s", "checkpoint per save (s)"),
             ("generation_tokens_per_gpu_s", "tokens/s per GPU (step log)"),
             ("version_gap_mean", "version gap mean"),
+            ("agent_loop_median_s", "occupancy median, agent loop (s)"),
+            ("agent_loop_p99_s", "occupancy p99, agent loop (s)"),
         ):
             if key in got["step_log"]:
                 rows.append((label, truth["steps"][key], got["step_log"][key]))

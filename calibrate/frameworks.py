@@ -30,7 +30,7 @@ import numpy as np
 
 from calibrate.guards import check_text
 from calibrate.logs import MAX_BAD_SHARE, Steps, take
-from calibrate.tables import FORMATS, Table, numbers, read_table
+from calibrate.tables import FORMATS, UNITS, Table, numbers, read_table, split_unit
 from models.load import InstanceError, Problem
 
 NAMES = ("verl", "slime", "areal")
@@ -52,8 +52,10 @@ class Keys:
     total_tokens: tuple[str, ...] = ()
     throughput: tuple[str, ...] = ()  # tokens / (time x every GPU of the job)
     staleness_mean: tuple[str, ...] = ()
+    loop: tuple[str, ...] = ()  # per-trajectory times of the step: min, mean, max
 
 
+AGENT_LOOP = "timing_s/agent_loop/generate_sequences/"
 KEYS = {
     "verl": Keys(
         step=("step", "training/global_step", "_step"),
@@ -66,6 +68,7 @@ KEYS = {
         prompt_mean=("prompt_length/mean",),
         total_tokens=("perf/total_num_tokens",),
         throughput=("perf/throughput",),
+        loop=(AGENT_LOOP + "min", AGENT_LOOP + "mean", AGENT_LOOP + "max"),
     ),
     "slime": Keys(
         step=("rollout/step", "step", "_step"),
@@ -98,6 +101,8 @@ class FrameworkSteps:
     wait_s: np.ndarray | None = None
     response_tokens: np.ndarray | None = None  # response (output) tokens of the step
     staleness_mean: np.ndarray | None = None
+    loop: np.ndarray | None = None  # (steps, 3): min, mean, max of the step's per-trajectory times
+    responses: np.ndarray | None = None  # responses (trajectories) of the step
     gpus_from_throughput: bool = False
 
 
@@ -156,10 +161,13 @@ def _as_table(file: str, records: list[dict], mapping: dict[str, str]) -> Table:
                 [None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in cells]
             )
     table = Table(file, "jsonl", columns, len(records))
-    for name, source in mapping.items():
+    for name, spec in mapping.items():
+        source, unit = split_unit(spec)
         if source in table.columns:
             table.columns[name] = table.columns.pop(source)
             table.sources[name] = source
+        if unit is not None:
+            table.scales[name] = UNITS[unit]
     return table
 
 
@@ -191,7 +199,10 @@ def read_framework_steps(
     }
     extra = FrameworkSteps(name)
     gpus, notes = _training_gpus(table, keys, extra, training_gpus, update)
-    response = _response_tokens(table, keys)
+    response, responses = _response_tokens(table, keys)
+    loop = None
+    if keys.loop and all(table.has(k) for k in keys.loop):
+        loop = np.stack([numbers(table, k, minimum=0) for k in keys.loop], axis=1)
     keep = table.settle(max_bad)
     if keep is not None:
         notes.append(table.skipped_note())
@@ -209,6 +220,8 @@ def read_framework_steps(
         values[k][rows] if k in values else None for k in ("weight_sync", "checkpoint", "wait", "staleness_mean")
     )
     extra.response_tokens = response[rows] if response is not None else None
+    extra.responses = responses[rows] if responses is not None else None
+    extra.loop = loop[rows] if loop is not None else None
     missing = int(steps.iteration[-1] - steps.iteration[0] + 1 - steps.rows) if steps.rows else 0
     if missing > 0:
         steps.notes.append(
@@ -243,12 +256,13 @@ def _training_gpus(table: Table, keys: Keys, extra: FrameworkSteps, given: float
     table.fail(None, None, "no training GPU count: give --training-gpus N or --columns training_gpus=KEY")
 
 
-def _response_tokens(table: Table, keys: Keys) -> np.ndarray | None:
-    """Response tokens of each step: the step's tokens times the response share of a prompt + response
-    (verl's total counts both)."""
+def _response_tokens(table: Table, keys: Keys) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Response tokens and responses of each step: the step's tokens (verl's total counts prompt and
+    response) over a prompt + response."""
     total, response, prompt = (_first(table, k) for k in (keys.total_tokens, keys.response_mean, keys.prompt_mean))
     if not (total and response and prompt):
-        return None
+        return None, None
     t, r, p = (numbers(table, k, minimum=0) for k in (total, response, prompt))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(r + p > 0, t * r / (r + p), np.nan)
+        responses = np.where(r + p > 0, t / (r + p), np.nan)
+    return responses * r, responses

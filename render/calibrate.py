@@ -56,6 +56,8 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
         "trainer_wait_share": "trainer waiting for rollouts",
         "version_gap_mean": "version gap (staleness)",
         "generation_tokens_per_gpu_s": "tokens/s per GPU (step log)",
+        "agent_loop_median_s": "occupancy median (agent loop)",
+        "agent_loop_p99_s": "occupancy p99 (agent loop)",
     }
     rows += [(labels.get(k, k), f) for k, f in cal.step_figures.items()]
     return rows

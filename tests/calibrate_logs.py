@@ -249,6 +249,8 @@ class StepTruth:
     response_mean: float = 8000.0
     prompt_mean: float = 2000.0
     staleness: float = 1.5
+    life_median: float = 900.0  # per-trajectory times of verl's agent loop: lognormal, as TwoPools
+    life_p99: float = 11630.0
     restart: int = 8
     missing: int = 3
     nan_rows: int = 2
@@ -291,7 +293,13 @@ def step_records(truth: StepTruth, framework: str, seed: int) -> list[dict]:
 def _keys(framework, step, gpus, update, gen, sync, save, total, tokens, truth, rng) -> dict:
     common = {"trainer/gpus": gpus, "actor/entropy": float(rng.random())}  # an extra key, ignored unless mapped
     if framework == "verl":
+        sigma = math.log(truth.life_p99 / truth.life_median) / Z_99
+        lives = np.exp(rng.normal(math.log(truth.life_median), sigma, truth.responses))
+        loop = "timing_s/agent_loop/generate_sequences/"
         out = {
+            loop + "min": float(lives.min()),
+            loop + "mean": float(lives.mean()),
+            loop + "max": float(lives.max()),
             "step": step,
             "timing_s/gen": gen,
             "timing_s/update_actor": update,
