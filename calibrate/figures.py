@@ -21,6 +21,7 @@ class Figure:
     unit: str
     source: str  # the log (and column) it was read from
     note: str = ""
+    spread: float | None = None  # relative sd of the figure from one part of the run to the next, when measured
 
     def to_json(self) -> dict:
         return {
@@ -30,6 +31,7 @@ class Figure:
             "unit": self.unit,
             "source": self.source,
             "note": self.note or None,
+            "spread": _num(self.spread),
         }
 
     @property

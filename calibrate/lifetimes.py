@@ -48,17 +48,26 @@ class Lifetimes:
 
 
 def lifetimes_of(
-    start: np.ndarray, end: np.ndarray, log_end: float, keep: np.ndarray | None = None, group: np.ndarray | None = None
+    start: np.ndarray,
+    end: np.ndarray,
+    log_end: float,
+    keep: np.ndarray | None = None,
+    group: np.ndarray | None = None,
+    cut: np.ndarray | None = None,
 ) -> Lifetimes:
-    """Log-lifetimes of the attempts that started (optionally only where ``keep``); running ones censored."""
+    """Log-lifetimes of the attempts that started (optionally only where ``keep``); running ones censored at
+    the log's end, and ones a timeout cut (``cut``, the lifetime at the cut; NaN: not cut) at the cut."""
     started = ~np.isnan(start) if keep is None else keep & ~np.isnan(start)
-    ended = started & ~np.isnan(end)
-    running = started & np.isnan(end)
+    was_cut = np.zeros(start.size, bool) if cut is None else started & ~np.isnan(cut)
+    ended = started & ~np.isnan(end) & ~was_cut
+    running = started & np.isnan(end) & ~was_cut
     x = np.log(np.maximum(end[ended] - start[ended], MIN_LIFETIME_S))
-    c = np.log(np.maximum(log_end - start[running], MIN_LIFETIME_S))
+    censored = np.concatenate([log_end - start[running], cut[was_cut] if cut is not None else []])
+    c = np.log(np.maximum(censored, MIN_LIFETIME_S))
     units = None
     if group is not None and x.size + c.size <= EXACT_ROWS:  # larger logs resample bins, not groups
-        units = np.unique(np.concatenate([group[ended], group[running]]), return_inverse=True)[1]
+        members = np.concatenate([group[ended], group[running], group[was_cut]])
+        units = np.unique(members, return_inverse=True)[1]
     return Lifetimes(x, c, units)
 
 

@@ -8,12 +8,14 @@ count data rows from 1; the line is the file's line (CSV: the header is line 1; 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
+from calibrate.guards import check_header, check_text
 from models.load import InstanceError, Problem
 
 FORMATS = {
@@ -26,35 +28,90 @@ FORMATS = {
 }
 
 
+EPOCH_AFTER = 1e9  # numeric times from here on (2001-09-09) are Unix seconds, not seconds from the run's start
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}  # declared as COLUMN:UNIT
+MAX_BAD_SHARE = 0.01  # default share of a log's rows that may be set aside for a bad cell before it is refused
+
+
 @dataclass
 class Table:
-    """A log file's columns (pyarrow arrays by name) and how to name a row of it in a message."""
+    """A log file's columns (pyarrow arrays by name), how to name a row of it in a message, and the rows set
+    aside for a bad cell (counted; above a share of the log the log is refused, naming the first)."""
 
     file: str
     kind: str
     columns: dict
     rows: int
+    sources: dict = field(default_factory=dict)  # name read as -> the file's own column name (--columns)
+    scales: dict = field(default_factory=dict)  # name read as -> seconds per unit of the file's numbers
+    bad: np.ndarray | None = None  # rows set aside
+    reasons: list = field(default_factory=list)  # (rows, first row, column, rule) per problem found
+
+    def label(self, column: str) -> str:
+        source = self.sources.get(column, column)
+        return f"'{source}'" if source == column else f"'{source}' (read as {column})"
 
     def where(self, row: int, column: str) -> str:
         line = {"csv": f" (line {row + 2})", "jsonl": f" (line {row + 1})"}.get(self.kind, "")
-        return f"row {row + 1}{line}, column '{column}'"
+        return f"row {row + 1}{line}, column {self.label(column)}"
 
-    def fail(self, row: int | None, column: str | None, rule: str):
-        path = self.where(row, column) if row is not None else (f"column '{column}'" if column else "")
+    def fail(self, row: int | None, column: str | None, rule: str) -> NoReturn:
+        path = self.where(row, column) if row is not None else (f"column {self.label(column)}" if column else "")
         raise InstanceError(self.file, [Problem(path, rule)])
 
     def has(self, name: str) -> bool:
         return name in self.columns
 
+    def column(self, name: str):
+        """The column as a pyarrow array; a column of objects or lists is refused (a log cell is flat)."""
+        import pyarrow as pa
+
+        col = self.columns[name]
+        if pa.types.is_nested(col.type):
+            row = int(np.argmax(col.is_valid().to_numpy(zero_copy_only=False))) if len(col) else 0
+            self.fail(row, name, f"holds nested values ({col.type}): a log cell is a number, a time or a name")
+        return col
+
     def require(self, *names: str) -> None:
         missing = [n for n in names if n not in self.columns]
         if missing:
-            have = ", ".join(self.columns) or "none"
+            have = ", ".join(self.sources.get(n, n) for n in self.columns) or "none"
+            named = ", ".join(self.label(m) for m in missing)
+            self.fail(None, None, f"missing column{'s' if len(missing) > 1 else ''} {named} (have: {have})")
+
+    def skip(self, mask: np.ndarray, column: str, describe) -> None:
+        """Set aside the rows of ``mask`` for a bad cell of ``column``; ``describe(row)`` is the rule broken."""
+        if not mask.any():
+            return
+        if self.bad is None:
+            self.bad = np.zeros(self.rows, bool)
+        row = int(np.argmax(mask))
+        self.bad |= mask
+        self.reasons.append((int(mask.sum()), row, column, describe(row)))
+
+    def settle(self, max_share: float = MAX_BAD_SHARE) -> np.ndarray | None:
+        """The rows kept (None: all), after refusing the log when more than ``max_share`` of it is bad."""
+        if self.bad is None:
+            return None
+        count = int(self.bad.sum())
+        if count > max_share * self.rows:
+            _, row, column, rule = min(self.reasons, key=lambda r: r[1])
             self.fail(
-                None,
-                None,
-                f"missing column{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} (have: {have})",
+                row,
+                column,
+                f"{rule}; {count:,} of {self.rows:,} rows have a bad cell, more than the {max_share:.0%} "
+                "a log may skip (--max-bad-rows)",
             )
+        return ~self.bad
+
+    def skipped_note(self) -> str | None:
+        if self.bad is None:
+            return None
+        kinds = "; ".join(
+            f"{n:,} at column {self.label(c)} (first: {self.where(r, c).split(',')[0]}, {rule})"
+            for n, r, c, rule in self.reasons
+        )
+        return f"{Path(self.file).name}: {int(self.bad.sum()):,} of {self.rows:,} rows skipped for a bad cell: {kinds}"
 
 
 def _need_pyarrow(file: str):
@@ -66,8 +123,10 @@ def _need_pyarrow(file: str):
         ) from None
 
 
-def read_table(path: str | Path) -> Table:
-    """The file's columns; InstanceError for a missing, empty, unreadable or unknown-type file."""
+def read_table(path: str | Path, mapping: dict[str, str] | None = None) -> Table:
+    """The file's columns, renamed by ``mapping`` (name read as -> the file's column name); InstanceError for
+    a missing, empty, unreadable or unknown-type file, a byte that is not UTF-8, too deep a nesting or a
+    column named twice."""
     path = Path(path)
     file = str(path)
     if not path.exists():
@@ -82,13 +141,31 @@ def read_table(path: str | Path) -> Table:
     _need_pyarrow(file)
     import pyarrow as pa
 
+    if kind != "parquet":
+        check_text(path, kind)
     try:
         table = _read(path, kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
         raise InstanceError(file, [Problem("", f"cannot read as {kind.upper()}: {_first_line(exc)}")]) from None
+    check_header(file, table.column_names)
     if table.num_rows == 0:
         raise InstanceError(file, [Problem("", "no rows: the log has a header but no data")])
-    return Table(file, kind, {name: table.column(name).combine_chunks() for name in table.column_names}, table.num_rows)
+    columns = {name: table.column(i).combine_chunks() for i, name in enumerate(table.column_names)}
+    sources, scales = {}, {}
+    for name, spec in (mapping or {}).items():
+        source, unit = split_unit(spec)
+        if source in columns:
+            columns[name] = columns.pop(source)
+            sources[name] = source
+        if unit is not None:
+            scales[name] = UNITS[unit]
+    return Table(file, kind, columns, table.num_rows, sources, scales)
+
+
+def split_unit(spec: str) -> tuple[str, str | None]:
+    """``COLUMN:UNIT`` (a unit of UNITS) -> (COLUMN, UNIT); anything else is a column name alone."""
+    head, _, unit = spec.rpartition(":")
+    return (head, unit) if head and unit in UNITS else (spec, None)
 
 
 def _read(path: Path, kind: str):
@@ -109,69 +186,64 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$|^\s*[+-]?(nan|inf|infinity)\s*$"
+
+
 def numbers(table: Table, name: str, *, minimum: float | None = None, allow_null: bool = True) -> np.ndarray:
-    """Column ``name`` as float64 (NaN for an empty cell); the first cell that is no number, or is below
-    ``minimum``, or empty when that is not allowed, raises InstanceError naming its row."""
+    """Column ``name`` as float64 (NaN for an empty cell). A cell that is no number, NaN, infinite, below
+    ``minimum``, or empty when that is not allowed sets its row aside (``Table.skip``) and reads as NaN."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = table.columns[name]
+    col = table.column(name)
     if pa.types.is_boolean(col.type):
         col = pc.cast(col, pa.int8())
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)):
         col = _cast_text(table, name, col)
-    values = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    if col.null_count:
-        values = np.where(col.is_null().to_numpy(zero_copy_only=False), np.nan, values)
-    bad = ~np.isfinite(values) & ~np.isnan(values)
+    values = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
+    empty = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(values.size, bool)
+    values[empty] = np.nan
+    table.skip(np.isnan(values) & ~empty, name, lambda row: "is NaN (not a number)")
+    table.skip(np.isinf(values), name, lambda row: f"must be finite, got {values[row]}")
     if not allow_null:
-        bad |= np.isnan(values)
+        table.skip(empty, name, lambda row: "is empty (a value is required)")
     if minimum is not None:
-        bad |= values < minimum
-    if bad.any():
-        row = int(np.argmax(bad))
-        v = values[row]
-        rule = (
-            "is empty (a value is required)"
-            if math.isnan(v)
-            else f"must be >= {minimum:g}, got {v:g}"
-            if minimum is not None and v < minimum
-            else f"must be finite, got {v}"
-        )
-        table.fail(row, name, rule)
-    return values
+        table.skip(values < minimum, name, lambda row: f"must be >= {minimum:g}, got {values[row]:g}")
+        values[values < minimum] = np.nan
+    values[np.isinf(values)] = np.nan
+    return values * table.scales[name] if name in table.scales else values
 
 
 def _cast_text(table: Table, name: str, col):
+    """Text cells as numbers; a cell that is no number sets its row aside and reads as empty."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
-        return pc.cast(col, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        text = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
-        for row, cell in enumerate(text.to_pylist()):
-            try:
-                if cell is not None and cell.strip() != "":
-                    float(cell)
-            except ValueError:
-                table.fail(row, name, f"{cell!r} is not a number")
-        return pc.cast(pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), ""), None, text), pa.float64())
+    text = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
+    blank = pc.equal(pc.utf8_trim_whitespace(text), "")
+    number = pc.match_substring_regex(text, NUMBER, ignore_case=True)
+    wrong = pc.and_(pc.invert(number), pc.invert(blank)).fill_null(False).to_numpy(zero_copy_only=False)
+    cells = text.to_pylist() if wrong.any() else []
+    table.skip(wrong, name, lambda row: f"{cells[row]!r} is not a number")
+    keep = pc.if_else(pc.or_(blank, pa.array(wrong)), None, text)
+    return pc.cast(keep, pa.float64())
 
 
 def times(table: Table, name: str, *, allow_null: bool) -> tuple[np.ndarray, bool]:
-    """A time column as float64 seconds (NaN for an empty cell) and whether it was ISO-8601 (absolute
-    epoch seconds, UTC; a time without an offset is read as UTC) rather than seconds already."""
+    """A time column as float64 seconds (NaN for an empty cell) and whether it is absolute: ISO-8601 (UTC
+    when without an offset) or numbers from EPOCH_AFTER on (Unix seconds), rather than seconds from the
+    run's start."""
     import pyarrow as pa
 
-    col = table.columns[name]
+    col = table.column(name)
     if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
         return _epoch(table, name, col, allow_null), True
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         sample = next((c for c in col.to_pylist()[:50] if c is not None and c.strip()), None)
         if sample is not None and _looks_iso(sample):
             return _iso(table, name, col, allow_null), True
-    return numbers(table, name, allow_null=allow_null), False
+    values = numbers(table, name, allow_null=allow_null)
+    return values, bool(np.isfinite(values).any() and np.nanmin(values) >= EPOCH_AFTER)
 
 
 def _looks_iso(cell: str) -> bool:
@@ -188,13 +260,14 @@ def _epoch(table: Table, name: str, col, allow_null: bool) -> np.ndarray:
     values = pc.cast(ns, pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
     if col.null_count:
         values = np.where(col.is_null().to_numpy(zero_copy_only=False), np.nan, values)
-    if not allow_null and np.isnan(values).any():
-        table.fail(int(np.argmax(np.isnan(values))), name, "is empty (a time is required)")
+    if not allow_null:
+        table.skip(np.isnan(values), name, lambda row: "is empty (a time is required)")
     return values
 
 
 def _iso(table: Table, name: str, col, allow_null: bool) -> np.ndarray:
-    """ISO-8601 strings -> epoch seconds; fast through pyarrow, cell by cell only to find a bad one."""
+    """ISO-8601 strings -> epoch seconds; fast through pyarrow, cell by cell only when a cell is bad (its row
+    is set aside)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -203,53 +276,54 @@ def _iso(table: Table, name: str, col, allow_null: bool) -> np.ndarray:
             return _epoch(table, name, pc.cast(col, target), allow_null)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
+    cells = col.to_pylist()
     out = np.full(len(col), np.nan)
-    for row, cell in enumerate(col.to_pylist()):
+    empty, wrong = np.zeros(out.size, bool), np.zeros(out.size, bool)
+    for row, cell in enumerate(cells):
         if cell is None or not cell.strip():
-            if not allow_null:
-                table.fail(row, name, "is empty (a time is required)")
+            empty[row] = True
             continue
         try:
             moment = datetime.fromisoformat(cell.strip())
         except ValueError:
-            table.fail(row, name, f"{cell!r} is neither seconds nor an ISO-8601 time")
+            wrong[row] = True
+            continue
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         out[row] = moment.timestamp()
+    table.skip(wrong, name, lambda row: f"{cells[row]!r} is neither seconds nor an ISO-8601 time")
+    if not allow_null:
+        table.skip(empty, name, lambda row: "is empty (a time is required)")
     return out
 
 
 def flags(table: Table, name: str) -> np.ndarray:
-    """A true/false column as float (1, 0, NaN for empty): booleans, 0/1, or the words true/false/yes/no."""
+    """A true/false column as float (1, 0, NaN for empty): booleans, 0/1, or the words true/false/yes/no; any
+    other cell sets its row aside."""
     import pyarrow as pa
 
-    col = table.columns[name]
+    col = table.column(name)
     if pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
         values = numbers(table, name)
+        cells = values.tolist()
     else:
         words = {"true": 1.0, "yes": 1.0, "1": 1.0, "false": 0.0, "no": 0.0, "0": 0.0, "": math.nan}
-        values = np.empty(len(col))
-        for row, cell in enumerate(col.cast(pa.string()).to_pylist()):
-            key = "" if cell is None else cell.strip().lower()
-            if key not in words:
-                table.fail(row, name, f"{cell!r} is not true/false")
-            values[row] = words[key]
-    bad = ~np.isnan(values) & (values != 0) & (values != 1)
-    if bad.any():
-        table.fail(int(np.argmax(bad)), name, f"must be true/false (or 1/0), got {values[np.argmax(bad)]:g}")
+        cells = col.cast(pa.string()).to_pylist()
+        values = np.array([words.get("" if c is None else c.strip().lower(), 2.0) for c in cells])
+    table.skip(~np.isnan(values) & (values != 0) & (values != 1), name, lambda row: f"{cells[row]!r} is not true/false")
+    values[values == 2.0] = np.nan
     return values
 
 
 def labels(table: Table, name: str) -> tuple[list[str], np.ndarray]:
-    """A text column (e.g. backend) as its distinct names and each row's index into them; an empty cell is
-    an error."""
+    """A text (or numeric) column such as a backend or a group id, as its distinct names and each row's index
+    into them; an empty cell sets its row aside (index -1)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = table.columns[name].cast(pa.string())
-    if col.null_count:
-        table.fail(int(np.argmax(col.is_null().to_numpy(zero_copy_only=False))), name, "is empty (a name is required)")
+    col = table.column(name).cast(pa.string())
+    empty = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
+    table.skip(empty, name, lambda row: "is empty (a name is required)")
     encoded = pc.dictionary_encode(col)
-    return [str(v) for v in encoded.dictionary.to_pylist()], encoded.indices.to_numpy(zero_copy_only=False).astype(
-        np.int64
-    )
+    index = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return [str(v) for v in encoded.dictionary.to_pylist()], index

@@ -23,6 +23,7 @@ from calibrate.logs import Steps, Trajectories
 
 TRIM = 0.10  # without batch boundaries: the share of the span of starts trimmed at each end
 COMONOTONE_ABOVE = 0.5
+SPREAD_BINS = 10  # without batch boundaries: equal parts of the window whose tokens/s give the spread
 BLOCKS = 2000  # above this many groups, replicates resample blocks of groups (group index mod BLOCKS)
 
 
@@ -56,36 +57,79 @@ def allocated_gpus(steps: Steps | None, inference_gpus: int | None, t0: float, t
     return float(np.mean(g)), f"{Path(steps.file).name}: inference_gpus"
 
 
-def tokens_per_gpu_s(log: Trajectories, steps: Steps | None, inference_gpus: int | None) -> tuple[Figure | None, dict]:
+def tokens_per_gpu_s(
+    log: Trajectories, steps: Steps | None, inference_gpus: float | dict[str, float] | None
+) -> tuple[Figure | None, dict, dict[str, Figure]]:
+    """The pooled figure (when the GPUs of all pools are known), the window, and one figure per pool of the
+    log's ``pool`` column whose GPUs ``inference_gpus`` names."""
     t0, t1, rule = steady_window(log, steps)
     window = {"start_s": t0, "end_s": t1, "rule": rule}
-    gpus = allocated_gpus(steps, inference_gpus, t0, t1)
+    per_pool = inference_gpus if isinstance(inference_gpus, dict) else {}
+    total = sum(per_pool.values()) if per_pool else inference_gpus
+    gpus = allocated_gpus(steps, total, t0, t1)
+    if per_pool:
+        gpus = (float(total), "--inference-gpus " + ",".join(f"{k}={v:g}" for k, v in per_pool.items()))
     inside = (log.start >= t0) & (log.start < t1)
     if gpus is None or t1 <= t0 or not inside.any():
         window["missing"] = "needs --inference-gpus or an inference_gpus column" if gpus is None else "empty window"
-        return None, window
-    tokens = log.tokens[inside]
+        return None, window, {}
+    bins = _bins(steps, t0, t1)
+    window["gpus"] = gpus[0]
+    window["attempts_per_s"] = float(inside.sum() / (t1 - t0))  # the launch rate the run kept up
+    if per_pool:
+        window["pool_gpus"] = dict(per_pool)
+    pooled = _throughput(log, inside, gpus, (t0, t1, rule), bins, "")
+    pools = {}
+    for index, name in enumerate(log.pools or []):
+        if name in per_pool:
+            mine = inside & (log.pool == index)
+            if mine.any():
+                pools[name] = _throughput(
+                    log, mine, (per_pool[name], f"--inference-gpus {name}"), (t0, t1, rule), bins, name
+                )
+    return pooled, window, pools
+
+
+def _bins(steps: Steps | None, t0: float, t1: float) -> np.ndarray:
+    """Edges of the parts of the window whose figures give the spread: the batch boundaries, else SPREAD_BINS
+    equal parts."""
+    if steps is not None and steps.boundary is not None and steps.boundary.size >= 3:
+        edges = steps.boundary[(steps.boundary >= t0) & (steps.boundary <= t1)]
+        if edges.size >= 3:
+            return edges
+    return np.linspace(t0, t1, SPREAD_BINS + 1)
+
+
+def _throughput(log: Trajectories, rows: np.ndarray, gpus: tuple[float, str], span, bins, pool: str) -> Figure:
+    t0, t1, rule = span
+    tokens = log.tokens[rows]
     known = ~np.isnan(tokens)
     tokens = np.where(known, tokens, np.mean(tokens[known]) if known.any() else 0.0)
     denominator = gpus[0] * (t1 - t0)
     value = float(tokens.sum() / denominator)
     if log.group is not None:  # attempts launch by group: the group is the unit that is resampled
-        units = np.bincount(dense_ids(log.group[inside]), weights=tokens)
+        units = np.bincount(dense_ids(log.group[rows]), weights=tokens)
     else:
         units = tokens
     sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
-    window["gpus"] = gpus[0]
-    note = f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}"
+    part = np.clip(np.searchsorted(bins, log.start[rows], side="right") - 1, 0, bins.size - 2)
+    rates = np.bincount(part, weights=tokens, minlength=bins.size - 1) / (gpus[0] * np.diff(bins))
+    spread = float(np.std(rates, ddof=1) / value) if value > 0 and rates.size > 1 else 0.0
+    note = (
+        f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}; "
+        f"spread {spread:.1%} over {rates.size} parts"
+    )
     return Figure(
-        "tokens_per_gpu_s",
+        f"tokens_per_gpu_s{'[' + pool + ']' if pool else ''}",
         value,
         value - Z_LEVEL * sd,
         value + Z_LEVEL * sd,
-        int(inside.sum()),
+        int(rows.sum()),
         "tok/s/GPU",
-        f"{log.file}: output_tokens, start",
+        f"{log.file}: output_tokens, start" + (", pool" if pool else ""),
         note,
-    ), window
+        spread,
+    )
 
 
 def dense_ids(ids: np.ndarray) -> np.ndarray:
@@ -139,7 +183,7 @@ def group_correlation(log: Trajectories, rng: np.random.Generator, replicates: i
     (above BLOCKS groups: fixed blocks of groups, whose sums are what the correlation needs)."""
     if log.group is None:
         return None
-    ended = log.finished
+    ended = log.finished if log.cut is None else log.finished & np.isnan(log.cut)
     group = dense_ids(log.group[ended])
     x = np.log(np.maximum(log.end[ended] - log.start[ended], 1e-6))
     n = np.bincount(group).astype(float)

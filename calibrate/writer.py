@@ -16,6 +16,7 @@ import yaml
 
 from calibrate.figures import Figure
 from calibrate.fit import Calibration
+from calibrate.pools import shapes_of
 from models.load import read_document
 
 FACTOR_NAMES = ("throughput", "lifetimes", "intake", "updates")
@@ -58,9 +59,10 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     fields = _Fields()
     _occupancy(doc, cal, fields)
     _throughput(doc, cal, fields)
+    written = _tokens_per_gpu_s(doc, cal, fields)
     _updates(doc, cal, fields)
     _shares(doc, cal, fields)
-    doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields)
+    doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields, written)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
@@ -103,17 +105,48 @@ def _throughput(doc: dict, cal: Calibration, fields: _Fields) -> None:
     )
     if cal.intake is not None and cal.intake.value > 0:
         work["intake_rate"] = fields.put(number(min(cal.intake.value, 1.0)), _comment(cal.intake, "effective share"))
-    if cal.tokens_per_gpu_s is not None:
-        for shape in doc.get("inference", {}).get("shapes", []):
-            shape["tokens_per_gpu_s"] = fields.put(
-                number(cal.tokens_per_gpu_s.value),
-                _comment(cal.tokens_per_gpu_s, "output tokens / allocated GPU-s, steady window"),
-            )
     if cal.correlation is not None:
         verdict = "comonotone" if cal.correlation.note.startswith("closer to comonotone") else "independent"
         doc.setdefault("freshness", {})["group_correlation"] = fields.put(
             verdict, _comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}")
         )
+
+
+def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tuple[str, list[int], Figure]]:
+    """Each logged pool's figure into the shapes it names; the pooled figure only when the instance has one
+    pool (a pooled figure is wrong for every pool of a mixed run). Returns (pool, shape indices, figure)."""
+    shapes = doc.get("inference", {}).get("shapes", [])
+    how = "output tokens / allocated GPU-s, steady window"
+    written: list[tuple[str, list[int], Figure]] = []
+    if cal.pool_throughput:
+        for pool, fig in cal.pool_throughput.items():
+            where = shapes_of(pool, shapes)
+            if not where:
+                cal.notes.append(f"pool {pool}: no shape of the instance is named {pool} or runs on it: not written")
+            for i in where:
+                shapes[i]["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, f"pool {pool}: {how}"))
+            written += [(pool, where, fig)] if where else []
+        done = {i for _, where, _ in written for i in where}
+        for i, shape in enumerate(shapes):
+            if i not in done:
+                cal.notes.append(
+                    f"shape {shape.get('name')} (pool {shape.get('pool')}) keeps its own tokens/s per GPU "
+                    f"({shape.get('tokens_per_gpu_s')}): the logs have no pool of that name"
+                )
+    elif cal.tokens_per_gpu_s is not None:
+        pools = sorted({str(s.get("pool")) for s in shapes})
+        if len(pools) > 1:
+            cal.notes.append(
+                f"tokens/s per GPU not written: the log pools the instance's {len(pools)} pools ({', '.join(pools)}) "
+                "into one figure, wrong for each; give the trajectory log a pool column (or --pool NAME=FILE) "
+                "and --inference-gpus NAME=N,..."
+            )
+            return written
+        fig = cal.tokens_per_gpu_s
+        for shape in shapes:
+            shape["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, how))
+        written.append(("", list(range(len(shapes))), fig))
+    return written
 
 
 def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
@@ -136,6 +169,10 @@ def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
         }
         if fit.law == "amdahl":
             law["serial_fraction"] = fields.put(number(min(max(fit.serial_fraction or 0.0, 0.0), 1.0)), why)
+    before = doc.get("training", {}).get("update_time", {}).get("law")
+    if before is not None and before != fit.law:
+        misses = ", ".join(f"{k} misses by {v:.0%}" for k, v in fit.miss.items()) or "one GPU count in the log"
+        cal.notes.append(f"update law: the instance's {before} replaced by {fit.law} ({misses} on the per-GPU medians)")
     doc.setdefault("training", {})["update_time"] = law
 
 
@@ -158,12 +195,19 @@ def _shares(doc: dict, cal: Calibration, fields: _Fields) -> None:
         )
 
 
-def _uncertainty(existing: dict | None, cal: Calibration, fields: _Fields) -> dict[str, Any]:
-    """§9 factors from the intervals: normal (mean 1, sd from the interval) for throughput, intake and
-    updates; lognormal (median 1, sigma from the median's interval) for lifetimes. Factors of other
-    names in the instance are kept."""
+def _uncertainty(
+    existing: dict | None, cal: Calibration, fields: _Fields, written: list[tuple[str, list[int], Figure]]
+) -> dict[str, Any]:
+    """§9 factors: normal (mean 1) for throughput (one per pool written), intake and updates, with the sd of
+    the larger of the estimate's interval and the spread the run showed; lognormal (median 1, sigma from the
+    median's interval) for lifetimes. Factors of other names in the instance are kept."""
     section = dict(existing or {})
-    kept = [f for f in section.get("factors", []) if f.get("name") not in FACTOR_NAMES]
+    ours = [name for name, _, _ in written if name]
+    kept = [
+        f
+        for f in section.get("factors", [])
+        if f.get("name") not in FACTOR_NAMES + tuple(f"throughput_{p}" for p in ours)
+    ]
     factors = []
     occ = cal.occupancy
     paths = (
@@ -171,40 +215,41 @@ def _uncertainty(existing: dict | None, cal: Calibration, fields: _Fields) -> di
         if occ.law == "lognormal"
         else ["environment.occupancy.samples[*]"]
     )
-    factors.append(
-        _factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"].log_sd, occ.figures["median"])
-    )
-    if cal.tokens_per_gpu_s is not None:
-        factors.append(
-            _factor(
-                fields,
-                "throughput",
-                ["inference.shapes[*].tokens_per_gpu_s"],
-                "normal",
-                cal.tokens_per_gpu_s.relative_sd,
-                cal.tokens_per_gpu_s,
-            )
+    factors.append(_factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"]))
+    for pool, where, fig in written:
+        shape_paths = (
+            [f"inference.shapes[{i}].tokens_per_gpu_s" for i in where]
+            if pool
+            else ["inference.shapes[*].tokens_per_gpu_s"]
         )
+        factors.append(_factor(fields, f"throughput_{pool}" if pool else "throughput", shape_paths, "normal", fig))
     if cal.intake is not None and cal.intake.value > 0:
-        factors.append(
-            _factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake.relative_sd, cal.intake)
-        )
+        factors.append(_factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake))
     if cal.update is not None:
         path = (
             "training.update_time.points[*].seconds"
             if cal.update.law == "table"
             else "training.update_time.reference_time"
         )
-        factors.append(
-            _factor(fields, "updates", [path], "normal", cal.update.reference.relative_sd, cal.update.reference)
-        )
+        factors.append(_factor(fields, "updates", [path], "normal", cal.update.reference))
     section["factors"] = factors + kept
     return section
 
 
-def _factor(fields: _Fields, name: str, paths: list[str], dist: str, spread: float, source: Figure) -> dict:
-    spread = 0.0 if not math.isfinite(spread) else spread
-    value = fields.put(number(spread), f"calibrated: from the 90 % interval of {source.name} ({source.rows:,} rows)")
+def _factor(fields: _Fields, name: str, paths: list[str], dist: str, source: Figure) -> dict:
+    estimate = source.relative_sd if dist == "normal" else source.log_sd
+    estimate = estimate if math.isfinite(estimate) else 0.0
+    spread = source.spread if source.spread is not None and math.isfinite(source.spread) else 0.0
+    value = max(estimate, spread)
+    if value == 0:
+        why = f"0: the {source.rows:,} rows of {source.name} are constant"
+    elif spread > estimate:
+        why = f"the spread of {source.name} over the run (the estimate's own interval gives {number(estimate)})"
+    else:
+        why = f"the 90 % interval of {source.name}" + (
+            f" (its spread over the run: {number(spread)})" if spread else ""
+        )
+    value_text = fields.put(number(value), f"calibrated: {why}; {source.rows:,} rows")
     if dist == "normal":
-        return {"name": name, "paths": paths, "dist": "normal", "mean": 1.0, "sd": value}
-    return {"name": name, "paths": paths, "dist": "lognormal", "median": 1.0, "sigma": value}
+        return {"name": name, "paths": paths, "dist": "normal", "mean": 1.0, "sd": value_text}
+    return {"name": name, "paths": paths, "dist": "lognormal", "median": 1.0, "sigma": value_text}

@@ -7,22 +7,84 @@ import click
 from commands.common import guarded, write_and_show
 
 
-def _steps(path: str | None, origin: float | None):
+def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
+    """The step log and, for a framework's, what else it holds; ``auto`` sniffs the keys and says what it
+    found."""
     if path is None:
         return None, None
+    from calibrate.frameworks import read_framework_steps, sniff
     from calibrate.logs import read_steps
-    from calibrate.verl import looks_like_verl, read_verl_steps
 
-    if looks_like_verl(path):
-        return read_verl_steps(path)
-    return read_steps(path, origin), None
+    found = sniff(path) if fmt == "auto" else (None if fmt == "steps" else fmt)
+    if found is None:
+        return read_steps(path, origin, mapping, max_bad), None
+    steps, extra = read_framework_steps(path, found, mapping, training_gpus, max_bad)
+    if fmt == "auto":
+        steps.notes.insert(0, f"--format auto: {path} read as {found}'s step log (its keys)")
+    return steps, extra
+
+
+def _gpus(ctx, param, value: str | None) -> float | dict[str, float] | None:
+    """--inference-gpus N or NAME=N,NAME=N."""
+    if value is None:
+        return None
+    try:
+        if "=" not in value:
+            count = float(value)
+            if count <= 0 or count != int(count):
+                raise ValueError
+            return count
+        out = {}
+        for item in value.split(","):
+            name, _, count = item.partition("=")
+            out[name.strip()] = float(count)
+            if not name.strip() or out[name.strip()] <= 0 or out[name.strip()] != int(out[name.strip()]):
+                raise ValueError
+        return out
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a GPU count N >= 1 nor NAME=N,... per pool") from None
+
+
+def _pool_files(ctx, param, value: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for item in value:
+        name, eq, file = item.partition("=")
+        if not eq or not name.strip() or not file.strip():
+            raise click.BadParameter(f"{item!r} is not NAME=FILE (e.g. h100=logs/h100.csv)")
+        out.append((name.strip(), file.strip()))
+    return out
+
+
+def _mapping(ctx, param, value: str | None) -> dict[str, str]:
+    """--columns NAME=COLUMN[:UNIT],... or a YAML/JSON file of NAME: COLUMN[:UNIT]; names checked."""
+    from pathlib import Path
+
+    from calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
+
+    if not value:
+        return {}
+    if "=" not in value and Path(value).is_file():
+        from models.load import read_document
+
+        pairs = [(str(k), str(v)) for k, v in read_document(Path(value)).items()]
+    else:
+        pairs = []
+        for item in value.split(","):
+            name, eq, column = item.partition("=")
+            if not eq or not name.strip() or not column.strip():
+                raise click.BadParameter(f"{item!r} is not NAME=COLUMN (e.g. start=ts_begin)")
+            pairs.append((name.strip(), column.strip()))
+    known = TRAJECTORY_COLUMNS + STEP_COLUMNS
+    for name, _ in pairs:
+        if name not in known:
+            raise click.BadParameter(f"{name!r} is not a column calibrate reads (have: {', '.join(known)})")
+    return dict(pairs)
 
 
 @click.command()
 @click.option(
     "--trajectories",
     "trajectories",
-    required=True,
     type=click.Path(dir_okay=False),
     help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].",
 )
@@ -31,7 +93,21 @@ def _steps(path: str | None, origin: float | None):
     "steps_file",
     type=click.Path(dir_okay=False),
     help="Step log: iteration, update_s (or update_start/update_end), training_gpus [inference_gpus, "
-    "boundary]; or verl's per-step metrics JSONL.",
+    "boundary]; or the per-step metrics of verl, slime or AReaL (--format).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "steps", "verl", "slime", "areal"]),
+    default="auto",
+    show_default=True,
+    help="What --steps is: trainground's step log, or a framework's metrics (JSONL or a wandb CSV export); auto "
+    "sniffs the keys.",
+)
+@click.option(
+    "--training-gpus",
+    type=click.IntRange(min=1),
+    help="Training GPUs of a framework step log (they are not in it per role).",
 )
 @click.option(
     "--into",
@@ -46,11 +122,65 @@ def _steps(path: str | None, origin: float | None):
     type=click.Path(dir_okay=False),
     help="Write the calibrated instance (YAML) here; needs --into.",
 )
-@click.option("--inference-gpus", type=click.IntRange(min=1), help="Inference GPUs allocated during the log.")
+@click.option(
+    "--inference-gpus",
+    callback=_gpus,
+    help="Inference GPUs allocated during the log: N, or per pool NAME=N,... (pools of the log's pool column "
+    "or of --pool) for a tokens/s figure per pool.",
+)
+@click.option(
+    "--pool",
+    "pool_files",
+    multiple=True,
+    callback=_pool_files,
+    help="NAME=FILE: the trajectory log of one inference pool (repeat per pool; instead of --trajectories).",
+)
+@click.option(
+    "--columns",
+    "mapping",
+    callback=_mapping,
+    help="Column names of the logs: NAME=COLUMN[:UNIT],... (e.g. start=ts_begin,group=rollout_id,"
+    "update_s=upd:ms) or a YAML/JSON file of NAME: COLUMN.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds after which the harness cut an attempt: lifetimes this long are right-censored there.",
+)
+@click.option(
+    "--max-bad-rows",
+    "max_bad",
+    type=click.FloatRange(0, 1),
+    default=0.01,
+    show_default=True,
+    help="Share of a log's rows that may be skipped for a bad cell (counted) before the log is refused.",
+)
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False),
+    help="Write the logged run's own configuration as a plan (JSON) of the calibrated instance, for "
+    "`simulate CALIBRATED --plan FILE`; needs -o.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
-def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, out) -> None:
+def calibrate(
+    trajectories,
+    steps_file,
+    fmt,
+    training_gpus,
+    into,
+    output,
+    inference_gpus,
+    pool_files,
+    mapping,
+    timeout,
+    max_bad,
+    plan_file,
+    as_json,
+    out,
+) -> None:
     """Fit instance fields to run logs: lifetimes (censored lognormal or Kaplan–Meier), tokens/s per GPU,
     intake, group correlation, the update law, the cadence achieved and the bottleneck.
 
@@ -62,18 +192,26 @@ def calibrate(trajectories, steps_file, into, output, inference_gpus, as_json, o
 
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
+    if plan_file and not output:
+        raise click.UsageError("--plan needs -o: the plan is one of the calibrated instance")
+    if bool(trajectories) == bool(pool_files):
+        raise click.UsageError("give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool")
     inst = load_instance(into) if into else None
-    log, origin = read_trajectories(trajectories)
-    steps, framework = _steps(steps_file, origin)
-    cal = run(log, steps, inst, inference_gpus)
-    if framework and framework.get("response_length_mean") is not None:
-        cal.notes.append(
-            f"verl: mean response length {framework['response_length_mean']:,.0f} tokens, "
-            f"{framework['training_gpus']:,.0f} GPUs"
-        )
+    if pool_files:
+        from calibrate.pools import merge
+
+        parts = [(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files]
+        log, origin = merge(parts)
+    else:
+        log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
+    steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
+    cal = run(log, steps, inst, inference_gpus, framework=framework)
+    notes = []
     if output:
-        _write_instance(cal, into, output)
-    notes = [f"calibrated instance: {output}"] if output else []
+        calibrated = _write_instance(cal, into, output)
+        notes.append(f"calibrated instance: {output}")
+        if plan_file:
+            notes.append(_write_plan(cal, calibrated, output, plan_file))
     write_and_show(
         cal,
         cal.to_json(),
@@ -106,6 +244,25 @@ def _write_instance(cal, into: str, output: str) -> None:
 
     write_atomic(output, calibrated_document(cal, into))
     try:
-        load_instance(output)
+        return load_instance(output)
     except InstanceError as exc:
         raise RuntimeError(f"the calibrated instance does not load: {exc.message}") from None
+
+
+def _write_plan(cal, inst, output: str, plan_file: str) -> str:
+    """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none."""
+    import json
+
+    from calibrate.replay import logged_plan
+    from drivers.output import write_atomic
+
+    plan, why = logged_plan(inst, cal)
+    if plan is None:
+        cal.notes += [f"no logged plan written: {w}" for w in why]
+        return f"logged plan: not written ({len(why)} reason(s) in the notes)"
+    document = {"instance": inst.name, "source": "calibrate: the logged run's configuration", "plan": plan.model_dump()}
+    write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
+    return (
+        f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "
+        f"cadence {plan.cadence_s:g} s); replay it: trainground simulate {output} --plan {plan_file}"
+    )

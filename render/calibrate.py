@@ -36,8 +36,10 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
     rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
     for name, fit in cal.per_backend.items():
         rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
+    if cal.tokens_per_gpu_s is not None:
+        rows.append(("tokens/s per GPU" + (" (all pools)" if cal.pool_throughput else ""), cal.tokens_per_gpu_s))
+    rows += [(f"  pool {name}: tokens/s per GPU", fig) for name, fig in cal.pool_throughput.items()]
     for label, fig in (
-        ("tokens/s per GPU", cal.tokens_per_gpu_s),
         ("tokens per attempt", cal.tokens_per_attempt),
         ("intake rate", cal.intake),
         ("within-group correlation", cal.correlation),
@@ -48,6 +50,16 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
         rows.append((f"update time at {cal.update.reference_gpus:,.0f} GPUs ({cal.update.law})", cal.update.reference))
     if cal.cadence is not None and cal.cadence.achieved is not None:
         rows.append(("cadence achieved", cal.cadence.achieved))
+    labels = {
+        "weight_sync_s": "weight sync per version",
+        "checkpoint_s": "checkpoint per save",
+        "trainer_wait_share": "trainer waiting for rollouts",
+        "version_gap_mean": "version gap (staleness)",
+        "generation_tokens_per_gpu_s": "tokens/s per GPU (step log)",
+        "agent_loop_median_s": "occupancy median (agent loop)",
+        "agent_loop_p99_s": "occupancy p99 (agent loop)",
+    }
+    rows += [(labels.get(k, k), f) for k, f in cal.step_figures.items()]
     return rows
 
 
@@ -76,9 +88,18 @@ def summary_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
     lines = [
         f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
-        f"{occ.threshold:.4f}); dropping the {occ.censored:,} running attempts would give median "
+        f"{occ.threshold:.4f}); dropping the {occ.censored - occ.cut:,} running attempts"
+        + (f" and the {occ.cut:,} cut" if occ.cut else "")
+        + " would give median "
         f"{occ.dropped['median']:,.0f} s, p99 {occ.dropped['p99']:,.0f} s"
     ]
+    if occ.naive is not None:
+        n = occ.naive
+        lines.append(
+            f"timeout: {occ.cut:,} attempts cut, fitted as right-censored (p99 {occ.figures['p99'].value:,.0f} s); "
+            f"read as ended at the cut they would give a lognormal p99 of {n['p99']:,.0f} s and a Kaplan–Meier "
+            f"p99 of {n['kaplan_meier_p99']:,.0f} s"
+        )
     if cal.tokens_per_gpu_s is None and "missing" in cal.window:
         lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
     if cal.update is not None and cal.update.miss:

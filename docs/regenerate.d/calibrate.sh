@@ -1,25 +1,50 @@
-#!/bin/sh
-# Regenerates the outputs quoted in docs/calibrate.md (run from the repository root):
-#   sh docs/regenerate.d/calibrate.sh
+# Regenerates the outputs quoted in docs/calibrate.md; run by docs/regenerate.sh (docs/regenerate.sh calibrate).
 # The bundled logs come from `simulate instances/seed-week-75.yaml --iterations 8
 # --set workload.batch_trajectories=256 --trace ...` (columns trimmed, times rounded to 0.1 s);
-# instances/logs/verl-metrics.jsonl is a synthetic file in the shape verl's file logger writes.
+# instances/logs/verl-metrics.jsonl is a synthetic file in the shape verl's file logger writes. The two-pool
+# logs are drawn from known parameters by bench/calibrate.py (tests/calibrate_logs.py) into the scratch folder.
 set -e
-PY=${PYTHON:-python}
 OUT=docs/calibrate
 mkdir -p "$OUT"
-export COLUMNS=110
-$PY cli.py calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+ln -sfn "$ROOT/bench" "$SCRATCH/bench"
+ln -sfn "$ROOT/docs" "$SCRATCH/docs"
+show $OUT/report.txt trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
     --steps instances/logs/seed-small-steps.csv --into instances/seed-week-75.yaml \
-    -o "$OUT/seed-small-calibrated.yaml" --out "$OUT" > "$OUT/report.txt"
-$PY cli.py calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    -o docs/calibrate/seed-small-calibrated.yaml --out docs/calibrate
+show $OUT/bottleneck-200.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
     --steps instances/logs/seed-small-steps.csv --into instances/seed-week-200.yaml --json \
-    | $PY -c "import json, sys; print(json.load(sys.stdin)['bottleneck'])" > "$OUT/bottleneck-200.txt"
-$PY cli.py calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    | python -c \"import json, sys; d = json.load(sys.stdin); print(d['bottleneck']); print(*[n for n in d['notes'] if 'against' in n])\""
+show $OUT/verl.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
     --steps instances/logs/verl-metrics.jsonl --json \
-    | $PY -c "import json, sys; d = json.load(sys.stdin); print(json.dumps({k: d[k] for k in ('update_time', 'cadence', 'bottleneck', 'notes')}, indent=2))" \
-    > "$OUT/verl.txt"
-$PY cli.py solve "$OUT/seed-small-calibrated.yaml" > "$OUT/solve.txt"
-printf 'start,end,output_tokens\n0,100,5\n10,4,5\n' > "$OUT/bad.csv"
-$PY cli.py calibrate --trajectories "$OUT/bad.csv" > "$OUT/bad.txt" 2>&1 || echo "exit $?" >> "$OUT/bad.txt"
-rm -f "$OUT/bad.csv" "$OUT/calibrate.json"
+    | python -c \"import json, sys; d = json.load(sys.stdin); print(json.dumps({k: d[k] for k in ('update_time', 'cadence', 'bottleneck', 'notes')}, indent=2))\""
+show $OUT/solve.txt trainground solve docs/calibrate/seed-small-calibrated.yaml
+show $OUT/bad.txt "printf 'start,end,output_tokens\n0,100,5\n10,4,5\n' > bad.csv && trainground calibrate --trajectories bad.csv"
+show $OUT/hostile.txt "printf 'start,end,output_tokens\n0,100,5\n1,101,\377\n' > latin1.csv && trainground calibrate --trajectories latin1.csv"
+also $OUT/hostile.txt "printf 'start,end,output_tokens,end\n0,100,5,100\n' > twice.csv && trainground calibrate --trajectories twice.csv"
+also $OUT/hostile.txt "python -c \"print('{\\\"start\\\": ' + '[' * 100000 + ']' * 100000 + '}')\" > deep.jsonl && trainground calibrate --trajectories deep.jsonl"
+also $OUT/hostile.txt "python -c \"print('start,end,output_tokens'); [print(f'{i},{i},5') for i in range(20)]\" > zero.csv && trainground calibrate --trajectories zero.csv"
+also $OUT/hostile.txt "printf 'iteration,update_ms,training_gpus\n0,300000,64\n1,301000,64\n' > ms.csv && trainground calibrate --trajectories bad.csv --max-bad-rows 0.5 --steps ms.csv --columns update_s=update_ms"
+(cd "$SCRATCH" && python bench/calibrate.py fixtures two-pools)
+show $OUT/two-pools.txt trainground calibrate --trajectories two-pools/trajectories.csv \
+    --inference-gpus h100=128,a100=128 --timeout 5495.6 --into instances/logs/two-pools.yaml \
+    -o two-pools/calibrated.yaml
+show $OUT/two-pools-instance.txt "grep -E 'tokens_per_gpu_s|name: throughput|sd:|median:|p99:' two-pools/calibrated.yaml"
+show $OUT/two-pools-pooled.txt "trainground calibrate --trajectories two-pools/trajectories.csv --inference-gpus 256 --into instances/logs/two-pools.yaml -o two-pools/pooled.yaml --json | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if 'not written' in n])\""
+show $OUT/truth.txt python bench/calibrate.py truth two-pools
+rm -f "$OUT/calibrate.json"
+show $OUT/frameworks.txt "trainground calibrate --trajectories two-pools/trajectories.csv --steps two-pools/verl.jsonl --json \
+    | python -c \"import json, sys; d = json.load(sys.stdin); print(*d['notes'][1:], sep='\n'); print(json.dumps(d['update_time']['points']))\""
+show $OUT/replay-calibrate.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    --steps instances/logs/seed-small-steps.csv --into instances/logs/seed-small-run.yaml \
+    -o docs/calibrate/seed-small-run-calibrated.yaml --plan docs/calibrate/seed-small-run-plan.json | tail -3"
+show $OUT/replay.txt trainground simulate docs/calibrate/seed-small-run-calibrated.yaml \
+    --plan docs/calibrate/seed-small-run-plan.json --replications 8
+show $OUT/replay-check.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
+    --steps instances/logs/seed-small-steps.csv --json > logged.json && trainground simulate \
+    docs/calibrate/seed-small-run-calibrated.yaml --plan docs/calibrate/seed-small-run-plan.json --replications 8 \
+    --json > replay.json && python -c \"import json; c = json.load(open('logged.json'))['cadence']['achieved_s']; \
+s = json.load(open('replay.json'))['simulated']['iteration_mean_s']; lo, hi = c['interval']; \
+print(f'logged iteration time {c[\\\"value\\\"]:.1f} s (90 % interval {lo:.1f}-{hi:.1f} s); replay of the logged plan {s:.1f} s: ' + ('inside' if lo <= s <= hi else 'OUTSIDE'))\""
+if [ -n "${BENCH:-}" ]; then  # minutes and a quiet machine: only with BENCH set (the committed output stays)
+    show $OUT/speed.txt "cat /proc/loadavg; python bench/calibrate.py timing --repeats 3; cat /proc/loadavg"
+fi

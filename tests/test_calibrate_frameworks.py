@@ -1,0 +1,107 @@
+"""calibrate --steps on the metrics verl, slime and AReaL write, drawn from known parameters with a restart,
+missing steps, NaN rows, extra keys and checkpoint steps (tests/calibrate_logs.py: StepTruth): the update law
+at the training GPU counts, weight sync, checkpoint time, the cadence without the saves, tokens/s per
+inference GPU and staleness; GPU counts never taken from verl's job-wide throughput divisor silently."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from tests.calibrate_logs import StepTruth, TwoPools, step_records, two_pool_columns, write_records, write_table
+
+TRUTH = StepTruth()
+FILES = {"verl": "verl.jsonl", "slime": "slime.jsonl", "areal": "areal.csv"}
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("frameworks")
+    write_table(folder / "t.csv", two_pool_columns(TwoPools(log_end=3000.0), 1))
+    for name, file in FILES.items():
+        write_records(folder / file, step_records(TRUTH, name, seed=2), name)
+    write_records(folder / "verl-export.csv", step_records(TRUTH, "verl", seed=2), "verl")
+    return folder
+
+
+def fitted(folder, *args: str) -> dict:
+    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(folder / "t.csv"), *args, "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a / b - 1)
+
+
+@pytest.mark.parametrize("framework", sorted(FILES))
+def test_each_framework_step_log_gives_the_known_parameters(logs, framework):
+    got = fitted(
+        logs,
+        "--steps",
+        str(logs / FILES[framework]),
+        "--columns",
+        "training_gpus=trainer/gpus",
+        "--inference-gpus",
+        str(TRUTH.inference_gpus),
+    )
+    assert any(f"read as {framework}'s step log" in n for n in got["notes"]), got["notes"]
+    law = got["update_time"]
+    assert law["law"] == "amdahl" and law["reference_gpus"] in TRUTH.training_gpus
+    for point in law["points"]:
+        assert rel(point["seconds"], float(TRUTH.update(np.array(point["gpus"])))) < 0.03, point
+    ref = law["reference_time_s"]
+    serial_seconds = law["serial_fraction"] * ref["value"]  # amdahl's a, whatever the reference count
+    assert rel(serial_seconds, TRUTH.serial_fraction * TRUTH.reference_time) < 0.15
+    true = float(TRUTH.update(np.array(law["reference_gpus"])))
+    half = (ref["interval"][1] - ref["interval"][0]) / 2  # coverage itself: tests/test_calibrate.py's repetitions
+    assert abs(ref["value"] - true) < 3 * half, (ref, true)
+    steps = got["step_log"]
+    assert rel(steps["weight_sync_s"]["value"], TRUTH.weight_sync) < 0.03
+    assert rel(steps["checkpoint_s"]["value"], TRUTH.checkpoint) < 0.05 and steps["checkpoint_s"]["rows"] == 6
+    notes = " ".join(got["notes"])
+    assert "2 of 305 rows skipped" in notes and "8 rows repeat an earlier iteration number" in notes
+    assert "5 step numbers have no row kept" in notes  # 3 absent from the log, 2 skipped for NaN
+    mean_update = np.mean([float(TRUTH.update(np.array(g))) for g in TRUTH.training_gpus])
+    phases = TRUTH.generation + mean_update + TRUTH.weight_sync + (10.0 if framework != "areal" else 0.0)
+    assert rel(got["cadence"]["achieved_s"]["value"], phases) < 0.02  # the saves taken out of their steps
+    if framework == "verl":
+        assert rel(steps["generation_tokens_per_gpu_s"]["value"], TRUTH.tokens_per_gpu_s) < 0.02
+        assert rel(steps["agent_loop_median_s"]["value"], TRUTH.life_median) < 0.05
+        assert rel(steps["agent_loop_p99_s"]["value"], TRUTH.life_p99) < 0.10
+        assert "a step-level estimate under an assumed lognormal, with a wider interval" in notes
+    if framework == "slime":
+        assert rel(steps["version_gap_mean"]["value"], TRUTH.staleness) < 0.03
+        assert rel(steps["trainer_wait_share"]["value"], TRUTH.generation / phases) < 0.03
+
+
+def test_a_wandb_export_reads_like_the_file_logger(logs):
+    a = fitted(logs, "--steps", str(logs / "verl.jsonl"), "--training-gpus", "256")
+    b = fitted(logs, "--steps", str(logs / "verl-export.csv"), "--format", "verl", "--training-gpus", "256")
+    assert a["update_time"]["reference_time_s"]["value"] == pytest.approx(b["update_time"]["reference_time_s"]["value"])
+    assert a["step_log"]["weight_sync_s"]["value"] == pytest.approx(b["step_log"]["weight_sync_s"]["value"])
+
+
+def test_verls_throughput_divisor_is_used_only_with_a_note_saying_what_it_counts(logs):
+    got = fitted(logs, "--steps", str(logs / "verl.jsonl"))
+    divisors = sorted(p["gpus"] for p in got["update_time"]["points"])
+    assert divisors == [g + TRUTH.inference_gpus for g in TRUTH.training_gpus]  # every GPU of the job
+    note = next(n for n in got["notes"] if "perf/throughput's divisor" in n)
+    assert ", ".join(f"{g + TRUTH.inference_gpus:,.0f}" for g in TRUTH.training_gpus) in note
+    assert "inference included" in note and "--training-gpus" in note
+    assert any("tokens/s per inference GPU not measured" in n for n in got["notes"])
+
+
+def test_a_wrong_format_names_the_missing_keys(logs):
+    out = CliRunner().invoke(
+        main,
+        ["calibrate", "--trajectories", str(logs / "t.csv"), "--steps", str(logs / "verl.jsonl"), "--format", "slime"],
+    )
+    assert (
+        out.exit_code == 2
+        and "verl.jsonl: missing 'perf/actor_train_time': not a slime step log (--format?)" in out.output
+    )
