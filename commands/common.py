@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from drivers.output import OutputError
 from models.edits import load_edited_checked
 from models.instance import OBJECTIVES
 from models.load import InstanceError
@@ -64,7 +65,8 @@ def console():
 
 
 def guarded(func):
-    """Bad input: one message and exit 2; anything unexpected: one line and exit 1, never a traceback."""
+    """Bad input (an instance file, an option, an output path that cannot be written): one message and exit 2;
+    anything unexpected: one line and exit 1, never a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -72,6 +74,9 @@ def guarded(func):
             return func(*args, **kwargs)
         except InstanceError as exc:
             click.echo(exc.message, err=True)
+            sys.exit(EXIT_INVALID)
+        except OutputError as exc:
+            click.echo(str(exc), err=True)
             sys.exit(EXIT_INVALID)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise

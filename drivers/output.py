@@ -1,4 +1,5 @@
-"""Writing results: every file is written whole or not at all (temp file in the same folder + rename)."""
+"""Writing results: every file is written whole or not at all (temp file in the same folder + rename); a
+folder or file that cannot be written is an :class:`OutputError` naming it (the commands exit 2)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,35 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp makes it 0600)
 
 
+class OutputError(Exception):
+    """An output path that cannot be written (a read-only folder, a file where a folder must be, a full disk);
+    ``str()`` is the message: the path and the reason."""
+
+    def __init__(self, path: str | Path, exc: OSError):
+        self.path = str(path)
+        super().__init__(f"{self.path}: cannot write here: {exc.strerror or exc}")
+
+
+def make_folder(folder: str | Path) -> Path:
+    """``folder`` and its parents, created where missing; OutputError naming it where that fails."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(folder, exc) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(folder, PermissionError(13, "Permission denied"))
+    return folder
+
+
 def write_atomic_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader (or a killed writer) never sees a truncated file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    make_folder(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(path, exc) from None
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
@@ -32,11 +57,13 @@ def write_atomic_bytes(path: str | Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OutputError(path, exc) from None
         raise
 
 

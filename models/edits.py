@@ -150,11 +150,15 @@ def _within(path: str, prefix: str) -> bool:
 
 
 def edited(inst: Instance, changes: dict[str, Any]) -> Instance:
-    """A copy of a validated instance with fields replaced by MODEL.md path (``{"schedule.deadline": 8e5}``)."""
+    """A copy of a validated instance with fields replaced by MODEL.md path (``{"schedule.deadline": 8e5}``).
+
+    The plausibility caps (models.plausible) are not checked again: the copies are the program's own (a
+    scenario's scaled fields, a diagnosis's relaxed limit), and a cap met by the user's file is not the user's
+    to meet in them."""
     data = inst.model_dump(mode="python", exclude_none=False)
     occupancy = data["environment"]["occupancy"]
     if occupancy.get("distribution") == "empirical":
         occupancy.pop("csv", None)  # the samples were read already
     for path, value in changes.items():
         data = apply_edit(data, path, value)
-    return validate(data, f"{inst.name}.yaml")
+    return validate(data, f"{inst.name}.yaml", capped=False)
