@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from models.errors import InstanceError, Problem
-from models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, too_large
+from models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, holds_containers, too_large
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 
@@ -33,7 +33,7 @@ def read_document(path: Path) -> dict[str, Any]:
         if suffix == ".toml":
             data = tomllib.loads(text)
         elif suffix == ".json":
-            data = _unique_json(json.loads(text, object_pairs_hook=_Pairs, parse_int=_json_int), "", duplicates)
+            data = _unique_json(_load_json(text), "", duplicates)
         else:
             data = _load_yaml(text, duplicates)
     except yaml.YAMLError as exc:
@@ -96,6 +96,17 @@ def _too_deep_at(text: str) -> str:
         elif ch == "\n":
             line, start = line + 1, i + 1
     return f"nested too deeply to read; an instance nests at most {MAX_DEPTH} levels"
+
+
+def _load_json(text: str) -> Any:
+    """``json.loads`` with each object as its pairs; a whole number of more digits than Python converts is read
+    again with those numbers as :class:`Huge` (a hook on every number would slow every file down)."""
+    try:
+        return json.loads(text, object_pairs_hook=_Pairs)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        return json.loads(text, object_pairs_hook=_Pairs, parse_int=_json_int)
 
 
 def _json_int(digits: str) -> int:
@@ -168,7 +179,8 @@ def _yaml_duplicates(node: yaml.Node, where: str, duplicates: list[Problem], see
             _yaml_duplicates(value_node, path, duplicates, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _yaml_duplicates(item, f"{where}[{i}]", duplicates, seen_nodes)
+            if not isinstance(item, yaml.ScalarNode):
+                _yaml_duplicates(item, f"{where}[{i}]", duplicates, seen_nodes)
 
 
 class _Pairs(list):
@@ -185,6 +197,6 @@ def _unique_json(value: Any, where: str, duplicates: list[Problem]) -> Any:
                 duplicates.append(Problem(path, "key given twice; keep one"))
             out[key] = _unique_json(item, path, duplicates)
         return out
-    if isinstance(value, list):
+    if isinstance(value, list) and holds_containers(value):  # a _Pairs is a list too
         return [_unique_json(item, f"{where}[{i}]", duplicates) for i, item in enumerate(value)]
-    return value
+    return value  # a scalar, or a list of scalars (a million samples need no walk)

@@ -10,7 +10,7 @@ import yaml
 
 from models.instance import Instance
 from models.load import InstanceError, Problem, read_document, validate
-from models.plausible import unit_warnings
+from models.plausible import Huge, unit_warnings
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
@@ -44,7 +44,10 @@ def parse_value(text: str) -> Any:
     YAML reads them, without the cost of the YAML parser; anything else goes through YAML.
     """
     if _PLAIN_INT.fullmatch(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts: the magnitude check names the field
+            return Huge(len(text.lstrip("+-")))
     if _PLAIN_DECIMAL.fullmatch(text):
         return float(text)
     return yaml.safe_load(text) if text.strip() else ""

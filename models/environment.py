@@ -142,6 +142,11 @@ def read_samples_csv(path: Path) -> list[float]:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path.name}: not UTF-8 text (byte {exc.start + 1})") from None
+    lines_used = len(lines) - lines.count("")
+    if lines_used > MAX_SAMPLES + 1:
+        raise ValueError(
+            f"{path.name}: {lines_used:,} lines, more than the {MAX_SAMPLES:,} samples (and a header) an instance may use"
+        )
     samples: list[float] = []
     longest, _ = CAPS["environment.occupancy.samples[*]"]
     for number, line in enumerate(lines, start=1):
@@ -159,8 +164,6 @@ def read_samples_csv(path: Path) -> list[float]:
         if value > longest:
             raise ValueError(f"{path.name} line {number}: {number_rule(value, 'environment.occupancy.samples[*]')}")
         samples.append(value)
-        if len(samples) > MAX_SAMPLES:
-            raise ValueError(f"{path.name}: more than {MAX_SAMPLES:,} samples, the most an instance may use")
     return samples
 
 

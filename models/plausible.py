@@ -79,7 +79,8 @@ def _at(document: Any, path: str) -> Any:
 
 YEAR = 365.25 * 86400.0
 MOST = 10**7  # GPUs in a pool, groups, replicas, nodes, VMs: above any cluster that exists
-TABLE_ENTRIES = 10**7  # entries of one table a solve builds (cadence × K, scenarios × group counts): ~80 MB each
+TABLE_ENTRIES = 10**7  # (cadence, K) entries of the pair table a solve builds: ~80 MB an array
+SCENARIO_ENTRIES = 3 * 10**7  # scenarios × training-group counts of a confidence solve (S = 10^4 on the seed: 1.25e7)
 MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest field is 5 levels down
 MAX_VALUES = 2 * 10**6  # values in one document, an alias counted at every place it is used
 MAX_ITEMS = 10**4  # items of one list (pools, shapes, backends, node and VM types, factors, table points)
@@ -175,8 +176,10 @@ def magnitude_errors(document: Any) -> list[tuple[str, str]]:
                 out.append((path, f"lists {len(node):,} items, above the {most:,} an instance may list"))
                 continue
             item = f"{norm}[*]"
-            scalars = [(i, v) for i, v in enumerate(node) if not isinstance(v, (dict, list))]
-            out += [(f"{path}[{i}]", rule) for i, v in scalars if (rule := number_rule(v, item))]
+            largest = CAPS.get(item, (ANY_NUMBER, ""))[0]
+            if plain_numbers(node) and max(node, default=0) <= largest and min(node, default=0) > -(10**_DIGITS):
+                continue  # a list of samples: checked at C speed, walked only when one is too large
+            out += [(f"{path}[{i}]", rule) for i, v in enumerate(node) if (rule := number_rule(v, item))]
             stack += [(v, f"{path}[{i}]", item) for i, v in enumerate(node) if isinstance(v, (dict, list))]
         else:
             rule = number_rule(node, norm)
@@ -212,15 +215,29 @@ def number_rule(value: Any, norm: str) -> str | None:
             value = parse_duration(value)
         except ValueError:
             return None  # the schema says what is wrong with it
-    if not isinstance(value, (int, float)) or abs(value) <= largest or value != value or math.isinf(value):
+    if not isinstance(value, (int, float)) or value != value or math.isinf(value):
         return None  # nan and inf: the schema's finite-number rule says so
-    shown = f"a number of {len(str(abs(value))):,} digits" if isinstance(value, int) and value >= 10**_DIGITS else None
+    huge_int = isinstance(value, int) and abs(value) >= 10**_DIGITS
+    if value <= largest and not huge_int:  # a negative number is the schema's to refuse (must be > 0)
+        return None  # nan and inf: the schema's finite-number rule says so
+    shown = f"a number of {len(str(abs(value))):,} digits" if huge_int else None
     shown = shown or f"{value:g}" + (" s" if unit == SECONDS else "")
     if unit == SECONDS:
         limit = f"{largest / YEAR:g} year{'s' if largest > YEAR else ''} ({largest:,.0f} s)"
     else:
         limit = f"{largest:,.15g}" + (f" {unit}" if unit else "")
     return f"must be at most {limit}, a plausibility cap (see docs/fields.md), got {shown}"
+
+
+def holds_containers(items: Any) -> bool:
+    """Whether a list (or a mapping's values) holds a mapping or a list: the types are collected at C speed,
+    so that a list of a million numbers costs little."""
+    return any(issubclass(kind, (dict, list)) for kind in set(map(type, items)))
+
+
+def plain_numbers(items: list) -> bool:
+    """Whether every item is a plain int or float (no bool, no Huge, no string)."""
+    return set(map(type, items)) <= {int, float}
 
 
 def _shape_error(document: Any) -> tuple[str, str] | None:
@@ -236,7 +253,7 @@ def _shape_error(document: Any) -> tuple[str, str] | None:
         kids = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None
         if kids is None or (key in size and not children_done):
             continue
-        nested = [k for k in kids if isinstance(k, (dict, list))]
+        nested = [k for k in kids if isinstance(k, (dict, list))] if holds_containers(kids) else []
         if children_done:
             open_.discard(key)
             size[key] = 1 + len(kids) - len(nested) + sum(size[id(k)] for k in nested)
@@ -320,7 +337,7 @@ def file_cap_bytes() -> int:
     except ValueError:
         megabytes = math.nan
     if not math.isfinite(megabytes) or megabytes <= 0:
-        raise ValueError(f"{FILE_CAP_VARIABLE} must be a positive number of megabytes, got {text!r}")
+        raise ValueError(f"must be a positive number of megabytes (the cap on a file's size), got {text!r}")
     return int(megabytes * 1e6)
 
 
@@ -333,9 +350,9 @@ def too_large(size: int, cap: int) -> str:
 
 def size_errors(inst: Any) -> list[tuple[str, str]]:
     """(field path, rule) for each table a solve would build (docs/model.md §2) that is larger than
-    TABLE_ENTRIES, from the validated fields alone: the cadence grid × the versions kept K and, with an
-    ``uncertainty`` section, its scenarios × the training-group counts (the counts alone stay within
-    TABLE_ENTRIES: a pool holds at most MOST GPUs)."""
+    its cap, from the validated fields alone: the cadence grid × the versions kept K (TABLE_ENTRIES) and, with
+    an ``uncertainty`` section, its scenarios × the training-group counts (SCENARIO_ENTRIES; the counts alone
+    stay within TABLE_ENTRIES: a pool holds at most MOST GPUs)."""
     out = []
     sched, c = inst.schedule, inst.schedule.cadence
     top = c.max if c.max is not None else (sched.deadline - sched.extra_time) / inst.workload.iterations
@@ -356,12 +373,12 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
     fit = next(p.gpus for p in inst.gpu_pools if p.name == t.pool) // t.gpus_per_group
     counts = max(0, (fit if t.max_groups is None else min(t.max_groups, fit)) - t.min_groups + 1)
     scenarios = inst.uncertainty.samples if inst.uncertainty is not None else 0
-    if scenarios * counts > TABLE_ENTRIES:
+    if scenarios * counts > SCENARIO_ENTRIES:
         out.append(
             (
                 "uncertainty.samples",
                 f"{scenarios:,} scenarios × {counts:,} training-group counts (min_groups..max_groups, or as many "
-                f"as the pool holds) = {scenarios * counts:,} entries, above the {TABLE_ENTRIES:,} a confidence "
+                f"as the pool holds) = {scenarios * counts:,} entries, above the {SCENARIO_ENTRIES:,} a confidence "
                 "solve tabulates: draw fewer scenarios or set training.max_groups",
             )
         )
