@@ -135,7 +135,7 @@ CAPS: dict[str, tuple[float, str]] = {
     "limits.max_hourly_cost": (1e12, "$ per hour"),
     "limits.max_total_cost": (1e15, "$"),
     "uncertainty.samples": (1e5, "scenarios"),
-    "uncertainty.seed": (2.0**63 - 1, "(a 64-bit seed)"),
+    "uncertainty.seed": (1e18, "(a seed)"),
     **{f"uncertainty.factors[*].{p}": (1e3, "(a multiplier)") for p in ("mean", "sd", "median", "low", "mode", "high")},
     "uncertainty.factors[*].sigma": (10.0, "(sigma of a log-multiplier)"),
 }
@@ -222,11 +222,14 @@ def number_rule(value: Any, norm: str) -> str | None:
         return None  # nan and inf: the schema's finite-number rule says so
     shown = f"a number of {len(str(abs(value))):,} digits" if huge_int else None
     shown = shown or f"{value:g}" + (" s" if unit == SECONDS else "")
+    return f"must be at most {cap_text(largest, unit)}, a plausibility cap (see docs/fields.md), got {shown}"
+
+
+def cap_text(largest: float, unit: str) -> str:
+    """A cap as the messages and docs/fields.md show it: '10,000,000 GPUs', '10 years (315,576,000 s)'."""
     if unit == SECONDS:
-        limit = f"{largest / YEAR:g} year{'s' if largest > YEAR else ''} ({largest:,.0f} s)"
-    else:
-        limit = f"{largest:,.15g}" + (f" {unit}" if unit else "")
-    return f"must be at most {limit}, a plausibility cap (see docs/fields.md), got {shown}"
+        return f"{largest / YEAR:g} year{'s' if largest > YEAR else ''} ({largest:,.0f} s)"
+    return f"{largest:,.15g}" + (f" {unit}" if unit else "")
 
 
 def holds_containers(items: Any) -> bool:

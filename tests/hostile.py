@@ -401,3 +401,54 @@ def _bundled(folder: Path) -> list[Case]:
             file = _write(folder, name, apply_edit(copy.deepcopy(doc), where, value), ".yaml")
             cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
     return cases
+
+
+# Fields of the seed scaled to their cap and far below their seed value: such a plan spans many orders of
+# magnitude, and must be solved, found infeasible or refused, never an internal error.
+SPREAD = (
+    "workload.iterations",
+    "workload.batch_trajectories",
+    "workload.group_size",
+    "workload.tokens_per_attempt",
+    "schedule.deadline",
+    "gpu_pools[0].gpus",
+    "gpu_pools[0].gpu_hour_cost",
+    "inference.shapes[0].gpus_per_replica",
+    "inference.shapes[0].tokens_per_gpu_s",
+    "training.gpus_per_group",
+    "training.update_time.reference_gpus",
+    "training.update_time.reference_time",
+    "environment.occupancy.median",
+    "environment.occupancy.p99",
+    "environment.backends[0].cores",
+    "environment.backends[0].memory_gb",
+    "environment.node_types[0].cores",
+    "environment.node_types[0].memory_gb",
+    "environment.node_types[0].density.container",
+    "environment.node_types[0].hour_cost",
+    "environment.cloud.vm_types[0].density.container",
+    "environment.cloud.vm_types[0].hour_cost",
+)
+
+
+def spread(folder: Path) -> list[Path]:
+    """The seed (on a 10 s cadence step) with one SPREAD field at its cap, at 1e-9 of its seed value and at
+    1e-12 (whole-number fields: at their cap only)."""
+    from models.uncertainty import expand
+    from models.units import parse_duration
+
+    folder.mkdir(parents=True, exist_ok=True)
+    seed = _doc(SEED)
+    seed["schedule"]["cadence"] = {"min": "60s", "step": "10s"}
+    out = []
+    for path in SPREAD:
+        largest, _ = CAPS[path.replace("[0]", "[*]").replace(".container", ".*")]
+        (_, written), *_ = expand(seed, path)
+        value = float(parse_duration(written))  # type: ignore[arg-type]
+        whole = path.rsplit(".", 1)[-1] in INT_FIELDS
+        values = {"cap": int(largest)} if whole else {"cap": largest, "tiny": value * 1e-9, "1e-12": 1e-12}
+        for label, scaled in values.items():
+            file = folder / f"spread-{path}-{label}.yaml".replace("[", "(").replace("]", ")")
+            file.write_text(yaml.safe_dump(apply_edit(seed, path, scaled)))
+            out.append(file)
+    return out

@@ -25,7 +25,7 @@ from cli import main
 from drivers.output import OutputError, make_folder, write_json
 from models.load import InstanceError, load_instance, read_document, validate
 from models.plausible import CAPS, FILE_CAP_VARIABLE
-from tests.hostile import ROOT, SEED, Case, build, complaints
+from tests.hostile import ROOT, SEED, Case, build, complaints, spread
 
 ADDRESS_SPACE = 3 << 30  # bytes a child process may map: imports fit, a table of 10^9 entries does not
 IN_SUBPROCESS = {"gpus-1e12", "grid-step-1us", "scenarios-1e9", "alias-bomb-samples-11", "nested-100000.json"}
@@ -135,3 +135,16 @@ def test_an_unwritable_output_path_is_an_output_error_naming_it(tmp_path: Path):
     with pytest.raises(OutputError, match=f"^{blocker}: cannot write here"):
         make_folder(blocker)
     assert make_folder(tmp_path / "new" / "folder").is_dir()
+
+
+def test_plans_spanning_many_orders_of_magnitude_solve_or_are_refused(tmp_path: Path):
+    """One field at its cap or 1e-9 of its seed value (a token rate of 10^7 per GPU, a node price of a
+    nano-dollar): a plan, an infeasibility or an invalid input, never an internal error (exit 1)."""
+    outcomes = {}
+    for path in spread(tmp_path):
+        result = CliRunner().invoke(main, ["solve", str(path), "--time-limit", "20"])
+        outcomes[path.stem] = result.exit_code
+        assert "Traceback" not in result.output
+    assert len(outcomes) >= 50
+    assert not [name for name, code in outcomes.items() if code not in (0, 2, 3, 4)], outcomes
+    assert {0, 3} <= set(outcomes.values())  # some still have a plan, some have none
