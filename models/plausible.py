@@ -86,6 +86,7 @@ MAX_VALUES = 2 * 10**6  # values in one document, an alias counted at every plac
 MAX_ITEMS = 10**4  # items of one list (pools, shapes, backends, node and VM types, factors, table points)
 MAX_SAMPLES = 10**6  # measured occupancy samples (a list or a CSV)
 ANY_NUMBER = 1e15  # a number at a path without its own cap
+MAX_TEXT = 10**4  # characters of a string or a key (names, field paths)
 _DIGITS = 18  # a whole number with more digits is shown by its digit count
 
 SECONDS = "s"
@@ -167,6 +168,11 @@ def magnitude_errors(document: Any) -> list[tuple[str, str]]:
         node, path, norm = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
+                if len(str(key)) > MAX_TEXT:
+                    out.append(
+                        (path, f"a key of {len(str(key)):,} characters, above the {MAX_TEXT:,} an instance may hold")
+                    )
+                    continue
                 star = f"{norm}.*" if norm else "*"
                 named = f"{norm}.{key}" if norm else str(key)
                 stack.append((value, f"{path}.{key}" if path else str(key), named if named in _KNOWN else star))
@@ -202,9 +208,12 @@ _KNOWN = _prefixes([*CAPS, *LIST_CAPS])
 
 
 def number_rule(value: Any, norm: str) -> str | None:
-    """The rule a number at ``norm`` breaks, if it is above its cap (a duration string read in seconds)."""
+    """The rule a number at ``norm`` breaks, if it is above its cap (a duration string read in seconds), or a
+    string longer than MAX_TEXT."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return f"a string of {len(value):,} characters, above the {MAX_TEXT:,} an instance may hold"
     if isinstance(value, Huge):
         return f"a whole number of {value.digits:,} digits is beyond any plausible value"
     largest, unit = CAPS.get(norm, (ANY_NUMBER, ""))
@@ -221,7 +230,7 @@ def number_rule(value: Any, norm: str) -> str | None:
     if value <= largest and not huge_int:  # a negative number is the schema's to refuse (must be > 0)
         return None  # nan and inf: the schema's finite-number rule says so
     shown = f"a number of {len(str(abs(value))):,} digits" if huge_int else None
-    shown = shown or f"{value:g}" + (" s" if unit == SECONDS else "")
+    shown = shown or (f"{value:,}" if isinstance(value, int) else f"{value:g}") + (" s" if unit == SECONDS else "")
     return f"must be at most {cap_text(largest, unit)}, a plausibility cap (see docs/fields.md), got {shown}"
 
 
@@ -346,7 +355,7 @@ def file_cap_bytes() -> int:
 
 def too_large(size: int, cap: int) -> str:
     return (
-        f"file is {size / 1e6:,.1f} MB, above the {cap / 1e6:g} MB cap on what trainground reads; "
+        f"file is {size / 1e6:.3g} MB, above the {cap / 1e6:g} MB cap on what trainground reads; "
         f"set {FILE_CAP_VARIABLE} to a larger number of megabytes to read it"
     )
 

@@ -223,6 +223,13 @@ def _aliases(folder: Path) -> list[Case]:
     path = folder / "alias-bomb-shapes.yaml"
     path.write_text(seed + f"x-shapes: {_bomb(8, shape)}\n")
     cases.append(Case(path.name, _solve(str(path)), str(path), "x-shapes", "values"))
+    long_name = seed.replace("name: seed-week-75", "name: " + "x" * 5_000_000)
+    path = folder / "long-name.yaml"
+    path.write_text(long_name)
+    cases.append(Case(path.name, _solve(str(path)), str(path), "name: ", "5,000,000 characters"))
+    path = folder / "long-key.json"
+    path.write_text(json.dumps({**yaml.safe_load(seed), "y" * 200_000: 1}))
+    cases.append(Case(path.name, _solve(str(path)), str(path), None, "200,000 characters"))
     path = folder / "alias-cycle.yaml"
     path.write_text(seed + "extra: &loop [1, *loop]\n")
     cases.append(Case(path.name, _solve(str(path)), str(path), "extra: ", "cycle"))
