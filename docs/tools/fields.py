@@ -61,7 +61,8 @@ def caps() -> list[str]:
         f"`{p.FILE_CAP_VARIABLE}=50 trainground solve big.json`;",
         f"- it nests mappings and lists more than {p.MAX_DEPTH} levels deep, or holds more than "
         f"{p.MAX_VALUES:,} values (a YAML alias counted at every place it is used);",
-        f"- a list has more than {p.MAX_ITEMS:,} items (occupancy samples: {p.MAX_SAMPLES:,}, in the file or its CSV);",
+        f"- a list has more than {p.MAX_ITEMS:,} items (occupancy samples: {p.MAX_SAMPLES:,}, in the file or its CSV),",
+        f"  or a string or a key more than {p.MAX_TEXT:,} characters;",
         "- a whole number has more digits than Python converts (4,300), or any number is above its field's cap "
         f"below (a field not listed: {p.ANY_NUMBER:g});",
         f"- the cadence grid (cadence.min to cadence.max, or the deadline pace, in steps of cadence.step) times "
