@@ -283,9 +283,9 @@ def _shape_error(document: Any) -> tuple[str, str] | None:
         where = _deepest(document, depth)
         return where, f"nested {depth[id(document)]:,} levels deep; an instance nests at most {MAX_DEPTH}"
     if size.get(id(document), 0) > MAX_VALUES:
-        where = _largest(document, size)
+        where, node = _largest(document, size)
         return where, (
-            f"holds {size[id(document)]:,} values (YAML aliases counted where they are used), above the "
+            f"holds {size[id(node)]:,} values (YAML aliases counted where they are used), above the "
             f"{MAX_VALUES:,} an instance may hold"
         )
     return None
@@ -309,15 +309,17 @@ def _deepest(document: Any, depth: dict[int, int]) -> str:
     return path.lstrip(".") + ("..." if isinstance(node, (dict, list)) else "")
 
 
-def _largest(document: Any, size: dict[int, int]) -> str:
-    """The path of the smallest container that holds over MAX_VALUES values (where the expansion is)."""
+def _largest(document: Any, size: dict[int, int]) -> tuple[str, Any]:
+    """(path, container) of the field that holds over MAX_VALUES values: down the mappings that do, to the
+    first list that does (the field as written, not the aliases inside it) or the last such mapping."""
     path, node = "", document
-    while True:
+    while isinstance(node, dict):
         over = [(s, v) for s, v in _items(node) if isinstance(v, (dict, list)) and size[id(v)] > MAX_VALUES]
         if not over:
-            return path.lstrip(".")
+            break
         step, node = over[0]
         path += step
+    return path.lstrip("."), node
 
 
 def _culprit(document: Any, target: Any) -> str:
