@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from drivers.output import OutputError
+from drivers.output import OutputError, check_writable
 from models.edits import load_edited_checked
 from models.instance import OBJECTIVES
 from models.load import InstanceError
@@ -64,13 +64,20 @@ def console():
     return Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
 
 
+OUTPUT_OPTIONS = ("out", "output", "trace_dir")  # the parameters of the commands that name a file or folder to write
+
+
 def guarded(func):
     """Bad input (an instance file, an option, an output path that cannot be written): one message and exit 2;
-    anything unexpected: one line and exit 1, never a traceback."""
+    anything unexpected: one line and exit 1, never a traceback. The output paths (OUTPUT_OPTIONS) are checked
+    before the command runs, so that a folder that cannot be written costs no solve."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
+            for name in OUTPUT_OPTIONS:
+                if isinstance(kwargs.get(name), str):
+                    check_writable(kwargs[name])
             return func(*args, **kwargs)
         except InstanceError as exc:
             click.echo(exc.message, err=True)

@@ -42,6 +42,23 @@ def make_folder(folder: str | Path) -> Path:
     return folder
 
 
+def check_writable(path: str | Path) -> None:
+    """OutputError unless ``path`` (a file or a folder, there or not yet) could be written: it is a writable
+    file or folder, or the nearest part of it that exists is a folder this process may create entries in.
+    Nothing is created: a command checks its output paths before its work, and writes them after."""
+    path = Path(path).absolute()
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is None:
+        return
+    if there.is_dir():
+        if not os.access(there, os.W_OK | os.X_OK):
+            raise OutputError(there, PermissionError(13, "Permission denied"))
+    elif there != path:
+        raise OutputError(path, NotADirectoryError(20, f"{there} is a file, not a folder"))
+    elif not os.access(there, os.W_OK):
+        raise OutputError(there, PermissionError(13, "Permission denied"))
+
+
 def write_atomic_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader (or a killed writer) never sees a truncated file."""
     path = Path(path)

@@ -66,6 +66,8 @@ def complaints(case: Case, exit_code: int, stdout: str, stderr: str) -> list[str
         out.append(f"exit {exit_code}, not 2")
     if "Traceback" in stdout + stderr:
         out.append("a traceback")
+    if stdout:
+        out.append("output on stdout: the command did work before it refused its input")
     lines = stderr.strip().splitlines()
     if not lines or not all(line.startswith(f"{case.blamed}: ") for line in lines):
         out.append(f"not every line names {case.blamed!r}")
@@ -375,7 +377,8 @@ def _with_csv(folder: Path, name: str, csv: str, where: str, fragment: str, big:
 
 
 def _outputs(folder: Path) -> list[Case]:
-    """Output paths under a regular file (no folder can be made there): the commands that write files."""
+    """Output paths under a regular file (no folder can be made there): the commands that write files, each
+    refused before it solves or simulates anything."""
     blocker = folder / "a-file"
     blocker.write_text("not a folder\n")
     quick = _doc(SEED)
@@ -383,7 +386,7 @@ def _outputs(folder: Path) -> list[Case]:
     file = _write(folder, "quick", quick, ".yaml")
     target = str(blocker / "out")
     return [
-        Case("out-solve", _solve(file, "--out", f"{target}/plan.json"), target, None, "cannot write here"),
+        Case("out-solve", _solve(file, "--out", f"{target}/plan.json"), f"{target}/plan.json", None, "cannot write"),
         Case("out-batch", ("batch", file, "--out", target), target, None, "cannot write here"),
         Case("out-trace", ("simulate", file, "--iterations", "20", "--trace", target), target, None, "cannot write"),
         Case("out-sweep", ("sweep", file, "--set", "schedule.deadline=7d,8d", "--out", target), target, None, "cannot"),

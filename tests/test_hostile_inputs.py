@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from drivers.output import OutputError, make_folder, write_json
+from drivers.output import OutputError, check_writable, make_folder, write_json
 from models.load import InstanceError, load_instance, read_document, validate
 from models.plausible import CAPS, FILE_CAP_VARIABLE
 from tests.hostile import ROOT, SEED, Case, build, complaints, spread
@@ -135,6 +135,17 @@ def test_an_unwritable_output_path_is_an_output_error_naming_it(tmp_path: Path):
     with pytest.raises(OutputError, match=f"^{blocker}: cannot write here"):
         make_folder(blocker)
     assert make_folder(tmp_path / "new" / "folder").is_dir()
+
+
+def test_output_paths_are_checked_without_creating_anything(tmp_path: Path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for path in (blocker / "out", blocker / "deeper" / "plan.json"):
+        with pytest.raises(OutputError, match=f"^{path}: cannot write here: {blocker} is a file, not a folder"):
+            check_writable(path)
+    for path in (blocker, tmp_path, tmp_path / "new" / "deeper" / "plan.json"):
+        check_writable(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
 def test_plans_spanning_many_orders_of_magnitude_solve_or_are_refused(tmp_path: Path):
