@@ -1,9 +1,9 @@
-"""Benchmark of hostile inputs (issue 21, item 5): the corpus of tests/hostile.py (327 cases: numbers beyond
-their caps, digits Python cannot convert, nesting, YAML alias bombs, long lists, files of 11-50 MB, grids and
-scenario tables too large to build, --set edits, unusable samples CSVs, unwritable output paths), each run
-as a whole `trainground` command in its own process. Reports the exit codes, the cases whose message does not
-name the file and the field, wall time (median, max) and peak RSS of each child (os.wait4), and every case
-over the targets: exit 2, under 1 s and under 200 MB.
+"""Benchmark of hostile inputs (issue 21, item 5): the corpus of tests/hostile.py (406 cases: numbers beyond
+their caps or below their floor, digits Python cannot convert, nesting, YAML alias bombs, long lists, files
+of 11-50 MB, grids and scenario tables too large to build, --set edits, unusable samples CSVs, unwritable
+output paths), each run as a whole `trainground` command in its own process. Reports the exit codes, the
+cases whose message does not name the file and the field, wall time (median, max) and peak RSS of each child
+(os.wait4), and every case over the targets: exit 2, under 1 s and under 200 MB.
 
 Each child runs under an address-space limit (--limit-gb, default 4), so a cap that stopped working shows as
 exit 1 (MemoryError) rather than as a machine out of memory.

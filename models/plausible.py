@@ -86,6 +86,8 @@ MAX_VALUES = 2 * 10**6  # values in one document, an alias counted at every plac
 MAX_ITEMS = 10**4  # items of one list (pools, shapes, backends, node and VM types, factors, table points)
 MAX_SAMPLES = 10**6  # measured occupancy samples (a list or a CSV)
 ANY_NUMBER = 1e15  # a number at a path without its own cap
+FLOOR = 1e-6  # a positive number below this (in its field's unit) is refused; 0 is the schema's to judge
+FLOOR_EXEMPT = {"freshness.max_exceedance", "freshness.max_group_drop"}  # limits on shares: tiny means "almost none"
 MAX_TEXT = 10**4  # characters of a string or a key (names, field paths)
 _DIGITS = 18  # a whole number with more digits is shown by its digit count
 
@@ -183,7 +185,7 @@ def magnitude_errors(document: Any) -> list[tuple[str, str]]:
                 continue
             item = f"{norm}[*]"
             largest = CAPS.get(item, (ANY_NUMBER, ""))[0]
-            if plain_numbers(node) and max(node, default=0) <= largest and min(node, default=0) > -(10**_DIGITS):
+            if plain_numbers(node) and FLOOR <= min(node, default=FLOOR) and max(node, default=0) <= largest:
                 continue  # a list of samples: checked at C speed, walked only when one is too large
             out += [(f"{path}[{i}]", rule) for i, v in enumerate(node) if (rule := number_rule(v, item))]
             stack += [(v, f"{path}[{i}]", item) for i, v in enumerate(node) if isinstance(v, (dict, list))]
@@ -227,8 +229,14 @@ def number_rule(value: Any, norm: str) -> str | None:
     if not isinstance(value, (int, float)) or value != value or math.isinf(value):
         return None  # nan and inf: the schema's finite-number rule says so
     huge_int = isinstance(value, int) and abs(value) >= 10**_DIGITS
+    if 0 < value < FLOOR and norm not in FLOOR_EXEMPT:
+        seconds = " s" if unit == SECONDS else ""
+        return (
+            f"must be 0 or at least {FLOOR:g}{seconds}, a plausibility floor (see docs/fields.md): a plan "
+            f"spanning so many orders of magnitude cannot be checked, got {value:g}{seconds}"
+        )
     if value <= largest and not huge_int:  # a negative number is the schema's to refuse (must be > 0)
-        return None  # nan and inf: the schema's finite-number rule says so
+        return None
     shown = f"a number of {len(str(abs(value))):,} digits" if huge_int else None
     shown = shown or (f"{value:,}" if isinstance(value, int) else f"{value:g}") + (" s" if unit == SECONDS else "")
     return f"must be at most {cap_text(largest, unit)}, a plausibility cap (see docs/fields.md), got {shown}"
@@ -370,15 +378,17 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
     out = []
     sched, c = inst.schedule, inst.schedule.cadence
     top = c.max if c.max is not None else (sched.deadline - sched.extra_time) / inst.workload.iterations
-    points = 0 if top < c.min else math.floor((top - c.min) / c.step * (1 + 1e-12) + 1e-9) + 1
+    # finite: the step is at least FLOOR and the top at most 10 years, so at most ~3e14 steps
+    spans = (top - c.min) / c.step if top >= c.min else -1.0
     kept = inst.freshness.max_versions_kept
-    if points * kept > TABLE_ENTRIES:
+    if (spans + 1) * kept > TABLE_ENTRIES:
+        points = math.floor(spans * (1 + 1e-12) + 1e-9) + 1
         coarsest = (top - c.min) / max(TABLE_ENTRIES // kept - 1, 1)
         out.append(
             (
                 "schedule.cadence.step",
-                f"a step of {c.step:g} s from {c.min:g} s to {top:g} s makes {points:,} cadence grid points; times "
-                f"K = {kept:,} versions kept that is {points * kept:,} (cadence, K) entries, above the "
+                f"a step of {c.step:g} s from {c.min:g} s to {top:g} s makes {points:,} cadence grid points; "
+                f"times K = {kept:,} versions kept that is {points * kept:,} (cadence, K) entries, above the "
                 f"{TABLE_ENTRIES:,} a solve tabulates: use a step of at least {coarsest:.3g} s or a narrower "
                 "cadence.min..max",
             )

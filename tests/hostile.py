@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from models.edits import apply_edit
-from models.plausible import CAPS, FILE_CAP_VARIABLE, MAX_ITEMS, MAX_SAMPLES, SECONDS, YEAR
+from models.plausible import CAPS, FILE_CAP_VARIABLE, FLOOR, MAX_ITEMS, MAX_SAMPLES, SECONDS, YEAR
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -119,7 +119,8 @@ def _base_for(path: str) -> dict[str, Any]:
 
 def _caps(folder: Path) -> list[Case]:
     """Each capped field just above its cap, far above it as a whole number, as a float and negative as a
-    whole number of many digits; durations also as a string with a unit."""
+    whole number of many digits; durations also as a string with a unit; real-valued fields also below their
+    floor and at the smallest positive float."""
     cases = []
     for i, (norm, (largest, unit)) in enumerate(CAPS.items()):
         path = _concrete(norm)
@@ -132,11 +133,14 @@ def _caps(folder: Path) -> list[Case]:
         }
         if unit == SECONDS:
             values["unit-string"] = f"{largest * 1.5 / 86400:.6g}d"
+        if not whole:
+            values |= {"subnormal": 5e-324, "below-floor": FLOOR / 2}
         for j, (label, value) in enumerate(values.items()):
             ext = (".yaml", ".json")[(i + j) % 2]
             name = f"cap-{path}-{label}".replace("[", "(").replace("]", ")")
             file = _write(folder, name, apply_edit(_base_for(path), path, value), ext)
-            cases.append(Case(name, _solve(file), file, f"{path}: ", AT_MOST))
+            fragment = "must be 0 or at least" if label in ("subnormal", "below-floor") else AT_MOST
+            cases.append(Case(name, _solve(file), file, f"{path}: ", fragment))
     return cases
 
 
@@ -295,6 +299,7 @@ def _grids(folder: Path) -> list[Case]:
     for name, edits, where, fragment in (
         ("grid-step-1us", {step: 1e-6}, step, "cadence grid points"),
         ("grid-step-string", {step: "0.00001s"}, step, "cadence grid points"),
+        ("grid-step-subnormal-string", {step: "1e-320s"}, step, "must be 0 or at least 1e-06 s"),
         ("grid-step-fine-max", {step: 0.05, "schedule.cadence.max": "30d"}, step, "cadence grid points"),
         ("grid-long-pace", {"workload.iterations": 10, "schedule.deadline": "3650d"}, step, "cadence grid points"),
         ("grid-many-versions", {step: 0.1, "freshness.max_versions_kept": 5000}, step, "(cadence, K) entries"),
@@ -442,8 +447,8 @@ SPREAD = (
 
 
 def spread(folder: Path) -> list[Path]:
-    """The seed (on a 10 s cadence step) with one SPREAD field at its cap, at 1e-9 of its seed value and at
-    1e-12 (whole-number fields: at their cap only)."""
+    """The seed (on a 10 s cadence step) with one SPREAD field at its cap, at its floor and at 1e-6 of its seed
+    value (whole-number fields: at their cap only)."""
     from models.uncertainty import expand
     from models.units import parse_duration
 
@@ -456,7 +461,7 @@ def spread(folder: Path) -> list[Path]:
         (_, written), *_ = expand(seed, path)
         value = float(parse_duration(written))  # type: ignore[arg-type]
         whole = path.rsplit(".", 1)[-1] in INT_FIELDS
-        values = {"cap": int(largest)} if whole else {"cap": largest, "tiny": value * 1e-9, "1e-12": 1e-12}
+        values = {"cap": int(largest)} if whole else {"cap": largest, "floor": FLOOR, "tiny": max(value * 1e-6, FLOOR)}
         for label, scaled in values.items():
             file = folder / f"spread-{path}-{label}.yaml".replace("[", "(").replace("]", ")")
             file.write_text(yaml.safe_dump(apply_edit(seed, path, scaled)))

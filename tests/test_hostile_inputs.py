@@ -149,8 +149,8 @@ def test_output_paths_are_checked_without_creating_anything(tmp_path: Path):
 
 
 def test_plans_spanning_many_orders_of_magnitude_solve_or_are_refused(tmp_path: Path):
-    """One field at its cap or 1e-9 of its seed value (a token rate of 10^7 per GPU, a node price of a
-    nano-dollar): a plan, an infeasibility or an invalid input, never an internal error (exit 1)."""
+    """One field at its cap, its floor or 1e-6 of its seed value (a token rate of 10^7 per GPU, a node price
+    of a micro-dollar): a plan, an infeasibility or an invalid input, never an internal error (exit 1)."""
     outcomes = {}
     for path in spread(tmp_path):
         result = CliRunner().invoke(main, ["solve", str(path), "--time-limit", "20"])

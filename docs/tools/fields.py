@@ -65,6 +65,9 @@ def caps() -> list[str]:
         f"  or a string or a key more than {p.MAX_TEXT:,} characters;",
         "- a whole number has more digits than Python converts (4,300), or any number is above its field's cap "
         f"below (a field not listed: {p.ANY_NUMBER:g});",
+        f"- a positive number is below {p.FLOOR:g} in its field's unit (0 stays the schema's to judge; "
+        f"{', '.join(sorted(p.FLOOR_EXEMPT))} may be smaller): a plan whose numbers span more orders of magnitude "
+        "than the solver's tolerances cannot be checked;",
         f"- the cadence grid (cadence.min to cadence.max, or the deadline pace, in steps of cadence.step) times "
         f"the versions kept K has more than {p.TABLE_ENTRIES:,} (cadence, K) entries;",
         f"- with an `uncertainty` section, its samples times the training-group counts exceed {p.SCENARIO_ENTRIES:,}.",
