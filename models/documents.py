@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 from models.errors import InstanceError, Problem
-from models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, holds_containers, too_large
+from models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, too_large
+from models.shape import holds_containers
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 

@@ -11,6 +11,7 @@ import math
 import os
 from typing import Any
 
+from models.shape import plain_numbers, shape_error
 from models.units import SECONDS_PER_UNIT, format_duration, parse_duration
 
 HOUR, MINUTE = 3600.0, 60.0
@@ -161,7 +162,7 @@ def magnitude_errors(document: Any) -> list[tuple[str, str]]:
     """(field path, rule) for a document nested too deep or holding too many values (the first finding
     stops the walk: nothing below it can be trusted), else for every list longer than its cap and every
     number above its field's cap."""
-    shape = _shape_error(document)
+    shape = shape_error(document, MAX_DEPTH, MAX_VALUES)
     if shape:
         return [shape]
     out: list[tuple[str, str]] = []
@@ -247,101 +248,6 @@ def cap_text(largest: float, unit: str) -> str:
     if unit == SECONDS:
         return f"{largest / YEAR:g} year{'s' if largest > YEAR else ''} ({largest:,.0f} s)"
     return f"{largest:,.15g}" + (f" {unit}" if unit else "")
-
-
-def holds_containers(items: Any) -> bool:
-    """Whether a list (or a mapping's values) holds a mapping or a list: the types are collected at C speed,
-    so that a list of a million numbers costs little."""
-    return any(issubclass(kind, (dict, list)) for kind in set(map(type, items)))
-
-
-def plain_numbers(items: list) -> bool:
-    """Whether every item is a plain int or float (no bool, no Huge, no string)."""
-    return set(map(type, items)) <= {int, float}
-
-
-def _shape_error(document: Any) -> tuple[str, str] | None:
-    """Depth and size of the document, each container measured once (a YAML alias is the same object at every
-    place it is used), so a small file of aliases that expands to billions of values costs its own size here."""
-    size: dict[int, int] = {}
-    depth: dict[int, int] = {}
-    stack: list[tuple[Any, bool]] = [(document, False)]
-    open_: set[int] = set()
-    while stack:
-        node, children_done = stack.pop()
-        key = id(node)
-        kids = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else None
-        if kids is None or (key in size and not children_done):
-            continue
-        nested = [k for k in kids if isinstance(k, (dict, list))] if holds_containers(kids) else []
-        if children_done:
-            open_.discard(key)
-            size[key] = 1 + len(kids) - len(nested) + sum(size[id(k)] for k in nested)
-            depth[key] = 1 + max((depth[id(k)] for k in nested), default=0)
-            continue
-        if key in open_:
-            return "", "a YAML alias refers to a mapping or list that holds it (a cycle); no instance does"
-        open_.add(key)
-        stack.append((node, True))
-        for k in nested:
-            if id(k) in open_:
-                return _culprit(document, k), "a YAML alias refers to a mapping or list that holds it (a cycle)"
-            stack.append((k, False))
-    if depth.get(id(document), 0) > MAX_DEPTH:
-        where = _deepest(document, depth)
-        return where, f"nested {depth[id(document)]:,} levels deep; an instance nests at most {MAX_DEPTH}"
-    if size.get(id(document), 0) > MAX_VALUES:
-        where, node = _largest(document, size)
-        return where, (
-            f"holds {size[id(node)]:,} values (YAML aliases counted where they are used), above the "
-            f"{MAX_VALUES:,} an instance may hold"
-        )
-    return None
-
-
-def _items(node: Any) -> list[tuple[str, Any]]:
-    if isinstance(node, dict):
-        return [(f".{k}", v) for k, v in node.items()]
-    return [(f"[{i}]", v) for i, v in enumerate(node)]
-
-
-def _deepest(document: Any, depth: dict[int, int]) -> str:
-    """The path down the deepest branch to the level where it passes MAX_DEPTH (shown to its first levels)."""
-    path, node, level = "", document, 0
-    while isinstance(node, (dict, list)) and level < 4:
-        step, node = max(
-            ((s, v) for s, v in _items(node) if isinstance(v, (dict, list))), key=lambda sv: depth[id(sv[1])]
-        )
-        path += step
-        level += 1
-    return path.lstrip(".") + ("..." if isinstance(node, (dict, list)) else "")
-
-
-def _largest(document: Any, size: dict[int, int]) -> tuple[str, Any]:
-    """(path, container) of the field that holds over MAX_VALUES values: down the mappings that do, to the
-    first list that does (the field as written, not the aliases inside it) or the last such mapping."""
-    path, node = "", document
-    while isinstance(node, dict):
-        over = [(s, v) for s, v in _items(node) if isinstance(v, (dict, list)) and size[id(v)] > MAX_VALUES]
-        if not over:
-            break
-        step, node = over[0]
-        path += step
-    return path.lstrip("."), node
-
-
-def _culprit(document: Any, target: Any) -> str:
-    """The first path at which ``target`` is reached (where a cycle closes)."""
-    stack: list[tuple[Any, str]] = [(document, "")]
-    seen: set[int] = set()
-    while stack:
-        node, path = stack.pop()
-        if node is target:
-            return path.lstrip(".")
-        if isinstance(node, (dict, list)) and id(node) not in seen:
-            seen.add(id(node))
-            stack += [(v, path + s) for s, v in _items(node)]
-    return ""
 
 
 FILE_CAP_VARIABLE = "TRAINGROUND_MAX_FILE_MB"
