@@ -239,8 +239,8 @@ def _printer(console, cal) -> None:
 def _write_instance(cal, into: str, output: str) -> None:
     """Write the calibrated instance and load it back: a file this command writes must be valid."""
     from calibrate.writer import calibrated_document
-    from drivers.output import write_atomic
     from models.load import InstanceError, load_instance
+    from simulate.output import write_atomic
 
     write_atomic(output, calibrated_document(cal, into))
     try:
@@ -254,13 +254,18 @@ def _write_plan(cal, inst, output: str, plan_file: str) -> str:
     import json
 
     from calibrate.replay import logged_plan
-    from drivers.output import write_atomic
+    from simulate.output import write_atomic
 
     plan, why = logged_plan(inst, cal)
     if plan is None:
         cal.notes += [f"no logged plan written: {w}" for w in why]
         return f"logged plan: not written ({len(why)} reason(s) in the notes)"
-    document = {"instance": inst.name, "source": "calibrate: the logged run's configuration", "plan": plan.model_dump()}
+    document = {
+        "instance": inst.name,
+        "source": "calibrate: the logged run's configuration",
+        "basis": "steady_state",
+        "plan": plan.model_dump(),
+    }
     write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
     return (
         f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "

@@ -17,6 +17,7 @@ import click
 from models.edits import load_edited_checked
 from models.instance import OBJECTIVES
 from models.load import InstanceError
+from simulate.output import OutputError, check_writable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
 
@@ -64,15 +65,26 @@ def console():
     return Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
 
 
+OUTPUT_OPTIONS = ("out", "output", "trace_dir")  # the parameters of the commands that name a file or folder to write
+
+
 def guarded(func):
-    """Bad input: one message and exit 2; anything unexpected: one line and exit 1, never a traceback."""
+    """Bad input (an instance file, an option, an output path that cannot be written): one message and exit 2;
+    anything unexpected: one line and exit 1, never a traceback. The output paths (OUTPUT_OPTIONS) are checked
+    before the command runs, so that a folder that cannot be written costs no solve."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
+            for name in OUTPUT_OPTIONS:
+                if isinstance(kwargs.get(name), str):
+                    check_writable(kwargs[name])
             return func(*args, **kwargs)
         except InstanceError as exc:
             click.echo(exc.message, err=True)
+            sys.exit(EXIT_INVALID)
+        except OutputError as exc:
+            click.echo(str(exc), err=True)
             sys.exit(EXIT_INVALID)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
@@ -157,7 +169,7 @@ def write_and_show(
     ``plots`` and ``printer`` import their renderer when called, so that what is not drawn or printed
     is never loaded (the plotting modules load the solver)."""
     if out:
-        from drivers.output import write_atomic_bytes, write_json
+        from simulate.output import write_atomic_bytes, write_json
 
         write_json(Path(out) / report_file, payload)
         for name, data in plots(report).items():

@@ -35,10 +35,10 @@ Edit the numbers to your run, then: trainground solve {file}
 @guarded
 def init(pools: int, backends: str, out: str | None, force: bool) -> None:
     """Write a commented starter instance (YAML) with every field present and explained."""
-    from drivers.output import write_atomic
     from models.fields import field_docs
     from models.starter import starter_document
     from render.starter import commented_yaml
+    from simulate.output import write_atomic
 
     names = tuple(n.strip() for n in backends.split(","))
     if not all(names) or len(set(names)) != len(names):

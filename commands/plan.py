@@ -141,7 +141,7 @@ def solve(
 
         payload["simulation"] = verdict_of(simulated)
     if out:
-        from drivers.output import write_json
+        from simulate.output import write_json
 
         write_json(out, payload)
     if as_json:

@@ -70,8 +70,8 @@ def frontier(
     Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
     from drivers.frontier import csv_columns, csv_rows, frontiers
-    from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import frontier_png
+    from simulate.output import write_atomic_bytes, write_csv, write_json
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     if alphas is not None:
@@ -108,9 +108,9 @@ def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: boo
 def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None:
     """frontier --confidence-curve: the price of certainty (MODEL §9)."""
     from drivers.certainty import CSV_COLUMNS, curve
-    from drivers.output import write_atomic_bytes, write_csv, write_json
     from models.load import InstanceError, Problem
     from render.confidence import curve_png, render_curve
+    from simulate.output import write_atomic_bytes, write_csv, write_json
     from solver.confidence_table import Unsupported
 
     try:
@@ -249,8 +249,8 @@ def sweep(
     internal error, 2 invalid options or base file.
     """
     from drivers import sweep as driver
-    from drivers.output import write_atomic_bytes, write_csv, write_json
     from render.plots import sweep_pngs
+    from simulate.output import write_atomic_bytes, write_csv, write_json
 
     if not axes and not zipped:
         raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")

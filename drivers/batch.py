@@ -33,8 +33,8 @@ from drivers.batch_summary import (  # noqa: F401 (the batch's API)
     top_fix,
     write_summaries,
 )
-from drivers.output import write_json
 from drivers.workers import one_line, prepare_worker
+from simulate.output import make_folder, write_json
 
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
 # rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes
@@ -330,8 +330,7 @@ def run_batch(
     workers, writes the summaries of what is finished and returns with ``interrupted`` set.
     ``task_function`` is what each worker runs (tests pass a stand-in).
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out)
     tally = Tally(total=len(tasks))
     rows: dict[Task, dict] = {}  # summary rows only: whole results live in their files
     todo: list[Task] = []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from drivers.batch_inputs import Task
-from drivers.output import write_atomic, write_csv
+from simulate.output import write_atomic, write_csv
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"

@@ -10,7 +10,7 @@ import yaml
 
 from models.instance import Instance
 from models.load import InstanceError, Problem, read_document, validate
-from models.plausible import unit_warnings
+from models.plausible import Huge, unit_warnings
 from models.uncertainty import path_tokens, render_path
 
 WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
@@ -36,7 +36,10 @@ def parse_value(text: str) -> Any:
     YAML reads them, without the cost of the YAML parser; anything else goes through YAML.
     """
     if _PLAIN_INT.fullmatch(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts: the magnitude check names the field
+            return Huge(len(text.lstrip("+-")))
     if _PLAIN_DECIMAL.fullmatch(text):
         return float(text)
     return yaml.safe_load(text) if text.strip() else ""
@@ -140,18 +143,22 @@ def _related(path: str, field: list[str | int]) -> bool:
     """Whether the problem's ``path`` is the edited ``field``, lies below it or above it; ``[*]`` in
     ``field`` matches every item (``a.b[0]`` is related to ``a.b``, ``a.b[*].c`` and ``a``; ``a.bc`` is not)."""
     try:
-        tokens = parse_path(path)
+        tokens = parse_path(path.split("...", 1)[0])  # a path shortened with "..." (deep nesting) by its head
     except ValueError:
         return False
     return all(f == t or (f == WILDCARD and isinstance(t, int)) for f, t in zip(field, tokens))
 
 
 def edited(inst: Instance, changes: dict[str, Any]) -> Instance:
-    """A copy of a validated instance with fields replaced by MODEL.md path (``{"schedule.deadline": 8e5}``)."""
+    """A copy of a validated instance with fields replaced by MODEL.md path (``{"schedule.deadline": 8e5}``).
+
+    The plausibility caps (models.plausible) are not checked again: the copies are the program's own (a
+    scenario's scaled fields, a diagnosis's relaxed limit), and a cap met by the user's file is not the user's
+    to meet in them."""
     data = inst.model_dump(mode="python", exclude_none=False)
     occupancy = data["environment"]["occupancy"]
     if occupancy.get("distribution") == "empirical":
         occupancy.pop("csv", None)  # the samples were read already
     for path, value in changes.items():
         data = apply_edit(data, path, value)
-    return validate(data, f"{inst.name}.yaml")
+    return validate(data, f"{inst.name}.yaml", capped=False)

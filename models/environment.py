@@ -23,6 +23,7 @@ from models.base import (
     Strict,
     about,
 )
+from models.plausible import CAPS, MAX_SAMPLES, file_cap_bytes, number_rule, too_large
 
 Z_99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99
 LIFETIME = "two of median, p99, mean, sigma describe the lognormal; leave the other two null"
@@ -127,12 +128,27 @@ class Empirical(Strict):
 
 
 def read_samples_csv(path: Path) -> list[float]:
-    """Occupancy samples in seconds: the first column of a CSV, one header line allowed."""
+    """Occupancy samples in seconds: the first column of a CSV, one header line allowed; the file within the
+    size cap, at most MAX_SAMPLES samples, each within the plausibility cap on a lifetime (models.plausible)."""
+    cap = file_cap_bytes()
     try:
-        lines = path.read_text().splitlines()
+        with path.open("rb") as handle:
+            data = handle.read(cap + 1)
     except OSError as exc:
         raise ValueError(f"cannot read samples CSV '{path}': {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise ValueError(f"{path.name}: {too_large(max(len(data), path.stat().st_size), cap)}")
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path.name}: not UTF-8 text (byte {exc.start + 1})") from None
+    lines_used = len(lines) - lines.count("")
+    if lines_used > MAX_SAMPLES + 1:
+        raise ValueError(
+            f"{path.name}: {lines_used:,} lines, more than the {MAX_SAMPLES:,} samples (and a header) an instance may use"
+        )
     samples: list[float] = []
+    longest, _ = CAPS["environment.occupancy.samples[*]"]
     for number, line in enumerate(lines, start=1):
         cell = line.split(",")[0].strip()
         if not cell:
@@ -145,6 +161,8 @@ def read_samples_csv(path: Path) -> list[float]:
             raise ValueError(f"{path.name} line {number}: {cell!r} is not a number of seconds") from None
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"{path.name} line {number}: samples must be finite and > 0, got {cell}")
+        if value > longest:
+            raise ValueError(f"{path.name} line {number}: {number_rule(value, 'environment.occupancy.samples[*]')}")
         samples.append(value)
     return samples
 

@@ -5,19 +5,20 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from models.documents import EXTENSIONS, read_capped, read_document
+from models.errors import InstanceError, Problem
 from models.instance import FieldError, Instance, Occupancy, UpdateTime
+from models.plausible import magnitude_errors, size_errors
 from models.uncertainty import path_errors
 
-EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
+__all__ = ["EXTENSIONS", "InstanceError", "Problem", "load_instance", "read_capped", "read_document", "validate"]
+
 _UNION_TAGS = {"occupancy", "update_time"}
 # Each model of a tagged union by its tag ("lognormal" -> Lognormal): pydantic puts the tag into error locations.
 _TAG_MODELS = {
@@ -27,133 +28,15 @@ _TAG_MODELS = {
 }
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One broken rule: the field path (or "" for the whole file) and the rule; ``source`` names what
-    to blame when it is not the file itself (a ``--set PATH=VALUE`` option)."""
+def validate(data: dict[str, Any], file: str, base_dir: Path | None = None, *, capped: bool = True) -> Instance:
+    """Validate a parsed document into an Instance; raise InstanceError listing every problem.
 
-    path: str
-    rule: str
-    source: str | None = None
-
-
-class InstanceError(Exception):
-    """An instance file that cannot be used; ``str()`` is the message shown to the user."""
-
-    def __init__(self, file: str, problems: list[Problem]):
-        self.file = file
-        self.problems = problems
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        return "\n".join(
-            f"{p.source or self.file}: {p.path}: {p.rule}" if p.path else f"{p.source or self.file}: {p.rule}"
-            for p in self.problems
-        )
-
-
-def read_document(path: Path) -> dict[str, Any]:
-    """Parse a YAML, TOML or JSON file into a mapping; raise InstanceError naming the file."""
-    file = str(path)
-    if not path.exists():
-        raise InstanceError(file, [Problem("", "no such file")])
-    if path.is_dir():
-        raise InstanceError(file, [Problem("", "is a directory, not an instance file")])
-    suffix = path.suffix.lower()
-    if suffix not in EXTENSIONS:
-        raise InstanceError(file, [Problem("", f"unknown file type '{suffix}': use one of {', '.join(EXTENSIONS)}")])
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstanceError(file, [Problem("", f"cannot read file: {exc}")]) from None
-    duplicates: list[Problem] = []
-    try:
-        if suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = _unique_json(json.loads(text, object_pairs_hook=_Pairs), "", duplicates)
-        else:
-            data = _load_yaml(text, duplicates)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InstanceError(file, [Problem("", f"not valid YAML{where}: {getattr(exc, 'problem', exc)}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InstanceError(file, [Problem("", f"not valid TOML: {exc}")]) from None
-    except json.JSONDecodeError as exc:
-        raise InstanceError(
-            file, [Problem("", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")]
-        ) from None
-    if duplicates:
-        raise InstanceError(file, duplicates)
-    if not isinstance(data, dict):
-        kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise InstanceError(file, [Problem("", f"the top level must be a mapping of sections, got {kind}")])
-    return data
-
-
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the pure-Python one where libyaml is missing
-
-
-def _load_yaml(text: str, duplicates: list[Problem]) -> Any:
-    """``yaml.safe_load``, noting keys given twice in one mapping (PyYAML silently keeps the last). PyYAML's
-    libyaml loader reads a file ~9x faster than its pure-Python one, with the same nodes and marks; the
-    wording of a syntax error differs between the two (its line and column do not)."""
-    loader = _SAFE_LOADER(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _yaml_duplicates(node, "", duplicates, set())
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-def _yaml_duplicates(node: yaml.Node, where: str, duplicates: list[Problem], seen_nodes: set[int]) -> None:
-    if id(node) in seen_nodes:  # an alias: already checked where its anchor is
-        return
-    seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
-            if key is None or key == "<<":
-                continue
-            path = f"{where}.{key}" if where else key
-            line = key_node.start_mark.line + 1
-            if key in lines:
-                duplicates.append(Problem(path, f"key given twice (lines {lines[key]} and {line}); keep one"))
-            else:
-                lines[key] = line
-            _yaml_duplicates(value_node, path, duplicates, seen_nodes)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _yaml_duplicates(item, f"{where}[{i}]", duplicates, seen_nodes)
-
-
-class _Pairs(list):
-    """A JSON object as its (key, value) pairs, so that a key given twice can be reported."""
-
-
-def _unique_json(value: Any, where: str, duplicates: list[Problem]) -> Any:
-    """Turn ``_Pairs`` back into dicts, noting keys given twice (``json`` silently keeps the last)."""
-    if isinstance(value, _Pairs):
-        out: dict[str, Any] = {}
-        for key, item in value:
-            path = f"{where}.{key}" if where else key
-            if key in out:
-                duplicates.append(Problem(path, "key given twice; keep one"))
-            out[key] = _unique_json(item, path, duplicates)
-        return out
-    if isinstance(value, list):
-        return [_unique_json(item, f"{where}[{i}]", duplicates) for i, item in enumerate(value)]
-    return value
-
-
-def validate(data: dict[str, Any], file: str, base_dir: Path | None = None) -> Instance:
-    """Validate a parsed document into an Instance; raise InstanceError listing every problem."""
+    ``capped``: check the magnitudes first and the sizes of the tables a solve builds last (models.plausible);
+    off only for copies the program derives from an instance that passed them."""
+    if capped:
+        problems = [Problem(where, rule) for where, rule in magnitude_errors(data)]
+        if problems:
+            raise InstanceError(file, problems)
     try:
         instance = Instance.model_validate(data, context={"base_dir": str(base_dir or Path("."))})
     except ValidationError as exc:
@@ -161,6 +44,8 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None) -> I
     problems = reference_errors(instance)
     if instance.uncertainty is not None and not problems:
         problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
+    if capped and not problems:
+        problems = [Problem(where, rule) for where, rule in size_errors(instance)]
     if problems:
         raise InstanceError(file, problems)
     if instance.name is None:

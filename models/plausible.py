@@ -7,8 +7,11 @@ validation turns every duration into seconds), so a value written with a unit is
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
+from models.shape import plain_numbers, shape_error
 from models.units import SECONDS_PER_UNIT, format_duration, parse_duration
 
 HOUR, MINUTE = 3600.0, 60.0
@@ -67,3 +70,246 @@ def _at(document: Any, path: str) -> Any:
             return None
         node = node[key]
     return node
+
+
+# Magnitudes. A number far beyond any real run is a typo or a hostile file, and left alone it reaches numpy
+# as an allocation (a cadence grid of 10^12 points, a range of 10^11 training groups) or an overflow. So every
+# number, list and the document's shape are checked against the caps below as written (models.load.validate,
+# before the schema builds anything), and the tables a solve will build are sized from the validated fields
+# (:func:`size_errors`) before any is allocated. Each cap is far above the typical values docs/fields.md gives.
+
+YEAR = 365.25 * 86400.0
+MOST = 10**7  # GPUs in a pool, groups, replicas, nodes, VMs: above any cluster that exists
+TABLE_ENTRIES = 10**7  # (cadence, K) entries of the pair table a solve builds: ~80 MB an array
+SCENARIO_ENTRIES = 3 * 10**7  # scenarios × training-group counts of a confidence solve (S = 10^4 on the seed: 1.25e7)
+MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest field is 5 levels down
+MAX_VALUES = 2 * 10**6  # values in one document, an alias counted at every place it is used
+MAX_ITEMS = 10**4  # items of one list (pools, shapes, backends, node and VM types, factors, table points)
+MAX_SAMPLES = 10**6  # measured occupancy samples (a list or a CSV)
+ANY_NUMBER = 1e15  # a number at a path without its own cap
+FLOOR = 1e-6  # a positive number below this (in its field's unit) is refused; 0 is the schema's to judge
+FLOOR_EXEMPT = {"freshness.max_exceedance", "freshness.max_group_drop"}  # limits on shares: tiny means "almost none"
+MAX_TEXT = 10**4  # characters of a string or a key (names, field paths)
+_DIGITS = 18  # a whole number with more digits is shown by its digit count
+
+SECONDS = "s"
+# normalised field path ([*] for a list item, * for a mapping key) -> (largest value, unit or noun)
+CAPS: dict[str, tuple[float, str]] = {
+    "workload.iterations": (MOST, "iterations"),
+    "workload.batch_trajectories": (1e8, "trajectories"),
+    "workload.group_size": (1e5, "attempts"),
+    "workload.tokens_per_attempt": (1e9, "tokens"),
+    "schedule.deadline": (10 * YEAR, SECONDS),
+    "schedule.extra_time": (10 * YEAR, SECONDS),
+    "schedule.cadence.min": (YEAR, SECONDS),
+    "schedule.cadence.max": (YEAR, SECONDS),
+    "schedule.cadence.step": (YEAR, SECONDS),
+    "gpu_pools[*].gpus": (MOST, "GPUs"),
+    "gpu_pools[*].gpu_hour_cost": (1e6, "$ per GPU-hour"),
+    "inference.shapes[*].gpus_per_replica": (MOST, "GPUs"),
+    "inference.shapes[*].tokens_per_gpu_s": (1e7, "tokens/s per GPU"),
+    "inference.shapes[*].version_slowdown": (1e3, "per version"),
+    "training.gpus_per_group": (MOST, "GPUs"),
+    "training.min_groups": (MOST, "groups"),
+    "training.max_groups": (MOST, "groups"),
+    "training.update_time.reference_gpus": (MOST, "GPUs"),
+    "training.update_time.reference_time": (10 * YEAR, SECONDS),
+    "training.update_time.points[*].gpus": (MOST, "GPUs"),
+    "training.update_time.points[*].seconds": (10 * YEAR, SECONDS),
+    "environment.occupancy.median": (10 * YEAR, SECONDS),
+    "environment.occupancy.p99": (10 * YEAR, SECONDS),
+    "environment.occupancy.mean": (10 * YEAR, SECONDS),
+    "environment.occupancy.sigma": (10.0, "(p99/median up to 1e10)"),
+    "environment.occupancy.samples[*]": (10 * YEAR, SECONDS),
+    "environment.peak_to_mean": (1e6, "(peak over mean)"),
+    "environment.backends[*].cores": (1e6, "cores"),
+    "environment.backends[*].memory_gb": (1e9, "GB"),
+    "environment.node_types[*].cores": (MOST, "cores"),
+    "environment.node_types[*].memory_gb": (1e9, "GB"),
+    "environment.node_types[*].density.*": (MOST, "environments per node"),
+    "environment.node_types[*].hour_cost": (1e6, "$ per node-hour"),
+    "environment.node_types[*].max_nodes": (MOST, "nodes"),
+    "environment.cloud.vm_types[*].density.*": (MOST, "environments per VM"),
+    "environment.cloud.vm_types[*].cores": (MOST, "cores"),
+    "environment.cloud.vm_types[*].memory_gb": (1e9, "GB"),
+    "environment.cloud.vm_types[*].hour_cost": (1e6, "$ per VM-hour"),
+    "environment.cloud.vm_types[*].max_vms": (MOST, "VMs"),
+    "freshness.max_versions_kept": (1e4, "versions"),
+    "freshness.max_mean_gap": (1e7, "versions"),
+    "limits.max_hourly_cost": (1e12, "$ per hour"),
+    "limits.max_total_cost": (1e15, "$"),
+    "uncertainty.samples": (1e5, "scenarios"),
+    "uncertainty.seed": (1e18, "(a seed)"),
+    **{f"uncertainty.factors[*].{p}": (1e3, "(a multiplier)") for p in ("mean", "sd", "median", "low", "mode", "high")},
+    "uncertainty.factors[*].sigma": (10.0, "(sigma of a log-multiplier)"),
+}
+LIST_CAPS = {"environment.occupancy.samples": MAX_SAMPLES}
+
+
+class Huge(int):
+    """A whole number written with more digits than Python turns into an int (over 4,300): the parsers
+    return this in its place, so that the check of magnitudes names its field."""
+
+    digits: int
+
+    def __new__(cls, digits: int):
+        out = super().__new__(cls, 0)
+        out.digits = digits
+        return out
+
+
+def magnitude_errors(document: Any) -> list[tuple[str, str]]:
+    """(field path, rule) for a document nested too deep or holding too many values (the first finding
+    stops the walk: nothing below it can be trusted), else for every list longer than its cap and every
+    number above its field's cap."""
+    shape = shape_error(document, MAX_DEPTH, MAX_VALUES)
+    if shape:
+        return [shape]
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str, str]] = [(document, "", "")]
+    while stack:
+        node, path, norm = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if len(str(key)) > MAX_TEXT:
+                    out.append(
+                        (path, f"a key of {len(str(key)):,} characters, above the {MAX_TEXT:,} an instance may hold")
+                    )
+                    continue
+                star = f"{norm}.*" if norm else "*"
+                named = f"{norm}.{key}" if norm else str(key)
+                stack.append((value, f"{path}.{key}" if path else str(key), named if named in _KNOWN else star))
+        elif isinstance(node, list):
+            most = LIST_CAPS.get(norm, MAX_ITEMS)
+            if len(node) > most:
+                out.append((path, f"lists {len(node):,} items, above the {most:,} an instance may list"))
+                continue
+            item = f"{norm}[*]"
+            largest = CAPS.get(item, (ANY_NUMBER, ""))[0]
+            if plain_numbers(node) and FLOOR <= min(node, default=FLOOR) and max(node, default=0) <= largest:
+                continue  # a list of samples: checked at C speed, walked only when one is too large
+            out += [(f"{path}[{i}]", rule) for i, v in enumerate(node) if (rule := number_rule(v, item))]
+            stack += [(v, f"{path}[{i}]", item) for i, v in enumerate(node) if isinstance(v, (dict, list))]
+        else:
+            rule = number_rule(node, norm)
+            if rule:
+                out.append((path, rule))
+    return sorted(out)
+
+
+def _prefixes(paths) -> set[str]:
+    """Every normalised path of a capped field and every path above one ('gpu_pools[*]', 'gpu_pools')."""
+    out = set()
+    for path in paths:
+        while path:
+            out.add(path)
+            path = path[: max(path.rfind("."), path.rfind("["), 0)]
+    return out
+
+
+_KNOWN = _prefixes([*CAPS, *LIST_CAPS])
+
+
+def number_rule(value: Any, norm: str) -> str | None:
+    """The rule a number at ``norm`` breaks, if it is above its cap (a duration string read in seconds), or a
+    string longer than MAX_TEXT."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return f"a string of {len(value):,} characters, above the {MAX_TEXT:,} an instance may hold"
+    if isinstance(value, Huge):
+        return f"a whole number of {value.digits:,} digits is beyond any plausible value"
+    largest, unit = CAPS.get(norm, (ANY_NUMBER, ""))
+    if isinstance(value, str):
+        if unit != SECONDS:
+            return None
+        try:
+            value = parse_duration(value)
+        except ValueError:
+            return None  # the schema says what is wrong with it
+    if not isinstance(value, (int, float)) or value != value or math.isinf(value):
+        return None  # nan and inf: the schema's finite-number rule says so
+    huge_int = isinstance(value, int) and abs(value) >= 10**_DIGITS
+    if 0 < value < FLOOR and norm not in FLOOR_EXEMPT:
+        seconds = " s" if unit == SECONDS else ""
+        return (
+            f"must be 0 or at least {FLOOR:g}{seconds}, a plausibility floor (see docs/fields.md): a plan "
+            f"spanning so many orders of magnitude cannot be checked, got {value:g}{seconds}"
+        )
+    if value <= largest and not huge_int:  # a negative number is the schema's to refuse (must be > 0)
+        return None
+    shown = f"a number of {len(str(abs(value))):,} digits" if huge_int else None
+    shown = shown or (f"{value:,}" if isinstance(value, int) else f"{value:g}") + (" s" if unit == SECONDS else "")
+    return f"must be at most {cap_text(largest, unit)}, a plausibility cap (see docs/fields.md), got {shown}"
+
+
+def cap_text(largest: float, unit: str) -> str:
+    """A cap as the messages and docs/fields.md show it: '10,000,000 GPUs', '10 years (315,576,000 s)'."""
+    if unit == SECONDS:
+        return f"{largest / YEAR:g} year{'s' if largest > YEAR else ''} ({largest:,.0f} s)"
+    return f"{largest:,.15g}" + (f" {unit}" if unit else "")
+
+
+FILE_CAP_VARIABLE = "TRAINGROUND_MAX_FILE_MB"
+FILE_CAP_MB = 10.0  # an instance file or an occupancy CSV; the seed instance is 2 kB, 10^6 samples ~8 MB
+
+
+def file_cap_bytes() -> int:
+    """The largest instance or samples file read, in bytes: ``$TRAINGROUND_MAX_FILE_MB`` megabytes, else 10 MB.
+    Raises ValueError when the variable is not a positive number."""
+    text = os.environ.get(FILE_CAP_VARIABLE, "").strip()
+    if not text:
+        return int(FILE_CAP_MB * 1e6)
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = math.nan
+    if not math.isfinite(megabytes) or megabytes <= 0:
+        raise ValueError(f"must be a positive number of megabytes (the cap on a file's size), got {text!r}")
+    return int(megabytes * 1e6)
+
+
+def too_large(size: int, cap: int) -> str:
+    return (
+        f"file is {size / 1e6:.3g} MB, above the {cap / 1e6:g} MB cap on what trainground reads; "
+        f"set {FILE_CAP_VARIABLE} to a larger number of megabytes to read it"
+    )
+
+
+def size_errors(inst: Any) -> list[tuple[str, str]]:
+    """(field path, rule) for each table a solve would build (docs/model.md §2) that is larger than
+    its cap, from the validated fields alone: the cadence grid × the versions kept K (TABLE_ENTRIES) and, with
+    an ``uncertainty`` section, its scenarios × the training-group counts (SCENARIO_ENTRIES; the counts alone
+    stay within TABLE_ENTRIES: a pool holds at most MOST GPUs)."""
+    out = []
+    sched, c = inst.schedule, inst.schedule.cadence
+    top = c.max if c.max is not None else (sched.deadline - sched.extra_time) / inst.workload.iterations
+    # finite: the step is at least FLOOR and the top at most 10 years, so at most ~3e14 steps
+    spans = (top - c.min) / c.step if top >= c.min else -1.0
+    kept = inst.freshness.max_versions_kept
+    if (spans + 1) * kept > TABLE_ENTRIES:
+        points = math.floor(spans * (1 + 1e-12) + 1e-9) + 1
+        coarsest = (top - c.min) / max(TABLE_ENTRIES // kept - 1, 1)
+        out.append(
+            (
+                "schedule.cadence.step",
+                f"a step of {c.step:g} s from {c.min:g} s to {top:g} s makes {points:,} cadence grid points; "
+                f"times K = {kept:,} versions kept that is {points * kept:,} (cadence, K) entries, above the "
+                f"{TABLE_ENTRIES:,} a solve tabulates: use a step of at least {coarsest:.3g} s or a narrower "
+                "cadence.min..max",
+            )
+        )
+    t = inst.training
+    fit = next(p.gpus for p in inst.gpu_pools if p.name == t.pool) // t.gpus_per_group
+    counts = max(0, (fit if t.max_groups is None else min(t.max_groups, fit)) - t.min_groups + 1)
+    scenarios = inst.uncertainty.samples if inst.uncertainty is not None else 0
+    if scenarios * counts > SCENARIO_ENTRIES:
+        out.append(
+            (
+                "uncertainty.samples",
+                f"{scenarios:,} scenarios × {counts:,} training-group counts (min_groups..max_groups, or as many "
+                f"as the pool holds) = {scenarios * counts:,} entries, above the {SCENARIO_ENTRIES:,} a confidence "
+                "solve tabulates: draw fewer scenarios or set training.max_groups",
+            )
+        )
+    return out

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from simulate.engine import UNCONSUMED, Run
+from simulate.output import OutputError, make_folder
 from simulate.setup import Setup
 
 TRAJECTORY_COLUMNS = (
@@ -105,17 +106,19 @@ def write_trace(setup: Setup, run: Run, folder: str | Path, fmt: str = "csv") ->
     """Write ``trajectories.<fmt>`` and ``iterations.<fmt>`` into ``folder``; return their paths."""
     if fmt == "parquet" and not have_pyarrow():
         raise TraceFormatError("--trace-format parquet needs pyarrow: pip install 'trainground[parquet]'")
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folder(folder)
     paths = (folder / f"trajectories.{fmt}", folder / f"iterations.{fmt}")
     for path, cols, order in (
         (paths[0], trajectory_columns(setup, run), TRAJECTORY_COLUMNS),
         (paths[1], iteration_columns(setup, run), ITERATION_COLUMNS),
     ):
-        if have_pyarrow():
-            _write_arrow(path, cols, order, fmt)
-        else:
-            _write_csv(path, cols, order)
+        try:
+            if have_pyarrow():
+                _write_arrow(path, cols, order, fmt)
+            else:
+                _write_csv(path, cols, order)
+        except OSError as exc:
+            raise OutputError(path, exc) from None
     return paths
 
 

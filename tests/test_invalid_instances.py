@@ -157,6 +157,17 @@ CASES: dict[str, tuple] = {
     "uncertainty-duplicate-factor.yaml": ("uncertainty.factors[1].name", "duplicate factor name 'throughput'"),
     "uncertainty-no-factors.yaml": ("uncertainty.factors", "must have at least 1 item(s), got 0"),
     "uncertainty-confidence-above-one.yaml": ("uncertainty.confidence", "must be in [0, 1], got 90"),
+    # plausibility caps (models.plausible): refused before anything is built
+    "gpus-above-cap.yaml": ("gpu_pools[0].gpus", "must be at most 10,000,000 GPUs, a plausibility cap"),
+    "cadence-grid-too-fine.yaml": ("schedule.cadence.step", "makes 544,800,001 cadence grid points"),
+    "uncertainty-too-many-scenarios.yaml": ("uncertainty.samples", "100,000 scenarios × 1,250 training-group counts"),
+    "yaml-alias-bomb.yaml": ("environment.occupancy.samples", "holds 1,111,111,111 values (YAML aliases counted"),
+    "json-huge-integer.json": ("gpu_pools[0].gpus", "a whole number of 5,001 digits"),
+    "json-nested-too-deep.json": ("inference.shapes[0].tokens_per_gpu_s...", "nested 44 levels deep"),
+    "empirical-csv-sample-too-long.yaml": (
+        "environment.occupancy.csv",
+        "occupancy-sample-too-long.csv line 4: must be at most 10 years",
+    ),
 }
 
 # Run these as real processes too: one per parser, file-level problems, a rule that reads a side file.
@@ -170,6 +181,8 @@ SUBPROCESS_CASES = [
     "nan.yaml",
     "empirical-csv-not-a-number.yaml",
     "unknown-backend-vm-density.yaml",
+    "yaml-alias-bomb.yaml",
+    "json-huge-integer.json",
 ]
 
 # Field-level paths that the seed-shaped corpus must reach at least once (the brief's failure kinds).

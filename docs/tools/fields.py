@@ -42,7 +42,44 @@ def render() -> str:
         for doc in rows:
             name = f"`{doc.path}`" + (f" ({doc.variant})" if doc.variant else "")
             lines.append(f"| {name} | {cell(doc.kind)} | {cell(doc.description)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + caps()) + "\n"
+
+
+def caps() -> list[str]:
+    """The plausibility caps of models.plausible, as a section of their own."""
+    from models import plausible as p
+
+    lines = [
+        "",
+        "## Plausibility caps",
+        "",
+        "A number far beyond any real run is a typo or a hostile file; left alone it would reach numpy as an",
+        "allocation or an overflow. So an instance is refused (exit 2, the file and the field named) when:",
+        "",
+        f"- the file is larger than {p.FILE_CAP_MB:g} MB (an instance file, or an occupancy samples CSV); set",
+        f"  `{p.FILE_CAP_VARIABLE}` to a larger number of megabytes to read it, e.g. "
+        f"`{p.FILE_CAP_VARIABLE}=50 trainground solve big.json`;",
+        f"- it nests mappings and lists more than {p.MAX_DEPTH} levels deep, or holds more than "
+        f"{p.MAX_VALUES:,} values (a YAML alias counted at every place it is used);",
+        f"- a list has more than {p.MAX_ITEMS:,} items (occupancy samples: {p.MAX_SAMPLES:,}, in the file or its CSV),",
+        f"  or a string or a key more than {p.MAX_TEXT:,} characters;",
+        "- a whole number has more digits than Python converts (4,300), or any number is above its field's cap "
+        f"below (a field not listed: {p.ANY_NUMBER:g});",
+        f"- a positive number is below {p.FLOOR:g} in its field's unit (0 stays the schema's to judge; "
+        f"{', '.join(sorted(p.FLOOR_EXEMPT))} may be smaller): a plan whose numbers span more orders of magnitude "
+        "than the solver's tolerances cannot be checked;",
+        f"- the cadence grid (cadence.min to cadence.max, or the deadline pace, in steps of cadence.step) times "
+        f"the versions kept K has more than {p.TABLE_ENTRIES:,} (cadence, K) entries;",
+        f"- with an `uncertainty` section, its samples times the training-group counts exceed {p.SCENARIO_ENTRIES:,}.",
+        "",
+        "These are checked as the file is read, before anything is built; copies the program makes itself (a",
+        "scenario's scaled fields, a diagnosis's relaxed limit) are not held to them.",
+        "",
+        "| field | at most |",
+        "|---|---|",
+    ]
+    lines += [f"| `{path.replace('[*]', '[]')}` | {cell(p.cap_text(*cap))} |" for path, cap in p.CAPS.items()]
+    return lines
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""Benchmark of hostile inputs (issue 21, item 5): the corpus of tests/hostile.py (406 cases: numbers beyond
+their caps or below their floor, digits Python cannot convert, nesting, YAML alias bombs, long lists, files
+of 11-50 MB, grids and scenario tables too large to build, --set edits, unusable samples CSVs, unwritable
+output paths), each run as a whole `trainground` command in its own process. Reports the exit codes, the
+cases whose message does not name the file and the field, wall time (median, max) and peak RSS of each child
+(os.wait4), and every case over the targets: exit 2, under 1 s and under 200 MB.
+
+Each child runs under an address-space limit (--limit-gb, default 4), so a cap that stopped working shows as
+exit 1 (MemoryError) rather than as a machine out of memory.
+
+    python bench/hostile.py [--only SUBSTRING] [--limit-gb 4] [--keep FOLDER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.hostile import Case, build, complaints  # noqa: E402
+
+TARGET_S = 1.0
+TARGET_MB = 200.0
+
+
+def command() -> list[str]:
+    """The installed `trainground` script beside this interpreter, else the module."""
+    script = Path(sys.executable).with_name("trainground")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cli"]
+
+
+def run(case: Case, cwd: Path, limit_bytes: int) -> tuple[int, float, float, str, str]:
+    """(exit code, wall seconds, peak RSS in MB, stdout, stderr) of one case in its own process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINGROUND_DEBUG", "PYTHONDONTWRITEBYTECODE")}
+    env.update(case.env, PYTHONPATH=str(ROOT))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([*command(), *case.args], cwd=cwd, env=env, stdout=out, stderr=err, preexec_fn=limit)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, wall, usage.ru_maxrss / 1024, out.read(), err.read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run the cases whose name holds this")
+    parser.add_argument("--limit-gb", type=float, default=4.0, help="address space of each child, GB")
+    parser.add_argument("--keep", type=Path, help="write the corpus here and keep it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or Path(scratch)
+        cases = [c for c in build(folder) if not args.only or args.only in c.name]
+        print(f"{len(cases)} cases; load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; {' '.join(command())}")
+        rows = []
+        for case in cases:
+            code, wall, rss, stdout, stderr = run(case, folder, int(args.limit_gb * (1 << 30)))
+            rows.append((case, code, wall, rss, complaints(case, code, stdout, stderr)))
+    codes = Counter(code for _, code, *_ in rows)
+    walls = [wall for _, _, wall, *_ in rows]
+    rss = [r for *_, r, _ in rows]
+    print("exit codes: " + ", ".join(f"{code}: {n}" for code, n in sorted(codes.items())))
+    print(f"messages naming file and field: {sum(not p for *_, p in rows)} of {len(rows)}")
+    print(f"wall s: median {statistics.median(walls):.2f}, max {max(walls):.2f}")
+    print(f"peak RSS MB: median {statistics.median(rss):.0f}, max {max(rss):.0f}")
+    print("slowest: " + ", ".join(f"{c.name} {w:.2f} s" for c, _, w, *_ in sorted(rows, key=lambda r: -r[2])[:5]))
+    print("largest: " + ", ".join(f"{c.name} {m:.0f} MB" for c, _, _, m, _ in sorted(rows, key=lambda r: -r[3])[:5]))
+    off = [(c, code, w, m, p) for c, code, w, m, p in rows if p or w >= TARGET_S or m >= TARGET_MB]
+    for case, code, wall, mb, problems in off:
+        print(f"  off target: {case.name}: exit {code}, {wall:.2f} s, {mb:.0f} MB {'; '.join(problems)}")
+    print(f"on target (exit 2, named, < {TARGET_S:g} s, < {TARGET_MB:g} MB): {len(rows) - len(off)} of {len(rows)}")
+
+
+if __name__ == "__main__":
+    main()
