@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.load import EXTENSIONS
+from models.planning import default_basis
 
-_HASH_VERSION = b"trainground-batch/1"
+_HASH_VERSION = b"trainground-batch/2"  # 2: the default basis (TRAINGROUND_BASIS) is an option
 
 
 class BatchError(Exception):
@@ -84,9 +85,9 @@ def _inside(path: Path, folder: Path | None) -> bool:
 
 
 def input_hash(data: bytes, objective: str | None, time_limit: float | None, edits: Sequence[str] = ()) -> str:
-    """sha256 of the file's bytes and the options that change its result (the edits only when there are
-    some, so a result written without edits keeps its hash)."""
-    chosen: dict = {"objective": objective, "time_limit": time_limit}
+    """sha256 of the file's bytes and the options that change its result: the objective, the time limit, the
+    basis a file without one is planned on (docs/model.md §11) and the edits (only when there are some)."""
+    chosen: dict = {"objective": objective, "time_limit": time_limit, "basis": default_basis()}
     if edits:
         chosen["edits"] = list(edits)
     options = json.dumps(chosen, sort_keys=True)

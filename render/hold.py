@@ -8,14 +8,14 @@ from render.tables import money
 def render_hold(console, result) -> None:
     """What the replays of the plan say, beside the planned cost."""
     hold, plan = result.hold, result.plan
-    lo, hi = hold.on_time_interval
     on_time = round(hold.on_time_share * hold.replays)
     rounds = f"{hold.rounds} round{'s' if hold.rounds != 1 else ''}"
     verdict = "holds" if hold.allowance_converged else "does NOT hold"
     console.print(
-        f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); "
-        f"on time in {on_time} of {hold.replays} replays (95 % interval {lo:.0%}–{hi:.0%}); "
-        f"sandbox waits {hold.sandbox_wait_share:.2%} of attempts",
+        f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); on time "
+        f"in {on_time} of the {hold.replays} replays that set it, so a fresh replay is on time with probability "
+        f">= {hold.order / (hold.replays + 1):.0%} (order statistic k = {hold.order}); sandbox waits "
+        f"{hold.sandbox_wait_share:.2%} of attempts",
         markup=False,
     )
     expected = "n/a" if hold.expected_total_cost is None else money(hold.expected_total_cost)

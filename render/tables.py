@@ -80,6 +80,7 @@ def render_result(console, result) -> None:
     if result.diagnosis:
         render_diagnosis(console, result.diagnosis)
     plan, met = result.plan, result.metrics
+    held = result.basis == "hold"
     if plan is None:
         return
     decisions = Table(title="Decisions", title_justify="left", show_edge=False, pad_edge=False)
@@ -131,13 +132,22 @@ def render_result(console, result) -> None:
         ("token demand/s", f"{met.token_demand_per_s:,.0f}", ""),
         ("token supply/s", f"{met.token_supply_per_s:,.0f}", f"margin {met.throughput_margin:+.2%}"),
         ("update time", f"{met.update_time_s:,.1f} s", f"margin {met.update_margin:+.2%} of the cadence"),
-        ("time margin", f"{met.time_margin:.2%}", "(deadline - makespan)/deadline"),
         (
-            "in flight (mean / peak)",
-            f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}",
-            f"occupancy mean {met.occupancy_mean_s:,.0f} s",
+            "time margin",
+            f"{met.time_margin:.2%}",
+            "(deadline - makespan - allowance)/deadline" if held else "(deadline - makespan)/deadline",
         ),
-        ("version gap (mean / p99)", f"{met.mean_version_gap:.3f} / {met.p99_version_gap:.2f}", ""),
+        (
+            "in flight (mean / sized peak)" if held else "in flight (mean / peak)",
+            f"{met.inflight_mean:,.0f} / {met.inflight_peak:,.0f}",
+            f"occupancy mean {met.occupancy_mean_s:,.0f} s"
+            + (f"; sized for E + β·sqrt(V) = {met.inflight_sized:,.0f}" if held and met.inflight_sized else ""),
+        ),
+        (
+            "consumed gap (mean / p99)" if held else "version gap (mean / p99)",
+            f"{met.mean_version_gap:.3f} / {met.p99_version_gap:.2f}",
+            "whole groups, as batches take them" if held else "",
+        ),
         (
             "exceedance / group drop",
             f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}",
