@@ -60,7 +60,7 @@ def freshness_limit(s: Screen, name: str) -> Candidates:
     other family lets through."""
     ok = s.passing(name)
     quantity = {
-        "max_mean_gap": np.broadcast_to(s.gap[:, None], ok.shape),
+        "max_mean_gap": np.broadcast_to(s.gap, ok.shape),
         "max_exceedance": s.exceedance,
         "max_group_drop": s.drop,
     }[name]

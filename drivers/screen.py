@@ -13,6 +13,7 @@ import numpy as np
 from models.edits import edited
 from models.instance import Instance
 from solver import calculus as calc
+from solver import holding
 from solver.pairs import TableCache, best_supply
 from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
@@ -31,7 +32,7 @@ WIDEST = 8.0  # a deadline (or cadence bound) is widened at most this many times
 
 @dataclass(frozen=True)
 class Screen:
-    """Per-entry quantities over ``grid`` × ``kept`` (arrays (G, K); ``grid``, ``groups`` and ``gap`` (G,)),
+    """Per-entry quantities over ``grid`` × ``kept`` (arrays (G, K); ``grid`` and ``groups`` (G,)),
     judged against the limits of ``judge``."""
 
     judge: Instance
@@ -39,7 +40,7 @@ class Screen:
     kept: np.ndarray
     span: np.ndarray  # makespan T, s (with count_startup a lower bound: the screen never computes the fill)
     groups: np.ndarray  # fewest training groups with U <= L; 0 where none
-    gap: np.ndarray  # mean version gap
+    gap: np.ndarray  # (G, K) the mean version gap row 7 limits: W_use/L, or the consumed gap's under hold
     exceedance: np.ndarray
     drop: np.ndarray
     attempts: np.ndarray  # R_raw, inf where the effective intake is 0
@@ -65,7 +66,7 @@ class Screen:
         if limit is None:
             return np.ones(shape, dtype=bool)
         if family == "max_mean_gap":
-            return np.broadcast_to((self.gap <= limit * (1 + REL_TOL))[:, None], shape)
+            return np.broadcast_to(self.gap <= limit * (1 + REL_TOL), shape)
         value = self.exceedance if family == "max_exceedance" else self.drop
         return value <= limit * (1 + REL_TOL) + ZERO_SHARE_TOL
 
@@ -103,7 +104,12 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
         return _empty(judge)
     d = cache.demand(opened)
     w = inst.workload
-    gap = calc.mean_version_gap(d.w_use, d.grid, inst.freshness.gap_convention)
+    if inst.holds and d.grid.size:  # the consumed gap, per (cadence, K) (docs/model.md §11 item 3)
+        gap = holding.consumed_mean_gap(calc.occupancy_of(opened.environment.occupancy), d.grid, d.kept.size, opened)
+    else:
+        gap = np.broadcast_to(
+            calc.mean_version_gap(d.w_use, d.grid, inst.freshness.gap_convention)[:, None], (d.grid.size, d.kept.size)
+        )
     span = np.asarray(d.span)
     if inst.counts_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
         span = span - d.grid[:, None]
@@ -137,7 +143,7 @@ def _empty(judge: Instance) -> Screen:
         kept=np.arange(1, judge.freshness.max_versions_kept + 1),
         span=none,
         groups=np.zeros(0, dtype=int),
-        gap=np.zeros(0),
+        gap=none,
         exceedance=none,
         drop=none,
         attempts=none,
