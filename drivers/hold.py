@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.instance import Instance
-from models.result import HoldReport, Plan, Result, Status
+from models.result import HoldReport, Plan, Result, Status, Timings
 from simulate.engine import replicate
 from simulate.runner import seed_for
 from simulate.setup import Setup, setup_of
@@ -144,8 +144,10 @@ class HoldingPlanner:
         deadline, k = inst.schedule.deadline, inst.planning.order
         seeds = replay_seeds(inst)
         allowance, rounds, last, why = 0.0, 0, None, "rounds"
+        spent = Timings()
         while rounds < ROUNDS:
             result = self.planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
+            spent = Timings(**{k: v + getattr(result.timings, k) for k, v in spent.model_dump().items()})
             if result.plan is None:
                 if last is None:
                     return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
@@ -163,6 +165,7 @@ class HoldingPlanner:
                 why = "time" if clock.expired() else "unfinished"
                 break
         result, replays, lateness, used = last
+        result.timings = spent  # every round's solve, not only the last
         converged = result.plan.makespan_s + lateness <= deadline
         steady = self.steady_optimum(objective, restrictions, clock)
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady)
