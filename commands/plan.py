@@ -62,7 +62,7 @@ def explain(instance: str, cadence: float | None, inference_gpus: int | None, as
 @click.option(
     "--simulate",
     "replications",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10**4),
     is_flag=False,
     flag_value=1,
     default=None,

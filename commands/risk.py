@@ -26,20 +26,22 @@ from models.load import InstanceError, Problem
     type=click.Path(dir_okay=False),
     help="A `solve --json` result to assess (default: the instance's optimal plan).",
 )
-@click.option("--samples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Scenarios N.")
+@click.option(
+    "--samples", type=click.IntRange(min=1, max=10**6), default=10_000, show_default=True, help="Scenarios N."
+)
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the scenarios (default: uncertainty.seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the docs/model.md §9 risk keys as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for risk.json and the plots (PNG).")
 @click.option(
     "--simulate",
     "replays",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10**4),
     metavar="R",
     help="Also replay the first R scenarios trajectory by trajectory (docs/model.md §10).",
 )
 @click.option(
     "--sim-iterations",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10**6),
     help="Iterations each replay simulates (default 100, at most n; the deadline pro rata).",
 )
 @basis_option

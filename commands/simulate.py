@@ -22,6 +22,9 @@ from commands.common import (
     write_and_show,
 )
 
+MAX_ITERATIONS = 10**6  # simulate --iterations: a replication holds every attempt of the run it replays
+MAX_REPLICATIONS = 10**4  # simulate --replications, solve/compare/frontier --simulate
+
 
 def plan_to_replay(inst, plan_file: str | None):
     """(instance, plan, metrics): the plan of ``--plan`` (checked against the instance on the basis the plan was
@@ -58,12 +61,12 @@ def plan_to_replay(inst, plan_file: str | None):
 )
 @click.option(
     "--iterations",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_ITERATIONS),
     help="Simulate N iterations instead of the instance's n (deadline pro rata).",
 )
 @click.option(
     "--replications",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_REPLICATIONS),
     default=1,
     show_default=True,
     help="Independent replications, each with its own seed.",
@@ -211,7 +214,7 @@ def simulate_option(func):
     return click.option(
         "--simulate",
         "replications",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_REPLICATIONS),
         is_flag=False,
         flag_value=1,
         default=None,
