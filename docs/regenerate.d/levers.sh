@@ -16,11 +16,11 @@ tg solve instances/seed-week-75.yaml --json \
   | "$PYTHON" -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["levers"], indent=2))' > "$OUT/solve-seed-levers.json"
 tg compare "$TWO" > "$OUT/compare-two-pools.txt"
 tg compare "$TWO" --baseline-inference-gpus 450 > "$OUT/compare-two-pools-450.txt"
-tg frontier instances/seed-week-75.yaml --out "$OUT/frontier" > "$OUT/frontier-seed.txt"
-tg frontier instances/seed-week-75.yaml --set limits.max_hourly_cost=19000 --out "$OUT/frontier-budget" \
+tg frontier instances/seed-week-75.yaml --basis steady_state --out "$OUT/frontier" > "$OUT/frontier-seed.txt"
+tg frontier instances/seed-week-75.yaml --basis steady_state --set limits.max_hourly_cost=19000 --out "$OUT/frontier-budget" \
   > "$OUT/frontier-seed-budget.txt"
 cp "$OUT/frontier-budget/frontier.png" "$OUT/frontier-seed-budget.png"
-tg frontier "$TWO" --out "$OUT/frontier-two" > "$OUT/frontier-two-pools.txt"
+tg frontier "$TWO" --basis steady_state --out "$OUT/frontier-two" > "$OUT/frontier-two-pools.txt"
 cp "$OUT/frontier-two/frontier.png" "$OUT/frontier-two-pools.png"
 tg sweep "$TWO" --set 'inference.shapes[1].tokens_per_gpu_s=100,140,180' --set 'gpu_pools[1].gpus=1024,2048' \
   --out "$OUT/sweep" > "$OUT/sweep-two-pools.txt"
