@@ -15,14 +15,13 @@ convex hull of a set ``C`` of points whose orthants cover ``F``, so every plan m
 - a plan with levels ``L`` lies in the cell whose upper thresholds are the least at or above its
   groups and peak levels, and meets ``L >= (g_(i-1), p_(j-1), q_ij)``: the point of ``C``.
 
-The hull is qhull's (scipy.spatial), on coordinates scaled to [0, 1]; facets whose outer normal
+The hull is qhull's (scipy.spatial, imported by a confidence solve only), on coordinates scaled to [0, 1]; facets whose outer normal
 has a positive part are not of the upper set's boundary and are dropped.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 GRID = 40  # thresholds per gridded need
 CUT_FAMILIES = ("supply", "groups", "peak")
@@ -84,6 +83,8 @@ def hull_cuts(points: np.ndarray) -> list[tuple[np.ndarray, float]]:
     live = np.flatnonzero(span > 1e-12 * np.maximum(1.0, np.abs(high)))
     if live.size < 2 or points.shape[0] <= live.size:
         return []
+    from scipy.spatial import ConvexHull, QhullError  # here: scipy stays off the plain solve path (docs/performance.md)
+
     scaled = (points[:, live] - low[live]) / span[live]
     try:
         hull = ConvexHull(scaled)
