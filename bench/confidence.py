@@ -1,10 +1,13 @@
-"""Confidence solves (MODEL.md §9): the whole `solve --confidence 0.9` command with S = 1,000 scenarios on
-the bundled uncertain seed instance (as bundled, lifetimes at sigma 0.1, and with that factor at sigma 0.2,
-where no plan reaches 90 %), medians of wall and CPU time; then how the MIP grows with S (100, 300, 1,000): scenario
-groups, dominance edges, rows and columns HiGHS holds, pairs built, HiGHS runs and seconds.
+"""Confidence solves (MODEL.md §9): the whole `solve --confidence α` command with S = 1,000 scenarios on
+both bundled uncertain instances (seed-week-75-uncertain: one GPU pool; seed-3000-cards-uncertain: two)
+for α = 0.5 ... 0.99, medians of wall and CPU time, and the four-level `frontier --confidence-curve`;
+then how the MIP grows with S (100, 300, 1,000): scenario groups, rows and columns HiGHS holds, pairs
+built, HiGHS runs and seconds.
 
-    PYTHONPATH=. python bench/confidence.py [--repeat 3]
+    PYTHONPATH=. python bench/confidence.py [--repeat 3] [--root DIR] [--skip-growth] [--args "..."]
 
+``--root`` times another checkout's cli.py (e.g. the commit before a change) on this tree's instances;
+``--args`` adds options to every command (e.g. ``--basis steady_state`` where that is not the default).
 The machine's other load inflates wall time; CPU time of the child process is printed beside it.
 """
 
@@ -15,43 +18,56 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTANCE = ROOT / "instances" / "seed-week-75-uncertain.yaml"
-REACHABLE: list[str] = []  # the bundled instance: 90 % is reachable
-WIDER = ["--set", "uncertainty.factors[1].sigma=0.2"]  # lifetimes twice as uncertain: no plan reaches 90 %
+INSTANCES = [ROOT / "instances" / "seed-week-75-uncertain.yaml", ROOT / "instances" / "seed-3000-cards-uncertain.yaml"]
+INSTANCE = INSTANCES[0]
+ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+CURVE = "0.5,0.8,0.9,0.95"
 
 
-def whole_command(edits: list[str], repeat: int) -> tuple[float, float, str]:
-    """Median wall and CPU seconds of `solve INSTANCE --confidence 0.9`, and its first output line."""
+EXTRA: list[str] = []  # options added to every command (--args)
+
+
+def timed(root: Path, args: list[str], repeat: int) -> tuple[float, float, str]:
+    """Median wall and CPU seconds of `cli.py ARGS` in ``root``, and its first output line."""
     walls, cpus, first = [], [], ""
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, str(ROOT / "cli.py"), "solve", str(INSTANCE), "--confidence", "0.9", *edits],
+            [sys.executable, str(root / "cli.py"), *args, *EXTRA],
             capture_output=True,
             text=True,
-            cwd=ROOT,
-            env={"PYTHONPATH": str(ROOT)},
+            cwd=root,
+            env={"PYTHONPATH": str(root)},
         )
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        first = (
-            (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else f"exit {done.returncode}"
-        )
+        text = done.stdout or done.stderr
+        first = text.splitlines()[0] if text else f"exit {done.returncode}"
     return statistics.median(walls), statistics.median(cpus), first
+
+
+def alpha_table(root: Path, repeat: int) -> None:
+    print(f"instance | alpha | wall s | CPU s | first line   (median of {repeat}, S = 1,000)")
+    for inst in INSTANCES:
+        for alpha in ALPHAS:
+            wall, cpu, first = timed(root, ["solve", str(inst), "--confidence", str(alpha)], repeat)
+            print(f"{inst.stem} | {alpha} | {wall:.2f} | {cpu:.2f} | {first.split(': ', 1)[-1]}", flush=True)
+    with tempfile.TemporaryDirectory() as out:
+        for inst in INSTANCES:
+            wall, cpu, _ = timed(root, ["frontier", str(inst), "--confidence-curve", CURVE, "--out", out], repeat)
+            print(f"{inst.stem} | frontier --confidence-curve {CURVE} | {wall:.2f} | {cpu:.2f} |", flush=True)
 
 
 def growth(samples: int) -> dict:
     """One confidence solve at S = ``samples`` (the bundled instance), in process: sizes and times."""
-    import numpy as np
-
     from models.edits import load_edited
-    from solver.confidence_model import dominance_edges
     from solver.solve import Planner
 
     inst = load_edited(INSTANCE, [f"uncertainty.samples={samples}", "uncertainty.confidence=0.9"])
@@ -60,14 +76,10 @@ def growth(samples: int) -> dict:
     result = planner.solve()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     blocks = planner.confidence.blocks
-    edges = dominance_edges(
-        blocks.req, np.unique(planner.pairs.kept), blocks.allowed, float(planner.pairs.cadence.max())
-    )
     size = result.model_size or {}
     return {
         "S": samples,
         "groups": int(blocks.req.weight.size),
-        "edges": len(edges),
         "columns": size.get("variables"),
         "rows": size.get("rows"),
         "pairs built": size.get("pairs_built"),
@@ -83,13 +95,14 @@ def growth(samples: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose cli.py is timed")
+    parser.add_argument("--skip-growth", action="store_true")
+    parser.add_argument("--args", default="", help="options added to every command")
     args = parser.parse_args()
-    for label, edits in (("bundled (lifetimes sigma 0.1)", REACHABLE), ("lifetimes sigma 0.2", WIDER)):
-        wall, cpu, first = whole_command(edits, args.repeat)
-        print(
-            f"solve --confidence 0.9, S = 1,000, {label}: median wall {wall:.2f} s, CPU {cpu:.2f} s "
-            f"({args.repeat} runs) -> {first}"
-        )
+    EXTRA.extend(args.args.split())
+    alpha_table(args.root.resolve(), args.repeat)
+    if args.skip_growth:
+        return
     rows = [growth(s) for s in (100, 300, 1000)]
     print(" | ".join(rows[0]))
     for row in rows:

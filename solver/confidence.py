@@ -10,7 +10,7 @@ it bought over the deterministic plan and which need binds in the worst scenario
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -55,17 +55,21 @@ def setup(inst: Instance, pairs: Pairs, alpha: float) -> Confidence:
 def lower_bound(inst: Instance, pairs: Pairs, conf: Confidence) -> np.ndarray:
     """(pairs,) a lower bound on the hourly cost of a confidence plan at each pair: every part of the
     nominal bound (:func:`solver.bounds.hourly_lower_bound`) evaluated at the larger of the pair's own
-    need and the level η every plan of the pair reaches in the scenarios (inf: no plan)."""
+    need and the level η every plan of the pair reaches in the scenarios, and at the least of the
+    class's corner points (:func:`corner_bound`; inf: no plan)."""
     eta = conf.blocks.lower_levels()
     ok = conf.blocks.possible() & np.isfinite(eta["supply"])
+    levels = {name: np.where(ok, values, 0.0) for name, values in eta.items()}
+    bound = np.maximum(_bound_at(inst, pairs, levels), corner_bound(inst, pairs, conf, ok, levels))
+    return np.where(ok, bound, np.inf)
 
-    def at(values: np.ndarray) -> np.ndarray:
-        return np.where(ok, values, 0.0)
 
-    attempts = np.maximum(pairs.attempts, at(eta["supply"]))
-    groups = np.maximum(pairs.groups, at(eta["groups"])).astype(int)
-    steady_scale = np.maximum(1.0, at(eta["steady"]) / pairs.inflight.sum(axis=1))
-    peak_scale = np.maximum(steady_scale, at(eta["peak"]) / pairs.peak.sum(axis=1))
+def _bound_at(inst: Instance, pairs: Pairs, levels: dict[str, np.ndarray]) -> np.ndarray:
+    """(pairs,) the nominal bound's parts at each pair raised to ``levels`` (supply, groups, steady, peak)."""
+    attempts = np.maximum(pairs.attempts, levels["supply"])
+    groups = np.maximum(pairs.groups, levels["groups"]).astype(int)
+    steady_scale = np.maximum(1.0, levels["steady"] / pairs.inflight.sum(axis=1))
+    peak_scale = np.maximum(steady_scale, levels["peak"] / pairs.peak.sum(axis=1))
     loaded = replace(
         pairs,
         attempts=pairs.attempts * peak_scale,
@@ -74,19 +78,56 @@ def lower_bound(inst: Instance, pairs: Pairs, conf: Confidence) -> np.ndarray:
     )
     raised = replace(pairs, groups=groups)
     train = gpu_prices(inst)[inst.training.pool] * inst.training.gpus_per_group * groups
-    bound = (
+    return (
         reserved_cost(inst) + train + inference_lower_bound(inst, raised, attempts) + sandbox_lower_bound(inst, loaded)
     )
-    return np.where(ok, bound, np.inf)
+
+
+CORNER_ROWS = 200_000  # (pair, corner) evaluations per batch of :func:`corner_bound`
+
+
+def corner_bound(inst: Instance, pairs: Pairs, conf: Confidence, ok: np.ndarray, eta: dict) -> np.ndarray:
+    """(pairs,) the least of the nominal bound over the corner points of each pair's K class
+    (:meth:`ConfidenceBlocks.corners`): a plan's levels lie above one of them, and each part of the
+    bound only grows with the levels (0 where not ``ok``, inf where the class has no corner)."""
+    out = np.zeros(pairs.size)
+    for kept in np.unique(pairs.kept[ok]).tolist():
+        rows = np.flatnonzero(ok & (pairs.kept == kept))
+        corners = conf.blocks.corners(int(kept))
+        if corners.shape[0] == 0:
+            out[rows] = np.inf
+            continue
+        step = max(1, CORNER_ROWS // corners.shape[0])
+        for chunk in np.array_split(rows, -(-rows.size // step)):
+            at = np.repeat(chunk, corners.shape[0])
+            sub = _take(pairs, at)
+            levels = {
+                "supply": np.maximum(np.tile(corners[:, 0], chunk.size), eta["supply"][at]),
+                "groups": np.maximum(np.tile(corners[:, 1], chunk.size), eta["groups"][at]),
+                "steady": eta["steady"][at],
+                "peak": np.maximum(np.tile(corners[:, 2], chunk.size), eta["peak"][at]),
+            }
+            out[chunk] = _bound_at(inst, sub, levels).reshape(chunk.size, -1).min(axis=1)
+    return out
+
+
+def _take(pairs: Pairs, rows: np.ndarray) -> Pairs:
+    """The pair table's rows ``rows`` (repeats allowed)."""
+    arrays = {
+        f.name: getattr(pairs, f.name)[rows] for f in fields(pairs) if isinstance(getattr(pairs, f.name), np.ndarray)
+    }
+    return replace(pairs, **arrays)
 
 
 def class_bounds(live, conf: Confidence) -> np.ndarray:
-    """(pairs,) a lower bound on the hourly cost of any plan of each pair, from one HiGHS run per K.
+    """(pairs,) a lower bound on the hourly cost of any plan of each pair, from one LP relaxation per K
+    (with the class's hull rows, :mod:`solver.confidence_cuts`, within a fraction of a percent of the
+    MIP's optimum on the bundled instances, at a small part of its time).
 
     Scenario needs depend on K alone, and a pair's own rows only get looser as its cadence grows
     (attempts, in-flight load and fewest groups never rise; unmeetable scenarios only add up), so
     the slowest pair of each K relaxes every pair of that K with its needs at least as high and its
-    unmeetable scenarios a superset: its least hourly cost bounds theirs (0 elsewhere)."""
+    unmeetable scenarios a superset: the least hourly cost of its relaxation bounds theirs (0 elsewhere)."""
     pairs, blocks = live.pairs, conf.blocks
     possible = blocks.possible()
     out = np.zeros(pairs.size)
@@ -103,7 +144,7 @@ def class_bounds(live, conf: Confidence) -> np.ndarray:
             and np.all(pairs.inflight[r] >= pairs.inflight[top])
             and np.all(blocks.unmet(r) >= unmet)
         ]
-        outcome = live.run("hourly_cost", [top])
+        outcome = live.run("hourly_cost", [top], relaxation=True)
         if outcome.status == Status.OPTIMAL:
             value = outcome.objective_value
         elif outcome.status == Status.INFEASIBLE:

@@ -16,8 +16,9 @@ may be late at pair ``p``, so each level is at least ``η``, the requirement aft
 (weighted): rows exist only for the scenarios above it; a scenario the pair cannot meet at all
 (cadence past its deadline pace, freshness, no group count keeps up) gets ``w_g + z_p <= 1``;
 a pair with more such scenarios than allowed is never opened (:meth:`ConfidenceBlocks.possible`).
-Across pairs, a scenario harder than another in every need of every K the pairs use is on time
-only if the easier one is: ``w_hard <= w_easy`` (the transitive reduction of that order).
+The relaxation of those rows lets a fractional ``w`` buy every level at a fraction of its price;
+each K class's levels also meet the facets of the convex hull of the level vectors that are on
+time often enough (:mod:`solver.confidence_cuts`), which closes most of that gap.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 import pyomo.core as pyo
 
 from models.instance import Instance
+from solver.confidence_cuts import CUT_FAMILIES, corner_points, hull_cuts, minimal
 from solver.confidence_table import Requirements
 from solver.pairs import Pairs
 from solver.tolerances import INTEGER_TOL, REL_TOL
@@ -41,7 +43,7 @@ def needed(alpha: float, scenarios: int) -> int:
 
 
 class ConfidenceBlocks:
-    """The scenario binaries, the count row, the dominance rows and each pair block's levels."""
+    """The scenario binaries, the count row, each K class's levels and hull rows, and each pair block's levels."""
 
     def __init__(self, inst: Instance, pairs: Pairs, req: Requirements, alpha: float):
         self.inst, self.pairs, self.req, self.alpha = inst, pairs, req, alpha
@@ -50,6 +52,7 @@ class ConfidenceBlocks:
         self.top_groups = _top_groups(inst)
         self._possible: np.ndarray | None = None
         self._levels: dict[int, dict] = {}
+        self._corners: dict[int, np.ndarray] = {}
 
     # -- per pair, no pyomo ----------------------------------------------------------
 
@@ -105,17 +108,11 @@ class ConfidenceBlocks:
     # -- the pyomo parts -------------------------------------------------------------
 
     def declare_globals(self, m: pyo.ConcreteModel) -> None:
-        """w_g binaries, Σ_g n_g·w_g >= ceil(α·S) [scenarios], and w_hard <= w_easy per dominance edge."""
+        """w_g binaries and Σ_g n_g·w_g >= ceil(α·S) [scenarios]."""
         groups = range(self.req.weight.size)
         m.on_time = pyo.Var(groups, domain=pyo.Binary)
         m.on_time_count = pyo.Constraint(
             expr=sum(float(n) * m.on_time[g] for g, n in enumerate(self.req.weight)) >= self.needed
-        )
-        edges = dominance_edges(
-            self.req, np.unique(self.pairs.kept), self.allowed, float(self.pairs.cadence.max(initial=0.0))
-        )
-        m.dominance = pyo.Constraint(
-            range(len(edges)), rule=lambda _, e: m.on_time[edges[e][0]] <= m.on_time[edges[e][1]]
         )
         self._declare_levels(m)
 
@@ -187,6 +184,7 @@ class ConfidenceBlocks:
         m.level_link = pyo.Constraint([])
         for kept in m.kinds:
             levels = self.class_levels(kept)
+            self._declare_hull(m, kept)
             for name in self.families(m):
                 eta, above, values = levels[name]
                 _level_rows(
@@ -200,6 +198,38 @@ class ConfidenceBlocks:
                     m.on_time,
                 )
 
+    def corners(self, kept: int) -> np.ndarray:
+        """(points, 3) the class's corner points on (supply, groups, peak), the dominated ones left out: the
+        levels of every plan keeping ``kept`` versions lie above one (:mod:`solver.confidence_cuts`)."""
+        if kept not in self._corners:
+            r, j = self.req, self.req.column(kept)
+            live = ~self._never(j)
+            levels = self.class_levels(kept)
+            points = corner_points(
+                r.supply[live, j],
+                r.groups[live],
+                r.peak[live, j],
+                r.weight[live],
+                float(self.needed),
+                [levels[name][0] for name in CUT_FAMILIES],
+            )
+            self._corners[kept] = minimal(points)
+        return self._corners[kept]
+
+    def _declare_hull(self, m: pyo.ConcreteModel, kept: int) -> None:
+        """The class's valid inequalities on (supply, groups, peak) (:mod:`solver.confidence_cuts`)."""
+        cuts = hull_cuts(self.corners(kept))
+        level = [m.class_level[name, kept] for name in CUT_FAMILIES]
+        rule = lambda _, c: (  # noqa: E731
+            sum(float(a) * v for a, v in zip(cuts[c][0], level) if a > 0) >= cuts[c][1] * m.class_on[kept]
+        )
+        m.add_component(f"hull_{kept}", pyo.Constraint(range(len(cuts)), rule=rule))
+
+    def _never(self, j: int) -> np.ndarray:
+        """(G,) groups no pair at K column ``j`` can meet (freshness, update time)."""
+        r = self.req
+        return ~r.fresh[:, j] | ~np.isfinite(r.groups) | (r.groups > self.top_groups)
+
     def class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """Memoised :meth:`_class_levels`."""
         if -kept not in self._levels:
@@ -209,9 +239,8 @@ class ConfidenceBlocks:
     def _class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """:meth:`levels` valid for every pair keeping ``kept`` versions: only the scenarios no such pair
         can meet (freshness, update time) are left out, so η is at most any of those pairs' own."""
-        r, j = self.req, self.req.column(kept)
-        never = ~r.fresh[:, j] | ~np.isfinite(r.groups) | (r.groups > self.top_groups)
-        return self._levels_over(j, never)
+        j = self.req.column(kept)
+        return self._levels_over(j, self._never(j))
 
 
 def _level_rows(m, name: str, level, eta: float, above: np.ndarray, values: np.ndarray, z, w) -> list:
@@ -270,48 +299,6 @@ def _sandbox_copy(m, blk, levels: dict, host_rows) -> None:
         ),
     )
     host_rows(m, blk, "vm", blk.V, blk.cc, "level_cloud_vms")
-
-
-def dominance_edges(req: Requirements, kept: np.ndarray, allowed: float, top_cadence: float) -> list[tuple[int, int]]:
-    """(hard, easy) pairs of scenario groups: ``hard`` needs at least as much as ``easy`` in every need at
-    every K of ``kept`` and is unmeetable wherever ``easy`` is; the transitive reduction of that order
-    (ties ordered by index), over the groups some plan may leave late (:func:`_risky`; any subset is valid)."""
-    cols = [req.column(int(K)) for K in kept]
-    table = np.column_stack(
-        [
-            req.supply[:, cols],
-            req.steady[:, cols],
-            req.peak[:, cols],
-            np.nan_to_num(req.groups, posinf=1e18),
-            -req.pace,
-            ~req.fresh[:, cols],
-        ]
-    ).astype(float)
-    risky = np.flatnonzero(_risky(req, table, allowed, top_cadence))
-    if risky.size < 2:
-        return []
-    t = table[risky]
-    geq = np.all(t[:, None, :] >= t[None, :, :], axis=2)
-    equal = np.all(t[:, None, :] == t[None, :, :], axis=2)
-    index = np.arange(risky.size)
-    harder = geq & (~equal | (index[:, None] > index[None, :]))
-    np.fill_diagonal(harder, False)
-    through = (harder.astype(np.float32) @ harder.astype(np.float32)) > 0
-    hard, easy = np.nonzero(harder & ~through)
-    return list(zip(risky[hard].tolist(), risky[easy].tolist()))
-
-
-def _risky(req: Requirements, table: np.ndarray, allowed: float, top_cadence: float) -> np.ndarray:
-    """Groups a plan may leave late: among the hardest ``allowed`` scenarios (by weight) of some need,
-    unmeetable at some K, or with a deadline pace below the largest planned cadence; the others are
-    met by every pair's floors η."""
-    risky = np.zeros(req.weight.size, bool)
-    risky |= ~req.fresh.all(axis=1) | (req.pace < top_cadence * (1 + REL_TOL)) | ~np.isfinite(req.groups)
-    for c in range(table.shape[1]):
-        order = np.argsort(-table[:, c], kind="stable")
-        spent = np.cumsum(req.weight[order])
-        risky[order[: int(np.searchsorted(spent, allowed, side="right")) + 1]] = True
-    return risky
 
 
 def _top_groups(inst: Instance) -> int:

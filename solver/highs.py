@@ -45,6 +45,7 @@ OPTIONS = {
     # these models they find nothing to fix while taking a quarter of a small solve's time.
     "presolve_rule_off": PRESOLVE_PROBING | PRESOLVE_ENUMERATION,
     "output_flag": False,
+    "solve_relaxation": False,  # True for a run whose LP relaxation is all it asks (a bound)
 }
 # Per criterion: the shortest feasible cadence is a feasibility search that presolve (probing every
 # selection binary) slows, while the cost criteria gain from it (bench/solve.py).

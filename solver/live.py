@@ -99,9 +99,10 @@ class LiveModel:
             self._drop_cap_rows()
             self._caps = caps
 
-    def run(self, objective: str, rows: list[int], bound: float = NO_BOUND) -> Outcome:
+    def run(self, objective: str, rows: list[int], bound: float = NO_BOUND, relaxation: bool = False) -> Outcome:
         """One HiGHS run with exactly the pairs of ``rows`` selectable (built first if needed), within
-        what is left of the clock's time limit."""
+        what is left of the clock's time limit; ``relaxation``: of the LP relaxation alone (its optimum
+        bounds the MIP's from below)."""
         self._build(rows)
         self.clock.note(
             f"{self.inst.name}: HiGHS over {len(rows):,} of {self.pairs.size:,} pairs "
@@ -112,7 +113,7 @@ class LiveModel:
         self._sync_rows()
         self._open_only({self.keys[r] for r in rows})
         self._use(objective)
-        options = {**STAGE_OPTIONS[objective], "objective_bound": bound}
+        options = {**STAGE_OPTIONS[objective], "objective_bound": bound, "solve_relaxation": relaxation}
         outcome = self.highs.run(options, self.clock.remaining())
         if outcome.status == Status.ERROR and options["presolve"] == "on":
             # HiGHS's postsolve can stop with a solve error on rows that sit a hair above an integer
