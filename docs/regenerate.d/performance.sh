@@ -19,3 +19,9 @@ if wanted enumeration; then
     show docs/performance/enumeration.txt python bench/solve.py --repeats 3 --sections instances \
         --only seed-week-75 two-backends-cloud large-three-pools
 fi
+if wanted hold; then
+    show docs/performance/hold.txt python bench/hold.py --repeats 3 --replications 20 --seed 1000
+fi
+if wanted simulate; then
+    show docs/performance/simulate.txt python bench/simulate.py --repeats 3 --iterations 1000 --replications 16
+fi
