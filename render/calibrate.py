@@ -33,7 +33,8 @@ def _interval(f: Figure) -> str:
 
 
 def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
-    rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
+    occ = cal.occupancy
+    rows = [(f"occupancy {k} ({occ.law})", f) for k, f in occ.figures.items()] if occ is not None else []
     for name, fit in cal.per_backend.items():
         rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
     if cal.tokens_per_gpu_s is not None:
@@ -66,7 +67,7 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
 def render_calibration(console, cal: Calibration) -> None:
     from rich.table import Table
 
-    title = f"calibrated from {cal.trajectories}" + (f" and {cal.steps}" if cal.steps else "")
+    title = "calibrated from " + " and ".join(f for f in (cal.trajectories, cal.steps) if f)
     table = Table(title=title, title_justify="left")
     for name, justify in (
         ("figure", "left"),
@@ -86,6 +87,8 @@ def render_calibration(console, cal: Calibration) -> None:
 
 def summary_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
+    if occ is None:
+        return _steps_alone_lines(cal)
     lines = [
         f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
         f"{occ.threshold:.4f}); dropping the {occ.censored - occ.cut:,} running attempts"
@@ -122,8 +125,26 @@ def summary_lines(cal: Calibration) -> list[str]:
     return lines
 
 
+def _steps_alone_lines(cal: Calibration) -> list[str]:
+    """No trajectory log: where the lifetimes came from, the update law, the step time, the notes."""
+    lines = [
+        "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log): the occupancy "
+        "(agent loop) rows, with their wider intervals"
+    ]
+    if cal.update is not None and cal.update.miss:
+        misses = ", ".join(f"{k} {v:.1%}" for k, v in cal.update.miss.items())
+        lines.append(f"update law: {cal.update.law} (largest miss on the per-GPU medians: {misses})")
+    if cal.cadence is not None and cal.cadence.time_split:
+        lines.append("step time: " + ", ".join(f"{k} {v:.0%}" for k, v in cal.cadence.time_split.items()))
+    if cal.bottleneck:
+        lines.append(f"bottleneck: {cal.bottleneck}")
+    return lines + [f"note: {n}" for n in cal.notes]
+
+
 def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
-    out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
+    out = {}
+    if cal.occupancy is not None:
+        out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
     if cal.update is not None and cal.update.observed is not None:
         out["calibrate-update.png"] = update_png(cal)
     return out
