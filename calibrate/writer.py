@@ -115,7 +115,7 @@ def _loop_occupancy(env: dict, cal: Calibration, fields: _Fields) -> None:
     }
     cal.notes.append(
         "written lifetimes: environment.occupancy from the agent loop's per-step min/mean/max (no trajectory "
-        "log); tokens per attempt, intake, group correlation and backend shares kept from the --into instance"
+        "log); tokens per attempt, intake, group correlation, backend shares and tokens/s per GPU kept from --into"
     )
 
 
