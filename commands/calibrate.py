@@ -221,6 +221,8 @@ def calibrate(
             "give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool (or a framework's "
             "step log alone, --steps FILE, for what it holds)"
         )
+    if timeout and not (trajectories or pool_files):
+        raise click.UsageError("--timeout censors a trajectory log's lifetimes: give --trajectories")
     inst = load_instance(into) if into else None
     if trajectories or pool_files:
         log, origin = _trajectory_log(trajectories, pool_files, mapping, timeout, max_bad)

@@ -121,6 +121,21 @@ def test_a_step_log_without_lifetimes_alone_is_refused(logs, log, rule):
     assert out.exit_code == 2 and rule in out.output and log in out.output, out.output
 
 
-def test_no_log_at_all_is_a_usage_error():
+def test_no_log_at_all_is_a_usage_error(logs):
     out = CliRunner().invoke(main, ["calibrate"])
     assert out.exit_code == 2 and "give the trajectory log" in out.output
+    out = CliRunner().invoke(main, ["calibrate", "--steps", str(logs / "verl.jsonl"), "--timeout", "600"])
+    assert out.exit_code == 2 and "--timeout censors a trajectory log's lifetimes" in out.output
+
+
+def test_a_step_log_alone_draws_the_update_plot_only_and_writes_no_plan(logs, tmp_path):
+    out_file = tmp_path / "c.yaml"
+    got = CliRunner().invoke(
+        main,
+        ["calibrate", "--steps", str(logs / "verl.jsonl"), "--training-gpus", "256", "--into", str(TWO_POOLS)]
+        + ["-o", str(out_file), "--plan", str(tmp_path / "p.json"), "--out", str(tmp_path / "out")],
+    )
+    assert got.exit_code == 0, got.output
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["calibrate-update.png"]
+    assert "logged plan: not written" in got.output and not (tmp_path / "p.json").exists()
+    assert "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log)" in got.output
