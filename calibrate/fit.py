@@ -274,7 +274,7 @@ def calibrate_steps(
         {},
         {},
         None,
-        {"missing": "no trajectory log (see the step log's figure)"},
+        {"missing": "no trajectory log; the step log's figure needs --inference-gpus"},
         None,
         None,
         None,

@@ -109,7 +109,8 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     "--trajectories",
     "trajectories",
     type=click.Path(dir_okay=False),
-    help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].",
+    help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...]; "
+    "without one, a verl --steps log's agent loop gives the lifetimes (step-level, wider interval).",
 )
 @click.option(
     "--steps",

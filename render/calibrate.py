@@ -85,10 +85,13 @@ def render_calibration(console, cal: Calibration) -> None:
         console.print(line)
 
 
-def summary_lines(cal: Calibration) -> list[str]:
+def _lifetime_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
     if occ is None:
-        return _steps_alone_lines(cal)
+        return [
+            "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log): the occupancy "
+            "(agent loop) rows, with their wider intervals"
+        ]
     lines = [
         f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
         f"{occ.threshold:.4f}); dropping the {occ.censored - occ.cut:,} running attempts"
@@ -103,6 +106,11 @@ def summary_lines(cal: Calibration) -> list[str]:
             f"read as ended at the cut they would give a lognormal p99 of {n['p99']:,.0f} s and a Kaplan–Meier "
             f"p99 of {n['kaplan_meier_p99']:,.0f} s"
         )
+    return lines
+
+
+def summary_lines(cal: Calibration) -> list[str]:
+    lines = _lifetime_lines(cal)
     if cal.tokens_per_gpu_s is None and "missing" in cal.window:
         lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
     if cal.update is not None and cal.update.miss:
@@ -123,22 +131,6 @@ def summary_lines(cal: Calibration) -> list[str]:
         lines.append(f"bottleneck: {cal.bottleneck}")
     lines += [f"note: {n}" for n in cal.notes]
     return lines
-
-
-def _steps_alone_lines(cal: Calibration) -> list[str]:
-    """No trajectory log: where the lifetimes came from, the update law, the step time, the notes."""
-    lines = [
-        "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log): the occupancy "
-        "(agent loop) rows, with their wider intervals"
-    ]
-    if cal.update is not None and cal.update.miss:
-        misses = ", ".join(f"{k} {v:.1%}" for k, v in cal.update.miss.items())
-        lines.append(f"update law: {cal.update.law} (largest miss on the per-GPU medians: {misses})")
-    if cal.cadence is not None and cal.cadence.time_split:
-        lines.append("step time: " + ", ".join(f"{k} {v:.0%}" for k, v in cal.cadence.time_split.items()))
-    if cal.bottleneck:
-        lines.append(f"bottleneck: {cal.bottleneck}")
-    return lines + [f"note: {n}" for n in cal.notes]
 
 
 def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
