@@ -8,7 +8,7 @@ import numpy as np
 
 from calibrate import lifetimes as lt
 from calibrate.figures import Figure, percentile_interval
-from calibrate.frameworks import FrameworkSteps
+from calibrate.frameworks import AGENT_LOOP, FrameworkSteps
 from calibrate.logs import Steps, Trajectories
 from calibrate.stepfigures import step_figures
 from calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
@@ -41,6 +41,7 @@ class OccupancyFit:
     def to_json(self) -> dict:
         return {
             "law": self.law,
+            "from": "trajectories",
             **{k: f.to_json() for k, f in self.figures.items()},
             "ks_distance": self.distance,
             "ks_threshold": self.threshold,
@@ -54,14 +55,14 @@ class OccupancyFit:
 
 @dataclass
 class Calibration:
-    trajectories: str
+    trajectories: str | None  # None: calibrated from a framework's step log alone
     steps: str | None
-    occupancy: OccupancyFit
+    occupancy: OccupancyFit | None  # None: the lifetimes are the agent loop's (step_figures), if any
     per_backend: dict[str, OccupancyFit]
     shares: dict[str, float]
     tokens_per_gpu_s: Figure | None
     window: dict
-    tokens_per_attempt: Figure
+    tokens_per_attempt: Figure | None
     intake: Figure | None
     correlation: Figure | None
     update: UpdateFit | None
@@ -79,7 +80,7 @@ class Calibration:
         return {
             "trajectories": self.trajectories,
             "steps": self.steps,
-            "occupancy": self.occupancy.to_json(),
+            "occupancy": self.occupancy.to_json() if self.occupancy else self._loop_occupancy(),
             "per_backend": {k: v.to_json() for k, v in self.per_backend.items()},
             "backend_shares": self.shares,
             "tokens_per_gpu_s": fig(self.tokens_per_gpu_s),
@@ -94,6 +95,17 @@ class Calibration:
             "notes": self.notes,
             "tokens_per_gpu_s_per_pool": {k: v.to_json() for k, v in self.pool_throughput.items()},
             "step_log": {k: v.to_json() for k, v in self.step_figures.items()},
+        }
+
+    def _loop_occupancy(self) -> dict | None:
+        """The lognormal law from the agent loop's min/mean/max, in the shape of OccupancyFit's."""
+        if "agent_loop_median_s" not in self.step_figures:
+            return None
+        return {
+            "law": "lognormal",
+            "from": "agent_loop",
+            "median": self.step_figures["agent_loop_median_s"].to_json(),
+            "p99": self.step_figures["agent_loop_p99_s"].to_json(),
         }
 
 
@@ -229,8 +241,50 @@ def calibrate(
     )
     if framework is not None:
         total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
-        result.step_figures, more = step_figures(steps, framework, total, rng, replicates)
+        result.step_figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=True)
         result.notes += more
+    result.bottleneck = bottleneck(result, into)
+    return result
+
+
+def calibrate_steps(
+    steps: Steps,
+    framework: FrameworkSteps,
+    into: Instance | None = None,
+    inference_gpus: float | dict[str, float] | None = None,
+    replicates: int = REPLICATES,
+    seed: int = SEED,
+) -> Calibration:
+    """What a framework's step log holds without a trajectory log: the update law, the cadence, the step
+    figures, and the lifetime law from the agent loop's per-step min/mean/max when the log has them (else a
+    bad log: lifetimes need one or the other)."""
+    rng = np.random.default_rng(seed)
+    total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
+    figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=False)
+    if "agent_loop_median_s" not in figures:
+        keys = ", ".join(f"{AGENT_LOOP}{k}" for k in ("min", "mean", "max"))
+        raise InstanceError(
+            steps.file,
+            [Problem("keys", f"no lifetimes: give --trajectories, or a step log with {keys} (verl's agent loop)")],
+        )
+    result = Calibration(
+        None,
+        steps.file,
+        None,
+        {},
+        {},
+        None,
+        {"missing": "no trajectory log; the step log's figure needs --inference-gpus"},
+        None,
+        None,
+        None,
+        fit_update_law(steps, rng, replicates),
+        cadence(steps, rng, replicates),
+        None,
+        None,
+        list(steps.notes) + more,
+        step_figures=figures,
+    )
     result.bottleneck = bottleneck(result, into)
     return result
 

@@ -26,9 +26,15 @@ def _ratio(num: np.ndarray, den: np.ndarray, rng, replicates: int) -> tuple[floa
 
 
 def step_figures(
-    steps: Steps, extra: FrameworkSteps, inference_gpus: float | None, rng: np.random.Generator, replicates: int
+    steps: Steps,
+    extra: FrameworkSteps,
+    inference_gpus: float | None,
+    rng: np.random.Generator,
+    replicates: int,
+    per_trajectory: bool = True,
 ) -> tuple[dict[str, Figure], list[str]]:
-    """The figures and the notes on what could not be measured."""
+    """The figures and the notes on what could not be measured. ``per_trajectory``: a trajectory log gives
+    the lifetime law (the agent loop's is shown beside it); else the agent loop's is the law written."""
     figures: dict[str, Figure] = {}
     notes: list[str] = []
     source = f"{steps.file} ({extra.name})"
@@ -76,13 +82,25 @@ def step_figures(
     _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, source)
     loop = agent_loop_lifetimes(extra, rng, replicates, source)
     if loop:
-        notes.append(
-            f"{extra.name}: lifetimes also estimated from the agent loop's per-step min/mean/max (median "
-            f"{loop['agent_loop_median_s'].value:,.0f} s, p99 {loop['agent_loop_p99_s'].value:,.0f} s): a step-level "
-            "estimate under an assumed lognormal, with a wider interval; the instance's law is the trajectory log's"
-        )
+        notes.append(_loop_note(extra.name, loop, per_trajectory))
     figures |= loop
     return figures, notes
+
+
+def _loop_note(name: str, loop: dict[str, Figure], per_trajectory: bool) -> str:
+    med, p99 = loop["agent_loop_median_s"], loop["agent_loop_p99_s"]
+    if per_trajectory:
+        return (
+            f"{name}: lifetimes also estimated from the agent loop's per-step min/mean/max (median "
+            f"{med.value:,.0f} s, p99 {p99.value:,.0f} s): a step-level estimate under an assumed lognormal, "
+            "with a wider interval; the instance's law is the trajectory log's (per-trajectory times)"
+        )
+    return (
+        f"{name}: no trajectory log: the lifetime law (median {med.value:,.0f} s, 90 % {med.low:,.0f}-"
+        f"{med.high:,.0f}; p99 {p99.value:,.0f} s, 90 % {p99.low:,.0f}-{p99.high:,.0f}) comes from the agent "
+        "loop's per-step min/mean/max, not per-trajectory times: a step-level estimate under an assumed "
+        "lognormal (not checked), with a wider interval; give --trajectories for a per-trajectory fit"
+    )
 
 
 def agent_loop_lifetimes(extra: FrameworkSteps, rng, replicates: int, source: str) -> dict[str, Figure]:

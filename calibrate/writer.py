@@ -16,6 +16,7 @@ import yaml
 
 from calibrate.figures import Figure
 from calibrate.fit import Calibration
+from calibrate.frameworks import AGENT_LOOP
 from calibrate.pools import shapes_of
 from models.load import read_document
 
@@ -66,17 +67,17 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
-    head = (
-        f"# Calibrated by `trainground calibrate` from {Path(cal.trajectories).name}"
-        + (f" and {Path(cal.steps).name}" if cal.steps else "")
-        + f" onto {Path(into_path).name}.\n"
-    )
+    logs = [Path(f).name for f in (cal.trajectories, cal.steps) if f]
+    head = f"# Calibrated by `trainground calibrate` from {' and '.join(logs)} onto {Path(into_path).name}.\n"
     return head + text
 
 
 def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
     occ = cal.occupancy
     env = doc.setdefault("environment", {})
+    if occ is None:
+        _loop_occupancy(env, cal, fields)
+        return
     if occ.law == "lognormal":
         med, p99 = occ.figures["median"], occ.figures["p99"]
         env["occupancy"] = {
@@ -98,8 +99,30 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
     }
 
 
+def _loop_occupancy(env: dict, cal: Calibration, fields: _Fields) -> None:
+    """The agent loop's lognormal (no trajectory log): each field's comment names the keys it comes from."""
+    loop = {k: cal.step_figures.get(f"agent_loop_{k}_s") for k in ("median", "p99")}
+    if loop["median"] is None or loop["p99"] is None:
+        return
+    keys = f"{AGENT_LOOP}{{min,mean,max}}"
+    env["occupancy"] = {"distribution": "lognormal"} | {
+        k: fields.put(
+            number(f.value),
+            f"calibrated: lognormal from {keys} per step, not per-trajectory times: {f.rows:,} steps of "
+            f"{Path(f.source.split(' (')[0]).name}, {_interval(f)} (step-level, wider)",
+        )
+        for k, f in loop.items()
+    }
+    cal.notes.append(
+        "written lifetimes: environment.occupancy from the agent loop's per-step min/mean/max (no trajectory "
+        "log); tokens per attempt, intake, group correlation, backend shares and tokens/s per GPU kept from --into"
+    )
+
+
 def _throughput(doc: dict, cal: Calibration, fields: _Fields) -> None:
     work = doc.setdefault("workload", {})
+    if cal.tokens_per_attempt is None:
+        return
     work["tokens_per_attempt"] = fields.put(
         number(cal.tokens_per_attempt.value), _comment(cal.tokens_per_attempt, "mean output tokens")
     )
@@ -209,13 +232,8 @@ def _uncertainty(
         if f.get("name") not in FACTOR_NAMES + tuple(f"throughput_{p}" for p in ours)
     ]
     factors = []
-    occ = cal.occupancy
-    paths = (
-        ["environment.occupancy.median", "environment.occupancy.p99"]
-        if occ.law == "lognormal"
-        else ["environment.occupancy.samples[*]"]
-    )
-    factors.append(_factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"]))
+    lifetimes = _lifetimes_factor(cal, fields)
+    factors += [lifetimes] if lifetimes else []
     for pool, where, fig in written:
         shape_paths = (
             [f"inference.shapes[{i}].tokens_per_gpu_s" for i in where]
@@ -234,6 +252,20 @@ def _uncertainty(
         factors.append(_factor(fields, "updates", [path], "normal", cal.update.reference))
     section["factors"] = factors + kept
     return section
+
+
+def _lifetimes_factor(cal: Calibration, fields: _Fields) -> dict | None:
+    """Lognormal, sigma from the median's interval (a trajectory log's law); from the wider of the median's
+    and the p99's intervals for the agent loop's law, whose p99 rests on a sigma read from per-step extremes."""
+    occ = cal.occupancy
+    lognormal = ["environment.occupancy.median", "environment.occupancy.p99"]
+    if occ is not None:
+        paths = lognormal if occ.law == "lognormal" else ["environment.occupancy.samples[*]"]
+        return _factor(fields, "lifetimes", paths, "lognormal", occ.figures["median"])
+    loop = [cal.step_figures[k] for k in ("agent_loop_median_s", "agent_loop_p99_s") if k in cal.step_figures]
+    if not loop:
+        return None
+    return _factor(fields, "lifetimes", lognormal, "lognormal", max(loop, key=lambda f: f.log_sd))
 
 
 def _factor(fields: _Fields, name: str, paths: list[str], dist: str, source: Figure) -> dict:

@@ -24,6 +24,29 @@ def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float
     return steps, extra
 
 
+def _trajectory_log(trajectories, pool_files, mapping: dict, timeout, max_bad: float):
+    """The trajectory log and its clock's origin: one file, or one per pool merged."""
+    from calibrate.logs import read_trajectories
+
+    if not pool_files:
+        return read_trajectories(trajectories, mapping, timeout, max_bad)
+    from calibrate.pools import merge
+
+    return merge([(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files])
+
+
+def _steps_alone(path: str, mapping: dict, max_bad: float, fmt: str, training_gpus, inst, inference_gpus):
+    """A framework's step log without a trajectory log: its lifetimes are the agent loop's, if it has them."""
+    from calibrate.fit import calibrate_steps
+    from models.load import InstanceError, Problem
+
+    steps, framework = _steps(path, None, mapping, max_bad, fmt, training_gpus)
+    if framework is None:
+        rule = "a trainground step log holds no lifetimes: give --trajectories (or a verl step log, --format)"
+        raise InstanceError(path, [Problem("--steps", rule)])
+    return calibrate_steps(steps, framework, inst, inference_gpus)
+
+
 def _gpus(ctx, param, value: str | None) -> float | dict[str, float] | None:
     """--inference-gpus N or NAME=N,NAME=N."""
     if value is None:
@@ -86,7 +109,8 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     "--trajectories",
     "trajectories",
     type=click.Path(dir_okay=False),
-    help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...].",
+    help="Trajectory log (CSV, JSONL or Parquet): start, end, output_tokens [backend, effective, group, ...]; "
+    "without one, a verl --steps log's agent loop gives the lifetimes (step-level, wider interval).",
 )
 @click.option(
     "--steps",
@@ -187,25 +211,26 @@ def calibrate(
     Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
     """
     from calibrate.fit import calibrate as run
-    from calibrate.logs import read_trajectories
     from models.load import load_instance
 
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
     if plan_file and not output:
         raise click.UsageError("--plan needs -o: the plan is one of the calibrated instance")
-    if bool(trajectories) == bool(pool_files):
-        raise click.UsageError("give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool")
+    if trajectories and pool_files or not (trajectories or pool_files or steps_file):
+        raise click.UsageError(
+            "give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool (or a framework's "
+            "step log alone, --steps FILE, for what it holds)"
+        )
+    if timeout and not (trajectories or pool_files):
+        raise click.UsageError("--timeout censors a trajectory log's lifetimes: give --trajectories")
     inst = load_instance(into) if into else None
-    if pool_files:
-        from calibrate.pools import merge
-
-        parts = [(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files]
-        log, origin = merge(parts)
+    if trajectories or pool_files:
+        log, origin = _trajectory_log(trajectories, pool_files, mapping, timeout, max_bad)
+        steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
+        cal = run(log, steps, inst, inference_gpus, framework=framework)
     else:
-        log, origin = read_trajectories(trajectories, mapping, timeout, max_bad)
-    steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
-    cal = run(log, steps, inst, inference_gpus, framework=framework)
+        cal = _steps_alone(steps_file, mapping, max_bad, fmt, training_gpus, inst, inference_gpus)
     notes = []
     if output:
         calibrated = _write_instance(cal, into, output)

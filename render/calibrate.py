@@ -33,7 +33,8 @@ def _interval(f: Figure) -> str:
 
 
 def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
-    rows = [(f"occupancy {k} ({cal.occupancy.law})", f) for k, f in cal.occupancy.figures.items()]
+    occ = cal.occupancy
+    rows = [(f"occupancy {k} ({occ.law})", f) for k, f in occ.figures.items()] if occ is not None else []
     for name, fit in cal.per_backend.items():
         rows += [(f"  backend {name}: {k} ({fit.law})", fit.figures[k]) for k in ("median", "p99") if k in fit.figures]
     if cal.tokens_per_gpu_s is not None:
@@ -66,7 +67,7 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
 def render_calibration(console, cal: Calibration) -> None:
     from rich.table import Table
 
-    title = f"calibrated from {cal.trajectories}" + (f" and {cal.steps}" if cal.steps else "")
+    title = "calibrated from " + " and ".join(f for f in (cal.trajectories, cal.steps) if f)
     table = Table(title=title, title_justify="left")
     for name, justify in (
         ("figure", "left"),
@@ -84,8 +85,13 @@ def render_calibration(console, cal: Calibration) -> None:
         console.print(line)
 
 
-def summary_lines(cal: Calibration) -> list[str]:
+def _lifetime_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
+    if occ is None:
+        return [
+            "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log): the occupancy "
+            "(agent loop) rows, with their wider intervals"
+        ]
     lines = [
         f"lifetimes: {occ.law} (KS distance to Kaplan–Meier {occ.distance:.4f}, rejected above "
         f"{occ.threshold:.4f}); dropping the {occ.censored - occ.cut:,} running attempts"
@@ -100,6 +106,11 @@ def summary_lines(cal: Calibration) -> list[str]:
             f"read as ended at the cut they would give a lognormal p99 of {n['p99']:,.0f} s and a Kaplan–Meier "
             f"p99 of {n['kaplan_meier_p99']:,.0f} s"
         )
+    return lines
+
+
+def summary_lines(cal: Calibration) -> list[str]:
+    lines = _lifetime_lines(cal)
     if cal.tokens_per_gpu_s is None and "missing" in cal.window:
         lines.append(f"tokens/s per GPU: not measured ({cal.window['missing']})")
     if cal.update is not None and cal.update.miss:
@@ -123,7 +134,9 @@ def summary_lines(cal: Calibration) -> list[str]:
 
 
 def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
-    out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
+    out = {}
+    if cal.occupancy is not None:
+        out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
     if cal.update is not None and cal.update.observed is not None:
         out["calibrate-update.png"] = update_png(cal)
     return out

@@ -34,6 +34,12 @@ show $OUT/truth.txt python bench/calibrate.py truth two-pools
 rm -f "$OUT/calibrate.json"
 show $OUT/frameworks.txt "trainground calibrate --trajectories two-pools/trajectories.csv --steps two-pools/verl.jsonl --json \
     | python -c \"import json, sys; d = json.load(sys.stdin); print(*d['notes'][1:], sep='\n'); print(json.dumps(d['update_time']['points']))\""
+show $OUT/agentloop.txt "trainground calibrate --steps two-pools/verl.jsonl --columns training_gpus=trainer/gpus \
+    --into instances/logs/two-pools.yaml -o two-pools/agentloop.yaml --json \
+    | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if 'agent loop' in n], sep='\\n')\""
+also $OUT/agentloop.txt "grep -E 'agent_loop' two-pools/agentloop.yaml"
+also $OUT/agentloop.txt "trainground calibrate --trajectories two-pools/trajectories.csv --timeout 5495.6 --json \
+    | python -c \"import json, sys; o = json.load(sys.stdin)['occupancy']; [print(k, o[k]['rows'], 'rows:', round(o[k]['value']), [round(x) for x in o[k]['interval']]) for k in ('median', 'p99')]\""
 show $OUT/replay-calibrate.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
     --steps instances/logs/seed-small-steps.csv --into instances/logs/seed-small-run.yaml \
     -o docs/calibrate/seed-small-run-calibrated.yaml --plan docs/calibrate/seed-small-run-plan.json | tail -3"
