@@ -27,7 +27,10 @@ UNCONSUMED = -1  # fate of a group never consumed (dropped, or left in flight or
 
 @dataclass
 class Run:
-    """What one replication did. Groups and attempts are in launch order; attempt i is in group i // g."""
+    """What one replication did. Groups and attempts are in launch order; attempt i is in group i // g.
+    A replication run with ``record=False`` (MODEL §11's replays) keeps the boundaries, the makespan, the
+    launches and each group's waits only: its other per-group and per-attempt columns are empty, and
+    :func:`simulate.summary.summarize` is not for it."""
 
     seed: object  # what numpy.random.default_rng was given
     group_size: int

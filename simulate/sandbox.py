@@ -41,7 +41,8 @@ class SandboxQueue:
 
     def admit(self, arrivals: np.ndarray, lifetimes: np.ndarray) -> np.ndarray:
         """Start times of the next arrivals (non-decreasing, after every earlier one) holding a
-        sandbox for ``lifetimes`` seconds."""
+        sandbox for ``lifetimes`` seconds: ``arrivals`` itself (not a copy) when none of them waits, so a
+        caller that changes the starts must copy them first."""
         if self.unlimited or arrivals.size == 0:
             return arrivals
         c = int(self.capacity)
