@@ -147,7 +147,7 @@ class HoldingPlanner:
         spent = Timings()
         while rounds < ROUNDS:
             result = self.planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
-            spent = Timings(**{k: v + getattr(result.timings, k) for k, v in spent.model_dump().items()})
+            spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
             if result.plan is None:
                 if last is None:
                     return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
