@@ -269,28 +269,68 @@ def test_replays_are_reused_for_a_plan_already_replayed():
     assert again.hold.replay_seconds == 0.0 < first.hold.replay_seconds
 
 
-RANDOM = [
-    {},
-    {"workload.intake_rate": 0.8, "freshness.max_versions_kept": 4},
-    {"freshness.group_correlation": "comonotone", "environment.occupancy.p99": "2000s"},
-    {"training.update_time": {"law": "amdahl", "reference_gpus": 64, "reference_time": "120s", "serial_fraction": 0.1}},
-    {"environment.cloud.vm_types[0].max_vms": 20, "environment.node_types[0].max_nodes": 3},
-    {"freshness.overrun_policy": "downweight", "workload.group_size": 8},
-]
+def random_edits(seed: int) -> dict:
+    """A small random run: lifetimes, intake, K, group size and correlation, overrun policy, update law,
+    tokens/s, node and VM caps and the on-time target drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    median = float(rng.uniform(150, 400))
+    law = {"law": "inverse", "reference_gpus": 64, "reference_time": f"{rng.uniform(60, 150):.0f}s"}
+    if rng.random() < 0.5:
+        law = {**law, "law": "amdahl", "serial_fraction": round(float(rng.uniform(0.0, 0.2)), 3)}
+    return {
+        "environment.occupancy.median": f"{median:.0f}s",
+        "environment.occupancy.p99": f"{median * rng.uniform(5, 15):.0f}s",
+        "workload.intake_rate": float(rng.choice([1.0, 0.9, 0.75])),
+        "workload.group_size": int(rng.choice([2, 4, 8])),
+        "freshness.max_versions_kept": int(rng.choice([2, 3, 4, 6])),
+        "freshness.group_correlation": str(rng.choice(["independent", "comonotone"])),
+        "freshness.overrun_policy": str(rng.choice(["drop", "drop", "downweight"])),
+        "training.update_time": law,
+        "inference.shapes[0].tokens_per_gpu_s": round(float(rng.uniform(50, 120)), 1),
+        "environment.cloud.vm_types[0].max_vms": int(rng.choice([0, 10])),
+        "planning.on_time": float(rng.choice([0.8, 0.9])),
+    }
 
 
-@pytest.mark.parametrize("edits", RANDOM, ids=[str(i) for i in range(len(RANDOM))])
-def test_hold_plans_are_on_time_in_fresh_replays(edits):
-    """20 fresh replays (seeds the allowance was not tuned on): on time in at least 13, the count below which
-    a plan on time with probability 0.9 falls with probability < 0.001 (binomial(20, 0.9): P(X <= 12) = 4e-4)."""
-    inst = small(**edits)
-    result = solve_planned(inst)
-    assert result.status == "optimal" and result.hold.allowance_converged
-    setup = setup_of(inst, result.plan, result.metrics)
-    fresh = run_replays(setup, list(range(1000, 1020)))
-    on_time = int(np.count_nonzero(fresh.makespans <= inst.schedule.deadline))
-    assert on_time >= 13, (on_time, result.hold)
-    assert fresh.wait_shares.mean() <= inst.planning.sandbox_wait
+def fewest_on_time(n: int, p: float, level: float = 1e-3) -> int:
+    """The smallest count x of n fresh replays with P(X < x) >= level for X ~ binomial(n, p): a plan on time
+    with probability p falls below it with probability under ``level``."""
+    below = 0.0
+    for x in range(n + 1):
+        if below >= level:
+            return x - 1
+        below += math.comb(n, x) * p**x * (1 - p) ** (n - x)
+    return n
+
+
+def test_hold_plans_of_random_small_runs_are_on_time_in_fresh_replays():
+    """Over 12 random small runs: each plan solve prints under hold is on time in at least fewest_on_time(20,
+    on_time) of 20 fresh replays (seeds the allowance was not tuned on; for 0.9 that is 13, P(X <= 12) = 4e-4)
+    and its attempts wait at most sandbox_wait; at least 8 of the runs have a plan and 4 an allowance, so the
+    check is not empty."""
+    planned = allowed = 0
+    for seed in range(12):
+        base = small(**random_edits(seed))
+        # a deadline a quarter above the fastest steady-state makespan, so that start-up and allowance matter
+        fastest = solve_planned(edited(base, {"planning.basis": "steady_state", "objective": "makespan"}))
+        inst = edited(base, {"schedule.deadline": fastest.plan.makespan_s * 1.25})
+        result = solve_planned(inst)
+        if result.plan is None:
+            continue
+        planned += 1
+        assert result.status == "optimal" and result.hold.allowance_converged, (seed, result.message)
+        setup = setup_of(inst, result.plan, result.metrics)
+        fresh = run_replays(setup, list(range(1000, 1020)))
+        on_time = int(np.count_nonzero(fresh.makespans <= inst.schedule.deadline))
+        assert on_time >= fewest_on_time(20, inst.planning.on_time), (seed, on_time, result.hold)
+        assert fresh.wait_shares.mean() <= inst.planning.sandbox_wait, (seed, fresh.wait_shares)
+        allowed += result.hold.allowance_s > 0
+    assert planned >= 8 and allowed >= 4, (planned, allowed)
+
+
+def test_the_binomial_tolerance():
+    assert fewest_on_time(20, 0.9) == 13
+    assert fewest_on_time(20, 0.8) == 10
 
 
 def test_solve_json_carries_the_basis_and_the_hold_object(tmp_path):
