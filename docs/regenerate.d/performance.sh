@@ -25,3 +25,6 @@ fi
 if wanted simulate; then
     show docs/performance/simulate.txt python bench/simulate.py --repeats 3 --iterations 1000 --replications 16
 fi
+if wanted scaling; then
+    show docs/performance/scaling.txt python bench/scaling.py --repeats 3
+fi

@@ -1,0 +1,127 @@
+"""How a solve grows with the instance: inference pools, shapes, cadence grid points, confidence scenarios and
+iterations, each varied alone from the seed baseline (instances/seed-week-75.yaml), on the steady-state basis
+(the MIP alone: no replays).
+
+    python bench/scaling.py [--repeats 3] [--sections pools shapes grid scenarios iterations]
+
+Each size is solved in a fresh Python process (so its peak resident memory is its own), in process there
+(loading and the solve: pair table, bounds, model, HiGHS, verification; imports excluded). Printed per size:
+the median wall seconds of the repeats, the peak MB, the status; per axis, the fitted growth exponent b of
+time ≈ a·size^b (least squares on the logs). The first line printed is the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
+
+
+def edits_for(axis: str, size: int) -> list[str]:
+    """--set edits that give the seed ``size`` pools, shapes, grid points, scenarios or iterations."""
+    if axis == "pools":  # `size` pools of the seed's 10,000 GPUs, one tp8 shape each, prices and speeds apart
+        pools = [{"name": f"p{i}", "gpus": 10_000, "gpu_hour_cost": 2.0 + 0.1 * i} for i in range(size)]
+        shapes = [
+            {"name": f"tp8-p{i}", "pool": f"p{i}", "gpus_per_replica": 8, "tokens_per_gpu_s": 75 + 5 * i}
+            for i in range(size)
+        ]
+        return [f"gpu_pools={json.dumps(pools)}", f"inference.shapes={json.dumps(shapes)}", "training.pool=p0"]
+    if axis == "shapes":  # one pool, `size` shapes of 1..8 GPUs per replica
+        shapes = [
+            {"name": f"s{i}", "pool": "main", "gpus_per_replica": 2 ** (i % 4), "tokens_per_gpu_s": 70 + 3 * i}
+            for i in range(size)
+        ]
+        return [f"inference.shapes={json.dumps(shapes)}"]
+    if axis == "grid":  # the cadence grid from 60 s to the deadline pace (604.8 s) in `size` points
+        return [f"schedule.cadence.step={(604.8 - 60.0) / (size - 1):.9g}s"]
+    if axis == "scenarios":  # a confidence solve at 0.9 over `size` scenarios of the bundled uncertain instance
+        return [f"uncertainty.samples={size}", "uncertainty.confidence=0.9"]
+    if axis == "iterations":  # `size` iterations in a deadline scaled with them
+        return [f"workload.iterations={size}", f"schedule.deadline={604_800 * size // 1000}"]
+    raise ValueError(axis)
+
+
+AXES = {
+    "pools": [1, 2, 4, 8],
+    "shapes": [1, 2, 4, 8],
+    "grid": [100, 1_000, 10_000, 100_000, 1_000_000],
+    "scenarios": [100, 1_000, 10_000],
+    "iterations": [250, 500, 1_000, 2_000, 4_000],
+}
+
+
+def child(file: str, edits: list[str]) -> None:
+    """One measurement in this fresh process: prints {seconds, peak_mb, status}."""
+    import resource
+    import time
+
+    from models.edits import load_edited_checked
+    from solver.solve import solve_instance
+
+    clock = time.perf_counter()
+    inst, _ = load_edited_checked(Path(file), ["planning.basis=steady_state", *edits])
+    result = solve_instance(inst)
+    seconds = time.perf_counter() - clock
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "status": str(result.status)}))
+
+
+def measure(axis: str, size: int, repeats: int) -> dict:
+    file = ROOT / "instances" / ("seed-week-75-uncertain.yaml" if axis == "scenarios" else "seed-week-75.yaml")
+    runs = []
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for _ in range(repeats):
+        args = [sys.executable, __file__, "--child", str(file), *edits_for(axis, size)]
+        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return {"seconds": math.nan, "peak_mb": math.nan, "status": f"exit {done.returncode}"}
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "peak_mb": max(r["peak_mb"] for r in runs),
+        "status": runs[-1]["status"],
+    }
+
+
+def growth(sizes: list[int], seconds: list[float]) -> float | None:
+    points = [(math.log(s), math.log(t)) for s, t in zip(sizes, seconds) if t > 0 and math.isfinite(t)]
+    if len(points) < 2:
+        return None
+    mx = statistics.mean(x for x, _ in points)
+    my = statistics.mean(y for _, y in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sections", nargs="+", default=list(AXES), choices=list(AXES))
+    parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1:])
+        return
+    print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]), f"; medians of {args.repeats}")
+    print(f"{'axis':<11} {'size':>8} {'wall s':>8} {'peak MB':>8}  status")
+    for axis in args.sections:
+        sizes, times = AXES[axis], []
+        for size in sizes:
+            m = measure(axis, size, args.repeats)
+            times.append(m["seconds"])
+            print(f"{axis:<11} {size:>8,} {m['seconds']:>8.2f} {m['peak_mb']:>8.0f}  {m['status']}", flush=True)
+        b = growth(sizes, times)
+        print(f"{axis:<11} growth: time ~ size^{b:.2f}" if b is not None else f"{axis:<11} growth: n/a", flush=True)
+
+
+if __name__ == "__main__":
+    if Path(sys.path[0]).resolve() == ROOT / "bench":
+        sys.path[0] = str(ROOT)
+    main()
