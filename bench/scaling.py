@@ -110,13 +110,13 @@ def main() -> None:
         child(args.child[0], args.child[1:])
         return
     print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]), f"; medians of {args.repeats}")
-    print(f"{'axis':<11} {'size':>8} {'wall s':>8} {'peak MB':>8}  status")
+    print(f"{'axis':<11} {'size':>9} {'wall s':>8} {'peak MB':>8}  status")
     for axis in args.sections:
         sizes, times = AXES[axis], []
         for size in sizes:
             m = measure(axis, size, args.repeats)
             times.append(m["seconds"])
-            print(f"{axis:<11} {size:>8,} {m['seconds']:>8.2f} {m['peak_mb']:>8.0f}  {m['status']}", flush=True)
+            print(f"{axis:<11} {size:>9,} {m['seconds']:>8.2f} {m['peak_mb']:>8.0f}  {m['status']}", flush=True)
         b = growth(sizes, times)
         print(f"{axis:<11} growth: time ~ size^{b:.2f}" if b is not None else f"{axis:<11} growth: n/a", flush=True)
 
