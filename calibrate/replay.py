@@ -115,16 +115,7 @@ def _plan(inst: Instance, replicas: dict[str, int], groups: int, cadence: float)
         hourly_cost=hourly,
         total_cost=hourly * run.makespan / 3600.0,
         cost_terms=CostTerms(gpu=gpu, node=nodes, vm=0.0),
-        pools=[
-            PoolUse(
-                pool=p.name,
-                gpus_used=used[p.name],
-                gpus=p.gpus,
-                billing=p.billing,
-                gpus_billed=p.gpus if p.billing == "reserved" else used[p.name],
-            )
-            for p in inst.gpu_pools
-        ],
+        pools=PoolUse.rows(inst.gpu_pools, used),
         placement=Placement(steady={node: inflight}, peak={node: peak}, cloud={}),
     )
 

@@ -44,6 +44,21 @@ class PoolUse(Out):
     billing: str = "used"
     gpus_billed: int | None = Field(None, description="GPUs paid for: those used, or all of a reserved pool")
 
+    @classmethod
+    def rows(cls, pools, used: dict[str, int]) -> list[PoolUse]:
+        """One row per GPU pool of an instance (``pools``: its gpu_pools), ``used`` GPUs by pool name: every GPU of
+        a reserved pool is billed (MODEL §4), else those used."""
+        return [
+            cls(
+                pool=p.name,
+                gpus_used=used[p.name],
+                gpus=p.gpus,
+                billing=p.billing,
+                gpus_billed=p.gpus if p.billing == "reserved" else used[p.name],
+            )
+            for p in pools
+        ]
+
 
 class CostTerms(Out):
     gpu: float

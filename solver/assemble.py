@@ -69,16 +69,7 @@ def extract_plan(live: LiveModel, values) -> Plan:
         hourly_cost=hourly,
         total_cost=float(pyo.value(blk.k["hours"][None])) * hourly,
         cost_terms=terms,
-        pools=[
-            PoolUse(
-                pool=p.name,
-                gpus_used=used[p.name],
-                gpus=p.gpus,
-                billing=p.billing,
-                gpus_billed=p.gpus if p.billing == "reserved" else used[p.name],
-            )
-            for p in inst.gpu_pools
-        ],
+        pools=PoolUse.rows(inst.gpu_pools, used),
         placement=_placement(inst, blk, ix, val),
     )
 
