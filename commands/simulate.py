@@ -228,16 +228,6 @@ def startup_estimate(inst, result) -> float | None:
     """§8's fill for the solved plan (what `solve` says the first batch needs)."""
     if result.plan is None or result.metrics is None:
         return None
-    from solver import calculus as calc
+    from solver.calculus import run_fill
 
-    w = inst.workload
-    return float(
-        calc.fill(
-            calc.occupancy_of(inst.environment.occupancy),
-            result.metrics.attempts_per_s,
-            w.batch_trajectories,
-            w.group_size,
-            w.intake_rate,
-            inst.freshness.group_correlation,
-        )
-    )
+    return float(run_fill(inst, result.metrics.attempts_per_s))

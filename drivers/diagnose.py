@@ -65,17 +65,8 @@ def hold_note(inst: Instance, objective: str) -> str | None:
     steady = Planner(steady_inst).solve(objective)
     if steady.plan is None or steady.metrics is None:
         return None
-    w, plan = inst.workload, steady.plan
-    fill = float(
-        calc.fill(
-            calc.occupancy_of(inst.environment.occupancy),
-            steady.metrics.attempts_per_s,
-            w.batch_trajectories,
-            w.group_size,
-            w.intake_rate,
-            inst.freshness.group_correlation,
-        )
-    )
+    plan = steady.plan
+    fill = float(calc.run_fill(inst, steady.metrics.attempts_per_s))
     startup = fill - plan.cadence_s + steady.metrics.update_time_s
     return (
         f"no plan holds (planning.basis hold), but the steady_state basis has one (${plan.total_cost:,.0f}, "

@@ -353,3 +353,17 @@ def fill(
         if np.all(step <= NEWTON_STEP_TOL * t):
             break
     return t
+
+
+def run_fill(inst: Instance, attempts_per_s):
+    """:func:`fill` of ``inst``'s run (its occupancy, batch, groups, intake and correlation) at attempt rates
+    ``attempts_per_s``: when the first batch of a plan with that rate forms (MODEL §8)."""
+    w = inst.workload
+    return fill(
+        occupancy_of(inst.environment.occupancy),
+        attempts_per_s,
+        w.batch_trajectories,
+        w.group_size,
+        w.intake_rate,
+        inst.freshness.group_correlation,
+    )
