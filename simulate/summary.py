@@ -201,7 +201,7 @@ def waits(setup: Setup, run: Run) -> dict:
         }
     waited = wait > 0
     return {
-        "sandbox_wait_share": float(waited.mean()),
+        "sandbox_wait_share": run.wait_share,
         "sandbox_wait_mean_s": _num(wait.mean()),
         "sandbox_wait_p99_s": _num(np.percentile(wait, 99)),
         "sandbox_wait_mean_of_waiting_s": _num(wait[waited].mean()) if waited.any() else None,
