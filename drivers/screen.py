@@ -13,8 +13,7 @@ import numpy as np
 from models.edits import edited
 from models.instance import Instance
 from solver import calculus as calc
-from solver import holding
-from solver.pairs import TableCache, best_supply
+from solver.pairs import TableCache, best_supply, mean_gaps
 from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 FAMILIES = (
@@ -104,12 +103,8 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
         return _empty(judge)
     d = cache.demand(opened)
     w = inst.workload
-    if inst.holds and d.grid.size:  # the consumed gap, per (cadence, K) (docs/model.md §11 item 3)
-        gap = holding.consumed_mean_gap(calc.occupancy_of(opened.environment.occupancy), d.grid, d.kept.size, opened)
-    else:
-        gap = np.broadcast_to(
-            calc.mean_version_gap(d.w_use, d.grid, inst.freshness.gap_convention)[:, None], (d.grid.size, d.kept.size)
-        )
+    occ = calc.occupancy_of(opened.environment.occupancy)
+    gap = mean_gaps(opened, occ, d.w_use, d.grid, d.kept.size, consumed=inst.holds)
     span = np.asarray(d.span)
     if inst.counts_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
         span = span - d.grid[:, None]

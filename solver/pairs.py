@@ -159,7 +159,8 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
     cut(groups > 0, "update_time")
     if fr.max_mean_gap is not None:
-        cut(_mean_gap(inst, occ, w_use, grid) <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
+        gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds)
+        cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
     q = (
         exceedance_table(occ, grid, fr.max_versions_kept)
         if cache is None
@@ -198,13 +199,15 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     return found
 
 
-def _mean_gap(inst: Instance, occ: calc.Occupancy, w_use: float, grid: np.ndarray) -> np.ndarray:
-    """The mean version gap constraint 7 limits: W_use/L per cadence (MODEL §2), or under hold the consumed
-    gap's per (cadence, K) (§11 item 3)."""
-    fr = inst.freshness
-    if inst.holds and grid.size:
-        return holding.consumed_mean_gap(occ, grid, fr.max_versions_kept, inst)
-    return calc.mean_version_gap(w_use, grid, fr.gap_convention)
+def mean_gaps(
+    inst: Instance, occ: calc.Occupancy, w_use: float, grid: np.ndarray, kept: int, consumed: bool
+) -> np.ndarray:
+    """(grid, K = 1..kept) the mean version gap constraint 7 limits: W_use/L (MODEL §2), or with ``consumed``
+    (the hold basis) the consumed gap's, which depends on K (§11 item 3); ``inst`` gives the conventions."""
+    if consumed and grid.size:
+        return holding.consumed_mean_gap(occ, grid, kept, inst)
+    steady = calc.mean_version_gap(w_use, grid, inst.freshness.gap_convention)
+    return np.broadcast_to(np.asarray(steady)[:, None], (grid.size, kept))
 
 
 def _with_startup(
