@@ -30,11 +30,12 @@ def plan_to_replay(inst, plan_file: str | None):
     """(instance, plan, metrics): the plan of ``--plan`` (checked against the instance on the basis the plan was
     sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's metrics;
     exits with the solve's code when there is no optimal plan."""
-    from simulate.runner import checked_metrics, read_plan, read_plan_basis
+    from simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan_file is not None:
-        plan = read_plan(plan_file)
-        basis, allowance = read_plan_basis(plan_file)
+        data = read_result(plan_file)
+        plan = plan_of(plan_file, data)
+        basis, allowance = basis_of(plan_file, data)
         if basis != inst.planning.basis:
             inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
         return inst, plan, checked_metrics(inst, plan, plan_file, allowance)

@@ -40,8 +40,9 @@ class TraceSpec:
     format: str = "csv"
 
 
-def read_plan(path: str | Path) -> Plan:
-    """The plan of a ``solve --json`` result file; InstanceError (file, field, rule) if it holds none."""
+def read_result(path: str | Path) -> dict:
+    """The JSON object of a ``solve --json`` result file that holds a plan; InstanceError (file, rule) if it
+    cannot be read or holds none."""
     file = str(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -51,6 +52,11 @@ def read_plan(path: str | Path) -> Plan:
         raise InstanceError(file, [Problem("", f"not a JSON result of `solve --json`: {exc}")]) from None
     if not isinstance(data, dict) or data.get("plan") is None:
         raise InstanceError(file, [Problem("plan", "no plan: give the JSON of a `solve --json` run that found one")])
+    return data
+
+
+def plan_of(file: str, data: dict) -> Plan:
+    """The plan of a result read by :func:`read_result`; InstanceError naming each broken field."""
     try:
         return Plan.model_validate(data["plan"])
     except ValidationError as exc:
@@ -58,12 +64,15 @@ def read_plan(path: str | Path) -> Plan:
         raise InstanceError(file, problems) from None
 
 
-def read_plan_basis(path: str | Path) -> tuple[str, float]:
-    """(basis, allowance) a `solve --json` result file names (MODEL §11): a file without ``basis`` predates
-    the hold basis and was sized on steady_state; the allowance is ``hold.allowance_s`` (0 without a hold
-    object). Read after :func:`read_plan`, which has checked the file; InstanceError for a malformed one."""
-    file = str(path)
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+def read_plan(path: str | Path) -> Plan:
+    """The plan of a ``solve --json`` result file; InstanceError (file, field, rule) if it holds none."""
+    return plan_of(str(path), read_result(path))
+
+
+def basis_of(file: str, data: dict) -> tuple[str, float]:
+    """(basis, allowance) a result read by :func:`read_result` names (MODEL §11): a result without ``basis``
+    predates the hold basis and was sized on steady_state; the allowance is ``hold.allowance_s`` (0 without a
+    hold object). InstanceError for a malformed one."""
     basis = data.get("basis") or "steady_state"
     if basis not in ("hold", "steady_state"):
         raise InstanceError(file, [Problem("basis", f"must be hold or steady_state, got {basis!r}")])

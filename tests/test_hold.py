@@ -391,3 +391,20 @@ def test_frontier_points_under_hold_state_their_allowance_and_pass_their_replays
         assert r.plan.makespan_s + r.hold.lateness_s <= inst.schedule.deadline * (1 + 1e-9)
         assert verify_plan(inst, r.plan, r.hold.allowance_s).ok
     assert all(row["allowance_s"] is not None for row in csv_rows(found))
+
+
+def test_a_plan_file_names_its_basis_and_allowance(tmp_path):
+    inst = small()
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(inst.model_dump(mode="json")))
+    steady = CliRunner().invoke(main, ["solve", str(path), "--json", "--no-levers", "--basis", "steady_state"])
+    result = json.loads(steady.output)
+    del result["basis"]  # a result written before the hold basis: a steady_state plan
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(result))
+    replay = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(old), "--json"])
+    assert replay.exit_code == 0, replay.output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**result, "basis": "hold", "hold": {"allowance_s": "soon"}}))
+    refused = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(bad)])
+    assert refused.exit_code == 2 and "hold.allowance_s" in refused.output
