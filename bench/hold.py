@@ -60,7 +60,7 @@ def timing(repeats: int) -> None:
     print(f"{'basis':<14} {'wall s':>8} {'cpu s':>8}  rounds  replays run")
     medians = {}
     for basis in ("steady_state", "hold"):
-        walls, cpus, rounds = [], [], None
+        walls, cpus, rounds, per_round = [], [], None, 0
         for _ in range(repeats):
             wall, cpu, done = timed([str(TRAINGROUND), "solve", SEED, "--no-levers", "--json", "--basis", basis])
             if done.returncode != 0:
@@ -68,9 +68,9 @@ def timing(repeats: int) -> None:
             walls.append(wall)
             cpus.append(cpu)
             hold = json.loads(done.stdout).get("hold")
-            rounds = hold["rounds"] if hold else None
+            rounds, per_round = (hold["rounds"], hold["replays"]) if hold else (None, 0)
         medians[basis] = (statistics.median(walls), statistics.median(cpus))
-        replays = "" if rounds is None else f"{rounds:>6}  {rounds * 16:>6}"
+        replays = "" if rounds is None else f"{rounds:>6}  {rounds * per_round:>6}"
         print(f"{basis:<14} {medians[basis][0]:>8.2f} {medians[basis][1]:>8.2f}  {replays}")
     wall_ratio = medians["hold"][0] / medians["steady_state"][0]
     cpu_ratio = medians["hold"][1] / medians["steady_state"][1]
