@@ -65,21 +65,39 @@ def steady_window(run: Run) -> tuple[float, float]:
 
 def counts(start: np.ndarray, end: np.ndarray, lo: float, step: float, size: int) -> np.ndarray:
     """Attempts holding a sandbox at lo + i·step, i = 0..size-1 (started at or before, not yet ended)."""
-
-    def upto(x):
-        if x.size and bool(np.all(x[1:] >= x[:-1])):  # FIFO starts come sorted: count them at each sample
-            return np.searchsorted(x, lo + step * np.arange(size), side="right")
-        idx = np.ceil((x - lo) / step)
-        np.clip(idx, 0, size, out=idx)  # at or past the last sample: counted in a bin dropped below
-        return np.cumsum(np.bincount(idx.astype(np.intp), minlength=size + 1)[:size])
-
-    return upto(start) - upto(end)
+    return _held(start, end, lo, step, size)[0]
 
 
-def _exact_max(start: np.ndarray, end: np.ndarray, held: np.ndarray, lo: float, step: float) -> int:
+def _held(start: np.ndarray, end: np.ndarray, lo: float, step: float, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`counts`, and the ends' sample bins (:func:`_bins`), which :func:`_exact_max` reuses."""
+    if start.size and bool(np.all(start[1:] >= start[:-1])):  # FIFO starts come sorted: count them at each sample
+        started = np.searchsorted(start, lo + step * np.arange(size), side="right")
+    else:
+        started = np.cumsum(np.bincount(_bins(start, lo, step, size), minlength=size + 1)[:size])
+    end_bins = _bins(end, lo, step, size)
+    return started - np.cumsum(np.bincount(end_bins, minlength=size + 1)[:size]), end_bins
+
+
+def _bins(x: np.ndarray, lo: float, step: float, size: int) -> np.ndarray:
+    """Per value, the first sample i with x <= lo + i·step: ceil((x - lo)/step), clipped to 0..size (size: at or
+    past the last sample, counted in a bin that :func:`_held` drops)."""
+    idx = np.subtract(x, lo)
+    idx /= step
+    np.ceil(idx, out=idx)
+    np.clip(idx, 0, size, out=idx)
+    return idx.astype(np.intp)
+
+
+CANDIDATE_BINS = 256  # beyond this many sample bins to look into, _exact_max sorts every end instead
+
+
+def _exact_max(
+    start: np.ndarray, end: np.ndarray, held: np.ndarray, lo: float, step: float, end_bins: np.ndarray | None = None
+) -> int:
     """The most attempts holding a sandbox at once within the sampled span, exactly: between two samples
     the count can only pass the sampled maximum by the starts in between, so only those starts are checked
-    (each with the attempts started by then and not yet ended)."""
+    (each with the attempts started by then and not yet ended). With ``end_bins`` (from :func:`_held`), the
+    ends compared one by one are those near a checked start (:func:`_near_max`); the others are counted by bin."""
     best = int(held.max())
     starts = start if bool(np.all(start[1:] >= start[:-1])) else np.sort(start)  # FIFO starts come sorted
     upto = np.searchsorted(starts, lo + step * np.arange(held.size), side="right")
@@ -87,11 +105,35 @@ def _exact_max(start: np.ndarray, end: np.ndarray, held: np.ndarray, lo: float, 
     bins = np.flatnonzero(room > best)
     if bins.size == 0:
         return best
+    if end_bins is not None and bins.size <= CANDIDATE_BINS:
+        return max(best, _near_max(starts, end, end_bins, upto, bins))
     size = upto[bins + 1] - upto[bins]
     index = np.repeat(upto[bins] - np.cumsum(np.concatenate(([0], size[:-1]))), size) + np.arange(size.sum())
     ends = np.sort(end[end <= lo + step * (held.size - 1)])
     now = index + 1 - np.searchsorted(ends, starts[index], side="right")
     return max(best, int(now.max()))
+
+
+def _near_max(starts: np.ndarray, end: np.ndarray, end_bins: np.ndarray, upto: np.ndarray, bins: np.ndarray) -> int:
+    """The most held at the starts in the sample bins ``bins`` (starts ``upto[b]..upto[b+1]-1`` lie after sample
+    ``b``, at or before sample ``b + 1``). An end of bin ``i`` lies after sample ``i - 1``, at or before sample
+    ``i``: ends of bin ``<= b - 1`` ended before every such start and ends of bin ``>= b + 3`` after it, so only
+    ends of bins ``b..b + 2`` are compared with the starts (a bin either side of ``b + 1`` keeps the count exact
+    where the bin's division and a comparison round differently)."""
+    gone_by = np.cumsum(np.bincount(end_bins, minlength=upto.size + 1))  # ends of bin <= i
+    near = np.zeros(max(int(end_bins.max()), upto.size) + 3, dtype=bool)
+    for offset in range(3):
+        near[bins + offset] = True
+    close = near[end_bins]
+    close_end, close_bin = end[close], end_bins[close]
+    most = 0
+    for b in bins:
+        ends = np.sort(close_end[(close_bin >= b) & (close_bin <= b + 2)])
+        before = int(gone_by[b - 1]) if b >= 1 else 0
+        index = np.arange(upto[b], upto[b + 1])
+        now = index + 1 - before - np.searchsorted(ends, starts[index], side="right")
+        most = max(most, int(now.max()))
+    return most
 
 
 def inflight(setup: Setup, run: Run) -> dict:
@@ -107,7 +149,7 @@ def inflight(setup: Setup, run: Run) -> dict:
     for k, name in enumerate(setup.backends):
         mine = run.backend == k if len(setup.backends) > 1 else slice(None)
         start, end = run.start[mine], run.end[mine]
-        held = counts(start, end, lo, step, size)
+        held, end_bins = _held(start, end, lo, step, size)
         total += held
         local = setup.local[k]
         full |= held >= local
@@ -117,7 +159,7 @@ def inflight(setup: Setup, run: Run) -> dict:
         per[name] = {
             "mean": _held_mean(start, end, lo, hi),
             "p99": float(np.percentile(held, 99)),
-            "max": _exact_max(start, end, held, lo, step),
+            "max": _exact_max(start, end, held, lo, step, end_bins),
             "local_capacity": local,
             "capacity": setup.capacity[k],
             "local_full_share": float((held >= local).mean()),
@@ -175,10 +217,10 @@ def versions(setup: Setup, run: Run) -> dict:
         out["mean_version_gap"] = float(np.dot(np.arange(hist.size), share))
         out["p99_version_gap"] = int(np.searchsorted(np.cumsum(share), 0.99 - 1e-12))
         out["version_gap_histogram"] = {int(k): float(v) for k, v in enumerate(share) if v > 0}
-    known = version + K <= b.size - 1  # per group: its members' cap b_{v+K} is within the run
-    if known.any():
-        cap = b[version[known] + K]
-        out["exceedance"] = float((run.end.reshape(-1, g)[known] > cap[:, None]).mean())
+    known = int(np.count_nonzero(version + K <= b.size - 1))  # groups whose members' cap b_{v+K} is in the run
+    if known:  # launches are in order, so those groups are the first ``known``
+        cap = b[version[:known] + K]
+        out["exceedance"] = float(np.count_nonzero(run.end[: known * g].reshape(-1, g) > cap[:, None]) / (known * g))
     else:
         out["exceedance"] = None
     steady = steady_groups(setup, run)
@@ -190,22 +232,41 @@ def versions(setup: Setup, run: Run) -> dict:
 
 
 def waits(setup: Setup, run: Run) -> dict:
-    """Sandbox waits: share of attempts that waited, mean and p99 wait over all attempts, mean of those that waited."""
-    wait = run.start - np.repeat(run.launch, setup.group_size)
-    if wait.size == 0:
+    """Sandbox waits: share of attempts that waited, mean and p99 wait over all attempts, mean of those that waited.
+    Only the waits above zero are kept: the rest are zeros, which the mean and the p99 count without storing."""
+    n = run.start.size
+    if n == 0:
         return {
             "sandbox_wait_share": 0.0,
             "sandbox_wait_mean_s": 0.0,
             "sandbox_wait_p99_s": 0.0,
             "sandbox_wait_mean_of_waiting_s": None,
         }
-    waited = wait > 0
+    arrival = np.repeat(run.launch, setup.group_size)
+    late = np.flatnonzero(run.start > arrival)
+    wait = run.start[late] - arrival[late]
     return {
         "sandbox_wait_share": run.wait_share,
-        "sandbox_wait_mean_s": _num(wait.mean()),
-        "sandbox_wait_p99_s": _num(np.percentile(wait, 99)),
-        "sandbox_wait_mean_of_waiting_s": _num(wait[waited].mean()) if waited.any() else None,
+        "sandbox_wait_mean_s": _num(wait.sum() / n),
+        "sandbox_wait_p99_s": _num(percentile_with_zeros(wait, n, 99)),
+        "sandbox_wait_mean_of_waiting_s": _num(wait.mean()) if wait.size else None,
     }
+
+
+def percentile_with_zeros(positive: np.ndarray, n: int, q: float) -> float:
+    """``np.percentile`` (linear interpolation) of ``n`` values: ``n - positive.size`` zeros and ``positive``."""
+    zeros = n - positive.size
+    pos = q / 100.0 * (n - 1)
+    below = math.floor(pos)
+    if below + 1 < zeros:
+        return 0.0
+    ordered = np.sort(positive)
+
+    def value(i: int) -> float:
+        i = min(i, n - 1)
+        return 0.0 if i < zeros else float(ordered[i - zeros])
+
+    return value(below) + (pos - below) * (value(below + 1) - value(below))
 
 
 def accounting(setup: Setup, run: Run) -> dict:

@@ -90,6 +90,40 @@ def test_inflight_counts_and_max_match_an_event_sweep():
     assert _exact_max(start, end, counts(start, end, 20.0, 0.5, 121), 20.0, 0.5) == best
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_exact_max_from_end_bins_matches_every_start(seed):
+    """The max read near the checked starts (the ends' bins reused) and the max from every end sorted both equal
+    the count at every start, with starts and ends on sample points in some cases (ties with the bins)."""
+    from simulate.summary import _exact_max, _held
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    start = np.sort(rng.uniform(0, 50, n))
+    if seed % 3 == 0:
+        start = np.round(start * 2) / 2
+    life = rng.exponential(5, n) if seed % 2 else np.round(rng.exponential(5, n) * 2) / 2 + 0.5
+    end = start + life
+    lo, step, size = 10.0, 0.5, 81
+    held, end_bins = _held(start, end, lo, step, size)
+    best = int(held.max())
+    for t in start[(start > lo) & (start <= lo + step * (size - 1))]:
+        best = max(best, int(np.count_nonzero((start <= t) & (end > t))))
+    assert _exact_max(start, end, held, lo, step, end_bins) == best
+    assert _exact_max(start, end, held, lo, step) == best
+
+
+def test_wait_percentile_from_the_waits_above_zero_is_numpys():
+    from simulate.summary import percentile_with_zeros
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        n = int(rng.integers(1, 60))
+        positive = rng.uniform(1e-3, 10, int(rng.integers(0, n + 1)))
+        q = float(rng.choice([0.0, 1.0, 50.0, 99.0, 100.0, rng.uniform(0, 100)]))
+        every = np.concatenate((np.zeros(n - positive.size), positive))
+        assert percentile_with_zeros(positive, n, q) == pytest.approx(float(np.percentile(every, q)), abs=1e-12)
+
+
 # ---------------------------------------------------------------- agreement with the model on a plan with slack
 
 
