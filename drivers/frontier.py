@@ -10,6 +10,14 @@ plan that the cap lets through but that is no cheaper than a faster one cannot o
 
 Two frontiers come out of one :class:`~solver.solve.Planner`: makespan against total
 cost and makespan against hourly cost. Every point is a full MODEL.md §6 result.
+
+Under the hold basis (MODEL.md §11) the walk's first solve, the cheapest plan, runs the
+allowance loop: its allowance Δ comes from its own replays. Every faster point is solved on
+the same rows with that Δ carried (``T + Δ <= deadline``) and is not replayed: a round of
+replays per point would cost a minute per dozen points (a frontier has a point per admissible
+cadence, 79 on the seed), and a faster plan's own replays ask for less, since the lateness
+grows with the run (tests/test_hold.py replays every point of a small frontier against the
+Δ it carries). ``frontier --simulate R`` replays the corners shown.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ class Frontier:
     end: Result | None = None
     bounded_by: str = "grid"
     cap: float | None = None  # the makespan cap of the solve that ended the walk
+    carried_allowance_s: float | None = None  # under hold: the cheapest plan's Δ, which every faster point carries
     simulations: dict[int, dict] = field(default_factory=dict)  # point index -> simulated verdict (`--simulate`)
 
     @property
@@ -93,6 +102,7 @@ class Frontier:
             "criterion": self.criterion,
             "stopped": self.stopped,
             "bounded_by": self.bounded_by,
+            "carried_allowance_s": self.carried_allowance_s,
             "fastest": 0 if self.points else None,
             "cheapest": len(self.points) - 1 if self.points else None,
             "corners": list(self.corners),
@@ -152,7 +162,13 @@ CSV_COLUMNS = (
     "exceedance",
     "group_drop_rate",
     "allowance_s",
+    "allowance_from",
 )
+
+
+def allowance_of(result: Result, front: Frontier) -> float | None:
+    """A point's allowance Δ under hold: from its own replays (the cheapest plan), else the one it carries."""
+    return result.hold.allowance_s if result.hold is not None else front.carried_allowance_s
 
 
 def pools_of(frontiers: Frontiers) -> list[str]:
@@ -178,7 +194,8 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
                     "cost": cost_of(r, name),
                     "corner": int(i in corner),
                     **key_columns(r.plan, r.metrics),
-                    "allowance_s": None if r.hold is None else r.hold.allowance_s,
+                    "allowance_s": allowance_of(r, front),
+                    "allowance_from": None if allowance_of(r, front) is None else "replays" if r.hold else "carried",
                     **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools},
                 }
             )
@@ -248,9 +265,14 @@ def walk(
     end: Result | None = None
     stopped = "grid"
     solves = 0
+    carried: float | None = None  # under hold, the cheapest plan's allowance, once it is found
     while True:
         last_cap = cap
-        result = planner.solve(criterion, max_makespan=cap)
+        if isinstance(planner, HoldingPlanner) and carried is not None:
+            result = planner.solve_carried(carried, criterion, max_makespan=cap)
+        else:
+            result = planner.solve(criterion, max_makespan=cap)
+            carried = result.hold.allowance_s if result.hold is not None else None
         if diagnose and not found:
             result = diagnosed(planner.inst, result)
         solves += 1
@@ -267,7 +289,15 @@ def walk(
     step(int(max(1, spans.size)))
     points = nondominated(found, criterion)
     corners = hull_corners([r.plan.makespan_s for r in points], [cost_of(r, criterion) for r in points])
-    front = Frontier(criterion=criterion, points=points, corners=corners, stopped=stopped, end=end, cap=last_cap)
+    front = Frontier(
+        criterion=criterion,
+        points=points,
+        corners=corners,
+        stopped=stopped,
+        end=end,
+        cap=last_cap,
+        carried_allowance_s=carried if len(points) > 1 else None,
+    )
     return front, solves
 
 

@@ -175,6 +175,11 @@ class HoldingPlanner:
             result.message = unconverged_message(why, rounds, used, lateness, allowance)
         return result
 
+    def solve_carried(self, allowance: float, objective: str | None = None, **restrictions) -> Result:
+        """One solve on the hold basis's rows with a given allowance, ``T + allowance <= deadline``, and no
+        replays: a frontier's faster points carry the allowance of its cheapest plan (drivers.frontier)."""
+        return self.planner.solve(objective, allowance=allowance, **restrictions)
+
     def steady_optimum(self, objective: str | None, restrictions: dict, clock: Stopwatch) -> Result:
         """The steady_state optimum of the same instance under the same restrictions (MODEL §11's price),
         within what ``clock`` has left."""

@@ -19,10 +19,11 @@ def shown_corners(corners: list[int], show_all: bool = False, most: int = CORNER
     return [corners[i] for i in picks]
 
 
-def _allowance(result) -> str:
-    """A frontier point's run-variance allowance (MODEL §11), marked when its replays did not converge."""
+def _allowance(result, carried: float | None) -> str:
+    """A frontier point's run-variance allowance (MODEL §11): from its own replays (marked when they did not
+    converge), or the cheapest plan's, carried (marked *)."""
     if result.hold is None:
-        return "—"
+        return "—" if carried is None else f"{carried:,.0f} s*"
     return f"{result.hold.allowance_s:,.0f} s" + ("" if result.hold.allowance_converged else " ✗")
 
 
@@ -51,7 +52,7 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
         table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
         per_day = "$/day saved" if name == "total_cost" else "$/h per day"
         simulated = bool(front.simulations)
-        held = any(r.hold is not None for r in front.points)
+        held = front.carried_allowance_s is not None or any(r.hold is not None for r in front.points)
         for col in (
             "#",
             "makespan",
@@ -89,13 +90,19 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
                 f"${plan.hourly_cost:,.0f}",
                 f"${plan.total_cost:,.0f}",
                 f"{met.time_margin:.2%}",
-                *((_allowance(front.points[i]),) if held else ()),
+                *((_allowance(front.points[i], front.carried_allowance_s),) if held else ()),
                 "—" if price is None else f"${price:,.0f}",
             ]
             if simulated:
                 row += _simulated_cells(front.simulations.get(i))
             table.add_row(*row)
         fitted(console, table)
+        if front.carried_allowance_s is not None:
+            console.print(
+                "* the allowance the cheapest plan's replays set, carried by every faster plan (not replayed; "
+                "--simulate R replays the corners shown)",
+                markup=False,
+            )
         if len(shown) < len(front.corners):
             console.print(
                 f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "

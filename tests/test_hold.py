@@ -379,18 +379,25 @@ def test_the_diagnosis_says_when_only_the_hold_basis_has_no_plan(tmp_path):
     assert held and "steady_state basis has one" in held[0] and "start-up alone adds" in held[0]
 
 
-def test_frontier_points_under_hold_state_their_allowance_and_pass_their_replays():
+def test_frontier_points_under_hold_carry_the_cheapest_plans_allowance_and_pass_their_own_replays():
     from drivers.frontier import csv_rows, frontiers
 
     inst = small(**{"workload.iterations": 20})
     found = frontiers(inst, ("total_cost",))
-    points = found.frontiers["total_cost"].points
-    assert points
-    for r in points:
-        assert r.hold is not None and r.hold.allowance_converged
-        assert r.plan.makespan_s + r.hold.lateness_s <= inst.schedule.deadline * (1 + 1e-9)
-        assert verify_plan(inst, r.plan, r.hold.allowance_s).ok
-    assert all(row["allowance_s"] is not None for row in csv_rows(found))
+    front = found.frontiers["total_cost"]
+    *faster, cheapest = front.points
+    assert faster and cheapest.hold is not None and cheapest.hold.allowance_converged
+    assert front.carried_allowance_s == cheapest.hold.allowance_s
+    seeds = [inst.planning.seed + i for i in range(inst.planning.replays)]
+    for r in faster:
+        assert r.hold is None  # carried, not replayed
+        assert verify_plan(inst, r.plan, front.carried_allowance_s).ok
+        replays = run_replays(setup_of(inst, r.plan, r.metrics), seeds)  # what its own round would replay
+        lateness = np.sort(replays.makespans - r.plan.makespan_s)[inst.planning.order - 1]
+        assert r.plan.makespan_s + lateness <= inst.schedule.deadline  # it passes its own replays
+    rows = csv_rows(found)
+    assert [row["allowance_from"] for row in rows] == ["carried"] * len(faster) + ["replays"]
+    assert all(row["allowance_s"] == front.carried_allowance_s for row in rows)
 
 
 def test_a_plan_file_names_its_basis_and_allowance(tmp_path):
