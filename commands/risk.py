@@ -61,8 +61,8 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     inst = load_with_edits(instance, with_basis(edits, basis))
     if inst.uncertainty is None:
         raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (docs/model.md §9)")])
-    inst, plan, metrics = plan_to_replay(inst, plan_file)
-    report = assess(inst, plan, samples, seed)
+    inst, plan, metrics, allowance = plan_to_replay(inst, plan_file)
+    report = assess(inst, plan, samples, seed, allowance)
     if replays:
         with SolvingBar("replaying scenarios", show_bar(as_json), after_s=PROGRESS_AFTER_S) as bar:
             report.replays = replay(inst, plan, metrics, report, replays, sim_iterations, on_progress=bar)

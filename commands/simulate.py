@@ -27,9 +27,10 @@ MAX_REPLICATIONS = 10**4  # simulate --replications, solve/compare/frontier --si
 
 
 def plan_to_replay(inst, plan_file: str | None):
-    """(instance, plan, metrics): the plan of ``--plan`` (checked against the instance on the basis the plan was
-    sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's metrics;
-    exits with the solve's code when there is no optimal plan."""
+    """(instance, plan, metrics, allowance): the plan of ``--plan`` (checked against the instance on the basis the
+    plan was sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's
+    metrics and its allowance Δ (MODEL §11; 0 under steady_state); exits with the solve's code when there is no
+    optimal plan."""
     from simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan_file is not None:
@@ -38,7 +39,7 @@ def plan_to_replay(inst, plan_file: str | None):
         basis, allowance = basis_of(plan_file, data)
         if basis != inst.planning.basis:
             inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
-        return inst, plan, checked_metrics(inst, plan, plan_file, allowance)
+        return inst, plan, checked_metrics(inst, plan, plan_file, allowance), allowance
     from drivers.hold import solve_planned
 
     result = solve_planned(inst)
@@ -49,7 +50,7 @@ def plan_to_replay(inst, plan_file: str | None):
             err=True,
         )
         sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
-    return inst, result.plan, result.metrics
+    return inst, result.plan, result.metrics, result.hold.allowance_s if result.hold is not None else 0.0
 
 
 @click.command()
@@ -146,7 +147,7 @@ def simulate(
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
-    inst, plan, metrics = plan_to_replay(inst, plan_file)
+    inst, plan, metrics, _ = plan_to_replay(inst, plan_file)
     if seed is None:
         from simulate.verdicts import fresh_seed
 

@@ -54,8 +54,10 @@ def render_risk(console, risk: Risk) -> None:
         "total cost", *(money(cost[k]) if math.isfinite(cost[k]) else "∞" for k in ("mean", "p50", "p90", "p99"))
     )
     fitted(console, summary)
+    allowance = risk.outcome.allowance
+    held = f" with the plan's run-variance allowance of {allowance:,.0f} s (docs/model.md §11)" if allowance else ""
     console.print(
-        f"on time: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); "
+        f"on time{held}: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); "
         f"expected lateness {duration(float(np.mean(risk.outcome.lateness)))}"
     )
     _render_factors(console, risk)

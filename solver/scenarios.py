@@ -252,16 +252,18 @@ class Outcome:
     deadline: np.ndarray  # the scenario's deadline, s
     hourly_cost: np.ndarray  # $/h, at the scenario's prices
     total_cost: np.ndarray  # hourly_cost · T_s / 3600, $
-    on_time: np.ndarray  # bool: T_s <= deadline
+    on_time: np.ndarray  # bool: T_s + allowance <= deadline
+    allowance: float = 0.0  # MODEL §11's run-variance allowance Δ of a plan sized under hold, s
 
     @property
     def lateness(self) -> np.ndarray:
-        """max(0, T_s - deadline), s."""
-        return np.maximum(self.makespan - self.deadline, 0.0)
+        """max(0, T_s + Δ - deadline), s: zero exactly where the scenario is on time."""
+        return np.maximum(self.makespan + self.allowance - self.deadline, 0.0)
 
 
-def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
-    """``plan`` (a :class:`models.result.Plan` that fits ``inst``) in every scenario of ``scen``.
+def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> Outcome:
+    """``plan`` (a :class:`models.result.Plan` that fits ``inst``) in every scenario of ``scen``; on time iff
+    ``T_s + allowance <= deadline`` (``allowance``: the plan's Δ under hold, MODEL §11).
 
     Its capacity is fixed; its realised cadence ``L_s`` is the smallest ``L' >= L`` at which §3's
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:
@@ -290,7 +292,8 @@ def evaluate(inst: Instance, plan, scen: Scenarios) -> Outcome:
         deadline=v.deadline,
         hourly_cost=hourly,
         total_cost=hourly * makespan / 3600.0,
-        on_time=makespan <= v.deadline * (1 + REL_TOL),
+        on_time=makespan + allowance <= v.deadline * (1 + REL_TOL),
+        allowance=allowance,
     )
 
 

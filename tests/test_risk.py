@@ -21,6 +21,7 @@ from scipy import stats
 from cli import main
 from drivers.risk import assess
 from models.load import read_document, validate
+from models.result import Plan
 from solver import scenarios as sc
 from solver import verify_laws as laws
 from solver.scenario_hosts import _hosts, _lp, room
@@ -391,3 +392,32 @@ def test_an_empirical_occupancy_is_scaled_as_a_whole():
     out = sc.evaluate(inst, plan, scen)
     assert out.cadence[0] == plan.cadence_s and out.on_time[0]
     assert out.cadence[1] > plan.cadence_s and not out.on_time[1]
+
+
+def test_an_allowance_counts_against_every_scenario_and_risk_reads_it_from_a_hold_plan(tmp_path):
+    """Under hold a scenario is on time iff T_s + Δ <= deadline (MODEL §11): with Δ the on-time set shrinks
+    to exactly those scenarios, lateness is zero exactly there, and `risk --plan` of a hold result uses its Δ."""
+    inst = validate(read_document(UNCERTAIN), str(UNCERTAIN))
+    plan = optimum(inst)
+    scen = sc.draw(inst, 400, seed=2)
+    bare = sc.evaluate(inst, plan, scen)
+    slack = (bare.deadline - bare.makespan)[bare.on_time]
+    allowance = float(np.median(slack))
+    held = sc.evaluate(inst, plan, scen, allowance)
+    assert np.array_equal(held.on_time, bare.makespan + allowance <= bare.deadline * (1 + 1e-9))
+    assert 0 < held.on_time.sum() < bare.on_time.sum()
+    assert np.array_equal(held.lateness == 0, held.on_time)
+    solved = CliRunner().invoke(main, ["solve", str(UNCERTAIN), "--json", "--no-levers", "--basis", "hold"])
+    result = json.loads(solved.output)
+    assert result["hold"]["allowance_s"] > 0
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(solved.output)
+    out = CliRunner().invoke(main, ["risk", str(UNCERTAIN), "--plan", str(plan_file), "--samples", "400", "--json"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output)
+    assert report["allowance_s"] == result["hold"]["allowance_s"]
+    hold = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "hold"})})
+    expected = sc.evaluate(hold, Plan.model_validate(result["plan"]), sc.draw(hold, 400), report["allowance_s"])
+    assert report["on_time_probability"] == pytest.approx(float(expected.on_time.mean()))
+    text = CliRunner().invoke(main, ["risk", str(UNCERTAIN), "--plan", str(plan_file), "--samples", "400"])
+    assert "run-variance allowance" in text.output
