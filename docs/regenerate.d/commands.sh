@@ -5,7 +5,7 @@ show docs/commands/solve.txt trainground solve instances/seed-week-75.yaml
 show docs/commands/solve-infeasible.txt "trainground solve instances/seed-week-75.yaml --set 'inference.shapes[0].tokens_per_gpu_s=40'"
 show docs/commands/solve-json.txt "trainground solve instances/seed-week-75.yaml --json | head -n 24"
 show docs/commands/schema.txt "trainground schema > trainground.schema.json; python -c 'import json; print(*json.load(open(\"trainground.schema.json\"))[\"properties\"])'"
-show docs/commands/frontier.txt trainground frontier instances/seed-week-75.yaml --basis steady_state --out out/frontier
+show docs/commands/frontier.txt trainground frontier instances/seed-week-75.yaml --out out/frontier
 cp "$SCRATCH/out/frontier/frontier.png" "$ROOT/docs/commands/frontier-seed-week-75.png"
 show docs/commands/compare-pinned.txt trainground compare instances/seed-week-75.yaml --baseline-inference-gpus 3000 --cadence 500
 show docs/commands/sweep-a2.txt "trainground sweep instances/a2-scan.yaml --set 'inference.shapes[0].tokens_per_gpu_s=1000,2000' --set 'environment.node_types[0].density.container=1048,3200' --out out/a2-scan"
