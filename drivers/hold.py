@@ -21,6 +21,7 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -69,22 +70,30 @@ class ReplayCache:
         self.replayed = 0  # replications actually run
         self.seconds = 0.0  # wall time of the replays run
 
-    def replays(self, setup: Setup, seeds: list[int]) -> Replays:
+    def replays(self, setup: Setup, seeds: list[int], stop: Callable[[], bool] | None = None) -> Replays:
+        """The replays of ``setup`` with ``seeds``, run once; ``stop``: asked before each replay starts, True
+        ends the round early (its replays are then fewer than the seeds and are not kept)."""
         key = (setup_key(setup), tuple(seeds))
         found = self._store.get(key)
         if found is None:
             clock = time.perf_counter()
-            found = run_replays(setup, seeds, self.threads)
+            found = run_replays(setup, seeds, self.threads, stop)
             self.seconds += time.perf_counter() - clock
-            self.replayed += len(seeds)
-            self._store[key] = found
+            self.replayed += found.makespans.size
+            if found.makespans.size == len(seeds):
+                self._store[key] = found
         return found
 
 
-def run_replays(setup: Setup, seeds: list[int], threads: int = REPLAY_THREADS) -> Replays:
-    """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication)."""
+def run_replays(
+    setup: Setup, seeds: list[int], threads: int = REPLAY_THREADS, stop: Callable[[], bool] | None = None
+) -> Replays:
+    """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication);
+    a replay not yet started when ``stop()`` says True is skipped, so the result may hold fewer."""
 
-    def one(seed: int) -> tuple[float, float]:
+    def one(seed: int) -> tuple[float, float] | None:
+        if stop is not None and stop():
+            return None
         run = replicate(setup, seed_for(seed, 0), record=False)
         return run.makespan, run.wait_share
 
@@ -94,7 +103,8 @@ def run_replays(setup: Setup, seeds: list[int], threads: int = REPLAY_THREADS) -
             done = list(pool.map(one, seeds))
     else:
         done = [one(s) for s in seeds]
-    return Replays(np.array([d[0] for d in done]), np.array([d[1] for d in done]))
+    kept = [d for d in done if d is not None]
+    return Replays(np.array([d[0] for d in kept]), np.array([d[1] for d in kept]))
 
 
 def replay_seeds(inst: Instance) -> list[int]:
@@ -155,7 +165,14 @@ class HoldingPlanner:
                 break
             rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {len(seeds)} replays of the plan (allowance {allowance:,.0f} s)")
-            replays = self.cache.replays(setup_of(inst, result.plan, result.metrics), seeds)
+            replays = self.cache.replays(setup_of(inst, result.plan, result.metrics), seeds, clock.expired)
+            if replays.makespans.size < len(seeds):  # the time limit ran out during this round's replays
+                why = "time"
+                if last is None:
+                    last = (result, replays, math.inf, allowance)
+                else:
+                    rounds -= 1  # the plan returned is the previous round's, whose replays all ran
+                break
             lateness = order_statistic(replays.makespans - result.plan.makespan_s, k)
             last = (result, replays, lateness, allowance)
             if result.plan.makespan_s + lateness <= deadline:
@@ -167,12 +184,12 @@ class HoldingPlanner:
         result, replays, lateness, used = last
         result.timings = spent  # every round's solve, not only the last
         converged = result.plan.makespan_s + lateness <= deadline
-        steady = self.steady_optimum(objective, restrictions, clock)
+        steady = None if clock.expired() else self.steady_optimum(objective, restrictions, clock)
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
         if not converged:
             result.status = Status.TIME_LIMIT
-            result.message = unconverged_message(why, rounds, used, lateness, allowance)
+            result.message = unconverged_message(why, rounds, used, lateness, allowance, replays.makespans.size)
         return result
 
     def solve_carried(self, allowance: float, objective: str | None = None, **restrictions) -> Result:
@@ -191,8 +208,16 @@ class HoldingPlanner:
         return self._steady.solve(objective, time_limit=clock.remaining(), **restrictions)
 
 
-def unconverged_message(why: str, rounds: int, used: float, lateness: float, allowance: float) -> str:
-    """Why the allowance loop returned a plan that does not pass its own replays."""
+def unconverged_message(
+    why: str, rounds: int, used: float, lateness: float, allowance: float, replayed: int | None = None
+) -> str:
+    """Why the allowance loop returned a plan that does not pass its own replays (``replayed``: how many of the
+    last round's replays ran, when the time limit cut them short)."""
+    if why == "time" and not math.isfinite(lateness) and replayed is not None:
+        return (
+            f"the time limit ran out during round {rounds}'s replays ({replayed} run): the plan solved with "
+            f"allowance {used:,.0f} s is not known to hold"
+        )
     late = "never finishes in its replays" if not math.isfinite(lateness) else f"has D_(k) = {lateness:,.0f} s"
     head = f"the last plan that was solved (allowance {used:,.0f} s) {late}, beyond its slack"
     if why == "infeasible":
@@ -216,7 +241,7 @@ def hold_report(
     its last batch are null where they would be infinite)."""
     p = inst.planning
     spans = replays.makespans
-    finished = bool(np.isfinite(spans).all())
+    finished = spans.size > 0 and bool(np.isfinite(spans).all())
     on_time = int(np.count_nonzero(spans <= inst.schedule.deadline))
     costs = plan.hourly_cost * spans / 3600.0
 
@@ -232,10 +257,10 @@ def hold_report(
         on_time_target=p.on_time,
         lateness_s=float(lateness) if math.isfinite(lateness) else None,
         allowance_converged=converged,
-        on_time_share=on_time / spans.size,
-        on_time_interval=list(wilson(on_time, int(spans.size))),
+        on_time_share=on_time / spans.size if spans.size else 0.0,
+        on_time_interval=list(wilson(on_time, int(spans.size))) if spans.size else [0.0, 1.0],
         makespan_s={"p50": pct(spans, 50), "p90": pct(spans, 90), "max": float(spans.max()) if finished else None},
-        sandbox_wait_share=float(replays.wait_shares.mean()),
+        sandbox_wait_share=float(replays.wait_shares.mean()) if spans.size else None,
         expected_total_cost=float(costs.mean()) if finished else None,
         p90_total_cost=pct(costs, 90),
         steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,

@@ -164,7 +164,9 @@ class HoldReport(Out):
     on_time_share: float = Field(description="share of the final replays that ended by the deadline")
     on_time_interval: list[float] = Field(description="Wilson 95 % interval of on_time_share")
     makespan_s: dict[str, float | None] = Field(description="p50, p90 and max of the replays' makespans, s")
-    sandbox_wait_share: float = Field(description="mean share of attempts that waited for a sandbox, over the replays")
+    sandbox_wait_share: float | None = Field(
+        description="mean share of attempts that waited for a sandbox, over the replays (null: none ran)"
+    )
     expected_total_cost: float | None = Field(description="mean of hourly_cost · replay makespan / 3600, $")
     p90_total_cost: float | None = Field(description="p90 of the replays' realised total cost, $")
     steady_state_total_cost: float | None = Field(

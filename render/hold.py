@@ -11,11 +11,17 @@ def render_hold(console, result) -> None:
     on_time = round(hold.on_time_share * hold.replays)
     rounds = f"{hold.rounds} round{'s' if hold.rounds != 1 else ''}"
     verdict = "holds" if hold.allowance_converged else "does NOT hold"
+    if hold.allowance_converged:
+        claim = (
+            f"so a fresh replay is on time with probability >= {hold.order / (hold.replays + 1):.0%} "
+            f"(order statistic k = {hold.order})"
+        )
+    else:
+        claim = f"short of the {hold.order} its order statistic asks for"
+    waits = "n/a" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts"
     console.print(
         f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); on time "
-        f"in {on_time} of the {hold.replays} replays that set it, so a fresh replay is on time with probability "
-        f">= {hold.order / (hold.replays + 1):.0%} (order statistic k = {hold.order}); sandbox waits "
-        f"{hold.sandbox_wait_share:.2%} of attempts",
+        f"in {on_time} of the {hold.replays} replays that set it, {claim}; sandbox waits {waits}",
         markup=False,
     )
     expected = "n/a" if hold.expected_total_cost is None else money(hold.expected_total_cost)

@@ -18,10 +18,19 @@ from solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, NEWTON_STEP_TOL, REL_TO
 _STANDARD_NORMAL = NormalDist()
 
 
+SCIPY_NDTR_FROM = 1 << 20  # values per call from which ndtr uses scipy's ufunc (see ndtr)
+
+
 def ndtr(x):
     """Standard normal CDF, vectorised: math.erfc keeps full precision in both tails, mapped over the
-    array's values as Python floats (faster than a ufunc over an object array)."""
+    array's values as Python floats (faster than a ufunc over an object array). From SCIPY_NDTR_FROM values
+    on (fine cadence grids: a million pairs' start-up quadrature), scipy's ufunc, equally precise: mapping
+    costs about 0.1 s per million values, importing scipy beside pyomo about a second once."""
     x = np.asarray(x, dtype=float)
+    if x.size >= SCIPY_NDTR_FROM:
+        from scipy.special import ndtr as ufunc
+
+        return np.asarray(ufunc(x))
     values = np.fromiter(map(math.erfc, (-x / math.sqrt(2.0)).ravel().tolist()), dtype=float, count=x.size)
     return np.asarray(0.5 * values.reshape(x.shape))
 
@@ -345,14 +354,47 @@ def fill(
         knots, level, ramp = _empirical_ramp(occ, group_size if independent else 1)
         i = np.clip(np.searchsorted(ramp, target, side="left") - 1, 0, knots.size - 1)
         return knots[i] + (target - ramp[i]) / level[i]
-    t = target + group_completion_mean(occ, group_size, correlation)
+    t = np.array(target + group_completion_mean(occ, group_size, correlation), dtype=float)
+    target = np.broadcast_to(target, t.shape)
+    flat, goal = t.reshape(-1), target.reshape(-1)
+    if flat.size > FILL_COARSE_FROM:  # start each rate at the fill of a slower rate: above its root, and close
+        flat[:] = _fill_above(
+            occ,
+            np.asarray(attempts_per_s, dtype=float).reshape(-1),
+            goal,
+            flat,
+            group_size,
+            intake_rate,
+            batch_trajectories,
+            correlation,
+        )
+    live = np.arange(flat.size)  # the rates whose Newton step has not yet fallen below the tolerance
     for _ in range(100):
-        slope = group_completion_cdf(occ, t, group_size, correlation)
-        step = (completed_group_time(occ, t, group_size, correlation) - target) / np.maximum(slope, 1e-300)
-        t = np.maximum(t - np.maximum(step, 0.0), target)
-        if np.all(step <= NEWTON_STEP_TOL * t):
+        here = flat[live]
+        slope = group_completion_cdf(occ, here, group_size, correlation)
+        step = (completed_group_time(occ, here, group_size, correlation) - goal[live]) / np.maximum(slope, 1e-300)
+        flat[live] = np.maximum(here - np.maximum(step, 0.0), goal[live])
+        live = live[step > NEWTON_STEP_TOL * flat[live]]
+        if live.size == 0:
             break
-    return t
+    return t if t.ndim else float(t)
+
+
+FILL_COARSE_FROM = 4096  # rates per fill call from which Newton starts at a coarse subset's fills
+FILL_COARSE_EVERY = 64  # one rate in this many (in rate order) is solved first
+
+
+def _fill_above(occ, rates, goal, start, group_size, intake_rate, batch_trajectories, correlation):
+    """Newton starts for :func:`fill` at many rates: the fill is decreasing in the rate, so the fill at the
+    nearest slower rate of a coarse subset (every FILL_COARSE_EVERY-th in rate order, the slowest included)
+    is at or above each rate's root, where Newton descends from, and near it on a fine grid of rates."""
+    order = np.argsort(rates, kind="stable")
+    coarse = order[::FILL_COARSE_EVERY]
+    upper = np.empty_like(start)
+    upper[order] = np.repeat(
+        fill(occ, rates[coarse], batch_trajectories, group_size, intake_rate, correlation), FILL_COARSE_EVERY
+    )[: order.size]
+    return np.clip(upper, goal, start)
 
 
 def run_fill(inst: Instance, attempts_per_s):

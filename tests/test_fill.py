@@ -107,3 +107,24 @@ def test_group_completion_mean_is_the_max_of_g_lifetimes():
     samples = [3.0, 5.0, 5.0, 11.0]
     brute = np.mean([max(c) for c in np.array(np.meshgrid(*[samples] * 3)).reshape(3, -1).T])
     assert calc.group_completion_mean(calc.empirical(samples), 3, "independent") == pytest.approx(brute, rel=1e-12)
+
+
+@pytest.mark.parametrize("correlation", ["independent", "comonotone"])
+def test_fill_at_many_rates_started_from_a_coarse_subset_is_each_rates_own(correlation):
+    """Above FILL_COARSE_FROM rates, Newton starts at the fill of a slower rate of a coarse subset: the roots
+    are the ones each rate's own solve finds (rates shuffled, repeated, and spanning two decades)."""
+    rng = np.random.default_rng(4)
+    rates = rng.permutation(np.concatenate((np.geomspace(0.5, 60, calc.FILL_COARSE_FROM + 900), [10.455] * 7)))
+    many = calc.fill(SEED_OCC, rates, 4096, 8, 0.9, correlation)
+    picked = rng.choice(rates.size, 60, replace=False)
+    one = np.array([calc.fill(SEED_OCC, rates[i], 4096, 8, 0.9, correlation) for i in picked])
+    assert many[picked] == pytest.approx(one, rel=1e-12)
+    order = np.argsort(rates)
+    assert np.all(np.diff(many[order]) <= 1e-9 * many[order][1:])  # slower rates fill later
+
+
+def test_ndtr_for_large_arrays_is_the_erfc_map():
+    x = np.linspace(-30, 12, calc.SCIPY_NDTR_FROM)
+    fast = calc.ndtr(x)
+    sample = slice(None, None, 4099)
+    assert fast[sample] == pytest.approx(calc.ndtr(x[sample]), rel=1e-13)

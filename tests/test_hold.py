@@ -245,7 +245,7 @@ def test_an_allowance_that_does_not_converge_is_a_time_limit(monkeypatch):
 def test_replays_that_never_finish_give_null_figures_and_valid_json(monkeypatch):
     import drivers.hold
 
-    def never(setup, seeds, threads=1):
+    def never(setup, seeds, threads=1, stop=None):
         return drivers.hold.Replays(np.full(len(seeds), np.inf), np.zeros(len(seeds)))
 
     monkeypatch.setattr(drivers.hold, "run_replays", never)
@@ -415,3 +415,24 @@ def test_a_plan_file_names_its_basis_and_allowance(tmp_path):
     bad.write_text(json.dumps({**result, "basis": "hold", "hold": {"allowance_s": "soon"}}))
     refused = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(bad)])
     assert refused.exit_code == 2 and "hold.allowance_s" in refused.output
+
+
+def test_a_time_limit_that_runs_out_during_the_replays_stops_them_and_says_so():
+    """The replays ask the clock before each one starts: once it has run out, the round stops, the plan
+    is returned as time_limit with the replays that ran (none here), and no steady-state solve follows."""
+    from solver.stopwatch import Stopwatch
+
+    class RunsOutAtTheReplays(Stopwatch):
+        noted = False
+
+        def note(self, text: str) -> None:
+            self.noted = self.noted or ": round 1," in text  # said just before round 1's replays
+
+        def expired(self) -> bool:
+            return self.noted
+
+    result = HoldingPlanner(small(), clock=RunsOutAtTheReplays()).solve()
+    assert result.status == "time_limit" and result.plan is not None
+    assert result.hold.replays == 0 and result.hold.sandbox_wait_share is None
+    assert "ran out during round 1's replays (0 run)" in result.message
+    assert result.hold.steady_state_total_cost is None and not result.hold.allowance_converged
