@@ -65,8 +65,13 @@ def sandbox_lower_bound(
     columns = [j for j, _ in active]
     local = np.array([1 - env.cloud.eligible_share.get(b.name, 0.0) for _, b in active])
     loads = np.stack([pairs.inflight[:, columns], local * pairs.peak[:, columns]])  # (split, pair, backend)
-    with np.errstate(invalid="ignore"):
-        bound = np.where(loads[..., None] > 0, loads[..., None] * cheapest, 0.0).sum(axis=2)  # (split, pair, row)
+    bound = np.empty((*loads.shape[:2], len(resources)))  # (split, pair, row): Σ_b load_b · cheapest_b,row
+    for r in range(len(resources)):
+        price = cheapest[:, r]
+        finite = np.isfinite(price)
+        bound[..., r] = loads[..., finite] @ price[finite]
+        if not finite.all():  # a backend no node type runs on this row: any load of it has no local home
+            bound[..., r][(loads[..., ~finite] > 0).any(axis=-1)] = np.inf
     if len(env.node_types) == 1 and env.node_types[0].hour_cost > 0:
         # one node type: the bound is its price times a node count, which is an integer
         price_node = env.node_types[0].hour_cost
