@@ -7,6 +7,13 @@ timing: the whole `trainground solve instances/seed-week-75.yaml --no-levers --j
 wall-clock seconds, the median CPU seconds (the command and its children; the replays run on threads), and
 the ratio hold / steady_state.
 
+frontier: the whole `trainground frontier instances/seed-week-75.yaml` on each basis (median wall and CPU
+of ``--repeats`` runs, the points found, the ratio hold / steady_state).
+
+finegrid: `solve instances/seed-two-pools.yaml --set schedule.cadence.step=0.01s --time-limit 20` on each
+basis, ``--repeats`` runs: wall seconds, peak memory (maximum resident set of the command), the status, the
+gap and the plan's cost (the same plan in every run or not).
+
 acceptance: for each instance below, the plan `solve` prints under hold, replayed by
 `simulate --plan PLAN --replications R --seed S` with seeds the allowance was not tuned on (replay i of
 the allowance used seed planning.seed + i; simulate's replication r of seed S draws from (S, r)): the
@@ -77,6 +84,44 @@ def timing(repeats: int) -> None:
     print(f"hold / steady_state: {wall_ratio:.2f}x wall, {cpu_ratio:.2f}x cpu")
 
 
+def frontier(repeats: int) -> None:
+    print("whole `frontier instances/seed-week-75.yaml`, medians of", repeats)
+    print(f"{'basis':<14} {'wall s':>8} {'cpu s':>8}  points (total, hourly)")
+    medians = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for basis in ("steady_state", "hold"):
+            walls, cpus, points = [], [], ""
+            for _ in range(repeats):
+                args = [str(TRAINGROUND), "frontier", SEED, "--json", "--out", scratch, "--basis", basis]
+                wall, cpu, done = timed(args)
+                if done.returncode != 0:
+                    sys.exit(f"frontier --basis {basis} failed: {done.stderr.strip()}")
+                walls.append(wall)
+                cpus.append(cpu)
+                fronts = json.loads(done.stdout)["frontiers"]
+                points = ", ".join(str(len(f["points"])) for f in fronts.values())
+            medians[basis] = statistics.median(walls)
+            print(f"{basis:<14} {medians[basis]:>8.2f} {statistics.median(cpus):>8.2f}  {points}")
+    print(f"hold / steady_state: {medians['hold'] / medians['steady_state']:.2f}x wall")
+
+
+def finegrid(repeats: int) -> None:
+    print("`solve instances/seed-two-pools.yaml --set schedule.cadence.step=0.01s --time-limit 20`")
+    print(f"{'basis':<14} {'wall s':>8} {'peak MB':>8}  status       gap     total cost")
+    for basis in ("steady_state", "hold"):
+        for _ in range(repeats):
+            args = ["/usr/bin/time", "-f", "%M", str(TRAINGROUND), "solve", "instances/seed-two-pools.yaml"]
+            args += ["--set", "schedule.cadence.step=0.01s", "--time-limit", "20", "--no-levers", "--json"]
+            wall, _, done = timed([*args, "--basis", basis])
+            peak = int(done.stderr.strip().splitlines()[-1]) / 1024
+            result = json.loads(done.stdout)
+            cost = (result.get("plan") or {}).get("total_cost")
+            gap = result.get("mip_gap")
+            gap_text = "—" if gap is None else f"{gap:.2%}"
+            cost_text = "—" if cost is None else f"${cost:,.0f}"
+            print(f"{basis:<14} {wall:>8.2f} {peak:>8.0f}  {result['status']:<12} {gap_text:>6} {cost_text:>14}")
+
+
 def acceptance(replications: int, seed: int) -> None:
     print(f"fresh replays: simulate --replications {replications} --seed {seed} of the plan solve prints (hold)")
     head = f"{'instance':<32} {'on time':>8} {'wait share':>10} {'allowance s':>11} {'rounds':>6} {'price':>7}"
@@ -113,7 +158,8 @@ def acceptance(replications: int, seed: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", nargs="+", default=["timing", "acceptance"], choices=["timing", "acceptance"])
+    sections = ["timing", "frontier", "finegrid", "acceptance"]
+    parser.add_argument("--sections", nargs="+", default=sections, choices=sections)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--replications", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1000)
@@ -121,6 +167,10 @@ def main() -> None:
     print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]))
     if "timing" in args.sections:
         timing(args.repeats)
+    if "frontier" in args.sections:
+        frontier(args.repeats)
+    if "finegrid" in args.sections:
+        finegrid(args.repeats)
     if "acceptance" in args.sections:
         acceptance(args.replications, args.seed)
 
