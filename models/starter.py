@@ -38,7 +38,13 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
             "count_startup": False,
         },
         "gpu_pools": [
-            {"name": name, "gpus": 10000, "gpu_hour_cost": 2.0 + 0.5 * i, "billing": "used"}
+            {
+                "name": name,
+                "gpus": 10000,
+                "gpu_hour_cost": 2.0 + 0.5 * i,
+                "billing": "used",
+                "preemptions_per_hour": None,
+            }
             for i, name in enumerate(pool_names)
         ],
         "inference": {
@@ -123,4 +129,12 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
             ],
         },
         "planning": {"basis": "hold", "on_time": 0.9, "sandbox_wait": 0.01, "replays": 16, "seed": 0},
+        "reliability": {
+            "gpu_mtbf": "50000h",
+            "restart_time": "15m",
+            "checkpoint_time": "60s",
+            "checkpoint_interval": "auto",
+            "replica_restart_time": "5m",
+            "weight_sync_time": "16s",
+        },
     }
