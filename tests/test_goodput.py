@@ -128,3 +128,32 @@ def test_weight_sync_longer_than_every_cadence_is_diagnosed(tmp_path):
     result = json.loads(output)
     assert result["status"] == "infeasible"
     assert "weight sync" in result["diagnosis"]["conflict"]
+
+
+def test_risk_and_confidence_with_reliability_are_refused_with_exit_2(tmp_path):
+    data = yaml.safe_load((SEED.parent / "seed-week-75-uncertain.yaml").read_text())
+    data["planning"] = {"basis": "steady_state"}
+    data["reliability"] = SECTION
+    code, output = run(["solve", "--confidence", "0.8"], tmp_path, data)
+    assert code == 2 and "reliability" in output and "confidence solves" in output, output
+    code, output = run(["risk"], tmp_path, data)
+    assert code == 2 and "reliability" in output and "risk" in output, output
+
+
+def test_reliability_levers_save_money_and_buy_the_time_goodput_gives():
+    from drivers.levers import levers
+
+    inst = validate(seed(**SECTION), "seed.yaml")
+    result = solve_instance(inst)
+    found = levers(inst, result)
+    gamma, mtbf = result.metrics.training_goodput, result.metrics.mtbf_training_s
+    restart = found.lever("reliability.restart_time")
+    checkpoint = found.lever("reliability.checkpoint_time")
+    assert (restart.after, checkpoint.after) == (450.0, 30.0)
+    # Faster recovery never costs more, and the time it frees at this plan is the goodput's own arithmetic.
+    assert restart.saving >= 0 and checkpoint.saving >= 0
+    tau = result.metrics.checkpoint_interval_s
+    faster = 1 - 60 / tau - (450 + tau / 2) / mtbf
+    assert restart.buys_s == pytest.approx(result.plan.makespan_s * (1 - gamma / faster))
+    assert checkpoint.buys_s > 0
+    assert found.lever("schedule.deadline").buys_s is None

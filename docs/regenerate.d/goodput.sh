@@ -9,3 +9,4 @@ show docs/goodput/failure-free.txt "trainground solve instances/seed-week-75.yam
 show docs/goodput/sweep.txt "trainground sweep instances/seed-week-spot.yaml --basis steady_state --set 'gpu_pools[1].preemptions_per_hour=0,0.25,0.5,1,1.5,2,3' --out out/goodput-sweep | cut -c1-134 | sed 's#out/goodput-sweep/#out/#g'"
 cp "$SCRATCH/out/goodput-sweep/sweep-gpu-pools-1-preemptions-per-hour.png" "$ROOT/docs/goodput-preemption-sweep.png"
 show docs/goodput/no-progress.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --set reliability.gpu_mtbf=500h | sed -n '1,6p'"
+show docs/goodput/levers.txt "trainground solve instances/seed-week-spot.yaml --basis steady_state | grep -E '^  (restart|checkpoint) time'"
