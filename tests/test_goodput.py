@@ -157,3 +157,18 @@ def test_reliability_levers_save_money_and_buy_the_time_goodput_gives():
     assert restart.buys_s == pytest.approx(result.plan.makespan_s * (1 - gamma / faster))
     assert checkpoint.buys_s > 0
     assert found.lever("schedule.deadline").buys_s is None
+
+
+def test_more_reliable_gpus_and_faster_recovery_never_cost_more():
+    costs = [
+        solve_instance(validate(seed(**{**SECTION, "gpu_mtbf": f"{hours}h"}), "seed.yaml")).plan.total_cost
+        for hours in (20_000, 50_000, 200_000)
+    ]
+    assert costs[0] >= costs[1] >= costs[2]
+    plain = solve_instance(validate(seed(), "seed.yaml")).plan.total_cost
+    assert costs[2] >= plain
+    restarts = [
+        solve_instance(validate(seed(**{**SECTION, "restart_time": r}), "seed.yaml")).plan.total_cost
+        for r in ("1h", "15m", "0s")
+    ]
+    assert restarts[0] >= restarts[1] >= restarts[2] >= plain
