@@ -36,7 +36,7 @@ Edit the numbers to your run, then: trainground solve {file}
 def init(pools: int, backends: str, out: str | None, force: bool) -> None:
     """Write a commented starter instance (YAML) with every field present and explained."""
     from models.fields import field_docs
-    from models.starter import starter_document
+    from models.starter import optional_sections, starter_document
     from render.starter import commented_yaml
     from simulate.output import write_atomic
 
@@ -52,7 +52,9 @@ def init(pools: int, backends: str, out: str | None, force: bool) -> None:
             )
         if Path(out).exists() and not force:
             raise click.BadParameter(f"{out} exists; give --force to overwrite it", param_hint="--out")
-    text = commented_yaml(starter_document(pools, names), field_docs(), HEADER.format(file=out or "FILE.yaml"))
+    text = commented_yaml(
+        starter_document(pools, names), field_docs(), HEADER.format(file=out or "FILE.yaml"), optional_sections()
+    )
     if out is None:
         click.echo(text, nl=False)
     else:

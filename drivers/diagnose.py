@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from drivers import screen as sc
+from drivers.diagnose_goodput import goodput_conflict
 from drivers.diagnose_pairs import cheapest_pairs
 from drivers.feasibility import Feasibility
 from drivers.findings import change_entry, findings_of, fmt
@@ -35,6 +36,8 @@ FAMILY_TEXT = {
     "max_group_drop": "max_group_drop",
     "effective_intake": "effective intake (every group dropped)",
     "pool_capacity": "pool capacity (the pools cannot supply the token demand)",
+    "goodput": "training goodput (failures leave no progress, docs/model.md §13)",
+    "weight_sync": "weight sync (the cadence is within weight_sync_time)",
 }
 
 
@@ -45,7 +48,10 @@ def diagnosed(
     loader's warnings about units, say) lead the diagnosis's own notes."""
     if result.status != "infeasible":
         return result
-    if inst.uncertainty is not None and inst.uncertainty.confidence is not None:
+    stuck = goodput_conflict(inst)
+    if stuck is not None:
+        diagnosis = stuck
+    elif inst.uncertainty is not None and inst.uncertainty.confidence is not None:
         diagnosis = confidence_diagnosis(inst, result.objective, depth, clock)
     else:
         diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)

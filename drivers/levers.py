@@ -21,13 +21,16 @@ from dataclasses import dataclass, field
 from drivers.feasibility import Feasibility
 from models.instance import Instance
 from models.result import Result
+from solver import goodput
 from solver.pairs import TableCache
 
 DAY_S = 86400.0
 # One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
-# freshness limits and budgets +10 % (counts at least +1, shares at most 1); the deadline ±1 day.
+# freshness limits and budgets +10 % (counts at least +1, shares at most 1); the deadline ±1 day; the restart
+# and checkpoint times of a reliability section halved.
 VERSIONS_STEP = 0.5
 LIMIT_STEP = 0.10
+RELIABILITY_STEP = 0.5  # a restart or a checkpoint twice as fast (MODEL §13)
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Lever:
     objective_value: float | None
     saving: float | None
     saving_share: float | None
+    buys_s: float | None = None  # a reliability lever (MODEL §13): time the change frees at the plan itself, s
 
     def to_json(self) -> dict:
         return {
@@ -60,6 +64,7 @@ class Lever:
             "objective_value": self.objective_value,
             "saving": self.saving,
             "saving_share": self.saving_share,
+            "buys_s": self.buys_s,
         }
 
 
@@ -139,7 +144,27 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
         value = getattr(inst.limits, key)
         if value is not None:
             out.append((key, f"limits.{key}", "money", value, value * (1 + LIMIT_STEP)))
+    rel = inst.reliability
+    for key, name in (("restart_time", "restart time"), ("checkpoint_time", "checkpoint time")):
+        value = getattr(rel, key) if rel is not None else 0.0
+        if value > 0:
+            out.append((name, f"reliability.{key}", "seconds", value, value * RELIABILITY_STEP))
     return out
+
+
+def time_bought(inst: Instance, result: Result, path: str, after: float) -> float | None:
+    """Seconds a reliability change frees at ``result``'s own plan (MODEL §13): its trainer-paced time
+    (T - fill - extra_time) × (1 - γ/γ'), γ' the goodput with ``path`` at ``after`` (None: not such a lever)."""
+    rel, plan = inst.reliability, result.plan
+    if rel is None or plan is None or not path.startswith("reliability."):
+        return None
+    now = float(goodput.training_terms(rel, plan.training_gpus).goodput)
+    moved = rel.model_copy(update={path.split(".", 1)[1]: after})
+    then = float(goodput.training_terms(moved, plan.training_gpus).goodput)
+    if not (now > 0 and then > 0):
+        return None
+    paced = plan.makespan_s - (plan.startup_s or 0.0) - inst.schedule.extra_time
+    return paced * (1 - now / then)
 
 
 def _more(count: int) -> int:
@@ -177,7 +202,8 @@ def levers(
         status = "invalid" if solved is None else str(solved.status)
         saving = None if value is None else base - float(value)
         share = None if saving is None or not base else saving / base
-        items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share))
+        bought = time_bought(inst, result, path, after)
+        items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share, bought))
     items.sort(key=lambda lv: (lv.saving is None, -(lv.saving or 0.0)))
     return Levers(
         objective=result.objective,

@@ -119,7 +119,7 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
         drop=d.drop,
         attempts=d.attempts,
         demand=d.attempts * w.tokens_per_attempt,
-        supply=best_supply(judge, d.groups, d.kept),
+        supply=best_supply(judge, d.groups, d.kept, d.grid),
     )
 
 

@@ -42,6 +42,7 @@ from models.environment import (
 )
 from models.freshness import Freshness
 from models.planning import Planning, with_default_basis
+from models.reliability import Reliability
 from models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
 from models.uncertainty import Uncertainty
 
@@ -210,6 +211,17 @@ class GpuPool(Strict):
             seed="used",
         ),
     )
+    preemptions_per_hour: NonNegative | None = Field(
+        None,
+        description=about(
+            "A preemptible (spot) pool: preemptions per inference replica per hour; each costs the replica "
+            "reliability.replica_restart_time and half a mean lifetime of its running attempts (MODEL §13). "
+            "Training may not be placed here; null: not preemptible",
+            unit="per replica-hour",
+            typical="0.01-0.2",
+            seed="null",
+        ),
+    )
 
 
 class Shape(Strict):
@@ -331,6 +343,16 @@ class Instance(Strict):
         ),
     )
 
+    reliability: Reliability | None = Field(
+        None,
+        description=about(
+            "Optional failures, checkpoints, replica restarts and weight sync (docs/model.md §13): the training "
+            "goodput divides the trainer-paced time, each shape's availability and the weight sync scale the "
+            "token supply; null: every GPU works the whole run",
+            seed="null",
+        ),
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _default_basis(cls, data):
@@ -345,6 +367,11 @@ class Instance(Strict):
     def counts_startup(self) -> bool:
         """The makespan counts the pipeline fill and the last update (MODEL §8): asked for, or under hold (§11)."""
         return self.schedule.count_startup or self.holds
+
+    @property
+    def reliable(self) -> bool:
+        """MODEL §13 terms apply: a reliability section or a preemptible pool."""
+        return self.reliability is not None or any(p.preemptions_per_hour is not None for p in self.gpu_pools)
 
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

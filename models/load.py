@@ -191,6 +191,16 @@ def reference_errors(inst: Instance) -> list[Problem]:
     for i, shape in enumerate(inst.inference.shapes):
         pool_ref(shape.pool, f"inference.shapes[{i}].pool")
     pool_ref(inst.training.pool, "training.pool")
+    for pool in inst.gpu_pools:
+        if pool.name == inst.training.pool and pool.preemptions_per_hour is not None:
+            problems.append(
+                Problem(
+                    "training.pool",
+                    f"'{pool.name}' is preemptible (gpu_pools: {pool.name} has preemptions_per_hour): a preempted "
+                    "trainer loses its progress since the last checkpoint; place training on a pool without "
+                    "preemptions_per_hour (docs/model.md §13)",
+                )
+            )
 
     def backend_refs(mapping: dict[str, float], where: str) -> None:
         for key in mapping:

@@ -24,6 +24,7 @@ RULES: dict[str, tuple[float, str, tuple[str, ...]]] = {
     "environment.occupancy.median": (10.0, "under 10 s", ("m",)),
     "environment.occupancy.mean": (10.0, "under 10 s", ("m",)),
     "environment.occupancy.p99": (10.0, "under 10 s", ("m",)),
+    "reliability.gpu_mtbf": (1000 * HOUR, "under 1,000 h for one GPU", ("h",)),
 }
 LONGEST = {"schedule.deadline": 366 * 86400.0}  # a suggestion beyond this would be implausible too
 
@@ -106,6 +107,7 @@ CAPS: dict[str, tuple[float, str]] = {
     "schedule.cadence.step": (YEAR, SECONDS),
     "gpu_pools[*].gpus": (MOST, "GPUs"),
     "gpu_pools[*].gpu_hour_cost": (1e6, "$ per GPU-hour"),
+    "gpu_pools[*].preemptions_per_hour": (3600.0, "per replica-hour (one a second)"),
     "inference.shapes[*].gpus_per_replica": (MOST, "GPUs"),
     "inference.shapes[*].tokens_per_gpu_s": (1e7, "tokens/s per GPU"),
     "inference.shapes[*].version_slowdown": (1e3, "per version"),
@@ -136,6 +138,12 @@ CAPS: dict[str, tuple[float, str]] = {
     "environment.cloud.vm_types[*].max_vms": (MOST, "VMs"),
     "freshness.max_versions_kept": (1e4, "versions"),
     "freshness.max_mean_gap": (1e7, "versions"),
+    "reliability.gpu_mtbf": (1000 * YEAR, SECONDS),
+    "reliability.restart_time": (YEAR, SECONDS),
+    "reliability.checkpoint_time": (YEAR, SECONDS),
+    "reliability.checkpoint_interval": (10 * YEAR, SECONDS),
+    "reliability.replica_restart_time": (YEAR, SECONDS),
+    "reliability.weight_sync_time": (YEAR, SECONDS),
     "limits.max_hourly_cost": (1e12, "$ per hour"),
     "limits.max_total_cost": (1e15, "$"),
     "uncertainty.samples": (1e5, "scenarios"),

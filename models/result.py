@@ -124,6 +124,16 @@ class Metrics(Out):
     inflight_sized: float | None = Field(
         None, description="under planning.basis hold: Σ_b E^hold_b, the in-flight count the sandboxes hold (§11)"
     )
+    training_goodput: float | None = Field(
+        None, description="MODEL §13: γ = 1 - checkpoint_time/τ - (restart_time + τ/2)/M_train at the plan's G_t"
+    )
+    checkpoint_interval_s: float | None = Field(None, description="MODEL §13: τ, given or Young's (auto)")
+    mtbf_training_s: float | None = Field(None, description="MODEL §13: M_train = gpu_mtbf / training GPUs")
+    failures_expected: dict[str, float] | None = Field(
+        None, description="MODEL §13: expected events over T: training T/M_train, and per shape over its replicas"
+    )
+    availability: dict[str, float] | None = Field(None, description="MODEL §13: a_s per shape")
+    weight_sync_share: float | None = Field(None, description="MODEL §13: weight_sync_time / L")
 
 
 class Timings(Out):

@@ -39,9 +39,18 @@ def lever_line(lever, objective: str) -> str:
     if lever.saving is None:
         return f"{move}: no plan ({lever.status})"
     if abs(lever.saving_share or 0.0) < SAME:
-        return f"{move}: no change"
+        return f"{move}: no change" + bought_text(lever)
     sign = "−" if lever.saving > 0 else "+"
-    return f"{move}: {sign}{abs(lever.saving_share) * 100:.1f} % ({amount_text(lever.saving, objective)})"
+    line = f"{move}: {sign}{abs(lever.saving_share) * 100:.1f} % ({amount_text(lever.saving, objective)})"
+    return line + bought_text(lever)
+
+
+def bought_text(lever) -> str:
+    """'; buys 3.1 h at this plan' for a reliability lever (MODEL §13), else ''."""
+    bought = getattr(lever, "buys_s", None)
+    if not bought:
+        return ""
+    return f"; buys {bought / 3600:,.1f} h at this plan" if bought >= 360 else f"; buys {bought:,.0f} s at this plan"
 
 
 def unfinished_note(found) -> str | None:

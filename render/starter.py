@@ -11,13 +11,28 @@ import yaml
 WIDTH = 100
 
 
-def commented_yaml(document: dict[str, Any], docs: list, header: str) -> str:
+OPTIONAL_START = "# ---- optional, uncomment to use: {name} ----"
+OPTIONAL_END = "# ---- end of {name} ----"
+
+
+def commented_yaml(document: dict[str, Any], docs: list, header: str, optional: dict[str, Any] | None = None) -> str:
     """``document`` as block YAML; ``docs`` are the schema's FieldDoc rows (path, kind, description, variant).
+    Each top-level section of ``optional`` follows, explained the same way and commented out line by line
+    between an OPTIONAL_START and an OPTIONAL_END line.
 
     Only the first item of a list is commented (the others repeat its fields)."""
     by_path = {(d.path, d.variant): d for d in docs}
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     _mapping(document, "", "", None, True, by_path, docs, lines)
+    for name, section in (optional or {}).items():
+        block: list[str] = []
+        _mapping({name: section}, "", "", None, True, by_path, docs, block)
+        lines += [
+            "",
+            OPTIONAL_START.format(name=name),
+            *(f"# {line}" for line in block),
+            OPTIONAL_END.format(name=name),
+        ]
     return "\n".join(lines) + "\n"
 
 

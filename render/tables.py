@@ -154,12 +154,36 @@ def render_result(console, result) -> None:
             f"at K = {plan.versions_kept}",
         ),
     ]
+    rows += goodput_rows(plan, met)
     for row in rows:
         metrics.add_row(*row)
     console.print(metrics)
     console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
     if result.ties:
         console.print(f"ties: {result.ties['sentence']}", markup=False)
+
+
+def goodput_rows(plan, met) -> list[tuple[str, str, str]]:
+    """MODEL §13's "goodput" line (none without reliability): expected training failures over the run, the
+    checkpoint interval, the time the goodput loses, and each shape's availability."""
+    if met.training_goodput is None:
+        return []
+    failures = met.failures_expected or {}
+    lost = plan.makespan_s * (1 - met.training_goodput) if met.training_goodput < 1 else 0.0
+    interval = f"every {met.checkpoint_interval_s:,.0f} s" if met.checkpoint_interval_s else "no training failures"
+    shares = ", ".join(f"{name} {a:.4f}" for name, a in (met.availability or {}).items())
+    rows = [
+        (
+            "goodput",
+            f"{met.training_goodput:.4f}",
+            f"{failures.get('training', 0.0):,.1f} training failures expected, checkpoints {interval}, "
+            f"~{lost / 3600:,.1f} h lost",
+        ),
+        ("availability", shares, "per shape: failures and preemptions"),
+    ]
+    if met.weight_sync_share:
+        rows.append(("weight sync", f"{met.weight_sync_share:.2%}", "of each cadence generation pauses"))
+    return rows
 
 
 def render_diagnosis(console, diagnosis: dict) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 from solver import calculus as calc
+from solver import goodput
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Explanation:
         }
 
 
-SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness")
+SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness", "Goodput")
 Add = Callable[[int, str, object, str, str], None]  # (section index, key, value, unit, formula): one line
 
 
@@ -64,6 +65,8 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     _margin(inst, L, add)
     _startup(inst, L, occ, add)
     _freshness(inst, L, occ, w_use, add)
+    if inst.reliable:
+        _goodput(inst, L, occ, add)
     return out
 
 
@@ -217,3 +220,41 @@ def _startup(inst: Instance, L: float, occ: calc.Occupancy, add: Add) -> None:
         f"T = fill + (n-1)·L + U(m) + extra = {fill:.6g} + {w.iterations - 1}·{L:.6g} + {update:.6g} + "
         f"{s.extra_time:g} (m = {groups}, the fewest groups with U(m) <= L){'; counted' if s.count_startup else ''}",
     )
+
+
+def _goodput(inst: Instance, L: float, occ: calc.Occupancy, add: Add) -> None:
+    """MODEL.md §13 at the explained cadence, training on the fewest groups with U(m) <= L: M_train, the
+    checkpoint interval τ, the goodput γ and T with it; each shape's availability; the weight-sync share."""
+    rel, n, extra = inst.reliability, inst.workload.iterations, inst.schedule.extra_time
+    groups = int(calc.min_groups_for(inst, L)[0])
+    if rel is not None and groups > 0:
+        gpus = groups * inst.training.gpus_per_group
+        terms = goodput.training_terms(rel, gpus)
+        mtbf, tau, gamma = float(terms.mtbf), float(terms.interval), float(terms.goodput)
+        how = "Young's sqrt(2·checkpoint_time·M_train)" if rel.checked_interval() is None else "given"
+        add(4, "mtbf_training_s", mtbf, "s", f"M_train = gpu_mtbf/G_t = {rel.gpu_mtbf:g}/{gpus} (m = {groups})")
+        add(4, "checkpoint_interval_s", tau, "s", f"τ = {how} = {tau:.6g}")
+        add(
+            4,
+            "training_goodput",
+            gamma,
+            "share",
+            f"γ = 1 - checkpoint_time/τ - (restart_time + τ/2)/M_train = 1 - {rel.checkpoint_time:g}/{tau:.6g} - "
+            f"({rel.restart_time:g} + {tau / 2:.6g})/{mtbf:.6g}",
+        )
+        span = n * L / gamma + extra if gamma > 0 else None
+        add(4, "makespan_with_goodput_s", span, "s", f"T = n·L/γ + extra = {n}·{L:.6g}/{gamma:.6g} + {extra:g}")
+        add(4, "failures_expected_training", span / mtbf if span else None, "failures", "T/M_train")
+    shares = goodput.availabilities(inst, occ.mean)
+    rates = goodput.replica_event_rates(inst)
+    add(
+        4,
+        "availability",
+        {s.name: float(a) for s, a in zip(inst.inference.shapes, shares)},
+        "share",
+        "a_s = a·max(0, 1 - rate_s·(replica_restart_time + mean(W)/2)), rate_s = g_s/gpu_mtbf + "
+        "preemptions_per_hour/3600: "
+        + ", ".join(f"{s.name} {r * 3600:.4g}/h" for s, r in zip(inst.inference.shapes, rates)),
+    )
+    sync = rel.weight_sync_time if rel is not None else 0.0
+    add(4, "weight_sync_share", sync / L, "share", f"weight_sync_time/L = {sync:g}/{L:.6g}")

@@ -22,7 +22,8 @@ import numpy as np
 
 from models.instance import Instance
 from solver import calculus as calc
-from solver import holding
+from solver import goodput, holding
+from solver.dominance import undominated
 from solver.tolerances import REL_TOL
 
 
@@ -119,6 +120,7 @@ def demand_inputs(inst: Instance) -> tuple:
         env.littles_law_uses,
         inst.pool(inst.training.pool).gpus,
         inst.planning.basis,
+        inst.reliability,
     )
 
 
@@ -154,10 +156,13 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
         keep = _cut(keep, mask, family, rejected)
 
     span = np.broadcast_to(calc.makespan(inst, grid)[:, None], keep.shape)
-    if not inst.counts_startup:  # else the makespan depends on the attempt rate, known below
+    failing = inst.reliability is not None  # MODEL §13: the makespan depends on the groups' goodput
+    if not inst.counts_startup and not failing:  # else the makespan depends on the attempt rate, known below
         cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
     groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
     cut(groups > 0, "update_time")
+    if failing:
+        span = goodput.pair_spans(inst, grid, groups, keep, cut)
     if fr.max_mean_gap is not None:
         gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds)
         cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
@@ -223,8 +228,11 @@ def _with_startup(
         fill[at] = calc.fill(
             occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
         )
-    update = _shortest_updates(inst, groups)
-    steady = (w.iterations - 1) * grid + update + inst.schedule.extra_time
+    if inst.reliability is not None:
+        trainer = goodput.shortest_trainer_time(inst, grid, groups)
+    else:
+        trainer = (w.iterations - 1) * grid + _shortest_updates(inst, groups)
+    steady = trainer + inst.schedule.extra_time
     return fill, fill + steady[:, None]
 
 
@@ -258,12 +266,11 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
     rejected = dict(d.rejected)
     shapes = inst.inference.shapes
-    a = inst.inference.availability
     mult = supply_multipliers(inst, Ks)
     demand_tokens = attempts * w.tokens_per_attempt
-    best = best_supply(inst, groups, Ks)
+    best = best_supply(inst, groups, Ks, grid)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
-    keep &= _undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
+    keep &= undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
@@ -272,7 +279,9 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
-    per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for s in shapes])
+    a = shape_availability(inst)
+    sync = goodput.weight_sync_factor(inst, grid[at])
+    per_replica = np.array([a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(shapes)])
     return Pairs(
         cadence=grid[at],
         kept=Ks[k],
@@ -284,7 +293,7 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
         attempts=pair_attempts,
         inflight=inflight,
         peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * mult[k],
+        supply_per_replica=per_replica[None, :] * mult[k] * sync[:, None],
         rejected=rejected,
         grid_points=int(grid.size),
         sandbox_rate=sandbox_rate,
@@ -296,20 +305,28 @@ def supply_multipliers(inst: Instance, kept: np.ndarray) -> np.ndarray:
     return np.stack([calc.supply_multiplier(s.version_slowdown, kept) for s in inst.inference.shapes], axis=1)
 
 
-def best_supply(inst: Instance, groups: np.ndarray, kept: np.ndarray) -> np.ndarray:
+def best_supply(inst: Instance, groups: np.ndarray, kept: np.ndarray, cadence: np.ndarray) -> np.ndarray:
     """(cadence, K) tokens/s with every pool filled by its best shape beside ``groups`` training groups
-    (per cadence): the pool-capacity bound, which a pair's token demand must not exceed."""
+    (per cadence): the pool-capacity bound, which a pair's token demand must not exceed; weight sync
+    (MODEL §13) takes its share at each ``cadence``."""
     best = np.zeros((np.asarray(groups).size, np.asarray(kept).size))
     for pool in inst.gpu_pools:
         best += calc.free_gpus(inst, pool, groups)[:, None] * pool_rate(inst, pool.name, kept)[None, :]
+    if inst.reliability is not None:
+        best = best * goodput.weight_sync_factor(inst, cadence)[:, None]
     return best
+
+
+def shape_availability(inst: Instance) -> np.ndarray:
+    """(shapes,) each shape's availability: ``a``, or a_s with failures and preemptions (MODEL §13)."""
+    return goodput.availabilities(inst, calc.occupancy_of(inst.environment.occupancy).mean)
 
 
 def pool_rate(inst: Instance, pool: str, kept: np.ndarray) -> np.ndarray:
     """(K,): tokens/s one GPU of ``pool`` gives with its best shape and K versions resident (0 with no shape)."""
-    a, shapes = inst.inference.availability, inst.inference.shapes
+    a, shapes = shape_availability(inst), inst.inference.shapes
     mult = supply_multipliers(inst, kept)
-    rates = [a * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
+    rates = [a[i] * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
     return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
 
 
@@ -327,15 +344,23 @@ def _group_counts(
     # The rate best_supply counts per free training-pool GPU at each K, slowdown included: spare / rate is then
     # exactly the GPUs the bound can spare (a higher rate would cut group counts the bound admits).
     rate = pool_rate(inst, t.pool, d.kept)
+    sync = goodput.weight_sync_factor(inst, d.grid) if inst.reliability is not None else np.ones(d.grid.shape)
+    factor = goodput.progress(inst, counts)
     rows_at, rows_k, rows_m, rows_span = [], [], [], []
     for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
         fewest = int(d.groups[i])
-        extra = np.inf if rate[j] == 0 else spare / (rate[j] * t.gpus_per_group)  # groups the pool could still give up
+        per_group = rate[j] * sync[i] * t.gpus_per_group
+        extra = np.inf if per_group == 0 else spare / per_group  # groups the pool could still give up
         options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
         u = update[options - lo]
         best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
-        useful = np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before)
-        span = d.startup[i, j] + (w.iterations - 1) * d.grid[i] + u[useful] + inst.schedule.extra_time
+        useful = (
+            np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before) & np.isfinite(factor[options - lo])
+        )
+        trainer = (w.iterations - 1) * d.grid[i] + u[useful]
+        if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
+            trainer = trainer * factor[options - lo][useful]
+        span = d.startup[i, j] + trainer + inst.schedule.extra_time
         on_time = span <= inst.schedule.deadline * (1 + REL_TOL)
         rows_at += [i] * int(on_time.sum())
         rows_k += [j] * int(on_time.sum())
@@ -349,50 +374,3 @@ def _group_counts(
         np.array(rows_m, dtype=int),
         np.array(rows_span, dtype=float),
     )
-
-
-def _undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None = None) -> np.ndarray:
-    """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
-
-    Inadmissible entries carry an infinite attempt rate. K' dominates K when its attempt rate is no
-    higher and every shape's supply multiplier no lower (and, when the makespan depends on K through
-    the start-up, ``span``, its makespan no longer); among exact equals the smaller K is kept.
-    """
-    n_k = attempts.shape[1]
-    if span is not None:  # a lower attempt rate fills the pipeline more slowly: compare makespans too
-        return _undominated_in_time(attempts, mult, span)
-    if n_k == 0 or np.all(mult == mult[0]):
-        # No slowdown difference between the K: only the lowest attempt rate (smallest such K) survives.
-        best = np.argmin(attempts, axis=1) if n_k else np.zeros(attempts.shape[0], dtype=int)
-        keep = np.zeros(attempts.shape, dtype=bool)
-        keep[np.arange(attempts.shape[0]), best] = True
-        return keep & np.isfinite(attempts)
-    ks = np.arange(n_k)
-    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)  # [k2, k]: k2's supply >= k's
-    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
-    other = ks[:, None] != ks[None, :]
-    a2, a1 = attempts[:, :, None], attempts[:, None, :]  # [grid, k2, k]
-    better = a2 <= a1
-    equal = (a2 == a1) & mult_equal[None]
-    wins = (
-        np.isfinite(a2)
-        & mult_ok[None]
-        & other[None]
-        & ((better & ~equal) | (equal & (ks[:, None] < ks[None, :])[None]))
-    )
-    return np.isfinite(attempts) & ~wins.any(axis=1)
-
-
-def _undominated_in_time(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray) -> np.ndarray:
-    """:func:`_undominated` where a dominating K must also have a makespan no longer."""
-    ks = np.arange(attempts.shape[1])
-    mult_ok = np.all(mult[:, None, :] >= mult[None, :, :], axis=2)
-    mult_equal = np.all(mult[:, None, :] == mult[None, :, :], axis=2)
-    a2, a1 = attempts[:, :, None], attempts[:, None, :]
-    s2, s1 = span[:, :, None], span[:, None, :]
-    no_worse = (a2 <= a1) & (s2 <= s1) & mult_ok[None]
-    equal = (a2 == a1) & (s2 == s1) & mult_equal[None]
-    wins = (
-        np.isfinite(a2) & (ks[:, None] != ks[None, :])[None] & no_worse & (~equal | (ks[:, None] < ks[None, :])[None])
-    )
-    return np.isfinite(attempts) & ~wins.any(axis=1)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.edits import edited
+from models.errors import InstanceError, Problem
 from models.instance import AmdahlLaw, Instance, InverseLaw
 from models.uncertainty import expand, render_path, valid_range
 from solver import calculus as calc
@@ -55,6 +56,13 @@ class Scenarios:
         return any(p.startswith(prefix) for p in self.scale)
 
 
+SCENARIOS_WITHOUT_GOODPUT = (
+    "risk, confidence solves and scenario replays do not count failures, checkpoints, weight sync or "
+    "preemptions (docs/model.md §13) yet: remove the reliability section and preemptions_per_hour, or solve "
+    "without uncertainty"
+)
+
+
 def draw(inst: Instance, samples: int | None = None, seed: int | None = None) -> Scenarios:
     """``samples`` scenarios (default the section's ``samples``) drawn with ``seed`` (default its ``seed``)."""
     unc = _section(inst)
@@ -63,7 +71,10 @@ def draw(inst: Instance, samples: int | None = None, seed: int | None = None) ->
 
 
 def from_draws(inst: Instance, draws: np.ndarray, seed: int | None = None) -> Scenarios:
-    """Scenarios from given multipliers, (S, F) in the order of ``uncertainty.factors``."""
+    """Scenarios from given multipliers, (S, F) in the order of ``uncertainty.factors``. The scenario
+    arithmetic does not read MODEL §13 yet: an instance with its terms is refused (InstanceError)."""
+    if inst.reliable:
+        raise InstanceError(inst.name or "", [Problem("reliability", SCENARIOS_WITHOUT_GOODPUT)])
     unc = _section(inst)
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     if draws.shape[1] != len(unc.factors):

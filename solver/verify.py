@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 from models.result import Metrics, Plan
+from solver import verify_goodput as reliability
 from solver import verify_hold as hold
 from solver import verify_laws as laws
 from solver.verify_laws import resource_rows
@@ -64,6 +65,7 @@ def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0) -> Check:
         out.violations.append("effective_intake: every group is dropped (p_eff = 0)")
         return out
     supply, demand = check_throughput(inst, plan, run, out)
+    trainer = reliability.check_goodput(inst, plan.training_gpus, out.violations)
     check_update_time(inst, plan, run, out)
     check_deadline(inst, plan, run, allowance, out)
     env = inst.environment
@@ -96,6 +98,7 @@ def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0) -> Check:
         throughput_margin=supply / demand - 1,
         update_margin=1 - run.update / L,
         inflight_sized=sum(inflight.values()) if holds else None,
+        **reliability.metrics(inst, plan, run.makespan, run.law.mean, trainer),
     )
     return out
 
@@ -178,9 +181,16 @@ def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> t
     """MODEL §3.2: a·Σ_s x_s·g_s·r_s·max(0, 1 - slowdown_s·(K-1)) >= R_raw·tokens_per_attempt [tokens/s].
     Returns (supply, demand)."""
     shapes = {s.name: s for s in inst.inference.shapes}
-    a, K = inst.inference.availability, plan.versions_kept
+    a, K = reliability.availability(inst, run.law.mean), plan.versions_kept
+    kept = 1.0 - reliability.sync_share(inst, plan.cadence_s)  # MODEL §13 weight sync
+    if kept <= 0:
+        out.violations.append(f"weight_sync: weight_sync_time >= cadence {plan.cadence_s:g} s: no generation")
     per_replica = {
-        name: a * s.gpus_per_replica * s.tokens_per_gpu_s * max(0.0, 1.0 - s.version_slowdown * (K - 1))
+        name: a[name]
+        * s.gpus_per_replica
+        * s.tokens_per_gpu_s
+        * max(0.0, 1.0 - s.version_slowdown * (K - 1))
+        * max(0.0, kept)
         for name, s in shapes.items()
     }
     replicas = {r.shape: r.replicas for r in plan.inference}

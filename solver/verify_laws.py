@@ -6,8 +6,9 @@ Used by :mod:`solver.verify` only, and written apart from the model's calculus o
 MODEL §2's formulas, its exceedance is a numerical integral of the survival function
 (:func:`integral`, adaptive Gauss-Legendre), the empirical law integrates its step functions
 piece by piece, and the start-up fill of §8 is a root (Newton's method) of an integrated CDF.
-Nothing here imports from solver/, nor scipy: importing scipy beside pyomo makes pyomo's
-deferred-import hook load scipy.stats too, over a second of CPU at the start of every command.
+Nothing here imports from solver/ but the verifier's own reading of §13 (:mod:`solver.verify_goodput`),
+nor scipy: importing scipy beside pyomo makes pyomo's deferred-import hook load scipy.stats too, over a
+second of CPU at the start of every command.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from statistics import NormalDist
 import numpy as np
 
 from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from solver.verify_goodput import trainer_at
 
 Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral
@@ -268,7 +270,8 @@ def startup_counted(inst: Instance) -> bool:
 
 def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, startup: bool) -> Run:
     """MODEL §2 at (L, K, m); T by §8 when the instance counts the start-up (``startup`` also computes
-    fill alone, for a plan that reports it)."""
+    fill alone, for a plan that reports it), its trainer-paced part divided by §13's goodput γ (inf when
+    γ <= 0)."""
     w, fr, sched = inst.workload, inst.freshness, inst.schedule
     q = exceedance(law, cadence, kept)
     drop = group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
@@ -280,10 +283,15 @@ def run_at(inst: Instance, law: Law, cadence: float, kept: int, groups: int, sta
     if (startup or counted) and intake > 0:
         members = w.group_size if fr.group_correlation == "independent" else 1
         fill = fill_time(law, w.batch_trajectories / (w.intake_rate * attempts), members)
+    gamma = trainer_at(inst, groups * inst.training.gpus_per_group).goodput  # MODEL §13 (1 without it)
     if counted:
-        span = (fill if fill is not None else math.inf) + (w.iterations - 1) * cadence + update + sched.extra_time
-    else:
+        paced = (w.iterations - 1) * cadence + update
+        paced = paced if inst.reliability is None else (paced / gamma if gamma > 0 else math.inf)
+        span = (fill if fill is not None else math.inf) + paced + sched.extra_time
+    elif inst.reliability is None:
         span = w.iterations * cadence + sched.extra_time
+    else:
+        span = (w.iterations * cadence / gamma if gamma > 0 else math.inf) + sched.extra_time
     w_use = law.mean if inst.environment.littles_law_uses == "mean" else law.median
     return Run(law, w_use, q, drop, intake, attempts, update, fill, span)
 

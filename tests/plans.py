@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from models.result import CostTerms, PoolUse, ShapeReplicas
+from tests.reference import goodput
 
 
 def decisions(result) -> dict:
@@ -23,7 +24,7 @@ def decisions(result) -> dict:
 def recosted(inst, plan, span: float | None = None, **update):
     """``plan`` with ``update`` applied and every derived field (GPUs, pools, costs) recomputed from its
     counts, by MODEL §4 (a reserved pool bills all its GPUs); the makespan is ``span``, by default
-    n·L + extra_time (MODEL §2)."""
+    n·L + extra_time (MODEL §2), n·L/γ + extra_time with a reliability section (§13)."""
     plan = plan.model_copy(update=copy.deepcopy(update), deep=True)
     shapes = {s.name: s for s in inst.inference.shapes}
     inference = [
@@ -42,8 +43,8 @@ def recosted(inst, plan, span: float | None = None, **update):
     gpu = sum(p.gpu_hour_cost * (p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools)
     node = sum(k.hour_cost * nodes.get(k.name, 0) for k in inst.environment.node_types)
     vm = sum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in inst.environment.cloud.vm_types)
-    if span is None:
-        span = inst.workload.iterations * plan.cadence_s + inst.schedule.extra_time
+    if span is None:  # MODEL §13: the iterations' time divided by the training goodput (1 without it)
+        span = inst.workload.iterations * plan.cadence_s / goodput(inst, training_gpus) + inst.schedule.extra_time
     hourly = gpu + node + vm
     return plan.model_copy(
         update={

@@ -1,4 +1,4 @@
-"""Test-only brute-force reference for the planning MIP (MODEL.md §1–§4, §8).
+"""Test-only brute-force reference for the planning MIP (MODEL.md §1–§4, §8, §13).
 
 It shares nothing with solver/ but the instance schema: the cadence grid, exceedance (by
 numerical integration of the survival function), update laws, the start-up fill of §8 and
@@ -268,7 +268,7 @@ def feasible_points(inst: Instance) -> list[Point]:
         # (makespan, GPU $/h) per group count; hosts cost at least 0, so GPUs alone may break a budget.
         gpu = [
             (span, replicas.reserved + cost)
-            for span, cost in _gpu_costs(inst, L, K, attempts, groups, replicas, spans)
+            for span, cost in _gpu_costs(inst, law, L, K, attempts, groups, replicas, spans)
             if _within(lim, replicas.reserved + cost, span)
         ]
         if not gpu:
@@ -340,27 +340,58 @@ def _replica_vectors(inst: Instance) -> Replicas:
     return Replicas(combos, use, cost, reserved)
 
 
+def goodput(inst: Instance, gpus: int) -> float:
+    """MODEL §13's training goodput at G_t training GPUs (1 without a reliability section)."""
+    rel = inst.reliability
+    if rel is None:
+        return 1.0
+    between = rel.gpu_mtbf / gpus
+    tau = math.sqrt(2 * rel.checkpoint_time * between) if rel.checkpoint_interval == "auto" else rel.checkpoint_interval
+    return 1 - rel.checkpoint_time / tau - (rel.restart_time + tau / 2) / between
+
+
 def _spans(inst: Instance, law: Law, L: float, attempts: float, groups) -> dict[int, float]:
-    """Makespan per training group count: n·L + extra_time, or by MODEL §8 fill + (n-1)·L + U(m) + extra_time."""
+    """Makespan per training group count: n·L + extra_time, or by MODEL §8 fill + (n-1)·L + U(m) + extra_time,
+    the trainer-paced part divided by MODEL §13's goodput (inf when it is not positive)."""
     w, sched, t = inst.workload, inst.schedule, inst.training
+
+    def paced(m: int, seconds: float) -> float:
+        gamma = goodput(inst, m * t.gpus_per_group)
+        return seconds / gamma if gamma > 0 else math.inf
+
     if not sched.count_startup:
-        return {m: w.iterations * L + sched.extra_time for m in groups}
+        return {m: paced(m, w.iterations * L) + sched.extra_time for m in groups}
     power = w.group_size if inst.freshness.group_correlation == "independent" else 1
     fill = law.fill(w.batch_trajectories / (w.intake_rate * attempts), power)
     return {
-        m: fill + (w.iterations - 1) * L + update_time(t.update_time, m * t.gpus_per_group) + sched.extra_time
+        m: fill + paced(m, (w.iterations - 1) * L + update_time(t.update_time, m * t.gpus_per_group)) + sched.extra_time
         for m in groups
     }
 
 
-def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans) -> list[tuple[float, float]]:
+def availability(inst: Instance, shape, law: Law) -> float:
+    """MODEL §13's a_s: failures (g_s/gpu_mtbf) and the pool's preemptions each cost the replica its restart
+    time and half a mean lifetime; ``a`` without a reliability section or a preemptible pool."""
+    rel, per_hour = inst.reliability, inst.pool(shape.pool).preemptions_per_hour
+    if rel is None and per_hour is None:
+        return inst.inference.availability
+    rate = (0.0 if rel is None else shape.gpus_per_replica / rel.gpu_mtbf) + (per_hour or 0.0) / 3600
+    restart = 300.0 if rel is None else rel.replica_restart_time
+    return inst.inference.availability * max(0.0, 1 - rate * (restart + law.mean / 2))
+
+
+def _gpu_costs(
+    inst: Instance, law: Law, L, K, attempts, groups, replicas: Replicas, spans
+) -> list[tuple[float, float]]:
     """(makespan, cheapest used-billed GPU $/h) of every training group count that keeps up, meets the
     deadline and leaves room for replicas meeting the token demand; only the cheapest when the
     makespan does not depend on the group count."""
     w, t, pools = inst.workload, inst.training, {p.name: p for p in inst.gpu_pools}
     shapes, combos, use = inst.inference.shapes, replicas.combos, replicas.use
+    sync = 1.0 if inst.reliability is None else max(0.0, 1 - inst.reliability.weight_sync_time / L)
     supply = sum(
-        inst.inference.availability
+        availability(inst, s, law)
+        * sync
         * s.gpus_per_replica
         * s.tokens_per_gpu_s
         * max(0.0, 1 - s.version_slowdown * (K - 1))
@@ -382,7 +413,7 @@ def _gpu_costs(inst: Instance, L, K, attempts, groups, replicas: Replicas, spans
             pool = pools[t.pool]
             train_cost = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
             out.append((spans[m], float(np.min(replicas.cost[ok])) + train_cost))
-    if out and not inst.schedule.count_startup:
+    if out and not inst.schedule.count_startup and inst.reliability is None:
         return [min(out, key=lambda pair: pair[1])]
     return out
 

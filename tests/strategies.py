@@ -216,3 +216,38 @@ def mixed_backend_instances(draw) -> dict:
         cloud = {"eligible_share": {b: draw(st.sampled_from([0.0, 0.5, 1.0])) for b in names}, "vm_types": [vm]}
     data["environment"].update(backends=backends, node_types=node_types, cloud=cloud)
     return data
+
+
+@st.composite
+def reliable_instances(draw) -> dict:
+    """A small instance with MODEL §13's reliability section and a preemptible pool beside training's,
+    scaled so that goodput, availability and weight sync all move the optimum (and γ <= 0 happens)."""
+    data = draw(small_instances())
+    cadence = data["schedule"]["cadence"]
+    L_min = cadence["min"]
+    # A short grid and few K keep the enumeration to a few seconds for 200 examples.
+    cadence["max"] = L_min + cadence["step"] * draw(st.integers(0, 2))
+    data["freshness"]["max_versions_kept"] = min(data["freshness"]["max_versions_kept"], 2)
+    data["reliability"] = {
+        "gpu_mtbf": draw(st.sampled_from([150.0, 600.0, 3000.0, 1e6])),
+        "restart_time": draw(st.sampled_from([0.0, 1.0, 5.0])),
+        "checkpoint_time": draw(st.sampled_from([0.5, 2.0])),
+        "checkpoint_interval": draw(st.sampled_from(["auto", "auto", 8.0, 30.0])),
+        "replica_restart_time": draw(st.sampled_from([0.0, 2.0, 10.0])),
+        "weight_sync_time": draw(st.sampled_from([0.0, 1.0, 0.3 * L_min])),
+    }
+    pools = data["gpu_pools"]
+    if len(pools) == 1:
+        pools.append({"name": "spare", "gpus": draw(st.integers(2, 8)), "gpu_hour_cost": 0.5})
+        data["inference"]["shapes"].append(
+            {
+                "name": "spot",
+                "pool": "spare",
+                "gpus_per_replica": draw(st.sampled_from([1, 2])),
+                "tokens_per_gpu_s": 3.5,
+            }
+        )
+    pools[1]["preemptions_per_hour"] = draw(st.sampled_from([0.0, 36.0, 180.0]))
+    # More deadline room: failures lengthen the run, so that most examples still have a plan.
+    data["schedule"]["deadline"] *= draw(st.sampled_from([1.0, 1.3, 1.6]))
+    return data

@@ -52,7 +52,7 @@ def test_init_output_validates_and_solves(args, pools, backends):
 
 def test_every_field_is_present_and_explained():
     text = init("--pools", "2", "--backends", "container,microvm")
-    present = paths(yaml.safe_load(text))
+    present = paths(yaml.safe_load(text)) | paths(yaml.safe_load(uncommented(text)))
     comments = "\n".join(line.strip().lstrip("# ") for line in text.splitlines() if line.strip().startswith("#"))
     chosen = {"law: inverse", "distribution: lognormal"}
     for doc in field_docs():
@@ -64,6 +64,30 @@ def test_every_field_is_present_and_explained():
     flat = " ".join(comments.split())
     for doc in field_docs():  # each description in full, once wrapped lines are joined again
         assert " ".join(doc.description.split()) in flat, doc.path
+
+
+def uncommented(text: str) -> str:
+    """The starter with its optional blocks (between the OPTIONAL_START and OPTIONAL_END lines) uncommented."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("# ---- optional, uncomment to use:"):
+            inside = True
+        elif line.startswith("# ---- end of "):
+            inside = False
+        elif inside:
+            out.append(line[2:])
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_the_optional_reliability_block_uncommented_is_the_sourced_figures():
+    text = init()
+    assert "reliability" not in yaml.safe_load(text)  # off unless the user uncomments it
+    inst = validate(yaml.safe_load(uncommented(text)), "starter.yaml")
+    rel = inst.reliability
+    assert (rel.gpu_mtbf, rel.restart_time, rel.checkpoint_time) == (50000 * 3600.0, 900.0, 60.0)
+    assert (rel.checkpoint_interval, rel.weight_sync_time) == ("auto", 16.0)
 
 
 def test_init_writes_a_file_and_refuses_to_overwrite_it(tmp_path):
