@@ -230,6 +230,6 @@ def startup_estimate(inst, result) -> float | None:
     """§8's fill for the solved plan (what `solve` says the first batch needs)."""
     if result.plan is None or result.metrics is None:
         return None
-    from solver.calculus import run_fill
+    from solver.startup import run_fill
 
     return float(run_fill(inst, result.metrics.attempts_per_s))

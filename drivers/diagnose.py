@@ -65,14 +65,14 @@ def diagnosed(
 def hold_note(inst: Instance, objective: str) -> str | None:
     """When only the hold basis has no plan (MODEL §11): one line on what holding costs in time, beside the
     steady_state plan that exists (None when steady_state has no plan either)."""
-    from solver import calculus as calc
+    from solver import startup
 
     steady_inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "steady_state"})})
     steady = Planner(steady_inst).solve(objective)
     if steady.plan is None or steady.metrics is None:
         return None
     plan = steady.plan
-    fill = float(calc.run_fill(inst, steady.metrics.attempts_per_s))
+    fill = float(startup.run_fill(inst, steady.metrics.attempts_per_s))
     startup = fill - plan.cadence_s + steady.metrics.update_time_s
     return (
         f"no plan holds (planning.basis hold), but the steady_state basis has one (${plan.total_cost:,.0f}, "

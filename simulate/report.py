@@ -10,6 +10,7 @@ import numpy as np
 from models.result import Metrics, Plan
 from simulate.setup import Setup
 from solver import calculus as calc
+from solver import startup
 
 SPREAD = (
     "makespan_s",
@@ -63,7 +64,7 @@ def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> 
     """The model's value of each figure (None where it has none): §2 steady state, §8 start-up."""
     L, n = plan.cadence_s, setup.iterations
     fill = float(
-        calc.fill(
+        startup.fill(
             setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake, setup.correlation
         )
     )

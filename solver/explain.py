@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 from solver import calculus as calc
-from solver import goodput
+from solver import goodput, startup
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def _startup(inst: Instance, L: float, occ: calc.Occupancy, add: Add) -> None:
         add(2, "makespan_with_startup_s", None, "s", "no batch forms")
         return
     r_raw = w.batch_trajectories / L / (w.intake_rate * (1 - drop))
-    fill = float(calc.fill(occ, r_raw, w.batch_trajectories, w.group_size, w.intake_rate, fr.group_correlation))
+    fill = float(startup.fill(occ, r_raw, w.batch_trajectories, w.group_size, w.intake_rate, fr.group_correlation))
     law = "F(s)^g" if fr.group_correlation != "comonotone" and w.group_size > 1 else "F(s)"
     add(
         2,

@@ -17,6 +17,7 @@ import numpy as np
 
 from models.instance import Instance
 from solver import calculus as calc
+from solver import startup
 
 
 def pair_min_mean(occ: calc.Occupancy) -> float:
@@ -75,7 +76,7 @@ def hold_inflight(inst, occ: calc.Occupancy, attempts) -> np.ndarray:
 def _group_limited_mean(occ: calc.Occupancy, t, group_size: int, correlation: str):
     """E[min(M, t)] = t - ∫_0^t F_grp(s) ds, M a group's completion time."""
     t = np.asarray(t, dtype=float)
-    return t - calc.completed_group_time(occ, t, group_size, correlation)
+    return t - startup.completed_group_time(occ, t, group_size, correlation)
 
 
 def gap_tails(occ: calc.Occupancy, cadence, top: int, group_size: int, correlation: str) -> np.ndarray:
@@ -93,7 +94,7 @@ def consumed_mean_gap(occ: calc.Occupancy, cadence, kept_top: int, inst) -> np.n
     tails = gap_tails(occ, cadence, kept_top, g, fr.group_correlation)
     if fr.overrun_policy == "downweight":
         L = np.atleast_1d(np.asarray(cadence, dtype=float))
-        mean = calc.group_completion_mean(occ, g, fr.group_correlation) / L
+        mean = startup.group_completion_mean(occ, g, fr.group_correlation) / L
         return np.repeat(mean[:, None], kept_top, axis=1) + post
     below = np.cumsum(tails, axis=1)  # Σ_{j=0}^{K-1} t_j at column K-1
     K = np.arange(1, kept_top + 1)[None, :]

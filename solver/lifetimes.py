@@ -14,6 +14,7 @@ import numpy as np
 
 from models.instance import Z_99, Empirical, Lognormal
 from solver import calculus as calc
+from solver import startup
 from solver.calculus import ndtr
 from solver.tolerances import NEWTON_STEP_TOL
 
@@ -56,7 +57,7 @@ class Lifetimes:
         R = np.asarray(attempts, dtype=float)
         intake = np.broadcast_to(np.asarray(intake, dtype=float), R.shape)
         if self.base is not None:
-            return self.scale * calc.fill(self.base, R * self.scale, batch, group_size, intake, correlation)
+            return self.scale * startup.fill(self.base, R * self.scale, batch, group_size, intake, correlation)
         c = np.exp(self.mu)
         members = 1 if correlation == "comonotone" else group_size
         return c * _unit_fill(self.sigma, batch / (intake * R * c), members)

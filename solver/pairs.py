@@ -22,7 +22,7 @@ import numpy as np
 
 from models.instance import Instance
 from solver import calculus as calc
-from solver import goodput, holding
+from solver import goodput, holding, startup
 from solver.dominance import undominated
 from solver.tolerances import REL_TOL
 
@@ -225,7 +225,7 @@ def _with_startup(
     fill = np.full(keep.shape, np.inf)
     at = keep & np.isfinite(attempts)
     if at.any():
-        fill[at] = calc.fill(
+        fill[at] = startup.fill(
             occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
         )
     if inst.reliability is not None:

@@ -57,9 +57,8 @@ class Scenarios:
 
 
 SCENARIOS_WITHOUT_GOODPUT = (
-    "risk, confidence solves and scenario replays do not count failures, checkpoints, weight sync or "
-    "preemptions (docs/model.md §13) yet: remove the reliability section and preemptions_per_hour, or solve "
-    "without uncertainty"
+    "risk, confidence solves and scenario replays do not count failures, checkpoints, weight sync or preemptions "
+    "(docs/model.md §13) yet: remove the reliability section and preemptions_per_hour, or solve without uncertainty"
 )
 
 
@@ -273,8 +272,7 @@ class Outcome:
 
 
 def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> Outcome:
-    """``plan`` (a :class:`models.result.Plan` that fits ``inst``) in every scenario of ``scen``; on time iff
-    ``T_s + allowance <= deadline`` (``allowance``: the plan's Δ under hold, MODEL §11).
+    """``plan`` (fitting ``inst``) in every scenario of ``scen``, on time iff ``T_s + allowance <= deadline``.
 
     Its capacity is fixed; its realised cadence ``L_s`` is the smallest ``L' >= L`` at which §3's
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:

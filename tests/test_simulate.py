@@ -19,6 +19,7 @@ from simulate.sandbox import SandboxQueue
 from simulate.setup import setup_of
 from simulate.summary import counts, inflight, summarize
 from solver import calculus as calc
+from solver import startup
 from solver.solve import solve_instance
 from solver.verify import verify_plan
 
@@ -145,7 +146,7 @@ def test_long_run_with_slack_agrees_with_littles_law_and_section_8():
 def test_first_batch_matches_the_fill():
     inst, plan, metrics = planned("slack")
     report = simulate_plan(inst, plan, metrics=metrics, iterations=2, replications=12, seed=5)
-    fill = calc.fill(
+    fill = startup.fill(
         calc.occupancy_of(inst.environment.occupancy),
         metrics.attempts_per_s,
         inst.workload.batch_trajectories,
