@@ -79,8 +79,14 @@ def group_completion_mean(occ: Occupancy, group_size: int, correlation: str) -> 
     if occ.samples is not None:
         knots, level, ramp = _empirical_ramp(occ, group_size)
         return float(knots[-1] - ramp[-1])
-    edges, cum = _lognormal_ramp(occ, group_size)
-    return float(math.exp(occ.mu + occ.sigma * _Z_TOP) - cum[-1])
+    # ∫ (1 - F^g) over z directly (not e^(mu + sigma·Z_TOP) - ∫ F^g, which cancels for a wide law); below
+    # Z_FLOOR the survival is 1 to double precision, above Z_TOP its mass is below it.
+    edges = _Z_FLOOR + _PANEL * np.arange(round((_Z_TOP - _Z_FLOOR) / _PANEL) + 1)
+    half = (edges[1:] - edges[:-1]) / 2
+    z = (edges[:-1] + half)[:, None] + half[:, None] * _NODES
+    with np.errstate(divide="ignore"):  # F = 0 far below the median: log 0, and the survival 1
+        f = occ.sigma * np.exp(occ.mu + occ.sigma * z) * -np.expm1(group_size * np.log1p(-ndtr(-z)))
+    return float(math.exp(occ.mu + occ.sigma * _Z_FLOOR) + ((f * _WEIGHTS).sum(axis=-1) * half).sum())
 
 
 def fill(

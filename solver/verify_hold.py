@@ -36,7 +36,8 @@ def min_of_two_mean(law: laws.Law) -> float:
         return law.sigma * math.exp(law.mu + law.sigma * z) * tail * tail
 
     cuts = [-40.0, -8.0, -2.0, 0.0, 2.0, 8.0, 40.0]
-    return math.fsum(laws.integral(integrand, a, b) for a, b in zip(cuts, cuts[1:]))
+    head = math.exp(law.mu + law.sigma * cuts[0])  # ∫ over t below e^(mu - 40·sigma), where S(t) = 1
+    return math.fsum([head, *(laws.integral(integrand, a, b) for a, b in zip(cuts, cuts[1:]))])
 
 
 def wait_share(beta: float) -> float:
@@ -128,4 +129,5 @@ def _completion_mean(law: laws.Law, members: int) -> float:
         return _completion_survival(law, t, members) * law.sigma * t
 
     cuts = [-40.0, -8.0, -2.0, 0.0, 2.0, 4.0, 8.0, 40.0]
-    return math.fsum(laws.integral(integrand, a, b) for a, b in zip(cuts, cuts[1:]))
+    head = math.exp(law.mu + law.sigma * cuts[0])  # ∫ over t below e^(mu - 40·sigma), where P(M > t) = 1
+    return math.fsum([head, *(laws.integral(integrand, a, b) for a, b in zip(cuts, cuts[1:]))])

@@ -436,3 +436,18 @@ def test_a_time_limit_that_runs_out_during_the_replays_stops_them_and_says_so():
     assert result.hold.replays == 0 and result.hold.sandbox_wait_share is None
     assert "ran out during round 1's replays (0 run)" in result.message
     assert result.hold.steady_state_total_cost is None and not result.hold.allowance_converged
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.3, 1.13, 2.5, 3.5])
+def test_the_model_and_the_verifier_agree_on_narrow_and_wide_lifetimes(sigma):
+    """E[min(W, W')] and E[max of g] from the model's closed forms and the verifier's own integrals, for laws
+    where a cut of the quadrature at z = -40 still leaves mass (narrow) or e^(mu + 12·sigma) cancels (wide)."""
+    from models.instance import Lognormal
+    from solver import startup
+
+    spec = Lognormal(distribution="lognormal", median=1.2, sigma=sigma)
+    occ, law = calc.occupancy_of(spec), laws.law_of(spec)
+    assert holding.pair_min_mean(occ) == pytest.approx(verify_hold.min_of_two_mean(law), rel=1e-11)
+    for g in (2, 8, 32):
+        mean = startup.group_completion_mean(occ, g, "independent")
+        assert mean == pytest.approx(verify_hold._completion_mean(law, g), rel=1e-11)
