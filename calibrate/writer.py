@@ -63,13 +63,44 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     written = _tokens_per_gpu_s(doc, cal, fields)
     _updates(doc, cal, fields)
     _shares(doc, cal, fields)
+    present = isinstance(doc.get("reliability"), dict)
+    if present:
+        _reliability(doc["reliability"], cal, fields)
     doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields, written)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
     logs = [Path(f).name for f in (cal.trajectories, cal.steps) if f]
     head = f"# Calibrated by `trainground calibrate` from {' and '.join(logs)} onto {Path(into_path).name}.\n"
-    return head + text
+    return head + text + ("" if present else reliability_block(cal))
+
+
+RELIABILITY_HEAD = (
+    "# ---- optional, uncomment to use: reliability (docs/model.md §13: failures, checkpoints, weight sync; "
+    "the fields left out take their sourced defaults; risk and confidence solves do not read it yet) ----"
+)
+
+
+def _reliability_figures(cal: Calibration) -> list[tuple[str, Figure]]:
+    """(reliability field, figure) for the weight-sync and checkpoint times a step log gave."""
+    names = (("weight_sync_time", "weight_sync_s"), ("checkpoint_time", "checkpoint_s"))
+    return [(field, cal.step_figures[key]) for field, key in names if key in cal.step_figures]
+
+
+def _reliability(section: dict, cal: Calibration, fields: _Fields) -> None:
+    """The ``--into`` instance's own reliability section, its weight-sync and checkpoint times fitted."""
+    for name, figure in _reliability_figures(cal):
+        section[name] = fields.put(number(figure.value), _comment(figure, figure.note))
+
+
+def reliability_block(cal: Calibration) -> str:
+    """The weight-sync and checkpoint times a step log gave, as a commented ``reliability:`` section (MODEL §13)
+    with each figure's comment: uncommented, the plan counts them (and failures at the sourced MTBF). Empty
+    when the log gave neither."""
+    lines = [f"#   {name}: {number(f.value)}  # {_comment(f, f.note)}" for name, f in _reliability_figures(cal)]
+    if not lines:
+        return ""
+    return "\n".join([RELIABILITY_HEAD, "# reliability:", *lines, "# ---- end of reliability ----", ""])
 
 
 def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:

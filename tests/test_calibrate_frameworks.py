@@ -6,6 +6,7 @@ inference GPU and staleness; GPU counts never taken from verl's job-wide through
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from cli import main
 from tests.calibrate_logs import StepTruth, TwoPools, step_records, two_pool_columns, write_records, write_table
 
 TRUTH = StepTruth()
+SEED = Path(__file__).resolve().parent.parent / "instances" / "seed-week-75.yaml"
 FILES = {"verl": "verl.jsonl", "slime": "slime.jsonl", "areal": "areal.csv"}
 
 
@@ -105,3 +107,37 @@ def test_a_wrong_format_names_the_missing_keys(logs):
         out.exit_code == 2
         and "verl.jsonl: missing 'perf/actor_train_time': not a slime step log (--format?)" in out.output
     )
+
+
+def test_weight_sync_and_checkpoint_times_are_written_as_a_reliability_section(logs, tmp_path):
+    """The calibrated instance carries the step log's weight-sync and checkpoint times (MODEL §13) commented out
+    with their sources; uncommented, it is a valid instance planning with them. An --into instance with its
+    own reliability section gets them in place."""
+    import yaml
+
+    from models.load import load_instance, read_document
+
+    out = tmp_path / "calibrated.yaml"
+    args = ["calibrate", "--trajectories", str(logs / "t.csv"), "--steps", str(logs / "verl.jsonl")]
+    args += ["--training-gpus", "256", "--into", str(SEED), "-o", str(out)]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    text = out.read_text()
+    block = text[text.index("# ---- optional, uncomment to use: reliability") :]
+    assert "weight_sync_time:" in block and "checkpoint_time:" in block and "calibrated" in block
+    opened = tmp_path / "opened.yaml"
+    opened.write_text(text.replace("# reliability:", "reliability:").replace("#   ", "  "))
+    inst = load_instance(opened)
+    assert rel(inst.reliability.weight_sync_time, TRUTH.weight_sync) < 0.03
+    assert rel(inst.reliability.checkpoint_time, TRUTH.checkpoint) < 0.05
+    own = read_document(SEED)
+    own["reliability"] = {"gpu_mtbf": "40000h", "weight_sync_time": "1s"}
+    into = tmp_path / "into.yaml"
+    into.write_text(yaml.safe_dump(own))
+    args[args.index("--into") + 1 :] = [str(into), "-o", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    inst = load_instance(out)
+    assert (
+        inst.reliability.gpu_mtbf == 40000 * 3600.0 and rel(inst.reliability.weight_sync_time, TRUTH.weight_sync) < 0.03
+    )
+    assert "optional, uncomment to use: reliability" not in out.read_text()
