@@ -39,3 +39,11 @@ def render_hold(console, result) -> None:
         line += f"; price of holding {basis / steady - 1:+.1%} over the steady-state optimum {money(steady)}"
         line += " (--basis steady_state)"
     console.print(line, markup=False)
+    metrics = result.metrics
+    if metrics is not None and (metrics.training_goodput is not None or metrics.availability):
+        console.print(
+            "the replays do not inject docs/model.md §13's failures, checkpoints or preemptions yet: the allowance "
+            "is the run's variance without them, and the planned makespan counts them at their expected time "
+            "(docs/goodput.md)",
+            markup=False,
+        )
