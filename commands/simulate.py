@@ -193,15 +193,6 @@ def _printer(console, report) -> None:
     render_simulation(console, report)
 
 
-def simulated_verdict(inst, result, replications: int, quiet: bool):
-    """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan. Under hold
-    no replication is one of the replays that set the allowance (:func:`simulate.verdicts.fresh_seed`)."""
-    from simulate.verdicts import simulate_result
-
-    with SolvingBar("simulating", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
-        return simulate_result(inst, result, replications, on_progress=bar)
-
-
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:
     """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
     from simulate.verdicts import verdicts
@@ -223,12 +214,3 @@ def simulate_option(func):
         help="Replay each plan shown R times (default 1, the full run, docs/model.md §10) and show "
         "the simulated on-time verdict.",
     )(func)
-
-
-def startup_estimate(inst, result) -> float | None:
-    """§8's fill for the solved plan (what `solve` says the first batch needs)."""
-    if result.plan is None or result.metrics is None:
-        return None
-    from solver.calculus import run_fill
-
-    return float(run_fill(inst, result.metrics.attempts_per_s))
