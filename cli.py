@@ -9,6 +9,7 @@ from commands.calibrate import calibrate
 from commands.common import protect_stdout
 from commands.init import init
 from commands.plan import explain, schema, solve
+from commands.report import report
 from commands.risk import risk
 from commands.simulate import simulate
 from commands.tradeoffs import compare, frontier, sweep
@@ -21,7 +22,7 @@ def main() -> None:
     protect_stdout()
 
 
-for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, calibrate, schema):
+for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, report, calibrate, schema):
     main.add_command(command)
 
 
