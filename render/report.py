@@ -288,9 +288,11 @@ def certainty_section(found, rows_data: list[dict]) -> str:
 
 
 def frontier_section(found, basis: str, source: str) -> str:
-    from drivers.frontier import csv_rows
+    from drivers.frontier import csv_rows, pools_of
     from render.plots import frontier_png
 
+    pools = pools_of(found)
+    pools = pools if len(pools) > 1 else []  # one pool: its GPUs are the inference and training columns
     rows = []
     for i, row in enumerate(csv_rows(found)):
         if not row["corner"]:
@@ -304,6 +306,7 @@ def frontier_section(found, basis: str, source: str) -> str:
                 (f"{k}.cadence_s", row["cadence_s"], f"{row['cadence_s']:,.6g} s"),
                 (f"{k}.inference_gpus", row["inference_gpus"], f"{row['inference_gpus']:,}"),
                 (f"{k}.training_gpus", row["training_gpus"], f"{row['training_gpus']:,}"),
+                *((f"{k}.gpus[{p}]", row.get(f"gpus[{p}]"), f"{row.get(f'gpus[{p}]') or 0:,}") for p in pools),
             ]
         )
     walked = note(
@@ -312,7 +315,16 @@ def frontier_section(found, basis: str, source: str) -> str:
     )
     if not rows:
         return section("frontier", "The frontier", walked, note("no feasible plan: no frontier"))
-    table = figures(["frontier", "makespan", "cost", "cadence", "inference GPUs", "training GPUs"], rows)
+    header = [
+        "frontier",
+        "makespan",
+        "cost",
+        "cadence",
+        "inference GPUs",
+        "training GPUs",
+        *(f"GPUs in {p}" for p in pools),
+    ]
+    table = figures(header, rows)
     return section(
         "frontier",
         "The frontier: makespan against cost (its corners)",

@@ -174,6 +174,10 @@ def test_the_frontier_rows_are_the_frontier_commands(seed_report, tmp_path):
     assert [(r["frontier"], r["makespan_s"], r["cost"]) for r in rows] == expected
     corners = [key for key, _, _ in page.cells if key.startswith("frontier.") and key.endswith(".cost")]
     assert len(corners) == sum(len(f["corners"]) for f in walked.values())
+    for key, value, _ in page.cells:
+        if key.startswith("frontier."):
+            index, column = re.fullmatch(r"frontier\.rows\[(\d+)\]\.(.+)", key).groups()
+            assert rows[int(index)]["corner"] and same(value, rows[int(index)][column]), key
 
 
 def test_risk_and_the_price_of_certainty_where_there_is_uncertainty(tmp_path):
