@@ -136,15 +136,15 @@ def _fullest_row_has_a_backend_without_its_figure(inst, plan) -> bool:
 
 
 def _imports(path: Path) -> set[str]:
+    """The modules ``path`` imports, by their names in the repository (trainground.solver.x read as solver.x)."""
     tree = ast.parse(path.read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            found |= (
-                {f"{node.module}.{alias.name}" for alias in node.names} if node.module == "solver" else {node.module}
-            )
+            module = node.module.removeprefix("trainground.")
+            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "solver" else {module}
     return found
 
 

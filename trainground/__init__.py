@@ -1,11 +1,20 @@
 """trainground: size the training ground of an agentic-RL run as one mixed-integer program.
 
 The Python API (docs/api.md): :func:`load`, :func:`solve`, :func:`simulate`, :func:`risk`,
-:func:`frontier`, :func:`sweep`, each over the same drivers the commands call.
+:func:`frontier`, :func:`sweep` and :func:`report`, each over the same drivers the commands call.
+
+The repository keeps its packages at its top (``solver/``, ``models/``, ``cli.py``, ...); an installed
+trainground holds them inside this package (pyproject.toml maps them). In a checkout, this package's
+``__path__`` also names the repository's root, so that ``trainground.solver`` is ``solver/`` there too.
 """
 
-from models.errors import InstanceError
-from trainground.api import (
+from pathlib import Path as _Path
+
+_CHECKOUT = _Path(__file__).resolve().parent.parent
+if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "cli.py").is_file():
+    __path__.append(str(_CHECKOUT))  # noqa: F821 (a package's __path__ is defined by the import system)
+
+from trainground.api import (  # noqa: E402 (the path first: the API imports the packages through it)
     Frontier,
     RiskReport,
     Simulation,
@@ -20,6 +29,7 @@ from trainground.api import (
     solve,
     sweep,
 )
+from trainground.models.errors import InstanceError  # noqa: E402
 
 __all__ = [
     "Frontier",
