@@ -80,13 +80,14 @@ def answer(
     seconds and what ``clock``'s time limit leaves), ``replications`` replays of the plan (MODEL §10) and the
     comparison of a confidence plan with the deterministic optimum. ``notes``: the loader's warnings, which
     lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress."""
-    from drivers.diagnose import diagnosed
     from drivers.hold import solve_planned
 
     clock = clock or Stopwatch()
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     result = solve_planned(inst, objective, clock=clock, cache=cache)
-    if result.status == Status.INFEASIBLE:
+    if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
+        from drivers.diagnose import diagnosed
+
         result = diagnosed(inst, result, clock=clock, notes=notes)
     found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
     if replications and result.plan is not None:
