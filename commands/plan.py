@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
     ProgressLine,
@@ -19,7 +19,7 @@ from commands.common import (
     load_with_warnings,
     with_basis,
 )
-from render.tables import render_explanation, render_result
+from trainground.render.tables import render_explanation, render_result
 
 
 @click.command()
@@ -31,7 +31,7 @@ from render.tables import render_explanation, render_result
 @guarded
 def explain(instance: str, cadence: float | None, inference_gpus: int | None, as_json: bool, edits) -> None:
     """The seed article's arithmetic on INSTANCE, each figure with its formula (no optimisation)."""
-    from solver.explain import explain as run_explain
+    from trainground.solver.explain import explain as run_explain
 
     if cadence is not None and not cadence > 0:
         raise click.BadParameter(f"must be > 0, got {cadence}", param_hint="--cadence")
@@ -104,14 +104,14 @@ def solve(
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
     """
-    from solver.stopwatch import Stopwatch
+    from trainground.solver.stopwatch import Stopwatch
 
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
     inst, warnings = load_with_warnings(instance, with_basis(edits, basis))
     inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
-    from drivers.answer import answer
+    from trainground.drivers.answer import answer
 
     def replayed(done: int, total: int) -> None:
         progress(f"{inst.name}: simulating, {done} of {total} replications")
@@ -134,7 +134,7 @@ def solve(
     result.timings.load = load_seconds
     payload = found.to_json()
     if out:
-        from simulate.output import write_json
+        from trainground.simulate.output import write_json
 
         write_json(out, payload)
     if as_json:
@@ -149,7 +149,7 @@ def with_confidence(file: str, inst, confidence: float | None):
     if confidence is None:
         return inst
     if inst.uncertainty is None:
-        from models.load import InstanceError, Problem
+        from trainground.models.load import InstanceError, Problem
 
         raise InstanceError(
             file, [Problem("uncertainty", "--confidence needs an uncertainty section (docs/model.md §9)")]
@@ -159,8 +159,8 @@ def with_confidence(file: str, inst, confidence: float | None):
 
 def confident_solve(file: str, solve):
     """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input."""
-    from models.load import InstanceError, Problem
-    from solver.confidence_table import Unsupported
+    from trainground.models.load import InstanceError, Problem
+    from trainground.solver.confidence_table import Unsupported
 
     try:
         return solve()
@@ -173,18 +173,18 @@ def render_answer(found) -> None:
     result = found.result
     render_result(console(), result)
     if result.hold is not None and result.plan is not None:
-        from render.hold import render_hold
+        from trainground.render.hold import render_hold
 
         render_hold(console(), result)
     if found.beyond is not None:
-        from render.confidence import render_confidence
+        from trainground.render.confidence import render_confidence
 
         render_confidence(console(), result, found.beyond.deterministic, found.beyond.drove)
-    from render.levers import render_levers
+    from trainground.render.levers import render_levers
 
     render_levers(console(), found.levers)
     if result.plan is not None:
-        from render.simulate import render_solve_verdict
+        from trainground.render.simulate import render_solve_verdict
 
         render_solve_verdict(console(), found.inst.counts_startup, found.startup_estimate_s, found.simulation)
 
@@ -193,6 +193,6 @@ def render_answer(found) -> None:
 @guarded
 def schema() -> None:
     """Print the JSON Schema of instance files (for editor autocompletion)."""
-    from models.instance import Instance
+    from trainground.models.instance import Instance
 
     click.echo(json.dumps(Instance.model_json_schema(mode="validation"), indent=2))

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
     ProgressLine,
@@ -61,10 +61,10 @@ def report(
     Its numbers are those of `solve --json` (embedded in the page as JSON). Exit codes as `solve`'s:
     0 optimal, 3 infeasible, 4 time limit, 2 invalid input, 1 internal error.
     """
-    from drivers.report import gather
-    from render.report import report_html
-    from simulate.output import write_atomic_bytes
-    from solver.stopwatch import Stopwatch
+    from trainground.drivers.report import gather
+    from trainground.render.report import report_html
+    from trainground.simulate.output import write_atomic_bytes
+    from trainground.solver.stopwatch import Stopwatch
 
     try:
         confidences = [float(a) for a in alphas.split(",") if a.strip()]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     EXIT_INTERNAL,
     PROGRESS_AFTER_S,
     STATUS_EXIT,
@@ -30,7 +30,7 @@ def plan_to_replay(inst, plan_file: str | None):
     """(instance, plan, metrics): the plan of ``--plan`` (checked against the instance on the basis the plan was
     sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's metrics;
     exits with the solve's code when there is no optimal plan."""
-    from simulate.runner import basis_of, checked_metrics, plan_of, read_result
+    from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan_file is not None:
         data = read_result(plan_file)
@@ -39,7 +39,7 @@ def plan_to_replay(inst, plan_file: str | None):
         if basis != inst.planning.basis:
             inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
         return inst, plan, checked_metrics(inst, plan, plan_file, allowance)
-    from drivers.hold import solve_planned
+    from trainground.drivers.hold import solve_planned
 
     result = solve_planned(inst)
     if result.plan is None or result.status != "optimal":
@@ -129,8 +129,8 @@ def simulate(
     Exit codes: 0 simulated (on time or not), 2 invalid input or a plan that does not fit the
     instance, 3 or 4 when the instance has no optimal plan to replay, 1 internal error.
     """
-    from simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
-    from simulate.trace import have_pyarrow
+    from trainground.simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
+    from trainground.simulate.trace import have_pyarrow
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
@@ -141,19 +141,19 @@ def simulate(
         )
     inst = load_with_edits(instance, with_basis(edits, basis))
     if scenarios and inst.uncertainty is None:
-        from models.load import InstanceError, Problem
+        from trainground.models.load import InstanceError, Problem
 
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
     inst, plan, metrics = plan_to_replay(inst, plan_file)
     if seed is None:
-        from simulate.verdicts import fresh_seed
+        from trainground.simulate.verdicts import fresh_seed
 
         seed = fresh_seed(inst)
     setups = None
     if scenarios:
-        from simulate.scenarios import scenario_setups
+        from trainground.simulate.scenarios import scenario_setups
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
@@ -182,20 +182,20 @@ def simulate(
 
 
 def _plots(report) -> dict[str, bytes]:
-    from render.simplots import simulation_pngs
+    from trainground.render.simplots import simulation_pngs
 
     return simulation_pngs(report)
 
 
 def _printer(console, report) -> None:
-    from render.simulate import render_simulation
+    from trainground.render.simulate import render_simulation
 
     render_simulation(console, report)
 
 
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:
     """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
-    from simulate.verdicts import verdicts
+    from trainground.simulate.verdicts import verdicts
 
     with SolvingBar("simulating plans", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
         return verdicts(inst, results, replications, on_progress=bar)

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from drivers.levers import Levers
-from models.instance import Instance
-from models.result import Plan, Result, Status
-from simulate.report import Report
-from solver.pairs import TableCache
-from solver.stopwatch import Stopwatch
+from trainground.drivers.levers import Levers
+from trainground.models.instance import Instance
+from trainground.models.result import Plan, Result, Status
+from trainground.simulate.report import Report
+from trainground.solver.pairs import TableCache
+from trainground.solver.stopwatch import Stopwatch
 
 LEVERS_SECONDS = 10.0  # what all the lever re-solves may take together unless told (`solve --levers-time`)
 
@@ -49,7 +49,7 @@ class Answer:
 
     def to_json(self) -> dict:
         """The MODEL §6 result with the optional keys of what was computed beside it."""
-        from simulate.verdicts import verdict_of
+        from trainground.simulate.verdicts import verdict_of
 
         payload = self.result.to_json()
         if self.levers is not None:
@@ -80,23 +80,23 @@ def answer(
     seconds and what ``clock``'s time limit leaves), ``replications`` replays of the plan (MODEL §10) and the
     comparison of a confidence plan with the deterministic optimum. ``notes``: the loader's warnings, which
     lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress."""
-    from drivers.hold import solve_planned
+    from trainground.drivers.hold import solve_planned
 
     clock = clock or Stopwatch()
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     result = solve_planned(inst, objective, clock=clock, cache=cache)
     if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
-        from drivers.diagnose import diagnosed
+        from trainground.drivers.diagnose import diagnosed
 
         result = diagnosed(inst, result, clock=clock, notes=notes)
     found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
     if replications and result.plan is not None:
-        from simulate.verdicts import simulate_result
+        from trainground.simulate.verdicts import simulate_result
 
         clock.note(f"{inst.name}: simulating the plan ({replications} replication(s))")
         found.simulation = simulate_result(inst, result, replications, on_progress=on_replay)
     if with_levers and result.status == Status.OPTIMAL and result.confidence is None:
-        from drivers.levers import levers
+        from trainground.drivers.levers import levers
 
         left = None if clock.deadline is None else clock.deadline - time.perf_counter()
         budget = levers_time if left is None else min(levers_time, max(0.0, left))
@@ -111,16 +111,16 @@ def startup_estimate(inst: Instance, result: Result) -> float | None:
     """§8's fill at the solved plan's attempt rate (what the first batch needs, counted or not); None without a plan."""
     if result.plan is None or result.metrics is None:
         return None
-    from solver.calculus import run_fill
+    from trainground.solver.calculus import run_fill
 
     return float(run_fill(inst, result.metrics.attempts_per_s))
 
 
 def beyond_deterministic(inst: Instance, result: Result, objective: str | None) -> Beyond:
     """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve)."""
-    from solver.confidence import what_drove
-    from solver.scenarios import draw
-    from solver.solve import Planner
+    from trainground.solver.confidence import what_drove
+    from trainground.solver.scenarios import draw
+    from trainground.solver.solve import Planner
 
     deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
     base = Planner(deterministic).solve(objective).plan

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from drivers.answer import LEVERS_SECONDS, Answer, answer
-from drivers.certainty import CertaintyCurve
-from drivers.frontier import Frontiers
-from drivers.risk import SAMPLES, Risk
-from models.instance import Instance
-from models.result import Status
-from solver.stopwatch import Stopwatch
+from trainground.drivers.answer import LEVERS_SECONDS, Answer, answer
+from trainground.drivers.certainty import CertaintyCurve
+from trainground.drivers.frontier import Frontiers
+from trainground.drivers.risk import SAMPLES, Risk
+from trainground.models.instance import Instance
+from trainground.models.result import Status
+from trainground.solver.stopwatch import Stopwatch
 
 ALPHAS = (0.5, 0.8, 0.9, 0.95)  # the confidences of the price-of-certainty curve unless told
 FRONTIER_BASIS = "steady_state"
@@ -53,10 +53,10 @@ def gather(
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
-    from drivers.certainty import curve
-    from drivers.frontier import frontiers
-    from drivers.risk import assess
-    from solver.confidence_table import Unsupported
+    from trainground.drivers.certainty import curve
+    from trainground.drivers.frontier import frontiers
+    from trainground.drivers.risk import assess
+    from trainground.solver.confidence_table import Unsupported
 
     step = on_step or (lambda _text: None)
     step("solving")

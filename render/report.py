@@ -7,12 +7,12 @@ commands' own text for the same objects, then the plots. No computation: every f
 
 from __future__ import annotations
 
-from render.report_html import figures, image, money, note, page, seconds, section, share, terminal
+from trainground.render.report_html import figures, image, money, note, page, seconds, section, share, terminal
 
 
 def report_html(findings, source: str) -> str:
     """The page for ``findings``, ``source`` naming the instance file it was made from."""
-    from drivers.frontier import csv_rows
+    from trainground.drivers.frontier import csv_rows
 
     answer = findings.answer
     payload = answer.to_json()
@@ -52,7 +52,7 @@ def summary(answer, payload: dict, source: str) -> str:
 
 
 def plan_section(answer) -> str:
-    from render.tables import render_result
+    from trainground.render.tables import render_result
 
     plan = answer.result.plan
     if plan is None:
@@ -95,7 +95,7 @@ def plan_section(answer) -> str:
 
 def hold_section(answer) -> str:
     """Why the plan holds: the allowance loop's replays (MODEL §11), the simulated verdict, the start-up fill."""
-    from render.simulate import render_solve_verdict
+    from trainground.render.simulate import render_solve_verdict
 
     result, parts = answer.result, []
     hold = result.hold
@@ -184,7 +184,7 @@ def hold_section(answer) -> str:
 
     def draw(console) -> None:
         if hold is not None and result.plan is not None:
-            from render.hold import render_hold
+            from trainground.render.hold import render_hold
 
             render_hold(console, result)
         if result.plan is not None:
@@ -195,7 +195,7 @@ def hold_section(answer) -> str:
 
 
 def levers_section(answer) -> str:
-    from render.levers import render_levers, value_text
+    from trainground.render.levers import render_levers, value_text
 
     found = answer.levers
     if found is None:
@@ -223,7 +223,7 @@ def levers_section(answer) -> str:
 
 
 def risk_section(risk, data: dict) -> str:
-    from render.risk import render_risk, risk_pngs
+    from trainground.render.risk import render_risk, risk_pngs
 
     rows = [
         [
@@ -257,7 +257,7 @@ def risk_section(risk, data: dict) -> str:
 
 
 def certainty_section(found, rows_data: list[dict]) -> str:
-    from render.confidence import curve_png
+    from trainground.render.confidence import curve_png
 
     rows = []
     for i, row in enumerate(rows_data):
@@ -288,8 +288,8 @@ def certainty_section(found, rows_data: list[dict]) -> str:
 
 
 def frontier_section(found, basis: str, source: str) -> str:
-    from drivers.frontier import csv_rows, pools_of
-    from render.plots import frontier_png
+    from trainground.drivers.frontier import csv_rows, pools_of
+    from trainground.render.plots import frontier_png
 
     pools = pools_of(found)
     pools = pools if len(pools) > 1 else []  # one pool: its GPUs are the inference and training columns

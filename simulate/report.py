@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.result import Metrics, Plan
-from simulate.setup import Setup
-from solver import calculus as calc
+from trainground.models.result import Metrics, Plan
+from trainground.simulate.setup import Setup
+from trainground.solver import calculus as calc
 
 SPREAD = (
     "makespan_s",

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
 
 
 def pair_min_mean(occ: calc.Occupancy) -> float:

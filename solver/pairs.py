@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver import holding
-from solver.tolerances import REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver import holding
+from trainground.solver.tolerances import REL_TOL
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from trainground.models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
 
 Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral

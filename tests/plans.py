@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from models.result import CostTerms, PoolUse, ShapeReplicas
+from trainground.models.result import CostTerms, PoolUse, ShapeReplicas
 
 
 def decisions(result) -> dict:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import main
 from tests.calibrate_logs import StepTruth, TwoPools, step_records, two_pool_columns, write_records, write_table
+from trainground.cli import main
 
 TRUTH = StepTruth()
 FILES = {"verl": "verl.jsonl", "slime": "slime.jsonl", "areal": "areal.csv"}

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Runs the CLI in a fresh interpreter, then prints the exit code and the scipy modules it imported.
 _PROBE = """
 import json, sys
-import cli
+from trainground import cli
 try:
     cli.main(sys.argv[1:], standalone_mode=False)
     code = 0

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from models.edits import load_edited
-from models.result import Count
-from solver.model import global_values, index_of
-from solver.solve import solve_instance
-from solver.verify import resource_rows, verify_plan
 from tests import reference
 from tests.plans import recosted
 from tests.strategies import instance_of, mixed_backend_instances, small_instances
+from trainground.models.edits import load_edited
+from trainground.models.result import Count
+from trainground.solver.model import global_values, index_of
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import resource_rows, verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Union
 from trainground.results import Frontier, RiskReport, Simulation, Solution, Sweep, plan_row
 
 if TYPE_CHECKING:
-    from models.instance import Instance
-    from models.result import Metrics, Plan, Result
+    from trainground.models.instance import Instance
+    from trainground.models.result import Metrics, Plan, Result
 
 __all__ = [
     "Frontier",
@@ -53,8 +53,8 @@ def load(source: Source, edits: Sequence[str] = (), *, basis: str | None = None)
     ``"steady_state"``), as the commands' ``--basis``. Raises :class:`InstanceError` naming the file
     (``<dict>`` for a dict), the field path and the rule.
     """
-    from models.edits import load_edited
-    from models.instance import Instance
+    from trainground.models.edits import load_edited
+    from trainground.models.instance import Instance
 
     edits = list(edits) + ([f"planning.basis={basis}"] if basis else [])
     if isinstance(source, Instance):
@@ -74,8 +74,8 @@ def _document_of(inst: Instance) -> dict[str, Any]:
 
 
 def _from_document(data: dict[str, Any], edits: Sequence[str]) -> Instance:
-    from models.edits import apply_edit, blamed_on_edits, parse_value, split_edit
-    from models.load import InstanceError, Problem, validate
+    from trainground.models.edits import apply_edit, blamed_on_edits, parse_value, split_edit
+    from trainground.models.load import InstanceError, Problem, validate
 
     for edit in edits:
         try:
@@ -108,10 +108,10 @@ def solve(
     ``simulate``: replay the plan that many times (MODEL §10, the ``simulation`` key);
     ``levers``: re-solve with each limit relaxed one step, within ``levers_time`` seconds.
     """
-    from drivers.answer import answer
-    from models.load import InstanceError, Problem
-    from solver.confidence_table import Unsupported
-    from solver.stopwatch import Stopwatch
+    from trainground.drivers.answer import answer
+    from trainground.models.load import InstanceError, Problem
+    from trainground.solver.confidence_table import Unsupported
+    from trainground.solver.stopwatch import Stopwatch
 
     clock = Stopwatch(time_limit)
     inst = load(source, edits, basis=basis)
@@ -130,7 +130,7 @@ def solve(
 
 def frontier(source: Source, *, edits: Sequence[str] = (), basis: str | None = None) -> Frontier:
     """Makespan against total cost and against hourly cost: every plan no other beats on both."""
-    from drivers.frontier import frontiers
+    from trainground.drivers.frontier import frontiers
 
     return Frontier(frontiers(load(source, edits, basis=basis)))
 
@@ -155,8 +155,8 @@ def sweep(
 ) -> Sweep:
     """Solve every point of the product of ``axes`` (``{"schedule.deadline": ["6d", "7d"]}``); the ``zipped``
     fields vary together, as one more axis (`sweep --set` and `--zip`)."""
-    from drivers import sweep as driver
-    from drivers.sweep_axes import grid_points
+    from trainground.drivers import sweep as driver
+    from trainground.drivers.sweep_axes import grid_points
 
     parsed = driver.parse_axes(
         _axis_texts(axes) + ([f"planning.basis={basis}"] if basis else []), _axis_texts(zipped or {})
@@ -184,8 +184,8 @@ PlanSource = Union["Solution", "Result", str, Path, None]
 
 def _plan_for(inst: Instance, plan: PlanSource) -> tuple[Instance, Plan, Metrics]:
     """(instance on the plan's basis, plan, the verifier's metrics of the plan against ``inst``)."""
-    from models.load import InstanceError, Problem
-    from simulate.runner import basis_of, checked_metrics, plan_of, read_result
+    from trainground.models.load import InstanceError, Problem
+    from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan is None:
         plan = solve(inst, levers=False)
@@ -217,8 +217,8 @@ def simulate(
 ) -> Simulation:
     """Replay ``plan`` (default: the instance's optimal plan) trajectory by trajectory, as `simulate` does;
     ``seed`` defaults as there (under hold, past the replays that set the allowance)."""
-    from simulate.runner import simulate_plan
-    from simulate.verdicts import fresh_seed
+    from trainground.simulate.runner import simulate_plan
+    from trainground.simulate.verdicts import fresh_seed
 
     inst, found, metrics = _plan_for(load(source, edits, basis=basis), plan)
     seed = fresh_seed(inst) if seed is None else seed
@@ -240,8 +240,8 @@ def risk(
 ) -> RiskReport:
     """How likely ``plan`` (default: the instance's optimal plan) is to finish on time over ``samples``
     scenarios of the instance's ``uncertainty`` section, as `risk` reports it."""
-    from drivers.risk import assess
-    from models.load import InstanceError, Problem
+    from trainground.drivers.risk import assess
+    from trainground.models.load import InstanceError, Problem
 
     inst = load(source, edits, basis=basis)
     if inst.uncertainty is None:
@@ -266,9 +266,9 @@ def report(
     """`report`'s self-contained HTML page (written to ``out`` when given): the plan and why it holds, levers,
     risk and the price of certainty at ``confidences`` (with an uncertainty section), the frontier (walked on
     ``frontier_basis``; None: the instance's)."""
-    from drivers.report import gather
-    from render.report import report_html
-    from simulate.output import write_atomic_bytes
+    from trainground.drivers.report import gather
+    from trainground.render.report import report_html
+    from trainground.simulate.output import write_atomic_bytes
 
     inst = load(source, edits, basis=basis)
     found = gather(

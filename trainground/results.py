@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from drivers.answer import Answer
-    from drivers.frontier import Frontiers
-    from drivers.risk import Risk
-    from drivers.sweep import SweepReport
-    from models.instance import Instance
-    from models.result import Metrics, Plan, Result
-    from simulate.report import Report
+    from trainground.drivers.answer import Answer
+    from trainground.drivers.frontier import Frontiers
+    from trainground.drivers.risk import Risk
+    from trainground.drivers.sweep import SweepReport
+    from trainground.models.instance import Instance
+    from trainground.models.result import Metrics, Plan, Result
+    from trainground.simulate.report import Report
 
 
 def _plain(document: dict[str, Any]) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def _plain(document: dict[str, Any]) -> dict[str, Any]:
 
 def plan_row(result: Result) -> dict[str, Any]:
     """One flat row of a result: status, objective, the key decisions and metrics, GPUs by pool."""
-    from models.result import key_columns
+    from trainground.models.result import key_columns
 
     row: dict[str, Any] = {
         "instance": result.instance,
@@ -88,7 +88,7 @@ class Frontier:
 
     def rows(self) -> list[dict[str, Any]]:
         """frontier.csv's rows: one per point of each frontier."""
-        from drivers.frontier import csv_rows
+        from trainground.drivers.frontier import csv_rows
 
         return csv_rows(self.found)
 
