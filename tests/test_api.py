@@ -3,6 +3,7 @@ commands' (the same drivers): each is compared with the command's JSON for the s
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -131,3 +132,11 @@ def test_a_plan_from_a_file_is_checked_against_the_instance(solved, tmp_path):
     assert trainground.risk(UNCERTAIN, saved, samples=500, basis=STEADY).risk.plan == solved.plan
     with pytest.raises(trainground.InstanceError):
         trainground.simulate(SEED, saved, edits=["gpu_pools[0].gpus=100"], basis=STEADY, iterations=5)
+
+
+def test_simulate_is_the_function_and_the_package():
+    """trainground.simulate names the API function and the subpackage simulate/: both readings hold."""
+    import trainground.simulate.runner
+
+    assert callable(trainground.simulate) and callable(trainground.simulate.runner.simulate_plan)
+    assert "replications" in inspect.signature(trainground.simulate).parameters

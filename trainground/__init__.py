@@ -31,6 +31,22 @@ from trainground.api import (  # noqa: E402 (the path first: the API imports the
 )
 from trainground.models.errors import InstanceError  # noqa: E402
 
+
+def _callable_package(name: str, function) -> None:
+    """``trainground.simulate`` names both the subpackage simulate/ and the API function: once the subpackage
+    is imported, the attribute is the package (as the import system sets it), so calling it calls the function.
+    Both readings then hold: ``trainground.simulate(...)`` and ``trainground.simulate.runner``."""
+    import importlib
+    import inspect
+    import types
+
+    package = importlib.import_module(name)
+    package.__class__ = type("CallablePackage", (types.ModuleType,), {"__call__": staticmethod(function)})
+    package.__signature__ = inspect.signature(function)
+
+
+_callable_package("trainground.simulate", simulate)
+
 __all__ = [
     "Frontier",
     "InstanceError",
