@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
-from commands.batch import batch
-from commands.calibrate import calibrate
-from commands.common import protect_stdout
-from commands.init import init
-from commands.plan import explain, schema, solve
-from commands.risk import risk
-from commands.simulate import simulate
-from commands.tradeoffs import compare, frontier, sweep
+from trainground.commands.batch import batch
+from trainground.commands.calibrate import calibrate
+from trainground.commands.common import protect_stdout
+from trainground.commands.init import init
+from trainground.commands.plan import explain, schema, solve
+from trainground.commands.report import report
+from trainground.commands.risk import risk
+from trainground.commands.simulate import simulate
+from trainground.commands.tradeoffs import compare, frontier, sweep
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,7 +22,7 @@ def main() -> None:
     protect_stdout()
 
 
-for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, calibrate, schema):
+for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, report, calibrate, schema):
     main.add_command(command)
 
 

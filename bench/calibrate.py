@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from cli import main  # noqa: E402
 from tests.calibrate_logs import (  # noqa: E402
     Pool,
     StepTruth,
@@ -42,6 +41,7 @@ from tests.calibrate_logs import (  # noqa: E402
     write_records,
     write_table,
 )
+from trainground.cli import main  # noqa: E402
 
 
 def timing(rows: int, repeats: int) -> None:

@@ -67,8 +67,8 @@ def alpha_table(root: Path, repeat: int) -> None:
 
 def growth(samples: int) -> dict:
     """One confidence solve at S = ``samples`` (the bundled instance), in process: sizes and times."""
-    from models.edits import load_edited
-    from solver.solve import Planner
+    from trainground.models.edits import load_edited
+    from trainground.solver.solve import Planner
 
     inst = load_edited(INSTANCE, [f"uncertainty.samples={samples}", "uncertainty.confidence=0.9"])
     start, cpu = time.perf_counter(), time.process_time()

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.load import load_instance  # noqa: E402
-from solver.solve import solve_instance  # noqa: E402
+from trainground.models.load import load_instance  # noqa: E402
+from trainground.solver.solve import solve_instance  # noqa: E402
 
 TARGET_S = 2.0
 
@@ -56,7 +56,7 @@ def run(command: list[str]) -> tuple[float, float]:
 
 def diagnosis_alone(path: Path) -> tuple[int, float]:
     """(re-solves, CPU seconds) of the diagnosis alone, in this process (imports and the first solve excluded)."""
-    from drivers.diagnose import diagnosed
+    from trainground.drivers.diagnose import diagnosed
 
     inst = load_instance(path)
     result = solve_instance(inst)

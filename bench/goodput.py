@@ -20,9 +20,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.load import validate  # noqa: E402
-from models.starter import optional_sections  # noqa: E402
-from solver.solve import solve_instance  # noqa: E402
+from trainground.models.load import validate  # noqa: E402
+from trainground.models.starter import optional_sections  # noqa: E402
+from trainground.solver.solve import solve_instance  # noqa: E402
 
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 

@@ -36,7 +36,7 @@ TARGET_MB = 200.0
 def command() -> list[str]:
     """The installed `trainground` script beside this interpreter, else the module."""
     script = Path(sys.executable).with_name("trainground")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "trainground.cli"]
 
 
 def run(case: Case, cwd: Path, limit_bytes: int) -> tuple[int, float, float, str, str]:

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivers.levers import levers  # noqa: E402
-from models.load import load_instance  # noqa: E402
-from solver.solve import solve_instance  # noqa: E402
+from trainground.drivers.levers import levers  # noqa: E402
+from trainground.models.load import load_instance  # noqa: E402
+from trainground.solver.solve import solve_instance  # noqa: E402
 
 
 def main() -> None:

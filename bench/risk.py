@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivers.risk import assess  # noqa: E402
-from models.load import load_instance  # noqa: E402
-from solver import scenarios as sc  # noqa: E402
-from solver.solve import solve_instance  # noqa: E402
+from trainground.drivers.risk import assess  # noqa: E402
+from trainground.models.load import load_instance  # noqa: E402
+from trainground.solver import scenarios as sc  # noqa: E402
+from trainground.solver.solve import solve_instance  # noqa: E402
 
 DEFAULT = ROOT / "instances" / "seed-week-75-uncertain.yaml"
 

@@ -63,8 +63,8 @@ def child(file: str, edits: list[str]) -> None:
     import resource
     import time
 
-    from models.edits import load_edited_checked
-    from solver.solve import solve_instance
+    from trainground.models.edits import load_edited_checked
+    from trainground.solver.solve import solve_instance
 
     clock = time.perf_counter()
     inst, _ = load_edited_checked(Path(file), ["planning.basis=steady_state", *edits])

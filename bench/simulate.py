@@ -47,8 +47,8 @@ def peak_mb(who: int) -> float:
 
 def child(plan_file: str, iterations: int | None, replications: int, workers: int | None) -> dict:
     """One measurement, in this (fresh) process."""
-    from models.load import load_instance
-    from simulate.runner import checked_metrics, read_plan, simulate_plan
+    from trainground.models.load import load_instance
+    from trainground.simulate.runner import checked_metrics, read_plan, simulate_plan
 
     inst = load_instance(SEED)
     plan = read_plan(plan_file)
@@ -93,8 +93,8 @@ def median_of(samples: list[dict]) -> dict:
 
 
 def solve_seed(folder: Path) -> Path:
-    from models.load import load_instance
-    from solver.solve import solve_instance
+    from trainground.models.load import load_instance
+    from trainground.solver.solve import solve_instance
 
     result = solve_instance(load_instance(SEED))
     path = folder / "seed-plan.json"

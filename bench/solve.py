@@ -28,13 +28,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.load import load_instance  # noqa: E402
-from solver import highs as highs_module  # noqa: E402
-from solver import search as search_module  # noqa: E402
-from solver.highs import STAGE_OPTIONS, HighsModel  # noqa: E402
-from solver.model import add_pair, build_model, refresh_globals  # noqa: E402
-from solver.pairs import build  # noqa: E402
-from solver.solve import Planner  # noqa: E402
+from trainground.models.load import load_instance  # noqa: E402
+from trainground.solver import highs as highs_module  # noqa: E402
+from trainground.solver import search as search_module  # noqa: E402
+from trainground.solver.highs import STAGE_OPTIONS, HighsModel  # noqa: E402
+from trainground.solver.model import add_pair, build_model, refresh_globals  # noqa: E402
+from trainground.solver.pairs import build  # noqa: E402
+from trainground.solver.solve import Planner  # noqa: E402
 
 INSTANCES = ROOT / "instances"
 SEED = INSTANCES / "seed-week-75.yaml"

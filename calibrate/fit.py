@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate import lifetimes as lt
-from calibrate.figures import Figure, percentile_interval
-from calibrate.frameworks import AGENT_LOOP, FrameworkSteps
-from calibrate.logs import Steps, Trajectories
-from calibrate.stepfigures import step_figures
-from calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
-from calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
-from models.instance import Instance
-from models.load import InstanceError, Problem
+from trainground.calibrate import lifetimes as lt
+from trainground.calibrate.figures import Figure, percentile_interval
+from trainground.calibrate.frameworks import AGENT_LOOP, FrameworkSteps
+from trainground.calibrate.logs import Steps, Trajectories
+from trainground.calibrate.stepfigures import step_figures
+from trainground.calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
+from trainground.calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
+from trainground.models.instance import Instance
+from trainground.models.load import InstanceError, Problem
 
 REPLICATES = 200  # bootstrap replicates behind every interval
 SEED = 0  # bootstrap seed: the same logs give the same intervals

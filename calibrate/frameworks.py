@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.guards import check_text
-from calibrate.logs import MAX_BAD_SHARE, Steps, take
-from calibrate.tables import FORMATS, UNITS, Table, numbers, read_table, split_unit
-from models.load import InstanceError, Problem
+from trainground.calibrate.guards import check_text
+from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, take
+from trainground.calibrate.tables import FORMATS, UNITS, Table, numbers, read_table, split_unit
+from trainground.models.load import InstanceError, Problem
 
 NAMES = ("verl", "slime", "areal")
 

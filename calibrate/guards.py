@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.load import InstanceError, Problem
+from trainground.models.load import InstanceError, Problem
 
 CHUNK = 8 << 20
 MAX_DEPTH = 32  # deepest nesting of objects and arrays on one JSONL line (verl's records nest 2 deep)

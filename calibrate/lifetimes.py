@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from calibrate.figures import resample
+from trainground.calibrate.figures import resample
 
 Z_99 = float(special.ndtri(0.99))
 EXACT_ROWS = 20_000  # at most this many attempts: bootstrap replicates resample the attempts themselves

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.tables import MAX_BAD_SHARE, Table, flags, labels, numbers, read_table, times
+from trainground.calibrate.tables import MAX_BAD_SHARE, Table, flags, labels, numbers, read_table, times
 
 TRAJECTORY_REQUIRED = ("start", "end", "output_tokens")
 STEP_REQUIRED = ("iteration", "training_gpus")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrate.logs import Trajectories
+from trainground.calibrate.logs import Trajectories
 
 
 def merge(parts: list[tuple[str, Trajectories, float | None]]) -> tuple[Trajectories, float | None]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 
-from calibrate.fit import Calibration
-from models.instance import Instance
-from models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas
-from solver import verify_laws as laws
-from solver.verify import resource_rows, verify_plan
+from trainground.calibrate.fit import Calibration
+from trainground.models.instance import Instance
+from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas
+from trainground.solver import verify_laws as laws
+from trainground.solver.verify import resource_rows, verify_plan
 
 MAX_STEPS = 50  # grid steps above the logged launch rate's cadence tried before the plan is given up
 
@@ -61,7 +61,7 @@ def _cadence_of_rate(inst: Instance, rate: float, groups: int) -> float:
 def _replicas(inst: Instance, cal: Calibration) -> tuple[dict[str, int], list[str]]:
     """Replicas per shape: each logged pool's GPUs on the first shape that pool names, else the pooled GPUs
     on the instance's only shape."""
-    from calibrate.pools import shapes_of
+    from trainground.calibrate.pools import shapes_of
 
     shapes = [s.model_dump() for s in inst.inference.shapes]
     by_pool = cal.window.get("pool_gpus") or {}

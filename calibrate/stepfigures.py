@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibrate.figures import Figure, percentile_interval, resample
-from calibrate.frameworks import FrameworkSteps
-from calibrate.logs import Steps
+from trainground.calibrate.figures import Figure, percentile_interval, resample
+from trainground.calibrate.frameworks import FrameworkSteps
+from trainground.calibrate.logs import Steps
 
 
 def _median(values: np.ndarray, rng, replicates: int) -> tuple[float, float, float]:

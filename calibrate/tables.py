@@ -15,8 +15,8 @@ from typing import NoReturn
 
 import numpy as np
 
-from calibrate.guards import check_header, check_text
-from models.load import InstanceError, Problem
+from trainground.calibrate.guards import check_header, check_text
+from trainground.models.load import InstanceError, Problem
 
 FORMATS = {
     ".csv": "csv",

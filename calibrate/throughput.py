@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.figures import Z_LEVEL, Figure, percentile_interval, resample
-from calibrate.logs import Steps, Trajectories
+from trainground.calibrate.figures import Z_LEVEL, Figure, percentile_interval, resample
+from trainground.calibrate.logs import Steps, Trajectories
 
 TRIM = 0.10  # without batch boundaries: the share of the span of starts trimmed at each end
 COMONOTONE_ABOVE = 0.5

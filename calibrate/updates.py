@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calibrate.figures import Figure, percentile_interval, resample
-from calibrate.logs import Steps
+from trainground.calibrate.figures import Figure, percentile_interval, resample
+from trainground.calibrate.logs import Steps
 
 LAW_TOLERANCE = 0.05  # largest relative miss of a law on the per-GPU-count medians for it to be kept
 UPDATE_BOUND_SLACK = 0.02  # a boundary within this share of the cadence after its update's end waited for it

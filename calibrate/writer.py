@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from calibrate.figures import Figure
-from calibrate.fit import Calibration
-from calibrate.frameworks import AGENT_LOOP
-from calibrate.pools import shapes_of
-from models.load import read_document
+from trainground.calibrate.figures import Figure
+from trainground.calibrate.fit import Calibration
+from trainground.calibrate.frameworks import AGENT_LOOP
+from trainground.calibrate.pools import shapes_of
+from trainground.models.load import read_document
 
 FACTOR_NAMES = ("throughput", "lifetimes", "intake", "updates")
 

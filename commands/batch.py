@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_INVALID,
@@ -20,9 +20,9 @@ from commands.common import (
     require_dask,
     show_bar,
 )
-from models.edits import parse_path, split_edit
-from models.result import STATUSES
-from render.tables import render_batch
+from trainground.models.edits import parse_path, split_edit
+from trainground.models.result import STATUSES
+from trainground.render.tables import render_batch
 
 BATCH_SEVERITY = (
     ("error", EXIT_INTERNAL),
@@ -62,7 +62,7 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
     file before it is validated ([*] for every item of a list); --resume reuses only results solved
     with the same edits.
     """
-    from drivers import batch as driver
+    from trainground.drivers import batch as driver
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.common import guarded, write_and_show
+from trainground.commands.common import guarded, write_and_show
 
 
 def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
@@ -12,8 +12,8 @@ def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float
     found."""
     if path is None:
         return None, None
-    from calibrate.frameworks import read_framework_steps, sniff
-    from calibrate.logs import read_steps
+    from trainground.calibrate.frameworks import read_framework_steps, sniff
+    from trainground.calibrate.logs import read_steps
 
     found = sniff(path) if fmt == "auto" else (None if fmt == "steps" else fmt)
     if found is None:
@@ -26,19 +26,19 @@ def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float
 
 def _trajectory_log(trajectories, pool_files, mapping: dict, timeout, max_bad: float):
     """The trajectory log and its clock's origin: one file, or one per pool merged."""
-    from calibrate.logs import read_trajectories
+    from trainground.calibrate.logs import read_trajectories
 
     if not pool_files:
         return read_trajectories(trajectories, mapping, timeout, max_bad)
-    from calibrate.pools import merge
+    from trainground.calibrate.pools import merge
 
     return merge([(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files])
 
 
 def _steps_alone(path: str, mapping: dict, max_bad: float, fmt: str, training_gpus, inst, inference_gpus):
     """A framework's step log without a trajectory log: its lifetimes are the agent loop's, if it has them."""
-    from calibrate.fit import calibrate_steps
-    from models.load import InstanceError, Problem
+    from trainground.calibrate.fit import calibrate_steps
+    from trainground.models.load import InstanceError, Problem
 
     steps, framework = _steps(path, None, mapping, max_bad, fmt, training_gpus)
     if framework is None:
@@ -82,12 +82,12 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     """--columns NAME=COLUMN[:UNIT],... or a YAML/JSON file of NAME: COLUMN[:UNIT]; names checked."""
     from pathlib import Path
 
-    from calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
+    from trainground.calibrate.logs import STEP_COLUMNS, TRAJECTORY_COLUMNS
 
     if not value:
         return {}
     if "=" not in value and Path(value).is_file():
-        from models.load import read_document
+        from trainground.models.load import read_document
 
         pairs = [(str(k), str(v)) for k, v in read_document(Path(value)).items()]
     else:
@@ -210,8 +210,8 @@ def calibrate(
 
     Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
     """
-    from calibrate.fit import calibrate as run
-    from models.load import load_instance
+    from trainground.calibrate.fit import calibrate as run
+    from trainground.models.load import load_instance
 
     if output and not into:
         raise click.UsageError("-o needs --into: pools, prices and the deadline are not in the logs")
@@ -250,22 +250,22 @@ def calibrate(
 
 
 def _plots(cal) -> dict[str, bytes]:
-    from render.calibrate import calibration_pngs
+    from trainground.render.calibrate import calibration_pngs
 
     return calibration_pngs(cal)
 
 
 def _printer(console, cal) -> None:
-    from render.calibrate import render_calibration
+    from trainground.render.calibrate import render_calibration
 
     render_calibration(console, cal)
 
 
 def _write_instance(cal, into: str, output: str) -> None:
     """Write the calibrated instance and load it back: a file this command writes must be valid."""
-    from calibrate.writer import calibrated_document
-    from models.load import InstanceError, load_instance
-    from simulate.output import write_atomic
+    from trainground.calibrate.writer import calibrated_document
+    from trainground.models.load import InstanceError, load_instance
+    from trainground.simulate.output import write_atomic
 
     write_atomic(output, calibrated_document(cal, into))
     try:
@@ -278,8 +278,8 @@ def _write_plan(cal, inst, output: str, plan_file: str) -> str:
     """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none."""
     import json
 
-    from calibrate.replay import logged_plan
-    from simulate.output import write_atomic
+    from trainground.calibrate.replay import logged_plan
+    from trainground.simulate.output import write_atomic
 
     plan, why = logged_plan(inst, cal)
     if plan is None:

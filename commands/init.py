@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from commands.common import guarded
+from trainground.commands.common import guarded
 
 HEADER = """Starter instance written by `trainground init`: the seed article's baseline (1,000 iterations x 4,096
 trajectories in one week), every field present with what it means, its unit, typical values, the seed's
@@ -35,10 +35,10 @@ Edit the numbers to your run, then: trainground solve {file}
 @guarded
 def init(pools: int, backends: str, out: str | None, force: bool) -> None:
     """Write a commented starter instance (YAML) with every field present and explained."""
-    from models.fields import field_docs
-    from models.starter import optional_sections, starter_document
-    from render.starter import commented_yaml
-    from simulate.output import write_atomic
+    from trainground.models.fields import field_docs
+    from trainground.models.starter import optional_sections, starter_document
+    from trainground.render.starter import commented_yaml
+    from trainground.simulate.output import write_atomic
 
     names = tuple(n.strip() for n in backends.split(","))
     if not all(names) or len(set(names)) != len(names):

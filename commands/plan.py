@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
     ProgressLine,
@@ -19,8 +19,7 @@ from commands.common import (
     load_with_warnings,
     with_basis,
 )
-from models.result import Status
-from render.tables import render_explanation, render_result
+from trainground.render.tables import render_explanation, render_result
 
 
 @click.command()
@@ -32,7 +31,7 @@ from render.tables import render_explanation, render_result
 @guarded
 def explain(instance: str, cadence: float | None, inference_gpus: int | None, as_json: bool, edits) -> None:
     """The seed article's arithmetic on INSTANCE, each figure with its formula (no optimisation)."""
-    from solver.explain import explain as run_explain
+    from trainground.solver.explain import explain as run_explain
 
     if cadence is not None and not cadence > 0:
         raise click.BadParameter(f"must be > 0, got {cadence}", param_hint="--cadence")
@@ -105,62 +104,43 @@ def solve(
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
     """
-    from solver.stopwatch import Stopwatch
+    from trainground.solver.stopwatch import Stopwatch
 
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)  # the time limit covers the whole command, loading included
     inst, warnings = load_with_warnings(instance, with_basis(edits, basis))
     inst = with_confidence(instance, inst, confidence)
     load_seconds = clock.elapsed()
-    from drivers.hold import solve_planned
-    from solver.pairs import TableCache
+    from trainground.drivers.answer import answer
 
-    cache = TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
+    def replayed(done: int, total: int) -> None:
+        progress(f"{inst.name}: simulating, {done} of {total} replications")
+
     with progress:
-        result = confident_solve(instance, lambda: solve_planned(inst, objective, clock=clock, cache=cache))
-        if result.status == Status.INFEASIBLE:  # checked here only to import the diagnosis's modules when it runs
-            from drivers.diagnose import diagnosed
-
-            result = diagnosed(inst, result, clock=clock, notes=warnings)
+        found = confident_solve(
+            instance,
+            lambda: answer(
+                inst,
+                objective,
+                clock=clock,
+                replications=replications,
+                with_levers=with_levers,
+                levers_time=levers_time,
+                notes=warnings,
+                on_replay=replayed,
+            ),
+        )
+    result = found.result
     result.timings.load = load_seconds
-    from commands.simulate import simulated_verdict, startup_estimate
-
-    simulated = simulated_verdict(inst, result, replications, as_json) if replications else None
-    found = None
-    if with_levers and result.status == "optimal" and result.confidence is None:  # levers re-solve deterministic limits
-        from drivers.levers import levers
-
-        # the levers share what the command's --time-limit leaves (and --levers-time at most)
-        budget = levers_time if time_limit is None else min(levers_time, max(0.0, time_limit - clock.elapsed()))
-        found = levers(inst, result, budget, cache, allowance=result.hold.allowance_s if result.hold else 0.0)
-    payload = result.to_json()
-    if found is not None:
-        payload["levers"] = found.to_json()
-    if simulated is not None:
-        from simulate.verdicts import verdict_of
-
-        payload["simulation"] = verdict_of(simulated)
+    payload = found.to_json()
     if out:
-        from simulate.output import write_json
+        from trainground.simulate.output import write_json
 
         write_json(out, payload)
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     else:
-        render_result(console(), result)
-        if result.hold is not None and result.plan is not None:
-            from render.hold import render_hold
-
-            render_hold(console(), result)
-        if result.confidence is not None and result.plan is not None:
-            render_confidence_answer(instance, inst, result, objective)
-        from render.levers import render_levers
-
-        render_levers(console(), found)
-        if result.plan is not None:
-            from render.simulate import render_solve_verdict
-
-            render_solve_verdict(console(), inst.counts_startup, startup_estimate(inst, result), simulated)
+        render_answer(found)
     sys.exit(STATUS_EXIT[result.status])
 
 
@@ -169,7 +149,7 @@ def with_confidence(file: str, inst, confidence: float | None):
     if confidence is None:
         return inst
     if inst.uncertainty is None:
-        from models.load import InstanceError, Problem
+        from trainground.models.load import InstanceError, Problem
 
         raise InstanceError(
             file, [Problem("uncertainty", "--confidence needs an uncertainty section (docs/model.md §9)")]
@@ -179,8 +159,8 @@ def with_confidence(file: str, inst, confidence: float | None):
 
 def confident_solve(file: str, solve):
     """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input."""
-    from models.load import InstanceError, Problem
-    from solver.confidence_table import Unsupported
+    from trainground.models.load import InstanceError, Problem
+    from trainground.solver.confidence_table import Unsupported
 
     try:
         return solve()
@@ -188,23 +168,31 @@ def confident_solve(file: str, solve):
         raise InstanceError(file, [Problem(exc.path, exc.rule)]) from None
 
 
-def render_confidence_answer(file: str, inst, result, objective: str | None) -> None:
-    """The confidence report, and what the plan holds beyond the deterministic optimum (a second solve)."""
-    from render.confidence import render_confidence
-    from solver.confidence import what_drove
-    from solver.scenarios import draw
-    from solver.solve import Planner
+def render_answer(found) -> None:
+    """`solve`'s text: the result, then what was computed beside it (drivers.answer)."""
+    result = found.result
+    render_result(console(), result)
+    if result.hold is not None and result.plan is not None:
+        from trainground.render.hold import render_hold
 
-    deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
-    base = Planner(deterministic).solve(objective)
-    base_plan = base.plan if base.plan is not None else None
-    render_confidence(console(), result, base_plan, what_drove(inst, result.plan, base_plan, draw(inst)))
+        render_hold(console(), result)
+    if found.beyond is not None:
+        from trainground.render.confidence import render_confidence
+
+        render_confidence(console(), result, found.beyond.deterministic, found.beyond.drove)
+    from trainground.render.levers import render_levers
+
+    render_levers(console(), found.levers)
+    if result.plan is not None:
+        from trainground.render.simulate import render_solve_verdict
+
+        render_solve_verdict(console(), found.inst.counts_startup, found.startup_estimate_s, found.simulation)
 
 
 @click.command()
 @guarded
 def schema() -> None:
     """Print the JSON Schema of instance files (for editor autocompletion)."""
-    from models.instance import Instance
+    from trainground.models.instance import Instance
 
     click.echo(json.dumps(Instance.model_json_schema(mode="validation"), indent=2))

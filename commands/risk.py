@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     PROGRESS_AFTER_S,
     SolvingBar,
     basis_option,
@@ -15,7 +15,7 @@ from commands.common import (
     with_basis,
     write_and_show,
 )
-from models.load import InstanceError, Problem
+from trainground.models.load import InstanceError, Problem
 
 
 @click.command()
@@ -55,8 +55,8 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     0 assessed (on time or not), 2 invalid input (no uncertainty section, a plan that does not fit),
     3 or 4 when the instance has no optimal plan to assess, 1 internal error.
     """
-    from commands.simulate import plan_to_replay
-    from drivers.risk import assess, replay
+    from trainground.commands.simulate import plan_to_replay
+    from trainground.drivers.risk import assess, replay
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     if inst.uncertainty is None:
@@ -72,12 +72,12 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
 
 
 def _plots(report) -> dict[str, bytes]:
-    from render.risk import risk_pngs
+    from trainground.render.risk import risk_pngs
 
     return risk_pngs(report)
 
 
 def _printer(console, report) -> None:
-    from render.risk import render_risk
+    from trainground.render.risk import render_risk
 
     render_risk(console, report)

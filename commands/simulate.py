@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     EXIT_INTERNAL,
     PROGRESS_AFTER_S,
     STATUS_EXIT,
@@ -31,7 +31,7 @@ def plan_to_replay(inst, plan_file: str | None):
     plan was sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's
     metrics and its allowance Δ (MODEL §11; 0 under steady_state); exits with the solve's code when there is no
     optimal plan."""
-    from simulate.runner import basis_of, checked_metrics, plan_of, read_result
+    from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan_file is not None:
         data = read_result(plan_file)
@@ -40,7 +40,7 @@ def plan_to_replay(inst, plan_file: str | None):
         if basis != inst.planning.basis:
             inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
         return inst, plan, checked_metrics(inst, plan, plan_file, allowance), allowance
-    from drivers.hold import solve_planned
+    from trainground.drivers.hold import solve_planned
 
     result = solve_planned(inst)
     if result.plan is None or result.status != "optimal":
@@ -130,8 +130,8 @@ def simulate(
     Exit codes: 0 simulated (on time or not), 2 invalid input or a plan that does not fit the
     instance, 3 or 4 when the instance has no optimal plan to replay, 1 internal error.
     """
-    from simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
-    from simulate.trace import have_pyarrow
+    from trainground.simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
+    from trainground.simulate.trace import have_pyarrow
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
@@ -142,19 +142,19 @@ def simulate(
         )
     inst = load_with_edits(instance, with_basis(edits, basis))
     if scenarios and inst.uncertainty is None:
-        from models.load import InstanceError, Problem
+        from trainground.models.load import InstanceError, Problem
 
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
     inst, plan, metrics, _ = plan_to_replay(inst, plan_file)
     if seed is None:
-        from simulate.verdicts import fresh_seed
+        from trainground.simulate.verdicts import fresh_seed
 
         seed = fresh_seed(inst)
     setups = None
     if scenarios:
-        from simulate.scenarios import scenario_setups
+        from trainground.simulate.scenarios import scenario_setups
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
@@ -183,29 +183,20 @@ def simulate(
 
 
 def _plots(report) -> dict[str, bytes]:
-    from render.simplots import simulation_pngs
+    from trainground.render.simplots import simulation_pngs
 
     return simulation_pngs(report)
 
 
 def _printer(console, report) -> None:
-    from render.simulate import render_simulation
+    from trainground.render.simulate import render_simulation
 
     render_simulation(console, report)
 
 
-def simulated_verdict(inst, result, replications: int, quiet: bool):
-    """`solve --simulate R`: replay the solved plan R times over the full run; None without a plan. Under hold
-    no replication is one of the replays that set the allowance (:func:`simulate.verdicts.fresh_seed`)."""
-    from simulate.verdicts import simulate_result
-
-    with SolvingBar("simulating", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
-        return simulate_result(inst, result, replications, on_progress=bar)
-
-
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:
     """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
-    from simulate.verdicts import verdicts
+    from trainground.simulate.verdicts import verdicts
 
     with SolvingBar("simulating plans", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
         return verdicts(inst, results, replications, on_progress=bar)
@@ -224,12 +215,3 @@ def simulate_option(func):
         help="Replay each plan shown R times (default 1, the full run, docs/model.md §10) and show "
         "the simulated on-time verdict.",
     )(func)
-
-
-def startup_estimate(inst, result) -> float | None:
-    """§8's fill for the solved plan (what `solve` says the first batch needs)."""
-    if result.plan is None or result.metrics is None:
-        return None
-    from solver.startup import run_fill
-
-    return float(run_fill(inst, result.metrics.attempts_per_s))

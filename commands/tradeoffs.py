@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from commands.common import (
+from trainground.commands.common import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -22,8 +22,8 @@ from commands.common import (
     show_bar,
     with_basis,
 )
-from commands.simulate import simulate_option, simulated_verdicts
-from render.tradeoffs import render_comparison, render_frontier, render_sweep
+from trainground.commands.simulate import simulate_option, simulated_verdicts
+from trainground.render.tradeoffs import render_comparison, render_frontier, render_sweep
 
 
 @click.command()
@@ -69,9 +69,9 @@ def frontier(
     (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
     Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
-    from drivers.frontier import csv_columns, csv_rows, frontiers
-    from render.plots import frontier_png
-    from simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.drivers.frontier import csv_columns, csv_rows, frontiers
+    from trainground.render.plots import frontier_png
+    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     if alphas is not None:
@@ -96,7 +96,7 @@ def frontier(
 def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: bool) -> None:
     """Attach to each frontier the simulated verdict of the corners its table shows (all with --all; a plan
     on both frontiers is replayed once)."""
-    from render.tradeoffs import shown_corners
+    from trainground.render.tradeoffs import shown_corners
 
     chosen = [(front, i) for front in found.frontiers.values() for i in shown_corners(front.corners, show_all)]
     for (front, i), verdict in zip(
@@ -107,11 +107,11 @@ def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: boo
 
 def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None:
     """frontier --confidence-curve: the price of certainty (MODEL §9)."""
-    from drivers.certainty import CSV_COLUMNS, curve
-    from models.load import InstanceError, Problem
-    from render.confidence import curve_png, render_curve
-    from simulate.output import write_atomic_bytes, write_csv, write_json
-    from solver.confidence_table import Unsupported
+    from trainground.drivers.certainty import CSV_COLUMNS, curve
+    from trainground.models.load import InstanceError, Problem
+    from trainground.render.confidence import curve_png, render_curve
+    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.solver.confidence_table import Unsupported
 
     try:
         values = [float(a) for a in alphas.split(",")]
@@ -183,7 +183,7 @@ def compare(
     each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
     and verdict.
     """
-    from drivers.compare import compare as run_compare
+    from trainground.drivers.compare import compare as run_compare
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     result = run_compare(inst, baseline_inference_gpus, cadence=cadence)
@@ -248,9 +248,9 @@ def sweep(
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
     internal error, 2 invalid options or base file.
     """
-    from drivers import sweep as driver
-    from render.plots import sweep_pngs
-    from simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.drivers import sweep as driver
+    from trainground.render.plots import sweep_pngs
+    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 
     if not axes and not zipped:
         raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")

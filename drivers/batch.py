@@ -23,8 +23,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.batch_inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
-from drivers.batch_summary import (  # noqa: F401 (the batch's API)
+from trainground.drivers.batch_inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
+from trainground.drivers.batch_summary import (  # noqa: F401 (the batch's API)
     SUMMARY_COLUMNS,
     SUMMARY_CSV,
     SUMMARY_JSONL,
@@ -33,8 +33,8 @@ from drivers.batch_summary import (  # noqa: F401 (the batch's API)
     top_fix,
     write_summaries,
 )
-from drivers.workers import one_line, prepare_worker
-from simulate.output import make_folder, write_json
+from trainground.drivers.workers import one_line, prepare_worker
+from trainground.simulate.output import make_folder, write_json
 
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
 # rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes
@@ -101,10 +101,10 @@ def solve_file(
         )
     digest = input_hash(data, objective, time_limit, edits)
     try:
-        from drivers.diagnose import diagnosed
-        from drivers.hold import ReplayCache, solve_planned
-        from models.edits import load_edited_checked
-        from models.load import InstanceError
+        from trainground.drivers.diagnose import diagnosed
+        from trainground.drivers.hold import ReplayCache, solve_planned
+        from trainground.models.edits import load_edited_checked
+        from trainground.models.load import InstanceError
 
         clock = time.perf_counter()
         try:
@@ -131,7 +131,7 @@ def solve_file(
 
 
 def _declared_objective(path: str) -> str | None:
-    from models.load import InstanceError, read_document
+    from trainground.models.load import InstanceError, read_document
 
     try:
         declared = read_document(Path(path)).get("objective")
@@ -142,8 +142,8 @@ def _declared_objective(path: str) -> str | None:
 
 def _failure(instance: str, status: str, message: str, objective: str | None, file: str, digest: str) -> dict:
     """A §6-shaped object for a file without a solver result (invalid input, crash, dead worker)."""
-    from models.instance import Instance
-    from models.result import Result
+    from trainground.models.instance import Instance
+    from trainground.models.result import Result
 
     objective = objective or Instance.model_fields["objective"].default
     payload = Result(instance=instance, status=status, objective=objective, message=message).to_json()

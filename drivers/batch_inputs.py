@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.load import EXTENSIONS
-from models.planning import default_basis
+from trainground.models.load import EXTENSIONS
+from trainground.models.planning import default_basis
 
 _HASH_VERSION = b"trainground-batch/2"  # 2: the default basis (TRAINGROUND_BASIS) is an option
 

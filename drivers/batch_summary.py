@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from drivers.batch_inputs import Task
-from simulate.output import write_atomic, write_csv
+from trainground.drivers.batch_inputs import Task
+from trainground.simulate.output import write_atomic, write_csv
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"

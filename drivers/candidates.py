@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drivers.screen import FAMILIES, WIDEST, Screen, screen
-from models.edits import edited
-from models.instance import Instance
-from solver import calculus as calc
-from solver.pairs import TableCache, supply_multipliers
-from solver.tolerances import REL_TOL
+from trainground.drivers.screen import FAMILIES, WIDEST, Screen, screen
+from trainground.models.edits import edited
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver.pairs import TableCache, supply_multipliers
+from trainground.solver.tolerances import REL_TOL
 
 MAX_ENTRIES = 300_000  # (cadence, K) entries a widened screen may hold: the cost of its exceedance table
 FARTHEST = 16.0  # a pool size or a tokens/s figure is raised at most this many times

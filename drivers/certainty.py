@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from models.instance import Instance
-from models.result import Result
-from solver.solve import Planner
+from trainground.models.instance import Instance
+from trainground.models.result import Result
+from trainground.solver.solve import Planner
 
 CSV_COLUMNS = (
     "confidence",

@@ -31,15 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
-from drivers.hold import HoldingPlanner, planner_for
-from drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
-from models.instance import Instance
-from models.result import Result
-from solver import calculus as calc
-from solver.explain import explain
-from solver.solve import Planner
-from solver.tolerances import TIE_TOL
+from trainground.drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
+from trainground.drivers.hold import HoldingPlanner, planner_for
+from trainground.drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
+from trainground.models.instance import Instance
+from trainground.models.result import Result
+from trainground.solver import calculus as calc
+from trainground.solver.explain import explain
+from trainground.solver.solve import Planner
+from trainground.solver.tolerances import TIE_TOL
 
 
 @dataclass

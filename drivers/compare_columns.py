@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from drivers.shape_mix import ShapeMix, by_pool, capacity
-from drivers.sweep import diagnosis_summary
-from models.instance import Instance
-from models.result import Result
-from solver import calculus as calc
-from solver.explain import explain
-from solver.tolerances import TIE_TOL
+from trainground.drivers.shape_mix import ShapeMix, by_pool, capacity
+from trainground.drivers.sweep import diagnosis_summary
+from trainground.models.instance import Instance
+from trainground.models.result import Result
+from trainground.solver import calculus as calc
+from trainground.solver.explain import explain
+from trainground.solver.tolerances import TIE_TOL
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is
 # B·tokens/(L·inference GPUs) (lossless); "in flight (mean)" is Little's law with W_use, as the

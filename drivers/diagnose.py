@@ -14,18 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from drivers import screen as sc
-from drivers.diagnose_goodput import goodput_conflict
-from drivers.diagnose_pairs import cheapest_pairs
-from drivers.feasibility import Feasibility
-from drivers.findings import change_entry, findings_of, fmt
-from drivers.thresholds import settle
-from models.instance import Instance
-from models.result import Result
-from solver.pairs import TableCache
-from solver.pairs import build as build_pairs
-from solver.solve import Planner
-from solver.stopwatch import Stopwatch
+from trainground.drivers import screen as sc
+from trainground.drivers.diagnose_goodput import goodput_conflict
+from trainground.drivers.diagnose_pairs import cheapest_pairs
+from trainground.drivers.feasibility import Feasibility
+from trainground.drivers.findings import change_entry, findings_of, fmt
+from trainground.drivers.thresholds import settle
+from trainground.models.instance import Instance
+from trainground.models.result import Result
+from trainground.solver.pairs import TableCache
+from trainground.solver.pairs import build as build_pairs
+from trainground.solver.solve import Planner
+from trainground.solver.stopwatch import Stopwatch
 
 MAX_SOLVES = 60  # re-solves one diagnosis may spend (deterministic, unlike a time budget)
 FAMILY_TEXT = {
@@ -65,7 +65,7 @@ def diagnosed(
 def hold_note(inst: Instance, objective: str) -> str | None:
     """When only the hold basis has no plan (MODEL §11): one line on what holding costs in time, beside the
     steady_state plan that exists (None when steady_state has no plan either)."""
-    from solver import startup
+    from trainground.solver import startup
 
     steady_inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "steady_state"})})
     steady = Planner(steady_inst).solve(objective)

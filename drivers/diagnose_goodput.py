@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from models.instance import Instance
-from models.units import format_duration
-from solver import calculus as calc
-from solver import goodput
+from trainground.models.instance import Instance
+from trainground.models.units import format_duration
+from trainground.solver import calculus as calc
+from trainground.solver import goodput
 
 
 def least_mtbf(checkpoint: float, restart: float, interval: float | None) -> float:

@@ -10,14 +10,14 @@ inputs least (the sum of their relative changes).
 
 from __future__ import annotations
 
-from drivers import screen as sc
-from drivers.candidates import edit_of
-from drivers.feasibility import Feasibility
-from drivers.findings import findings_of, text
-from drivers.thresholds import settle
-from models.edits import edited
-from models.instance import Instance
-from solver.pairs import TableCache
+from trainground.drivers import screen as sc
+from trainground.drivers.candidates import edit_of
+from trainground.drivers.feasibility import Feasibility
+from trainground.drivers.findings import findings_of, text
+from trainground.drivers.thresholds import settle
+from trainground.models.edits import edited
+from trainground.models.instance import Instance
+from trainground.solver.pairs import TableCache
 
 FIRSTS = 2  # first changes tried, best ranked first
 SECONDS = 4  # second changes tried with each first

@@ -5,13 +5,13 @@ levers under every plan import no more than they use.
 
 from __future__ import annotations
 
-from models.edits import edited
-from models.instance import Instance
-from models.load import InstanceError
-from models.result import Result
-from solver.pairs import TableCache
-from solver.solve import Planner
-from solver.stopwatch import Stopwatch
+from trainground.models.edits import edited
+from trainground.models.instance import Instance
+from trainground.models.load import InstanceError
+from trainground.models.result import Result
+from trainground.solver.pairs import TableCache
+from trainground.solver.solve import Planner
+from trainground.solver.stopwatch import Stopwatch
 
 
 class Feasibility:

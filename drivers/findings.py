@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers import candidates as cd
-from drivers import screen as sc
-from drivers.candidates import Candidates
-from models.instance import Instance
-from solver import calculus as calc
-from solver.pairs import TableCache
-from solver.tolerances import PRINT_TOL, REL_TOL
+from trainground.drivers import candidates as cd
+from trainground.drivers import screen as sc
+from trainground.drivers.candidates import Candidates
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver.pairs import TableCache
+from trainground.solver.tolerances import PRINT_TOL, REL_TOL
 
 WHOLE_PLAN = "sandboxes and budgets"  # the family of the limits that act on whole plans, not on pairs
 

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drivers.diagnose import diagnosed
-from drivers.hold import HoldingPlanner, planner_for
-from models.instance import Instance
-from models.result import Result, key_columns
-from solver.calculus import cadence_grid
-from solver.solve import Planner
-from solver.tolerances import SPAN_TOL, TIE_TOL
+from trainground.drivers.diagnose import diagnosed
+from trainground.drivers.hold import HoldingPlanner, planner_for
+from trainground.models.instance import Instance
+from trainground.models.result import Result, key_columns
+from trainground.solver.calculus import cadence_grid
+from trainground.solver.solve import Planner
+from trainground.solver.tolerances import SPAN_TOL, TIE_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
 DAY_S = 86400.0

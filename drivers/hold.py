@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.instance import Instance
-from models.result import HoldReport, Plan, Result, Status, Timings
-from simulate.engine import replicate
-from simulate.runner import seed_for
-from simulate.setup import Setup, setup_of
-from solver.scenarios import wilson
-from solver.solve import Planner
-from solver.stopwatch import Stopwatch
+from trainground.models.instance import Instance
+from trainground.models.result import HoldReport, Plan, Result, Status, Timings
+from trainground.simulate.engine import replicate
+from trainground.simulate.runner import seed_for
+from trainground.simulate.setup import Setup, setup_of
+from trainground.solver.scenarios import wilson
+from trainground.solver.solve import Planner
+from trainground.solver.stopwatch import Stopwatch
 
 ROUNDS = 4  # MODEL §11 item 4: rounds of solve and replay before the allowance is declared unconverged
 REPLAY_THREADS = max(1, min(2, os.cpu_count() or 1))

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.instance import Instance
-from models.load import InstanceError
-from models.result import Metrics, Plan
-from solver import scenarios as sc
-from solver.scenarios import wilson
+from trainground.models.instance import Instance
+from trainground.models.load import InstanceError
+from trainground.models.result import Metrics, Plan
+from trainground.solver import scenarios as sc
+from trainground.solver.scenarios import wilson
 
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -182,9 +182,9 @@ def replay(
     analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
     their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
     reason and not replayed)."""
-    from simulate.engine import replicate
-    from simulate.setup import setup_of
-    from simulate.summary import summarize
+    from trainground.simulate.engine import replicate
+    from trainground.simulate.setup import setup_of
+    from trainground.simulate.summary import summarize
 
     scen = sc.draw(inst, risk.samples, risk.seed)
     values = sc.values_of(inst, scen)

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.edits import edited
-from models.instance import Instance
-from solver import calculus as calc
-from solver.pairs import TableCache, best_supply, mean_gaps
-from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
+from trainground.models.edits import edited
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver.pairs import TableCache, best_supply, mean_gaps
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 FAMILIES = (
     "deadline",

@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.instance import Instance
-from models.result import Plan
-from solver import calculus as calc
-from solver.tolerances import INTEGER_TOL
+from trainground.models.instance import Instance
+from trainground.models.result import Plan
+from trainground.solver import calculus as calc
+from trainground.solver.tolerances import INTEGER_TOL
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from typing import Any
 
 import yaml
 
-from drivers.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
-from drivers.workers import clip, one_line, prepare_worker
-from models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
-from models.load import InstanceError, Problem, read_document, validate
-from models.result import STATUSES, key_columns
+from trainground.drivers.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
+from trainground.drivers.workers import clip, one_line, prepare_worker
+from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
+from trainground.models.load import InstanceError, Problem, read_document, validate
+from trainground.models.result import STATUSES, key_columns
 
 ROW_COLUMNS = (
     "status",
@@ -185,9 +185,9 @@ def solve_points(
     Returns the rows and the number of models built. Never raises for a point: an
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
-    from drivers.diagnose import diagnosed
-    from drivers.hold import ReplayCache, planner_for
-    from solver.pairs import TableCache
+    from trainground.drivers.diagnose import diagnosed
+    from trainground.drivers.hold import ReplayCache, planner_for
+    from trainground.solver.pairs import TableCache
 
     planner = None
     cache = TableCache()  # the run's quantities, shared by points that edit only shapes, pools or prices

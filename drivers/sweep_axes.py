@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from models.edits import parse_path
+from trainground.models.edits import parse_path
 
 
 class SweepError(ValueError):

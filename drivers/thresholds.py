@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from drivers.candidates import edit_of
-from drivers.feasibility import Feasibility
-from drivers.findings import WHOLE_PLAN, Finding
-from models.instance import Instance
-from solver.tolerances import COST_CHECK_TOL
+from trainground.drivers.candidates import edit_of
+from trainground.drivers.feasibility import Feasibility
+from trainground.drivers.findings import WHOLE_PLAN, Finding
+from trainground.models.instance import Instance
+from trainground.solver.tolerances import COST_CHECK_TOL
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
 EARLY_STEPS = 2  # steps from a closed form that failed its confirming solve before the loosest (count_startup)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from simulate.processes import THREAD_VARS, clip, one_line
+from trainground.simulate.processes import THREAD_VARS, clip, one_line
 
 __all__ = ["THREAD_VARS", "clip", "one_line", "prepare_worker"]
 
@@ -23,12 +23,12 @@ def prepare_worker() -> None:
     for var in THREAD_VARS:
         os.environ.setdefault(var, "1")
     if "fork" not in multiprocessing.get_all_start_methods():
-        import solver.solve  # noqa: F401
+        import trainground.solver.solve  # noqa: F401
 
         return
     method = multiprocessing.get_start_method(allow_none=True)
     multiprocessing.set_start_method("fork", force=True)
     try:
-        import solver.solve  # noqa: F401
+        import trainground.solver.solve  # noqa: F401
     finally:
         multiprocessing.set_start_method(method, force=True)

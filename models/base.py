@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from models.units import _DURATION, parse_duration
+from trainground.models.units import _DURATION, parse_duration
 
 
 class FieldError(ValueError):

@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from models.errors import InstanceError, Problem
-from models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, too_large
-from models.shape import holds_containers
+from trainground.models.errors import InstanceError, Problem
+from trainground.models.plausible import FILE_CAP_VARIABLE, MAX_DEPTH, Huge, file_cap_bytes, too_large
+from trainground.models.shape import holds_containers
 
 EXTENSIONS = (".yaml", ".yml", ".toml", ".json")
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from models.instance import Instance
-from models.load import InstanceError, Problem, read_document, validate
-from models.plausible import Huge, unit_warnings
-from models.uncertainty import path_tokens, render_path
+from trainground.models.instance import Instance
+from trainground.models.load import InstanceError, Problem, read_document, validate
+from trainground.models.plausible import Huge, unit_warnings
+from trainground.models.uncertainty import path_tokens, render_path
 
 WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
 

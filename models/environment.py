@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from models.base import (
+from trainground.models.base import (
     DURATION,
     AtLeastOne,
     Count,
@@ -23,7 +23,7 @@ from models.base import (
     Strict,
     about,
 )
-from models.plausible import CAPS, MAX_SAMPLES, file_cap_bytes, number_rule, too_large
+from trainground.models.plausible import CAPS, MAX_SAMPLES, file_cap_bytes, number_rule, too_large
 
 Z_99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99
 LIFETIME = "two of median, p99, mean, sigma describe the lognormal; leave the other two null"

@@ -18,7 +18,7 @@ class FieldDoc:
 
 
 def instance_schema() -> dict:
-    from models.instance import Instance
+    from trainground.models.instance import Instance
 
     return Instance.model_json_schema(mode="validation")
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from models.base import Fraction, Positive, PositiveInt, Strict, about
+from trainground.models.base import Fraction, Positive, PositiveInt, Strict, about
 
 
 class Freshness(Strict):

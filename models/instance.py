@@ -13,7 +13,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import ConfigDict, Field, model_validator
 
-from models.base import (
+from trainground.models.base import (
     DURATION,
     WHOLE,
     FieldError,
@@ -28,7 +28,7 @@ from models.base import (
     about,
     with_defaults,
 )
-from models.environment import (
+from trainground.models.environment import (
     Z_99,
     Backend,
     Cloud,
@@ -40,11 +40,11 @@ from models.environment import (
     VmType,
     read_samples_csv,
 )
-from models.freshness import Freshness
-from models.planning import Planning, with_default_basis
-from models.reliability import Reliability
-from models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
-from models.uncertainty import Uncertainty
+from trainground.models.freshness import Freshness
+from trainground.models.planning import Planning, with_default_basis
+from trainground.models.reliability import Reliability
+from trainground.models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
+from trainground.models.uncertainty import Uncertainty
 
 __all__ = [
     "AmdahlLaw",

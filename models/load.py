@@ -11,11 +11,11 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from models.documents import EXTENSIONS, read_capped, read_document
-from models.errors import InstanceError, Problem
-from models.instance import FieldError, Instance, Occupancy, UpdateTime
-from models.plausible import magnitude_errors, size_errors
-from models.uncertainty import path_errors
+from trainground.models.documents import EXTENSIONS, read_capped, read_document
+from trainground.models.errors import InstanceError, Problem
+from trainground.models.instance import FieldError, Instance, Occupancy, UpdateTime
+from trainground.models.plausible import magnitude_errors, size_errors
+from trainground.models.uncertainty import path_errors
 
 __all__ = ["EXTENSIONS", "InstanceError", "Problem", "load_instance", "read_capped", "read_document", "validate"]
 

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from models.base import WHOLE, Count, FieldError, Strict, about
+from trainground.models.base import WHOLE, Count, FieldError, Strict, about
 
 Basis = Literal["hold", "steady_state"]
 BASES: tuple[str, ...] = ("hold", "steady_state")

@@ -11,8 +11,8 @@ import math
 import os
 from typing import Any
 
-from models.shape import plain_numbers, shape_error
-from models.units import SECONDS_PER_UNIT, format_duration, parse_duration
+from trainground.models.shape import plain_numbers, shape_error
+from trainground.models.units import SECONDS_PER_UNIT, format_duration, parse_duration
 
 HOUR, MINUTE = 3600.0, 60.0
 

@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from models.base import DURATION, NonNegativeDuration, PositiveDuration, Strict, about
-from models.units import _DURATION, parse_duration
+from trainground.models.base import DURATION, NonNegativeDuration, PositiveDuration, Strict, about
+from trainground.models.units import _DURATION, parse_duration
 
 
 def _interval(value: object) -> object:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from models.base import (
+from trainground.models.base import (
     DURATION,
     FieldError,
     Fraction,

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict, with_defaults
+from trainground.models.base import NUMBER, Count, FieldError, Fraction, Name, PositiveInt, Strict, with_defaults
 
 Number = Annotated[float, NUMBER]
 NonNegativeNumber = Annotated[float, Field(ge=0), NUMBER]

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from calibrate.figures import Figure
-from calibrate.fit import Calibration
-from render.plots import _figure, _png
+from trainground.calibrate.figures import Figure
+from trainground.calibrate.fit import Calibration
+from trainground.render.plots import _figure, _png
 
 HISTOGRAM_PX = (1000, 460)
 SURVIVAL_PX = (1000, 460)

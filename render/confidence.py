@@ -3,7 +3,7 @@ deterministic optimum and why. No computation: :func:`solver.confidence.what_dro
 
 from __future__ import annotations
 
-from render.tables import money
+from trainground.render.tables import money
 
 
 def render_confidence(console, result, deterministic, drove: dict) -> None:
@@ -102,8 +102,8 @@ def curve_png(found) -> bytes:
     """Total cost against the confidence planned for, the deterministic optimum as a dashed line."""
     from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-    from render.plots import FRONTIER_PX, _figure, _png
-    from render.plots import money as short_money
+    from trainground.render.plots import FRONTIER_PX, _figure, _png
+    from trainground.render.plots import money as short_money
 
     fig = _figure(FRONTIER_PX)
     ax = fig.add_subplot()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from render.tables import money
+from trainground.render.tables import money
 
 
 def render_hold(console, result) -> None:

@@ -11,10 +11,10 @@ import math
 import re
 from collections.abc import Sequence
 
-from drivers.frontier import DAY_S, Frontiers
-from drivers.sweep import Axis, SweepReport
-from drivers.sweep_axes import dimensions
-from render.labels import field_label
+from trainground.drivers.frontier import DAY_S, Frontiers
+from trainground.drivers.sweep import Axis, SweepReport
+from trainground.drivers.sweep_axes import dimensions
+from trainground.render.labels import field_label
 
 DPI = 100
 FRONTIER_PX = (1200, 500)

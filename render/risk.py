@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from drivers.risk import Risk, replay_summary, spread
-from render.plots import _figure, _png
-from render.simulate import duration
-from render.tables import fitted, money
+from trainground.drivers.risk import Risk, replay_summary, spread
+from trainground.render.plots import _figure, _png
+from trainground.render.simulate import duration
+from trainground.render.tables import fitted, money
 
 HOUR = 3600.0
 HISTOGRAM_PX = (1100, 480)

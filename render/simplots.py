@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from render.plots import _figure, _png
-from simulate.report import Report
+from trainground.render.plots import _figure, _png
+from trainground.simulate.report import Report
 
 INFLIGHT_PX = (1200, 520)
 ITERATIONS_PX = (1200, 460)

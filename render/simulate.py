@@ -3,8 +3,8 @@ model's, the on-time verdict, and where the two part."""
 
 from __future__ import annotations
 
-from render.tables import fitted, money
-from simulate.report import Report, relative
+from trainground.render.tables import fitted, money
+from trainground.simulate.report import Report, relative
 
 HOUR = 3600.0
 

@@ -33,7 +33,7 @@ def _fmt(value: object, unit: str = "") -> str:
 def render_explanation(console, result) -> None:
     from rich.table import Table
 
-    from solver.explain import SECTIONS
+    from trainground.solver.explain import SECTIONS
 
     gpus = f", {result.inference_gpus:,} inference GPUs" if result.inference_gpus else ""
     console.print(f"[bold]{result.instance}[/bold]: the seed's arithmetic at cadence {result.cadence_s:.6g} s{gpus}")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models.result import STATUSES
-from render.labels import field_label
-from render.tables import fitted, money, render_diagnosis
+from trainground.models.result import STATUSES
+from trainground.render.labels import field_label
+from trainground.render.tables import fitted, money, render_diagnosis
 
 CORNER_ROWS = 12  # corners a frontier table shows without --all
 
@@ -30,7 +30,7 @@ def _allowance(result, carried: float | None) -> str:
 def render_frontier(console, found, folder: Path, show_all: bool = False) -> None:
     from rich.table import Table
 
-    from drivers.frontier import DAY_S, cost_of, pools_of
+    from trainground.drivers.frontier import DAY_S, cost_of, pools_of
 
     pools = pools_of(found)
     pools = pools if len(pools) > 1 else []
@@ -118,7 +118,7 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
 
 def _simulated_cells(sim: dict | None) -> list[str]:
     """The simulated makespan (days) and the on-time verdict of one plan, or blanks."""
-    from render.simulate import short_verdict
+    from trainground.render.simulate import short_verdict
 
     if sim is None:
         return ["", ""]
@@ -149,7 +149,7 @@ def _figure(value, kind: str) -> str:
 def render_comparison(console, result) -> None:
     from rich.table import Table
 
-    from drivers.compare_columns import ROWS
+    from trainground.drivers.compare_columns import ROWS
 
     console.print(
         f"{result.instance}: fewer cards, or a shorter schedule? "

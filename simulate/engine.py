@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulate.sandbox import SandboxQueue
-from simulate.setup import Setup
+from trainground.simulate.sandbox import SandboxQueue
+from trainground.simulate.setup import Setup
 
 WINDOW_ATTEMPTS = 1 << 19  # attempts launched per window (about 0.5 M: ~13 MB per float column)
 WINDOWS_PER_HORIZON = 80  # short runs: a window is at most a quarter of the predicted run (horizon / 80)

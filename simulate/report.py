@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.result import Metrics, Plan
-from simulate.setup import Setup
-from solver import calculus as calc
-from solver import startup
+from trainground.models.result import Metrics, Plan
+from trainground.simulate.setup import Setup
+from trainground.solver import calculus as calc
+from trainground.solver import startup
 
 SPREAD = (
     "makespan_s",

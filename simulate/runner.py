@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from models.instance import Instance
-from models.load import InstanceError, Problem, field_path
-from models.result import Metrics, Plan
-from simulate.engine import Run, replicate
-from simulate.processes import THREAD_VARS, one_line
-from simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
-from simulate.setup import Setup, setup_of
-from simulate.summary import curve, summarize
-from simulate.trace import write_trace
-from solver.verify import verify_plan
+from trainground.models.instance import Instance
+from trainground.models.load import InstanceError, Problem, field_path
+from trainground.models.result import Metrics, Plan
+from trainground.simulate.engine import Run, replicate
+from trainground.simulate.processes import THREAD_VARS, one_line
+from trainground.simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
+from trainground.simulate.setup import Setup, setup_of
+from trainground.simulate.summary import curve, summarize
+from trainground.simulate.trace import write_trace
+from trainground.solver.verify import verify_plan
 
 
 class SchedulerUnavailable(Exception):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from models.instance import Instance
-from models.result import Metrics, Plan
-from simulate.setup import Setup, setup_of
-from solver import scenarios as sc
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.simulate.setup import Setup, setup_of
+from trainground.solver import scenarios as sc
 
 
 def scenario_setup(

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.instance import Instance
-from models.result import Metrics, Plan
-from solver import calculus as calc
-from solver import holding
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.solver import calculus as calc
+from trainground.solver import holding
 
 HORIZON_FACTOR = 20.0  # a replication gives up after this many predicted makespans (no batch can form)
 

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from simulate.engine import UNCONSUMED, Run
-from simulate.setup import Setup
+from trainground.simulate.engine import UNCONSUMED, Run
+from trainground.simulate.setup import Setup
 
 CURVE_STEP_S = 1.0  # in-flight is sampled at least this often (coarser only past 2^21 samples)
 CURVE_POINTS = 2000  # points of the plotted in-flight curve (each the max and mean of its bucket)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simulate.engine import UNCONSUMED, Run
-from simulate.output import OutputError, make_folder
-from simulate.setup import Setup
+from trainground.simulate.engine import UNCONSUMED, Run
+from trainground.simulate.output import OutputError, make_folder
+from trainground.simulate.setup import Setup
 
 TRAJECTORY_COLUMNS = (
     "attempt",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from models.instance import Instance
-from models.result import Result
-from simulate.report import Report
-from simulate.runner import simulate_plan
+from trainground.models.instance import Instance
+from trainground.models.result import Result
+from trainground.simulate.report import Report
+from trainground.simulate.runner import simulate_plan
 
 VERDICT_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time", "on_time_share", "lateness_s")
 REPLICATION_WORKERS = 2  # local processes for a plan's replications when R > 1

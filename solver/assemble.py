@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pyomo.core as pyo
 
-from models.instance import Instance
-from models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
-from solver.live import LiveModel
-from solver.search import Search
-from solver.stopwatch import Stopwatch
-from solver.tolerances import COST_CHECK_TOL
-from solver.verify import verify_plan
+from trainground.models.instance import Instance
+from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
+from trainground.solver.live import LiveModel
+from trainground.solver.search import Search
+from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.tolerances import COST_CHECK_TOL
+from trainground.solver.verify import verify_plan
 
 
 class PlanRejected(Exception):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver.coefficients import global_values, gpu_prices, index_of, reserved_cost
-from solver.highs import new_highs, pass_lp
-from solver.holding import sandbox_occupancy
-from solver.pairs import Pairs
-from solver.tolerances import BOUND_SLACK, REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver.coefficients import global_values, gpu_prices, index_of, reserved_cost
+from trainground.solver.highs import new_highs, pass_lp
+from trainground.solver.holding import sandbox_occupancy
+from trainground.solver.pairs import Pairs
+from trainground.solver.tolerances import BOUND_SLACK, REL_TOL
 
 
 def hourly_lower_bound(

@@ -12,8 +12,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
-from solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, REL_TOL
+from trainground.models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from trainground.solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, REL_TOL
 
 _STANDARD_NORMAL = NormalDist()
 

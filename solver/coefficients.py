@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.instance import Instance
-from solver.calculus import free_gpus, host_footprint
-from solver.pairs import Pairs
-from solver.tolerances import NO_LIMIT, REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver.calculus import free_gpus, host_footprint
+from trainground.solver.pairs import Pairs
+from trainground.solver.tolerances import NO_LIMIT, REL_TOL
 
 
 @dataclass(frozen=True)

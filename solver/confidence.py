@@ -14,16 +14,16 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from models.instance import Instance
-from models.result import ConfidenceReport, Plan, Status
-from solver import scenarios as sc
-from solver.bounds import inference_lower_bound, sandbox_lower_bound
-from solver.coefficients import gpu_prices, reserved_cost
-from solver.confidence_model import ConfidenceBlocks
-from solver.confidence_table import Requirements, requirements
-from solver.pairs import Pairs
-from solver.scenario_hosts import room
-from solver.tolerances import REL_TOL, TIE_TOL
+from trainground.models.instance import Instance
+from trainground.models.result import ConfidenceReport, Plan, Status
+from trainground.solver import scenarios as sc
+from trainground.solver.bounds import inference_lower_bound, sandbox_lower_bound
+from trainground.solver.coefficients import gpu_prices, reserved_cost
+from trainground.solver.confidence_model import ConfidenceBlocks
+from trainground.solver.confidence_table import Requirements, requirements
+from trainground.solver.pairs import Pairs
+from trainground.solver.scenario_hosts import room
+from trainground.solver.tolerances import REL_TOL, TIE_TOL
 
 CHECK_SAMPLES = 10_000  # fresh scenarios the out-of-sample share is estimated on
 CHECK_SEED_OFFSET = 1  # their seed: the section's seed plus this

@@ -28,11 +28,11 @@ import math
 import numpy as np
 import pyomo.core as pyo
 
-from models.instance import Instance
-from solver.confidence_cuts import CUT_FAMILIES, corner_points, hull_cuts, minimal
-from solver.confidence_table import Requirements
-from solver.pairs import Pairs
-from solver.tolerances import INTEGER_TOL, REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver.confidence_cuts import CUT_FAMILIES, corner_points, hull_cuts, minimal
+from trainground.solver.confidence_table import Requirements
+from trainground.solver.pairs import Pairs
+from trainground.solver.tolerances import INTEGER_TOL, REL_TOL
 
 FAMILIES = ("supply", "groups", "steady", "peak")
 
@@ -303,7 +303,7 @@ def _sandbox_copy(m, blk, levels: dict, host_rows) -> None:
 
 def _top_groups(inst: Instance) -> int:
     """The most training groups the nominal update law admits (a table's measured range ends somewhere)."""
-    from solver import calculus as calc
+    from trainground.solver import calculus as calc
 
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver.scenarios import Scenarios, at_deadline, update_time
-from solver.tolerances import REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver.scenarios import Scenarios, at_deadline, update_time
+from trainground.solver.tolerances import REL_TOL
 
 HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
 SUPPLY_TOL = 1e-12  # relative: two shapes' throughput multipliers are one multiplier within this

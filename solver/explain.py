@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver import goodput, startup
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver import goodput, startup
 
 
 @dataclass(frozen=True)

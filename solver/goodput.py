@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.instance import Instance
-from models.reliability import Reliability
-from solver import calculus as calc
-from solver.tolerances import REL_TOL
+from trainground.models.instance import Instance
+from trainground.models.reliability import Reliability
+from trainground.solver import calculus as calc
+from trainground.solver.tolerances import REL_TOL
 
 
 @dataclass(frozen=True)

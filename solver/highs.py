@@ -26,8 +26,8 @@ import numpy as np
 from pyomo.contrib.solver.solvers.highs import Highs
 from pyomo.core.expr.visitor import identify_mutable_parameters
 
-from models.result import Status
-from solver.tolerances import FEASIBILITY_TOL
+from trainground.models.result import Status
+from trainground.solver.tolerances import FEASIBILITY_TOL
 
 # Tuned on the bundled seed instances (bench/solve.py): these models are small and their LP
 # relaxation is the convex hull of the cadence choice, so HiGHS's primal heuristics and extra

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver import startup
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver import startup
 
 
 def pair_min_mean(occ: calc.Occupancy) -> float:

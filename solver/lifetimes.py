@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.instance import Z_99, Empirical, Lognormal
-from solver import calculus as calc
-from solver import startup
-from solver.calculus import ndtr
-from solver.tolerances import NEWTON_STEP_TOL
+from trainground.models.instance import Z_99, Empirical, Lognormal
+from trainground.solver import calculus as calc
+from trainground.solver import startup
+from trainground.solver.calculus import ndtr
+from trainground.solver.tolerances import NEWTON_STEP_TOL
 
 SIGMA_FLOOR = 1e-9
 """A lognormal whose scaled p99 falls to its median (sigma 0) keeps this sigma: a near-point mass."""

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from models.instance import OBJECTIVES, Instance
-from models.result import Status
-from solver.coefficients import global_values, index_of
-from solver.highs import NO_BOUND, STAGE_OPTIONS, HighsModel, Outcome
-from solver.model import add_pair, build_model, refresh_globals, rekey_pair, set_pair_coefficients
-from solver.pairs import Pairs
-from solver.stopwatch import Stopwatch
+from trainground.models.instance import OBJECTIVES, Instance
+from trainground.models.result import Status
+from trainground.solver.coefficients import global_values, index_of
+from trainground.solver.highs import NO_BOUND, STAGE_OPTIONS, HighsModel, Outcome
+from trainground.solver.model import add_pair, build_model, refresh_globals, rekey_pair, set_pair_coefficients
+from trainground.solver.pairs import Pairs
+from trainground.solver.stopwatch import Stopwatch
 
 MAX_REUSED_BLOCKS = 48  # a reusable model that has built more pairs is rebuilt: rows over all pairs grow with it
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pyomo.core as pyo
 
-from models.instance import OBJECTIVES, Instance
-from solver.coefficients import PairValues, global_values, index_of
-from solver.pairs import Pairs
+from trainground.models.instance import OBJECTIVES, Instance
+from trainground.solver.coefficients import PairValues, global_values, index_of
+from trainground.solver.pairs import Pairs
 
 
 def _table(block, name: str, values: dict, mutable: bool):

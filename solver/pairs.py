@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.instance import Instance
-from solver import calculus as calc
-from solver import goodput, holding, startup
-from solver.dominance import undominated
-from solver.tolerances import REL_TOL
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver import goodput, holding, startup
+from trainground.solver.dominance import undominated
+from trainground.solver.tolerances import REL_TOL
 
 
 @dataclass(frozen=True)

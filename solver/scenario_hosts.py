@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import highspy
 import numpy as np
 
-from models.instance import Instance, NodeType, VmType
-from models.result import Plan
-from solver.highs import new_highs, pass_lp
+from trainground.models.instance import Instance, NodeType, VmType
+from trainground.models.result import Plan
+from trainground.solver.highs import new_highs, pass_lp
 
 _HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.edits import edited
-from models.errors import InstanceError, Problem
-from models.instance import AmdahlLaw, Instance, InverseLaw
-from models.uncertainty import expand, render_path, valid_range
-from solver import calculus as calc
-from solver.lifetimes import Lifetimes, lifetimes_of
-from solver.tolerances import REL_TOL, ZERO_SHARE_TOL
+from trainground.models.edits import edited
+from trainground.models.errors import InstanceError, Problem
+from trainground.models.instance import AmdahlLaw, Instance, InverseLaw
+from trainground.models.uncertainty import expand, render_path, valid_range
+from trainground.solver import calculus as calc
+from trainground.solver.lifetimes import Lifetimes, lifetimes_of
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:
     the throughput and sandbox rows ask ``L'·(1 - drop(L')) >= need``, the update and mean-gap rows are
     floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised."""
-    from solver.scenario_hosts import room
+    from trainground.solver.scenario_hosts import room
 
     v = values_of(inst, scen)
     w, K = inst.workload, plan.versions_kept

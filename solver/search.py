@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.result import Status
-from solver.live import LiveModel
-from solver.stopwatch import Stopwatch
-from solver.ties import Ties, break_ties, tied_plan
-from solver.tolerances import SPAN_TOL, TIE_TOL
+from trainground.models.result import Status
+from trainground.solver.live import LiveModel
+from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.ties import Ties, break_ties, tied_plan
+from trainground.solver.tolerances import SPAN_TOL, TIE_TOL
 
 # Pairs the first HiGHS run opens (doubling while it finds no plan). The cost bound is tight on the
 # bundled instances, so the single lowest-bound pair is usually the optimum's (bench/solve.py, "probe sizes").

@@ -13,17 +13,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from models.instance import OBJECTIVES, Instance
-from models.result import Result, Status
-from solver import confidence as confidence_of
-from solver import pairs as pair_tables
-from solver.assemble import assemble, timings_of
-from solver.bounds import SandboxLP, hourly_lower_bound
-from solver.coefficients import global_values, index_of
-from solver.live import LiveModel
-from solver.search import Search, cheapest_first, pair_by_pair, shortest_first
-from solver.stopwatch import Stopwatch
-from solver.tolerances import REL_TOL, SPAN_TOL
+from trainground.models.instance import OBJECTIVES, Instance
+from trainground.models.result import Result, Status
+from trainground.solver import confidence as confidence_of
+from trainground.solver import pairs as pair_tables
+from trainground.solver.assemble import assemble, timings_of
+from trainground.solver.bounds import SandboxLP, hourly_lower_bound
+from trainground.solver.coefficients import global_values, index_of
+from trainground.solver.live import LiveModel
+from trainground.solver.search import Search, cheapest_first, pair_by_pair, shortest_first
+from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.tolerances import REL_TOL, SPAN_TOL
 
 __all__ = ["Planner", "solve_instance"]
 

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from models.instance import Instance
-from solver.calculus import Occupancy, ndtr, occupancy_of
-from solver.tolerances import NEWTON_STEP_TOL
+from trainground.models.instance import Instance
+from trainground.solver.calculus import Occupancy, ndtr, occupancy_of
+from trainground.solver.tolerances import NEWTON_STEP_TOL
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
 _PANEL = 0.25

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.instance import Instance
-from solver.live import LiveModel
-from solver.tolerances import SPAN_TOL
+from trainground.models.instance import Instance
+from trainground.solver.live import LiveModel
+from trainground.solver.tolerances import SPAN_TOL
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from models.instance import Instance
-from models.result import Metrics, Plan
-from solver import verify_goodput as reliability
-from solver import verify_hold as hold
-from solver import verify_laws as laws
-from solver.verify_laws import resource_rows
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.solver import verify_goodput as reliability
+from trainground.solver import verify_hold as hold
+from trainground.solver import verify_laws as laws
+from trainground.solver.verify_laws import resource_rows
 
 ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
 COST_TOL = 1e-7  # relative: a reported cost against its recomputation

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.instance import Instance
-from models.result import Plan
+from trainground.models.instance import Instance
+from trainground.models.result import Plan
 
 SECONDS_PER_HOUR = 3600.0
 DEFAULT_REPLICA_RESTART = 300.0  # s: MODEL §13's replica_restart_time when only a pool is preemptible

@@ -15,8 +15,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from models.instance import Instance
-from solver import verify_laws as laws
+from trainground.models.instance import Instance
+from trainground.solver import verify_laws as laws
 
 _NORMAL = NormalDist()
 

@@ -22,8 +22,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
-from solver.verify_goodput import trainer_at
+from trainground.models.instance import AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from trainground.solver.verify_goodput import trainer_at
 
 Z99 = NormalDist().inv_cdf(0.99)  # standard normal quantile at 0.99 (MODEL §2's z_0.99)
 QUAD_REL = 1e-13  # relative accuracy asked of every numerical integral

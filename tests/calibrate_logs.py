@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibrate.logs import Steps, Trajectories
+from trainground.calibrate.logs import Steps, Trajectories
 
 Z_99 = 2.3263478740408408
 

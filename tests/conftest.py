@@ -8,6 +8,6 @@ their instances, so they do not depend on this default.
 
 import os
 
-from models.planning import BASIS_VARIABLE
+from trainground.models.planning import BASIS_VARIABLE
 
 os.environ[BASIS_VARIABLE] = "steady_state"

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from models.edits import apply_edit
-from models.plausible import CAPS, FILE_CAP_VARIABLE, FLOOR, MAX_ITEMS, MAX_SAMPLES, SECONDS, YEAR
+from trainground.models.edits import apply_edit
+from trainground.models.plausible import CAPS, FILE_CAP_VARIABLE, FLOOR, MAX_ITEMS, MAX_SAMPLES, SECONDS, YEAR
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -449,8 +449,8 @@ SPREAD = (
 def spread(folder: Path) -> list[Path]:
     """The seed (on a 10 s cadence step) with one SPREAD field at its cap, at its floor and at 1e-6 of its seed
     value (whole-number fields: at their cap only)."""
-    from models.uncertainty import expand
-    from models.units import parse_duration
+    from trainground.models.uncertainty import expand
+    from trainground.models.units import parse_duration
 
     folder.mkdir(parents=True, exist_ok=True)
     seed = _doc(SEED)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from models.result import CostTerms, PoolUse, ShapeReplicas
 from tests.reference import goodput
+from trainground.models.result import CostTerms, PoolUse, ShapeReplicas
 
 
 def decisions(result) -> dict:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-from models.instance import AmdahlLaw, Instance, InverseLaw, Lognormal
+from trainground.models.instance import AmdahlLaw, Instance, InverseLaw, Lognormal
 
 TOL = 1e-9
 MAX_VECTORS = 200_000  # count vectors one pair may enumerate; beyond it the instance is not small

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from models.load import validate
+from trainground.models.load import validate
 
 
 def _maybe(draw, strategy, p_none: float = 0.5):

@@ -21,11 +21,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from commands.batch import batch_exit_code
-from drivers import batch as driver
-from models.edits import apply_edit
-from models.load import read_document
+from trainground.cli import main
+from trainground.commands.batch import batch_exit_code
+from trainground.drivers import batch as driver
+from trainground.models.edits import apply_edit
+from trainground.models.load import read_document
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 TRAINGROUND = Path(sys.executable).with_name("trainground")
@@ -246,13 +246,13 @@ def test_input_hash_covers_content_and_options():
 
 
 def test_solve_file_turns_a_crash_into_an_error_row(tmp_path, monkeypatch):
-    import drivers.hold
+    import trainground.drivers.hold
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
     write(tmp_path / "x.yaml", variant())
-    monkeypatch.setattr(drivers.hold, "solve_planned", explode)
+    monkeypatch.setattr(trainground.drivers.hold, "solve_planned", explode)
     payload = driver.solve_file(str(tmp_path / "x.yaml"), None, None, "x.yaml")
     assert payload["status"] == "error" and payload["message"] == "RuntimeError: boom"
     assert payload["instance"] == "x" and payload["file"] == "x.yaml" and payload["plan"] is None

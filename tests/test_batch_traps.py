@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drivers import batch as driver
-from models.edits import apply_edit
-from models.load import read_document
 from tests.test_known_optima import base
+from trainground.drivers import batch as driver
+from trainground.models.edits import apply_edit
+from trainground.models.load import read_document
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 TRAINGROUND = Path(sys.executable).with_name("trainground")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, event, given, settings
 
-from solver.bounds import hourly_lower_bound
-from solver.pairs import build
-from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of, small_instances
+from trainground.solver.bounds import hourly_lower_bound
+from trainground.solver.pairs import build
+from trainground.solver.solve import solve_instance
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

@@ -16,8 +16,18 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from models.instance import AmdahlLaw, Cadence, GpuPool, Instance, InverseLaw, Schedule, TableLaw, TablePoint, Training
-from solver import calculus as calc
+from trainground.models.instance import (
+    AmdahlLaw,
+    Cadence,
+    GpuPool,
+    Instance,
+    InverseLaw,
+    Schedule,
+    TableLaw,
+    TablePoint,
+    Training,
+)
+from trainground.solver import calculus as calc
 
 SETTINGS = settings(max_examples=200, deadline=None)
 # Monte-Carlo properties draw 400,000 trajectories per example: they get fewer examples.

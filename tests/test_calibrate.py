@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from calibrate import lifetimes as lt
-from calibrate.fit import calibrate
-from cli import main
 from tests.calibrate_logs import Truth, columns, logs, write_csv
+from trainground.calibrate import lifetimes as lt
+from trainground.calibrate.fit import calibrate
+from trainground.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_INSTANCE = ROOT / "instances/seed-week-75.yaml"
@@ -93,8 +93,8 @@ def test_round_trip_from_the_simulator_trace(tmp_path):
     assert rel(cal["occupancy"]["p99"]["value"], 13900) < 0.03
     assert abs(cal["intake_rate"]["value"] - 0.8) < 0.01
     assert cal["update_time"]["law"] == "inverse"
-    from models.edits import load_edited
-    from solver.solve import solve_instance
+    from trainground.models.edits import load_edited
+    from trainground.solver.solve import solve_instance
 
     solved = solve_instance(load_edited(ROOT / "instances/seed-intake-80.yaml", ["workload.batch_trajectories=2048"]))
     launched = solved.metrics.attempts_per_s * 32768 / solved.plan.inference_gpus  # the rate the simulator ran
@@ -174,7 +174,7 @@ def test_a_mixture_is_flagged_and_gets_an_empirical_law(tmp_path):
         ],
     )
     assert out.exit_code == 0, out.output
-    from models.load import load_instance
+    from trainground.models.load import load_instance
 
     inst = load_instance(new)
     assert inst.environment.occupancy.distribution == "empirical"
@@ -337,7 +337,7 @@ def test_verl_step_metrics(tmp_path):
 
 
 def test_calibrated_instance_loads_solves_and_explains(tmp_path):
-    from models.load import load_instance
+    from trainground.models.load import load_instance
 
     traj, steps = columns(Truth(attempts_per_s=0.25, inference_gpus=100), seed=9)
     write_csv(tmp_path / "t.csv", traj)
@@ -398,7 +398,7 @@ def test_output_needs_into(tmp_path):
 def test_backends_fitted_apart_and_their_shares_written(tmp_path):
     """Two backends with different lifetimes: each is fitted on its own rows; the shares go into an
     instance whose backends have the same names."""
-    from models.load import load_instance
+    from trainground.models.load import load_instance
 
     traj, _ = columns(Truth(attempts_per_s=0.5, log_end=20000.0), seed=10)
     rng = np.random.default_rng(10)

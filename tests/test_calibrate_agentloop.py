@@ -14,10 +14,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from calibrate.figures import Z_LEVEL
-from cli import main
-from models.load import load_instance
 from tests.calibrate_logs import Pool, StepTruth, TwoPools, step_records, two_pool_columns, write_records, write_table
+from trainground.calibrate.figures import Z_LEVEL
+from trainground.cli import main
+from trainground.models.load import load_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_POOLS = ROOT / "instances/logs/two-pools.yaml"

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import main
 from tests.calibrate_logs import StepTruth, TwoPools, step_records, two_pool_columns, write_records, write_table
+from trainground.cli import main
 
 TRUTH = StepTruth()
 SEED = Path(__file__).resolve().parent.parent / "instances" / "seed-week-75.yaml"
@@ -115,7 +115,7 @@ def test_weight_sync_and_checkpoint_times_are_written_as_a_reliability_section(l
     own reliability section gets them in place."""
     import yaml
 
-    from models.load import load_instance, read_document
+    from trainground.models.load import load_instance, read_document
 
     out = tmp_path / "calibrated.yaml"
     args = ["calibrate", "--trajectories", str(logs / "t.csv"), "--steps", str(logs / "verl.jsonl")]

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.load import load_instance
 from tests.calibrate_logs import TwoPools, two_pool_columns, write_table
+from trainground.cli import main
+from trainground.models.load import load_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_POOLS = ROOT / "instances/logs/two-pools.yaml"
@@ -119,8 +119,8 @@ def test_a_pool_without_log_rows_keeps_its_figure(two_pool_log, tmp_path):
 
 
 def test_per_pool_intervals_cover_the_truth_in_most_repetitions():
-    from calibrate.logs import Trajectories
-    from calibrate.throughput import tokens_per_gpu_s
+    from trainground.calibrate.logs import Trajectories
+    from trainground.calibrate.throughput import tokens_per_gpu_s
 
     truth, reps = TwoPools(log_end=8000.0), 40
     covered = {p.name: 0 for p in truth.pools}

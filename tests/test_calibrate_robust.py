@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from calibrate.fit import calibrate
-from calibrate.logs import TIMEOUT_SLACK, Trajectories
-from cli import main
 from tests.calibrate_logs import TwoPools, mess, two_pool_columns, write_table
+from trainground.calibrate.fit import calibrate
+from trainground.calibrate.logs import TIMEOUT_SLACK, Trajectories
+from trainground.cli import main
 
 TRUTH = TwoPools(log_end=8000.0)  # ~8,300 attempts: a few seconds per fit
 

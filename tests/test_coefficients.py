@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.edits import apply_edit
-from models.load import InstanceError, read_document, validate
-from models.units import parse_duration
-from solver.pairs import Pairs, TableCache, build
+from trainground.models.edits import apply_edit
+from trainground.models.load import InstanceError, read_document, validate
+from trainground.models.units import parse_duration
+from trainground.solver.pairs import Pairs, TableCache, build
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = (

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.compare import compare
-from models.edits import load_edited
-from models.load import load_instance
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.compare import compare
+from trainground.models.edits import load_edited
+from trainground.models.load import load_instance
+from trainground.solver.solve import solve_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 PIN_500 = ["schedule.cadence.min=500s", "schedule.cadence.max=500s"]

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models.edits import load_edited
-from models.load import validate
-from solver import scenarios as sc
-from solver.confidence import CHECK_SAMPLES
-from solver.confidence_model import needed
-from solver.solve import Planner
-from solver.verify import verify_plan
+from trainground.models.edits import load_edited
+from trainground.models.load import validate
+from trainground.solver import scenarios as sc
+from trainground.solver.confidence import CHECK_SAMPLES
+from trainground.solver.confidence_model import needed
+from trainground.solver.solve import Planner
+from trainground.solver.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -279,7 +279,7 @@ def test_a_higher_confidence_never_costs_less():
 def run(*args):
     from click.testing import CliRunner
 
-    from cli import main
+    from trainground.cli import main
 
     return CliRunner().invoke(main, [str(a) for a in args])
 

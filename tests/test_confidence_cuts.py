@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from solver import confidence_cuts as cuts
+from trainground.solver import confidence_cuts as cuts
 
 
 def feasible_levels(req: np.ndarray, weight: np.ndarray, needed: float) -> np.ndarray:

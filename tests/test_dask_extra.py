@@ -8,8 +8,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-import cli
-from commands.common import require_dask
+from trainground import cli
+from trainground.commands.common import require_dask
 
 SEED = "instances/seed-week-75.yaml"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.diagnose import diagnosed
-from models.edits import edited
-from models.load import load_instance
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.diagnose import diagnosed
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.solver.solve import solve_instance
 
 DATA = Path(__file__).resolve().parent / "data" / "infeasible"
 SEED_3000 = Path(__file__).resolve().parents[1] / "instances" / "seed-3000-cards.yaml"
@@ -207,8 +207,8 @@ class _Threshold:
 def _finding():
     import numpy as np
 
-    from drivers.candidates import Candidates
-    from drivers.findings import Finding
+    from trainground.drivers.candidates import Candidates
+    from trainground.drivers.findings import Finding
 
     return Finding("x", ("family",), True, lambda: Candidates("x", "x", 1.0, np.zeros(0), steps=False, top=1.01))
 
@@ -218,7 +218,7 @@ def test_a_stepped_search_never_reports_an_unsolved_loosest_value(early):
     """Stepping from a closed form towards the loosest value (here 1.01, within the second step of 1.6 %):
     the loosest is solved before a step passes it, so an input that cannot restore a plan there is never
     reported with the loosest as its threshold, and a found one is exact to the bracket."""
-    from drivers.thresholds import REL, _expand
+    from trainground.drivers.thresholds import REL, _expand
 
     hopeless = _Threshold(at=2.0)
     f = _expand(hopeless, _finding(), 1.01, lambda x: {"x": x}, early=early)

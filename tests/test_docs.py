@@ -76,8 +76,8 @@ def test_readme_set_up_is_what_ci_runs():
 def test_the_model_page_names_every_result_and_instance_field():
     """docs/model.md stays in step with the schemas: every top-level instance field and every key of the
     result, its plan and its metrics appears in it (as code, a JSON key or a key of the example file)."""
-    from models.instance import Instance
-    from models.result import Metrics, Plan, Result
+    from trainground.models.instance import Instance
+    from trainground.models.result import Metrics, Plan, Result
 
     text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
     missing = [

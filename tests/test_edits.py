@@ -11,8 +11,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.edits import apply_edit, parse_value
-from models.load import read_document
+from trainground.models.edits import apply_edit, parse_value
+from trainground.models.load import read_document
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 

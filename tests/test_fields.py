@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli import main
+from trainground.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from models.load import load_instance, read_document
-from models.plausible import unit_warnings
+from trainground.models.load import load_instance, read_document
+from trainground.models.plausible import unit_warnings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"<!-- output: (\S+) -->\n```\n(.*?)```\n", re.S)

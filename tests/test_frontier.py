@@ -10,13 +10,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, event, given, settings
 
-from cli import main
-from drivers.frontier import CRITERIA, cost_of, frontiers, hull_corners
-from models.load import load_instance
-from render.plots import FRONTIER_PX
-from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of, small_instances
+from trainground.cli import main
+from trainground.drivers.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from trainground.models.load import load_instance
+from trainground.render.plots import FRONTIER_PX
+from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 REL = 1e-9
@@ -73,7 +73,7 @@ def test_every_point_is_the_cheapest_plan_at_its_makespan(seed_frontiers):
     """Spot-check interior points against a fresh solve capped at that makespan."""
     inst, found = seed_frontiers
     front = found.frontiers["total_cost"]
-    from solver.solve import Planner
+    from trainground.solver.solve import Planner
 
     planner = Planner(inst)
     for r in front.points[1:-1:15]:

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from models.load import validate
-from solver.explain import explain
-from solver.solve import solve_instance
-from solver.verify import verify_plan
+from trainground.cli import main
+from trainground.models.load import validate
+from trainground.solver.explain import explain
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 SECTION = {"gpu_mtbf": "50000h", "restart_time": "15m", "checkpoint_time": "60s"}
@@ -141,7 +141,7 @@ def test_risk_and_confidence_with_reliability_are_refused_with_exit_2(tmp_path):
 
 
 def test_reliability_levers_save_money_and_buy_the_time_goodput_gives():
-    from drivers.levers import levers
+    from trainground.drivers.levers import levers
 
     inst = validate(seed(**SECTION), "seed.yaml")
     result = solve_instance(inst)

@@ -8,10 +8,10 @@ import math
 
 from hypothesis import HealthCheck, given, settings
 
-from solver.solve import solve_instance
-from solver.verify import verify_plan
 from tests import reference
 from tests.strategies import instance_of, reliable_instances
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from models.edits import edited
-from models.load import load_instance
-from solver.highs import HighsModel
-from solver.solve import Planner
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.solver.highs import HighsModel
+from trainground.solver.solve import Planner
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 

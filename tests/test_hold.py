@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.hold import HoldingPlanner, ReplayCache, run_replays, solve_planned
-from models.edits import edited, load_edited_checked
-from simulate.runner import simulate_plan
-from simulate.setup import setup_of
-from solver import calculus as calc
-from solver import holding, verify_hold
-from solver import verify_laws as laws
-from solver.verify import verify_plan
+from trainground.cli import main
+from trainground.drivers.hold import HoldingPlanner, ReplayCache, run_replays, solve_planned
+from trainground.models.edits import edited, load_edited_checked
+from trainground.simulate.runner import simulate_plan
+from trainground.simulate.setup import setup_of
+from trainground.solver import calculus as calc
+from trainground.solver import holding, verify_hold
+from trainground.solver import verify_laws as laws
+from trainground.solver.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -120,8 +120,8 @@ def test_the_inflight_variance_is_what_the_simulator_runs():
     plan = solve_planned(edited(inst, {"planning.basis": "steady_state"})).plan
     check = verify_plan(inst, plan)
     setup = setup_of(inst, plan, check.metrics, capacity={"container": 1e9})
-    from simulate.engine import replicate
-    from simulate.summary import counts
+    from trainground.simulate.engine import replicate
+    from trainground.simulate.summary import counts
 
     run = replicate(setup, [5, 0])
     lo, hi = float(run.boundaries[2]), float(run.boundaries[-1])
@@ -219,7 +219,7 @@ def test_the_verifier_rejects_a_hold_plan_past_its_allowance_or_sized_at_the_mea
 
 
 def test_a_file_without_planning_is_planned_to_hold(monkeypatch):
-    from models.planning import BASIS_VARIABLE
+    from trainground.models.planning import BASIS_VARIABLE
 
     monkeypatch.delenv(BASIS_VARIABLE, raising=False)
     inst = load_edited_checked(SEED, [])[0]
@@ -230,11 +230,11 @@ def test_a_file_without_planning_is_planned_to_hold(monkeypatch):
 
 
 def test_an_allowance_that_does_not_converge_is_a_time_limit(monkeypatch):
-    import drivers.hold
+    import trainground.drivers.hold
 
     inst = small()
     assert solve_planned(inst).hold.rounds == 2
-    monkeypatch.setattr(drivers.hold, "ROUNDS", 1)
+    monkeypatch.setattr(trainground.drivers.hold, "ROUNDS", 1)
     result = solve_planned(inst)
     assert result.status == "time_limit" and result.plan is not None
     assert not result.hold.allowance_converged and result.hold.rounds == 1
@@ -243,12 +243,12 @@ def test_an_allowance_that_does_not_converge_is_a_time_limit(monkeypatch):
 
 
 def test_replays_that_never_finish_give_null_figures_and_valid_json(monkeypatch):
-    import drivers.hold
+    import trainground.drivers.hold
 
     def never(setup, seeds, threads=1, stop=None):
-        return drivers.hold.Replays(np.full(len(seeds), np.inf), np.zeros(len(seeds)))
+        return trainground.drivers.hold.Replays(np.full(len(seeds), np.inf), np.zeros(len(seeds)))
 
-    monkeypatch.setattr(drivers.hold, "run_replays", never)
+    monkeypatch.setattr(trainground.drivers.hold, "run_replays", never)
     result = solve_planned(small())
     assert result.status == "time_limit" and not result.hold.allowance_converged
     assert result.hold.makespan_s == {"p50": None, "p90": None, "max": None}
@@ -380,7 +380,7 @@ def test_the_diagnosis_says_when_only_the_hold_basis_has_no_plan(tmp_path):
 
 
 def test_frontier_points_under_hold_carry_the_cheapest_plans_allowance_and_pass_their_own_replays():
-    from drivers.frontier import csv_rows, frontiers
+    from trainground.drivers.frontier import csv_rows, frontiers
 
     inst = small(**{"workload.iterations": 20})
     found = frontiers(inst, ("total_cost",))
@@ -420,7 +420,7 @@ def test_a_plan_file_names_its_basis_and_allowance(tmp_path):
 def test_a_time_limit_that_runs_out_during_the_replays_stops_them_and_says_so():
     """The replays ask the clock before each one starts: once it has run out, the round stops, the plan
     is returned as time_limit with the replays that ran (none here), and no steady-state solve follows."""
-    from solver.stopwatch import Stopwatch
+    from trainground.solver.stopwatch import Stopwatch
 
     class RunsOutAtTheReplays(Stopwatch):
         noted = False
@@ -442,8 +442,8 @@ def test_a_time_limit_that_runs_out_during_the_replays_stops_them_and_says_so():
 def test_the_model_and_the_verifier_agree_on_narrow_and_wide_lifetimes(sigma):
     """E[min(W, W')] and E[max of g] from the model's closed forms and the verifier's own integrals, for laws
     where a cut of the quadrature at z = -40 still leaves mass (narrow) or e^(mu + 12·sigma) cancels (wide)."""
-    from models.instance import Lognormal
-    from solver import startup
+    from trainground.models.instance import Lognormal
+    from trainground.solver import startup
 
     spec = Lognormal(distribution="lognormal", median=1.2, sigma=sigma)
     occ, law = calc.occupancy_of(spec), laws.law_of(spec)

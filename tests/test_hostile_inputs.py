@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.load import InstanceError, load_instance, read_document, validate
-from models.plausible import CAPS, FILE_CAP_VARIABLE
-from simulate.output import OutputError, check_writable, make_folder, write_json
 from tests.hostile import ROOT, SEED, Case, build, complaints, spread
+from trainground.cli import main
+from trainground.models.load import InstanceError, load_instance, read_document, validate
+from trainground.models.plausible import CAPS, FILE_CAP_VARIABLE
+from trainground.simulate.output import OutputError, check_writable, make_folder, write_json
 
 ADDRESS_SPACE = 3 << 30  # bytes a child process may map: imports fit, a table of 10^9 entries does not
 IN_SUBPROCESS = {"gpus-1e12", "grid-step-1us", "scenarios-1e9", "alias-bomb-samples-11", "nested-100000.json"}
@@ -68,7 +68,7 @@ def _run(case: Case, cwd: Path) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
     return subprocess.run(
-        [sys.executable, "-m", "cli", *case.args],
+        [sys.executable, "-m", "trainground.cli", *case.args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -121,7 +121,7 @@ def test_the_size_cap_can_be_raised(tmp_path: Path, monkeypatch):
 
 def test_caps_are_not_applied_to_the_programs_own_copies():
     """A scenario or a diagnosis may scale a field past its cap; only the user's file must meet them."""
-    from models.edits import edited
+    from trainground.models.edits import edited
 
     inst = load_instance(SEED)
     assert edited(inst, {"inference.shapes[0].tokens_per_gpu_s": 1e9}).inference.shapes[0].tokens_per_gpu_s == 1e9

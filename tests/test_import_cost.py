@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Runs the CLI in a fresh interpreter, then prints the exit code and the scipy modules it imported.
 _PROBE = """
 import json, sys
-import cli
+from trainground import cli
 try:
     cli.main(sys.argv[1:], standalone_mode=False)
     code = 0
@@ -27,7 +27,7 @@ except SystemExit as stop:
     code = stop.code
 scipy = sorted(m for m in sys.modules if m.split(".")[0] == "scipy")
 print(json.dumps({"code": code, "scipy": scipy, "pyomo.environ": "pyomo.environ" in sys.modules,
-                  "diagnosis": "drivers.diagnose" in sys.modules}))
+                  "diagnosis": any(m.removeprefix("trainground.") == "drivers.diagnose" for m in sys.modules)}))
 """
 
 

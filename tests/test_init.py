@@ -9,11 +9,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from models.fields import field_docs
-from models.load import validate
-from solver.solve import solve_instance
-from solver.verify import verify_plan
+from trainground.cli import main
+from trainground.models.fields import field_docs
+from trainground.models.load import validate
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 
 def init(*args: str) -> str:

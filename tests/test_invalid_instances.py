@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
+from trainground.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "invalid"
@@ -234,7 +234,12 @@ def _invoke(path: str):
 def _run(path: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"}
     return subprocess.run(
-        [sys.executable, "-m", "cli", "explain", path], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "trainground.cli", "explain", path],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

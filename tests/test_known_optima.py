@@ -29,11 +29,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from drivers.diagnose import diagnosed
-from models.load import validate
-from solver.solve import solve_instance
 from tests.plans import decisions
+from trainground.cli import main
+from trainground.drivers.diagnose import diagnosed
+from trainground.models.load import validate
+from trainground.solver.solve import solve_instance
 
 
 def base() -> dict:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.levers import levers, steps
-from models.edits import edited
-from models.load import load_instance
-from render.levers import drop_sentence, lever_line
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.levers import levers, steps
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.render.levers import drop_sentence, lever_line
+from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 
@@ -117,12 +117,12 @@ def test_a_spent_time_budget_skips_the_rest_without_inventing_savings(seed):
 def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
     """--time-limit bounds the whole command: the levers get what the solve left, never more, nor more
     than --levers-time."""
-    import drivers.levers
+    import trainground.drivers.levers
 
     budgets = []
-    real = drivers.levers.levers
+    real = trainground.drivers.levers.levers
     monkeypatch.setattr(
-        drivers.levers,
+        trainground.drivers.levers,
         "levers",
         lambda inst, result, budget, cache, **kw: budgets.append(budget) or real(inst, result, budget, cache, **kw),
     )
@@ -136,7 +136,7 @@ def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
 
 
 def test_levers_without_a_figure_say_why_and_how_to_get_them(seed):
-    from render.levers import unfinished_note
+    from trainground.render.levers import unfinished_note
 
     inst, result, done = seed
     assert unfinished_note(done) is None  # every lever computed: nothing to explain

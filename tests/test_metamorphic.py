@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 
-from models.edits import apply_edit
-from models.load import read_document, validate
-from solver.solve import solve_instance
-from solver.verify import verify_plan
 from tests.plans import decisions
 from tests.strategies import small_instances
+from trainground.models.edits import apply_edit
+from trainground.models.load import read_document, validate
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 REL = 1e-9

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from models.edits import load_edited
-from models.result import Count
-from solver.model import global_values, index_of
-from solver.solve import solve_instance
-from solver.verify import resource_rows, verify_plan
 from tests import reference
 from tests.plans import recosted
 from tests.strategies import instance_of, mixed_backend_instances, small_instances
+from trainground.models.edits import load_edited
+from trainground.models.result import Count
+from trainground.solver.model import global_values, index_of
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import resource_rows, verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -136,15 +136,15 @@ def _fullest_row_has_a_backend_without_its_figure(inst, plan) -> bool:
 
 
 def _imports(path: Path) -> set[str]:
+    """The modules ``path`` imports, by their names in the repository (trainground.solver.x read as solver.x)."""
     tree = ast.parse(path.read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            found |= (
-                {f"{node.module}.{alias.name}" for alias in node.names} if node.module == "solver" else {node.module}
-            )
+            module = node.module.removeprefix("trainground.")
+            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "solver" else {module}
     return found
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import cli
-import solver.assemble as assemble
-from models.load import load_instance
-from solver.solve import Planner
+import trainground.solver.assemble as assemble
+from trainground import cli
+from trainground.models.load import load_instance
+from trainground.solver.solve import Planner
 
 SEED = "instances/seed-week-75.yaml"
 

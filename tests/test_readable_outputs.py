@@ -10,16 +10,16 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from cli import main
-from drivers.batch import SUMMARY_COLUMNS, summary_row
-from drivers.frontier import csv_columns, frontiers
-from drivers.sweep import parse_axis, run_sweep
-from models.edits import edited, load_edited
-from models.load import load_instance
-from render.labels import field_label
-from render.plots import FAST_END, _pool_line, sweep_panels
-from render.tradeoffs import CORNER_ROWS, render_frontier, render_sweep, shown_corners
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.batch import SUMMARY_COLUMNS, summary_row
+from trainground.drivers.frontier import csv_columns, frontiers
+from trainground.drivers.sweep import parse_axis, run_sweep
+from trainground.models.edits import edited, load_edited
+from trainground.models.load import load_instance
+from trainground.render.labels import field_label
+from trainground.render.plots import FAST_END, _pool_line, sweep_panels
+from trainground.render.tradeoffs import CORNER_ROWS, render_frontier, render_sweep, shown_corners
+from trainground.solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"

@@ -14,12 +14,12 @@ import copy
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.load import validate
-from solver.solve import solve_instance
-from solver.verify import verify_plan
 from tests import reference
 from tests.test_known_optima import assert_plan, base
+from trainground.cli import main
+from trainground.models.load import validate
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 
 def solve(data: dict, objective: str | None = None):

@@ -18,15 +18,15 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from cli import main
-from drivers.risk import assess
-from models.load import read_document, validate
-from models.result import Plan
-from solver import scenarios as sc
-from solver import verify_laws as laws
-from solver.scenario_hosts import _hosts, _lp, room
-from solver.scenarios import wilson
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.risk import assess
+from trainground.models.load import read_document, validate
+from trainground.models.result import Plan
+from trainground.solver import scenarios as sc
+from trainground.solver import verify_laws as laws
+from trainground.solver.scenario_hosts import _hosts, _lp, room
+from trainground.solver.scenarios import wilson
+from trainground.solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -349,9 +349,9 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
 def test_start_up_fill_per_scenario_matches_the_calculus():
     """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.calculus.fill, one law
     at a time, for independent and comonotone groups."""
-    from solver import calculus as calc
-    from solver import startup
-    from solver.lifetimes import Lifetimes
+    from trainground.solver import calculus as calc
+    from trainground.solver import startup
+    from trainground.solver.lifetimes import Lifetimes
 
     rng = np.random.default_rng(4)
     mu, sigma, rate = rng.uniform(5.0, 8.0, 40), rng.uniform(0.05, 2.0, 40), rng.uniform(0.5, 20.0, 40)
@@ -366,7 +366,7 @@ def test_start_up_fill_per_scenario_matches_the_calculus():
 
 
 def test_an_empirical_occupancy_is_scaled_as_a_whole():
-    from solver import calculus as calc
+    from trainground.solver import calculus as calc
 
     samples = [300.0, 500.0, 700.0, 900.0, 1044.0, 1200.0, 1500.0, 2000.0, 3000.0, 5000.0]
     document = read_document(SEED)

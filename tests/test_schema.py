@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.load import EXTENSIONS, read_document
+from trainground.cli import main
+from trainground.models.load import EXTENSIONS, read_document
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"

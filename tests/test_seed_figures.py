@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
+from trainground.cli import main
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 REL = 1e-3  # every figure to 0.1 %, integers (node counts) exactly
@@ -215,7 +215,7 @@ def test_bundled_instance_explains(path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", [".toml", ".json"])
 def test_format_variants_match_yaml(fmt: str) -> None:
-    from models.load import load_instance
+    from trainground.models.load import load_instance
 
     assert load_instance(INSTANCES / f"seed-week-75{fmt}") == load_instance(INSTANCES / "seed-week-75.yaml")
     assert explain_json(Run(f"seed-week-75{fmt}", {}, inference_gpus=3000)) == explain_json(

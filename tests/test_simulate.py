@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.edits import edited
-from models.load import load_instance
-from simulate.engine import UNCONSUMED, replicate
-from simulate.runner import simulate_plan
-from simulate.sandbox import SandboxQueue
-from simulate.setup import setup_of
-from simulate.summary import counts, inflight, summarize
-from solver import calculus as calc
-from solver import startup
-from solver.solve import solve_instance
-from solver.verify import verify_plan
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.simulate.engine import UNCONSUMED, replicate
+from trainground.simulate.runner import simulate_plan
+from trainground.simulate.sandbox import SandboxQueue
+from trainground.simulate.setup import setup_of
+from trainground.simulate.summary import counts, inflight, summarize
+from trainground.solver import calculus as calc
+from trainground.solver import startup
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 DATA = Path(__file__).parent / "data" / "simulate"
 _PLANS: dict = {}
@@ -86,7 +86,7 @@ def test_inflight_counts_and_max_match_an_event_sweep():
         if 20.0 <= t <= 80.0:
             best = max(best, level)
     best = max(best, int(np.count_nonzero((start <= 20) & (end > 20))))
-    from simulate.summary import _exact_max
+    from trainground.simulate.summary import _exact_max
 
     assert _exact_max(start, end, counts(start, end, 20.0, 0.5, 121), 20.0, 0.5) == best
 
@@ -95,7 +95,7 @@ def test_inflight_counts_and_max_match_an_event_sweep():
 def test_exact_max_from_end_bins_matches_every_start(seed):
     """The max read near the checked starts (the ends' bins reused) and the max from every end sorted both equal
     the count at every start, with starts and ends on sample points in some cases (ties with the bins)."""
-    from simulate.summary import _exact_max, _held
+    from trainground.simulate.summary import _exact_max, _held
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))
@@ -114,7 +114,7 @@ def test_exact_max_from_end_bins_matches_every_start(seed):
 
 
 def test_wait_percentile_from_the_waits_above_zero_is_numpys():
-    from simulate.summary import percentile_with_zeros
+    from trainground.simulate.summary import percentile_with_zeros
 
     rng = np.random.default_rng(5)
     for _ in range(500):
@@ -258,7 +258,7 @@ def test_zero_variance_with_too_few_sandboxes_waits_exactly_as_by_hand():
 
 
 def test_fewer_sandboxes_than_the_mean_make_attempts_wait_and_the_run_slower():
-    from render.simulate import partings
+    from trainground.render.simulate import partings
 
     inst, plan, metrics = planned("slack", **{"workload.iterations": 200})
     full = simulate_plan(inst, plan, metrics=metrics, seed=1)

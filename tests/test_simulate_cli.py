@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from simulate.trace import ITERATION_COLUMNS, TRAJECTORY_COLUMNS
+from trainground.cli import main
+from trainground.simulate.trace import ITERATION_COLUMNS, TRAJECTORY_COLUMNS
 
 DATA = Path(__file__).parent / "data" / "simulate"
 CONSTANT = str(DATA / "constant.yaml")
@@ -119,11 +119,11 @@ def test_trace_has_the_calibration_columns(tmp_path, fmt):
 
 
 def test_csv_without_pyarrow_writes_the_same_cells(tmp_path):
-    from models.load import load_instance
-    from simulate import trace
-    from simulate.engine import replicate
-    from simulate.runner import checked_metrics, read_plan
-    from simulate.setup import setup_of
+    from trainground.models.load import load_instance
+    from trainground.simulate import trace
+    from trainground.simulate.engine import replicate
+    from trainground.simulate.runner import checked_metrics, read_plan
+    from trainground.simulate.setup import setup_of
 
     inst = load_instance(DATA / "drop.yaml")
     plan = read_plan(_solve_to(tmp_path, DROP))

@@ -7,14 +7,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.edits import edited
-from simulate.runner import simulate_plan
-from simulate.scenarios import scenario_setup, scenario_setups
-from simulate.setup import setup_of
-from solver import scenarios as sc
-from solver.verify import verify_plan
 from tests.test_hold import small
+from trainground.cli import main
+from trainground.models.edits import edited
+from trainground.simulate.runner import simulate_plan
+from trainground.simulate.scenarios import scenario_setup, scenario_setups
+from trainground.simulate.setup import setup_of
+from trainground.solver import scenarios as sc
+from trainground.solver.verify import verify_plan
 
 
 def uncertain(factor: dict):
@@ -23,7 +23,7 @@ def uncertain(factor: dict):
 
 
 def planned(inst):
-    from drivers.hold import solve_planned
+    from trainground.drivers.hold import solve_planned
 
     result = solve_planned(inst)
     return result.plan, verify_plan(inst, result.plan).metrics

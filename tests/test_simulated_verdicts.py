@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.edits import load_edited
-from models.result import Result
-from render.simulate import short_verdict
-from simulate.runner import simulate_plan
-from simulate.verdicts import VERDICT_KEYS, verdicts
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.models.edits import load_edited
+from trainground.models.result import Result
+from trainground.render.simulate import short_verdict
+from trainground.simulate.runner import simulate_plan
+from trainground.simulate.verdicts import VERDICT_KEYS, verdicts
+from trainground.solver.solve import solve_instance
 
 CONSTANT = Path(__file__).parent / "data" / "simulate" / "constant.yaml"
 # Every lifetime 250 s: the replay ends about 250 s + U after n·L, so with this deadline the slow

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.load import read_document, validate
-from models.result import Count
-from solver import calculus, verify_laws
-from solver.solve import Planner, solve_instance
-from solver.verify import verify_plan
 from tests import reference
 from tests.plans import recosted
 from tests.test_known_optima import base
+from trainground.models.load import read_document, validate
+from trainground.models.result import Count
+from trainground.solver import calculus, verify_laws
+from trainground.solver.solve import Planner, solve_instance
+from trainground.solver.verify import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 

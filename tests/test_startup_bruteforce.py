@@ -10,9 +10,9 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of, small_instances
+from trainground.solver.solve import solve_instance
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

@@ -15,10 +15,10 @@ import copy
 
 import pytest
 
-from solver import pairs
-from solver.solve import solve_instance
 from tests import reference
 from tests.strategies import instance_of
+from trainground.solver import pairs
+from trainground.solver.solve import solve_instance
 
 REL = 1e-9
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
-from models.edits import load_edited
-from models.load import InstanceError
-from render.plots import HEATMAP_PX, SWEEP_PX
-from solver.solve import solve_instance
 from tests.test_frontier import png_size
+from trainground.cli import main
+from trainground.drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
+from trainground.models.edits import load_edited
+from trainground.models.load import InstanceError
+from trainground.render.plots import HEATMAP_PX, SWEEP_PX
+from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 NARROW = "schedule.cadence.min=590s"  # the seed's last 15 grid points: the same answers, quicker

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from models.edits import load_edited
-from models.load import load_instance, validate
-from solver.solve import Planner, solve_instance
-from solver.tolerances import TIE_TOL
 from tests import reference
 from tests.test_known_optima import base
+from trainground.cli import main
+from trainground.models.edits import load_edited
+from trainground.models.load import load_instance, validate
+from trainground.solver.solve import Planner, solve_instance
+from trainground.solver.tolerances import TIE_TOL
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_POOLS = ROOT / "tests" / "data" / "compare" / "two-pools.yaml"

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from models.load import read_document
-from models.plausible import unit_warnings
 from tests.test_known_optima import base
+from trainground.cli import main
+from trainground.models.load import read_document
+from trainground.models.plausible import unit_warnings
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 TRAINGROUND = Path(sys.executable).with_name("trainground")
@@ -160,9 +160,9 @@ FINE_GRID = ["workload.iterations=20", "workload.batch_trajectories=204800", "gp
 
 
 def test_a_fine_grid_does_not_stop_the_diagnosis_from_raising_the_deadline():
-    from drivers.diagnose import diagnosed
-    from models.edits import edited, load_edited
-    from solver.solve import solve_instance
+    from trainground.drivers.diagnose import diagnosed
+    from trainground.models.edits import edited, load_edited
+    from trainground.solver.solve import solve_instance
 
     inst = load_edited(SEED, [*FINE_GRID, "schedule.deadline=600000"])
     result = solve_instance(inst)

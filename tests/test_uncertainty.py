@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from cli import main
-from models.load import InstanceError, read_document, validate
-from models.uncertainty import Factor, valid_range
-from solver import scenarios as sc
+from trainground.cli import main
+from trainground.models.load import InstanceError, read_document, validate
+from trainground.models.uncertainty import Factor, valid_range
+from trainground.solver import scenarios as sc
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "instances" / "seed-week-75.yaml"

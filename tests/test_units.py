@@ -7,8 +7,8 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from models.instance import Schedule
-from models.units import format_duration, parse_duration
+from trainground.models.instance import Schedule
+from trainground.models.units import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

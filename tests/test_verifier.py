@@ -16,13 +16,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import main
-from models.load import load_instance, read_document, validate
-from models.result import Count, Placement
-from solver.solve import solve_instance
-from solver.verify import verify_plan
 from tests.plans import recosted
 from tests.test_known_optima import base, cloud_instance
+from trainground.cli import main
+from trainground.models.load import load_instance, read_document, validate
+from trainground.models.result import Count, Placement
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 
 INSTANCES = sorted(
     p
@@ -338,7 +338,7 @@ def test_cli_tiny_time_limit_exit_code(tmp_path):
 def test_the_time_limit_covers_building():
     """A limit spent before HiGHS starts (here, by the pair table and bounds of a 2,000-point grid) ends the
     solve as time_limit with no plan, instead of running on."""
-    from solver.stopwatch import Stopwatch
+    from trainground.solver.stopwatch import Stopwatch
 
     inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "large-three-pools.yaml")
     result = solve_instance(inst, clock=Stopwatch(1e-6))
@@ -355,7 +355,7 @@ def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, ke
     """The verifier's exceedance (its own adaptive Gauss-Legendre integral of the survival function) equals
     the closed form ∫_K^{K+1} S(vL) dv = (E[(W-KL)+] - E[(W-(K+1)L)+])/L, written here from the lognormal's
     partial expectation E[(W-t)+] = mean·Q(d1) - t·Q(d2), to 1e-10 relative, far tails included."""
-    from solver import verify_laws
+    from trainground.solver import verify_laws
 
     law = verify_laws.lognormal_law(math.log(median), math.log(p99 / median) / verify_laws.Z99)
     Q = lambda z: 0.5 * math.erfc(z / math.sqrt(2))

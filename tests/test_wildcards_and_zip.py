@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from drivers.sweep import SweepError, parse_axes, run_sweep
-from drivers.sweep_axes import dimensions, grid_points
-from models.edits import apply_edit, load_edited
-from models.load import InstanceError, read_document
-from render.labels import field_label
-from solver.solve import solve_instance
+from trainground.cli import main
+from trainground.drivers.sweep import SweepError, parse_axes, run_sweep
+from trainground.drivers.sweep_axes import dimensions, grid_points
+from trainground.models.edits import apply_edit, load_edited
+from trainground.models.load import InstanceError, read_document
+from trainground.render.labels import field_label
+from trainground.solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_POOLS = ROOT / "tests" / "data" / "compare" / "two-pools.yaml"
@@ -105,7 +105,7 @@ def test_field_labels_say_every_item():
 
 
 def test_batch_takes_wildcard_edits_and_resumes_only_with_the_same_edits(tmp_path):
-    from drivers import batch as driver
+    from trainground.drivers import batch as driver
 
     out = tmp_path / "out"
     args = ["batch", str(TWO_POOLS), "--out", str(out), "--workers", "1", "--json"]

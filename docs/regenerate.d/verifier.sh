@@ -1,10 +1,10 @@
 # docs/verifier.md: the plan the old reading of MODEL §3.5 returned, rejected by the verifier.
 show docs/verifier/old-reading.txt "$(cat <<'SNIPPET'
 TRAINGROUND_BASIS=steady_state python - <<'EOF'
-from models.edits import load_edited
-from models.result import Count
-from solver.solve import solve_instance
-from solver.verify import verify_plan
+from trainground.models.edits import load_edited
+from trainground.models.result import Count
+from trainground.solver.solve import solve_instance
+from trainground.solver.verify import verify_plan
 from tests.plans import recosted
 from tests.test_mixed_backends import MIXED, SEED
 inst = load_edited(SEED, MIXED)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from models.fields import field_docs  # noqa: E402
+from trainground.models.fields import field_docs  # noqa: E402
 
 HEAD = """# Instance fields
 
@@ -47,7 +47,7 @@ def render() -> str:
 
 def caps() -> list[str]:
     """The plausibility caps of models.plausible, as a section of their own."""
-    from models import plausible as p
+    from trainground.models import plausible as p
 
     lines = [
         "",

@@ -6,7 +6,7 @@
 # `trainground` runs this checkout's cli.py with $PYTHON, named as the installed command is;
 # `python` is $PYTHON, importing this checkout.
 
-trainground() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c 'import cli; cli.main(prog_name="trainground")' "$@"; }
+trainground() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c 'from trainground import cli; cli.main(prog_name="trainground")' "$@"; }
 export -f trainground
 python() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" "$@"; }
 export -f python

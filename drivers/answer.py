@@ -1,0 +1,127 @@
+"""One instance's answer: the plan `solve` returns and everything shown beside it, computed in one place.
+
+`solve` (its text and its ``--json``), `report` and the Python API (``trainground.solve``) all call
+:func:`answer`, so none of them computes a figure the others lack: the verified result (with its diagnosis
+when infeasible), the levers, the simulated verdict, the §8 start-up fill at the plan's attempt rate and, for
+a confidence solve, what the plan holds beyond the deterministic optimum (a second solve).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from trainground.drivers.levers import Levers
+from trainground.models.instance import Instance
+from trainground.models.result import Plan, Result, Status
+from trainground.simulate.report import Report
+from trainground.solver.pairs import TableCache
+from trainground.solver.stopwatch import Stopwatch
+
+LEVERS_SECONDS = 10.0  # what all the lever re-solves may take together unless told (`solve --levers-time`)
+
+
+@dataclass
+class Beyond:
+    """A confidence plan against the deterministic optimum of the same instance (MODEL §9)."""
+
+    deterministic: Plan | None  # None: the instance without its confidence has no plan
+    drove: dict  # solver.confidence.what_drove: decision deltas, the needs binding in the worst scenarios
+
+    def to_json(self) -> dict:
+        return {
+            "deterministic_total_cost": None if self.deterministic is None else self.deterministic.total_cost,
+            **self.drove,
+        }
+
+
+@dataclass
+class Answer:
+    """The result of one solve and what is attached to it; :meth:`to_json` is `solve --json`'s document."""
+
+    inst: Instance
+    result: Result
+    levers: Levers | None = None
+    simulation: Report | None = None
+    startup_estimate_s: float | None = None
+    beyond: Beyond | None = None
+
+    def to_json(self) -> dict:
+        """The MODEL §6 result with the optional keys of what was computed beside it."""
+        from trainground.simulate.verdicts import verdict_of
+
+        payload = self.result.to_json()
+        if self.levers is not None:
+            payload["levers"] = self.levers.to_json()
+        if self.simulation is not None:
+            payload["simulation"] = verdict_of(self.simulation)
+        if self.startup_estimate_s is not None:
+            payload["startup_estimate_s"] = self.startup_estimate_s
+        if self.beyond is not None:
+            payload["beyond_deterministic"] = self.beyond.to_json()
+        return payload
+
+
+def answer(
+    inst: Instance,
+    objective: str | None = None,
+    *,
+    clock: Stopwatch | None = None,
+    cache: TableCache | None = None,
+    replications: int | None = None,
+    with_levers: bool = True,
+    levers_time: float = LEVERS_SECONDS,
+    notes: Sequence[str] = (),
+    on_replay: Callable[[int, int], None] | None = None,
+) -> Answer:
+    """Solve ``inst`` on its basis (:func:`drivers.hold.solve_planned`; every plan verified), diagnose it when
+    infeasible, then attach: the levers (an optimal deterministic plan; their re-solves share ``levers_time``
+    seconds and what ``clock``'s time limit leaves), ``replications`` replays of the plan (MODEL §10) and the
+    comparison of a confidence plan with the deterministic optimum. ``notes``: the loader's warnings, which
+    lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress."""
+    from trainground.drivers.hold import solve_planned
+
+    clock = clock or Stopwatch()
+    cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
+    result = solve_planned(inst, objective, clock=clock, cache=cache)
+    if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
+        from trainground.drivers.diagnose import diagnosed
+
+        result = diagnosed(inst, result, clock=clock, notes=notes)
+    found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
+    if replications and result.plan is not None:
+        from trainground.simulate.verdicts import simulate_result
+
+        clock.note(f"{inst.name}: simulating the plan ({replications} replication(s))")
+        found.simulation = simulate_result(inst, result, replications, on_progress=on_replay)
+    if with_levers and result.status == Status.OPTIMAL and result.confidence is None:
+        from trainground.drivers.levers import levers
+
+        left = None if clock.deadline is None else clock.deadline - time.perf_counter()
+        budget = levers_time if left is None else min(levers_time, max(0.0, left))
+        clock.note(f"{inst.name}: levers (each limit relaxed one step)")
+        found.levers = levers(inst, result, budget, cache, allowance=result.hold.allowance_s if result.hold else 0.0)
+    if result.confidence is not None and result.plan is not None:
+        found.beyond = beyond_deterministic(inst, result, objective)
+    return found
+
+
+def startup_estimate(inst: Instance, result: Result) -> float | None:
+    """§8's fill at the solved plan's attempt rate (what the first batch needs, counted or not); None without a plan."""
+    if result.plan is None or result.metrics is None:
+        return None
+    from trainground.solver.startup import run_fill
+
+    return float(run_fill(inst, result.metrics.attempts_per_s))
+
+
+def beyond_deterministic(inst: Instance, result: Result, objective: str | None) -> Beyond:
+    """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve)."""
+    from trainground.solver.confidence import what_drove
+    from trainground.solver.scenarios import draw
+    from trainground.solver.solve import Planner
+
+    deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
+    base = Planner(deterministic).solve(objective).plan
+    return Beyond(base, what_drove(inst, result.plan, base, draw(inst)))

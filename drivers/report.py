@@ -1,0 +1,84 @@
+"""What `report` puts on one page: the answer `solve` gives (:func:`drivers.answer.answer`), the frontier, and,
+where the instance has an ``uncertainty:`` section, the plan's risk and the price of certainty.
+
+Nothing here is computed anew: each part is the driver its own command calls (`solve`, `frontier`, `risk`,
+`frontier --confidence-curve`), so the page's numbers are those commands' numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from trainground.drivers.answer import LEVERS_SECONDS, Answer, answer
+from trainground.drivers.certainty import CertaintyCurve
+from trainground.drivers.frontier import Frontiers
+from trainground.drivers.risk import SAMPLES, Risk
+from trainground.models.instance import Instance
+from trainground.models.result import Status
+from trainground.solver.stopwatch import Stopwatch
+
+ALPHAS = (0.5, 0.8, 0.9, 0.95)  # the confidences of the price-of-certainty curve unless told
+FRONTIER_BASIS = "steady_state"
+"""The basis the report walks the frontier on unless told: under hold every point of the walk runs the allowance
+loop (16 replays of its plan a round), which on the seed instance takes over ten minutes where the steady-state
+walk takes seconds."""
+
+
+@dataclass
+class Findings:
+    """The parts of one report; ``notes`` say why a part is missing."""
+
+    answer: Answer
+    frontier: Frontiers | None = None
+    risk: Risk | None = None
+    certainty: CertaintyCurve | None = None
+    frontier_basis: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def gather(
+    inst: Instance,
+    objective: str | None = None,
+    *,
+    clock: Stopwatch | None = None,
+    replications: int | None = None,
+    levers_time: float = LEVERS_SECONDS,
+    alphas: Sequence[float] = ALPHAS,
+    samples: int = SAMPLES,
+    with_frontier: bool = True,
+    frontier_basis: str | None = FRONTIER_BASIS,
+    on_step: Callable[[str], None] | None = None,
+) -> Findings:
+    """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
+    scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
+    ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
+    from trainground.drivers.certainty import curve
+    from trainground.drivers.frontier import frontiers
+    from trainground.drivers.risk import assess
+    from trainground.solver.confidence_table import Unsupported
+
+    step = on_step or (lambda _text: None)
+    step("solving")
+    found = Findings(answer(inst, objective, clock=clock, replications=replications, levers_time=levers_time))
+    result = found.answer.result
+    if with_frontier:
+        step("the frontier")
+        basis = frontier_basis or inst.planning.basis
+        walked = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
+        found.frontier = frontiers(walked)
+        found.frontier_basis = basis
+    if inst.uncertainty is None:
+        found.notes.append("no uncertainty section: no risk and no price of certainty (docs/model.md §9)")
+        return found
+    if result.status == Status.OPTIMAL and result.plan is not None:
+        step("the plan's risk")
+        allowance = result.hold.allowance_s if result.hold is not None else 0.0  # MODEL §11: counted, as risk does
+        found.risk = assess(inst, result.plan, samples, allowance=allowance)
+    if alphas:
+        step("the price of certainty")
+        try:
+            found.certainty = curve(inst, list(alphas), objective)
+        except Unsupported as exc:
+            found.notes.append(f"no price of certainty: {exc.path}: {exc.rule}")
+    return found

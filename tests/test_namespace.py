@@ -1,0 +1,78 @@
+"""One import namespace: what an installation holds is ``trainground`` and nothing else at the top of
+site-packages (no ``models``, ``solver``, ``cli``, ...), though the repository keeps its folders at its top.
+
+The build is run for real into a temporary folder (setup.py's build_py, the step that lays out what a wheel
+holds), from a copy of the files a build reads, and the tree it writes is imported in a fresh interpreter."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("tests", "trainground"))
+
+
+def test_every_folder_is_mapped_under_trainground():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    tool = config["tool"]["setuptools"]
+    assert config["project"]["scripts"] == {"trainground": "trainground.cli:main"}
+    assert "py-modules" not in tool, "a top-level module would be installed under its own name"
+    assert sorted(tool["packages"]) == sorted(["trainground", *(f"trainground.{p}" for p in PACKAGES)])
+    assert tool["package-dir"] == {"trainground": "trainground", **{f"trainground.{p}": p for p in PACKAGES}}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """What a wheel of the repository holds, built from a copy of what the build reads."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "cli.py"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in (*PACKAGES, "trainground"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("lib")
+    done = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(out)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_build_holds_trainground_alone(built):
+    assert sorted(p.name for p in built.iterdir()) == ["trainground"]
+    inside = {p.relative_to(built / "trainground").as_posix() for p in (built / "trainground").rglob("*.py")}
+    assert {"__init__.py", "api.py", "cli.py", "solver/solve.py", "models/instance.py"} <= inside
+    for package in PACKAGES:
+        expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py")}
+        assert expected <= inside, f"{package}/ files missing from the build: {sorted(expected - inside)[:3]}"
+
+
+def test_the_built_tree_imports_as_trainground_and_has_no_generic_names(built, tmp_path):
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import trainground, trainground.cli, trainground.solver.solve\n"
+        "assert trainground.solver.solve.__file__.startswith(sys.argv[1]), trainground.solver.solve.__file__\n"
+        "assert callable(trainground.cli.main) and callable(trainground.solve)\n"
+        "import importlib.util\n"
+        f"print([n for n in {PACKAGES + ['cli']!r} if importlib.util.find_spec(n) is not None])\n"
+    )
+    # -I: neither the current folder nor PYTHONPATH on the path, as in a user's session elsewhere
+    done = subprocess.run([sys.executable, "-I", "-c", probe, str(built)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"generic top-level names importable: {done.stdout}"
+
+
+def test_a_checkout_imports_trainground_from_its_folders(tmp_path):
+    """A plain clone, nothing installed: trainground.solver is the repository's solver/ (trainground/__init__.py)."""
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import trainground.solver.solve as s; print(s.__file__)"
+    done = subprocess.run([sys.executable, "-I", "-c", probe, str(ROOT)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "solver" / "solve.py"

@@ -1,0 +1,236 @@
+"""`report`: one self-contained, well-formed HTML page whose numbers are those of `solve --json` (and of `risk`
+and the price of certainty where the instance has an uncertainty section)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
+UNCERTAIN = ROOT / "instances" / "seed-week-75-uncertain.yaml"
+VOID = {"meta", "img", "br", "hr", "link", "input", "col", "source", "wbr", "area", "base", "embed", "track"}
+# Where an element may stand: its parent's tag (the page's own structure, checked beside the nesting).
+PARENTS = {"head": {"html"}, "body": {"html"}, "title": {"head"}, "section": {"body"}, "tr": {"thead", "tbody"}}
+
+
+class Page(HTMLParser):
+    """Checks as it reads: every end tag closes the element last opened, nothing is left open, no attribute
+    refers to the network; collects the cells that carry a number, the images and the embedded JSON."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.problems: list[str] = []
+        self.tags: list[str] = []
+        self.cells: list[tuple[str, object, str]] = []
+        self.images: list[str] = []
+        self.sections: list[str] = []
+        self.json_text = ""
+        self._cell: list | None = None
+        self._in_json = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        if tag in PARENTS and (not self.stack or self.stack[-1] not in PARENTS[tag]):
+            self.problems.append(f"<{tag}> inside <{self.stack[-1] if self.stack else 'nothing'}>")
+        for name in ("src", "href", "action"):
+            if name in a and re.match(r"\s*(https?:)?//", a[name] or ""):
+                self.problems.append(f"<{tag} {name}={a[name][:40]}> refers to the network")
+        if tag == "script" and "src" in a:
+            self.problems.append("an external script")
+        if tag == "link":
+            self.problems.append("a <link> (stylesheet or font)")
+        if tag == "img":
+            self.images.append(a.get("src") or "")
+        if tag == "section":
+            self.sections.append(a.get("id") or "")
+        if tag == "td" and "data-key" in a:
+            self._cell = [a["data-key"], json.loads(a["data-value"]), ""]
+        if tag == "script" and a.get("type") == "application/json":
+            self._in_json = True
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            self.problems.append(f"</{tag}> closes a void element")
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.problems.append(f"</{tag}> closes <{self.stack[-1] if self.stack else 'nothing'}>")
+            return
+        self.stack.pop()
+        if tag == "td" and self._cell is not None:
+            self.cells.append(tuple(self._cell))
+            self._cell = None
+        if tag == "script":
+            self._in_json = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[2] += data
+        if self._in_json:
+            self.json_text += data
+
+
+def read_page(text: str) -> Page:
+    assert text.startswith("<!DOCTYPE html>")
+    page = Page()
+    page.feed(text)
+    page.close()
+    assert not page.problems, page.problems
+    assert not page.stack, f"left open: {page.stack}"
+    for tag in ("html", "head", "title", "body", "h1", "table"):
+        assert tag in page.tags, f"no <{tag}>"
+    assert not re.search(r"(src|href)\s*=\s*[\"']?\s*https?:", text, re.I)
+    return page
+
+
+def at(document, path: str):
+    """The value at ``a.b[0].c`` in ``document``."""
+    node = document
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        node = node[int(index)] if index else node[name]
+    return node
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9)
+    return a == b
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "cli.py"), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def without_clocks(payload: dict) -> dict:
+    """A result without its wall times (the only figures two runs of one solve may differ in)."""
+    out = {k: v for k, v in payload.items() if k != "timings"}
+    if "levers" in out:
+        out["levers"] = {k: v for k, v in out["levers"].items() if k != "seconds"}
+    if "hold" in out:
+        out["hold"] = {k: v for k, v in out["hold"].items() if k != "replay_seconds"}
+    return out
+
+
+@pytest.fixture(scope="module")
+def seed_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "seed.html"
+    done = run("report", str(SEED), "--out", str(out), "--basis", "steady_state")
+    assert done.returncode == 0, done.stderr
+    solved = run("solve", str(SEED), "--json", "--basis", "steady_state")
+    assert solved.returncode == 0, solved.stderr
+    return out.read_text(encoding="utf-8"), json.loads(solved.stdout)
+
+
+def test_the_page_is_well_formed_and_self_contained(seed_report):
+    text, _ = seed_report
+    page = read_page(text)
+    assert page.sections[:4] == ["summary", "plan", "hold", "levers"] and "frontier" in page.sections
+    assert page.images, "the frontier's plot"
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_every_number_shown_is_solve_jsons(seed_report):
+    text, solved = seed_report
+    page = read_page(text)
+    data = json.loads(page.json_text)
+    assert without_clocks(data["solve"]) == without_clocks(solved)
+    checked = [key for key, value, _ in page.cells if key.startswith("solve.")]
+    for key, value, _ in page.cells:
+        if key.startswith("solve."):
+            assert same(value, at(solved, key[len("solve.") :])), key
+    assert {"solve.plan.total_cost", "solve.plan.makespan_s", "solve.startup_estimate_s"} <= set(checked)
+    assert any(k.startswith("solve.levers.items[") for k in checked)
+    shown = {key: text for key, _, text in page.cells}
+    assert shown["solve.plan.total_cost"] == f"${solved['plan']['total_cost']:,.0f}"
+
+
+def test_the_frontier_rows_are_the_frontier_commands(seed_report, tmp_path):
+    text, _ = seed_report
+    page = read_page(text)
+    rows = json.loads(page.json_text)["frontier"]["rows"]
+    done = run("frontier", str(SEED), "--json", "--basis", "steady_state", "--out", str(tmp_path / "f"))
+    assert done.returncode == 0, done.stderr
+    walked = json.loads(done.stdout)["frontiers"]
+    expected = [(name, p["makespan_s"], p["cost"]) for name, f in walked.items() for p in f["points"]]
+    assert [(r["frontier"], r["makespan_s"], r["cost"]) for r in rows] == expected
+    corners = [key for key, _, _ in page.cells if key.startswith("frontier.") and key.endswith(".cost")]
+    assert len(corners) == sum(len(f["corners"]) for f in walked.values())
+    for key, value, _ in page.cells:
+        if key.startswith("frontier."):
+            index, column = re.fullmatch(r"frontier\.rows\[(\d+)\]\.(.+)", key).groups()
+            assert rows[int(index)]["corner"] and same(value, rows[int(index)][column]), key
+
+
+def test_risk_and_the_price_of_certainty_where_there_is_uncertainty(tmp_path):
+    out = tmp_path / "uncertain.html"
+    common = ("--basis", "steady_state")
+    done = run(
+        "report",
+        str(UNCERTAIN),
+        "--out",
+        str(out),
+        "--no-frontier",
+        "--confidence-curve",
+        "0.8",
+        "--samples",
+        "2000",
+        *common,
+    )
+    assert done.returncode == 0, done.stderr
+    page = read_page(out.read_text(encoding="utf-8"))
+    assert {"risk", "certainty"} <= set(page.sections) and "frontier" not in page.sections
+    data = json.loads(page.json_text)
+    risk = run("risk", str(UNCERTAIN), "--json", "--samples", "2000", *common)
+    assert risk.returncode == 0, risk.stderr
+    assessed = json.loads(risk.stdout)
+    for key, value, _ in page.cells:
+        if key.startswith("risk."):
+            assert same(value, at(assessed, key[len("risk.") :])), key
+    curve = run(
+        "frontier", str(UNCERTAIN), "--confidence-curve", "0.8", "--json", "--out", str(tmp_path / "c"), *common
+    )
+    assert curve.returncode == 0, curve.stderr
+    point = json.loads(curve.stdout)["points"][0]["result"]
+    row = data["certainty"]["rows"][1]
+    assert row["confidence"] == 0.8 and same(row["total_cost"], point["plan"]["total_cost"])
+    assert same(row["out_of_sample"], point["confidence"]["out_of_sample"])
+    assert len(page.images) == 3  # the risk's two plots and the curve
+
+
+def test_the_validator_catches_what_it_checks():
+    broken = "<!DOCTYPE html><html><head><title>t</title></head><body><h1>x</h1><table><tbody><tr><td>1</td></tr></tbody></table>"
+    with pytest.raises(AssertionError):
+        read_page(broken + "<p></div></body></html>")
+    with pytest.raises(AssertionError):
+        read_page(broken + '<img src="https://example.org/a.png"></body></html>')
+    with pytest.raises(AssertionError):
+        read_page(broken + '<script src="x.js"></script></body></html>')
+    with pytest.raises(AssertionError):
+        read_page(broken + "<section><p>left open</section></body></html>")
+
+
+def test_bad_input_is_one_message_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SEED.read_text(encoding="utf-8").replace("deadline:", "deadline: -1\n_was:"), encoding="utf-8")
+    done = run("report", str(bad), "--out", str(tmp_path / "r.html"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "bad.yaml" in done.stderr
+    assert not (tmp_path / "r.html").exists()
