@@ -50,7 +50,7 @@ def plan_to_replay(inst, plan_file: str | None):
             err=True,
         )
         sys.exit(STATUS_EXIT[result.status] or EXIT_INTERNAL)
-    return inst, result.plan, result.metrics, result.hold.allowance_s if result.hold is not None else 0.0
+    return inst, result.plan, result.metrics, result.allowance_s
 
 
 @click.command()

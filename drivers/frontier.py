@@ -195,7 +195,11 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
                     "corner": int(i in corner),
                     **key_columns(r.plan, r.metrics),
                     "allowance_s": allowance_of(r, front),
-                    "allowance_from": None if allowance_of(r, front) is None else "replays" if r.hold else "carried",
+                    "allowance_from": "replays"
+                    if r.hold
+                    else "carried"
+                    if front.carried_allowance_s is not None
+                    else None,
                     **{f"gpus[{p.pool}]": p.gpus_used for p in r.plan.pools},
                 }
             )

@@ -73,8 +73,7 @@ def gather(
         return found
     if result.status == Status.OPTIMAL and result.plan is not None:
         step("the plan's risk")
-        allowance = result.hold.allowance_s if result.hold is not None else 0.0  # MODEL §11: counted, as risk does
-        found.risk = assess(inst, result.plan, samples, allowance=allowance)
+        found.risk = assess(inst, result.plan, samples, allowance=result.allowance_s)  # MODEL §11, as risk does
     if alphas:
         step("the price of certainty")
         try:

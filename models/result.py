@@ -205,6 +205,11 @@ class Result(Out):
     basis: str | None = Field(None, description="planning.basis the plan was sized on (MODEL §11)")
     hold: HoldReport | None = None
 
+    @property
+    def allowance_s(self) -> float:
+        """MODEL §11's Δ the plan was sized with: its hold report's, 0 without one (steady_state)."""
+        return self.hold.allowance_s if self.hold is not None else 0.0
+
     def to_json(self) -> dict:
         out = self.model_dump(mode="json")
         for key in ("confidence", "hold", "ties"):  # optional keys (MODEL §9, §11, ties): only such solves have them
