@@ -27,7 +27,9 @@ from trainground.simulate.report import Report, combine, costed, makespan_parts,
 from trainground.simulate.setup import Setup, setup_of
 from trainground.simulate.summary import curve, summarize
 from trainground.simulate.trace import write_trace
+from trainground.solver.metrics import plan_metrics
 from trainground.solver.verify import verify_plan
+from trainground.solver.verify_metrics import metric_differences
 
 
 class SchedulerUnavailable(Exception):
@@ -86,13 +88,16 @@ def basis_of(file: str, data: dict) -> tuple[str, float]:
 
 
 def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:
-    """The verifier's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row);
-    InstanceError naming each broken rule if it does not fit."""
+    """The model's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row), checked
+    by the verifier; InstanceError naming each broken rule if it does not fit."""
     check = verify_plan(inst, plan, allowance)
-    if not check.ok or check.metrics is None:
-        problems = [Problem("plan", f"does not fit {inst.name or 'the instance'}: {v}") for v in check.violations]
-        raise InstanceError(label, problems or [Problem("plan", "does not fit the instance")])
-    return check.metrics
+    if check.ok and check.metrics is not None:
+        metrics = plan_metrics(inst, plan, allowance)
+        check.violations += metric_differences(check.metrics, metrics)
+        if check.ok:
+            return metrics
+    problems = [Problem("plan", f"does not fit {inst.name or 'the instance'}: {v}") for v in check.violations]
+    raise InstanceError(label, problems or [Problem("plan", "does not fit the instance")])
 
 
 def seed_for(seed: int, replication: int) -> list[int]:

@@ -10,6 +10,7 @@ import pyomo.core as pyo
 from trainground.models.instance import Instance
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
 from trainground.solver.live import LiveModel
+from trainground.solver.metrics import plan_metrics
 from trainground.solver.search import Search
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL
@@ -124,7 +125,8 @@ def assemble(
                 f"{inst.name}: HiGHS's {objective} is {search.value:.10g} but the plan's is {value:.10g}"
             )
     with clock.phase("verify"):
-        check = verify_plan(inst, plan, allowance)
+        metrics = plan_metrics(inst, plan, allowance)
+        check = verify_plan(inst, plan, allowance, metrics)
     if not check.ok:
         raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
     message = None
@@ -141,7 +143,7 @@ def assemble(
         objective=objective,
         objective_value=value,
         plan=plan,
-        metrics=check.metrics,
+        metrics=metrics,
         binding=check.binding,
         mip_gap=gap,
         message=message,

@@ -21,6 +21,7 @@ from trainground.solver import verify_goodput as reliability
 from trainground.solver import verify_hold as hold
 from trainground.solver import verify_laws as laws
 from trainground.solver.verify_laws import resource_rows
+from trainground.solver.verify_metrics import metric_differences
 
 ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
 COST_TOL = 1e-7  # relative: a reported cost against its recomputation
@@ -49,9 +50,10 @@ def _geq(lhs: float, rhs: float) -> bool:
     return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
 
 
-def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0) -> Check:
-    """Every check below, in MODEL order; ``metrics`` is set when the plan can be read to the end.
-    ``allowance``: the run-variance allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline."""
+def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0, reported: Metrics | None = None) -> Check:
+    """Every check below, in MODEL order; ``metrics`` (this reading's) is set when the plan can be read to
+    the end, and ``reported`` metrics, when given, must equal them. ``allowance``: the run-variance
+    allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline."""
     out = Check()
     if not check_domains(inst, plan, out):
         return out
@@ -100,6 +102,8 @@ def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0) -> Check:
         inflight_sized=sum(inflight.values()) if holds else None,
         **reliability.metrics(inst, plan, run.makespan, run.law.mean, trainer),
     )
+    if reported is not None:
+        out.violations += metric_differences(out.metrics, reported)
     return out
 
 

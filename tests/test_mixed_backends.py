@@ -149,21 +149,23 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_verifier_imports_nothing_of_the_model():
-    """solver/verify.py may import its own laws modules (verify_laws, verify_hold, verify_goodput) and nothing
-    else under solver/; verify_hold imports only verify_laws, verify_laws only verify_goodput (its reading of
-    MODEL §13), and verify_goodput nothing under solver/ at all."""
+    """solver/verify.py may import its own laws modules (verify_laws, verify_hold, verify_goodput,
+    verify_metrics) and nothing else under solver/; verify_hold imports only verify_laws, verify_laws only
+    verify_goodput (its reading of MODEL §13), and verify_goodput and verify_metrics nothing under solver/."""
     verify = _imports(ROOT / "solver" / "verify.py")
     laws = _imports(ROOT / "solver" / "verify_laws.py")
     hold = _imports(ROOT / "solver" / "verify_hold.py")
     goodput = _imports(ROOT / "solver" / "verify_goodput.py")
+    metrics = _imports(ROOT / "solver" / "verify_metrics.py")
     assert {m for m in verify if m.startswith("solver")} == {
         "solver.verify_laws",
         "solver.verify_hold",
         "solver.verify_goodput",
+        "solver.verify_metrics",
     }, verify
     assert {m for m in hold if m.startswith("solver")} == {"solver.verify_laws"}, hold
     assert {m for m in laws if m.startswith("solver")} == {"solver.verify_goodput"}, laws
-    assert not {m for m in goodput if m.startswith("solver")}, goodput
+    assert not {m for m in goodput | metrics if m.startswith("solver")}, (goodput, metrics)
     assert "models.instance" in verify and "statistics" in laws  # the parser sees the imports that are there
 
 
