@@ -77,7 +77,7 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
 
 RELIABILITY_HEAD = (
     "# ---- optional, uncomment to use: reliability (docs/model.md §13: failures, checkpoints, weight sync; "
-    "the fields left out take their sourced defaults; risk and confidence solves do not read it yet) ----"
+    "the fields left out take their sourced defaults; confidence solves do not read it yet) ----"
 )
 
 

@@ -32,7 +32,7 @@ from trainground.models.result import HoldReport, Plan, Result, Status, Timings
 from trainground.simulate.engine import replicate
 from trainground.simulate.runner import seed_for
 from trainground.simulate.setup import Setup, setup_of
-from trainground.solver.scenarios import wilson
+from trainground.solver.calculus import wilson
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
 

@@ -20,7 +20,7 @@ from trainground.models.instance import Instance
 from trainground.models.load import InstanceError
 from trainground.models.result import Metrics, Plan
 from trainground.solver import scenarios as sc
-from trainground.solver.scenarios import wilson
+from trainground.solver.calculus import wilson
 
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}

@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup, setup_of
 from trainground.solver import scenarios as sc
+
+REPLAYS_WITHOUT_GOODPUT = (
+    "scenario replays (simulate --scenarios) do not inject failures, checkpoints, weight sync or preemptions "
+    "(docs/model.md §13) yet: replay without --scenarios, or use `trainground risk`, which counts them"
+)
 
 
 def scenario_setup(
     inst: Instance, plan: Plan, metrics: Metrics, seed: int, launch: str = "even", iterations: int | None = None
 ) -> Setup:
     """The replay of ``plan`` in the scenario drawn with ``seed`` (raises models.load.InstanceError when the
-    scaled fields do not form a valid instance)."""
+    scaled fields do not form a valid instance, or when the instance has MODEL §13's terms)."""
+    if inst.reliable:
+        raise InstanceError(inst.name or "", [Problem("reliability", REPLAYS_WITHOUT_GOODPUT)])
     scen = sc.draw(inst, 1, seed)
     here = sc.instance_of(inst, scen, 0)
     values = sc.values_of(inst, scen)

@@ -265,3 +265,19 @@ def host_footprint(host, backend) -> float:
 # ∫ F(s)^g ds of a lognormal, over z = (ln s - mu)/sigma: 16-point Gauss-Legendre panels of width
 # _PANEL from _Z_FLOOR (below it Φ(z)^g·e^(sigma·z) adds nothing a double can hold) to _Z_TOP (above
 # it Φ(z)^g is 1 to double precision, so the integral grows like s itself).
+
+
+Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial share ``successes/n`` (the whole [0, 1] when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi

@@ -14,8 +14,10 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import ConfidenceReport, Plan, Status
+from trainground.solver import calculus as calc
 from trainground.solver import scenarios as sc
 from trainground.solver.bounds import inference_lower_bound, sandbox_lower_bound
 from trainground.solver.coefficients import gpu_prices, reserved_cost
@@ -46,7 +48,16 @@ def alpha_of(inst: Instance, override: float | None = None) -> float | None:
     return None if inst.uncertainty is None else inst.uncertainty.confidence
 
 
+CONFIDENCE_WITHOUT_GOODPUT = (
+    "confidence solves do not count failures, checkpoints, weight sync or preemptions (docs/model.md §13) yet: "
+    "solve without --confidence and check the plan with `trainground risk`, which counts them in every scenario"
+)
+
+
 def setup(inst: Instance, pairs: Pairs, alpha: float) -> Confidence:
+    """The scenarios and model extension of a confidence-α solve (InstanceError with MODEL §13's terms)."""
+    if inst.reliable:
+        raise InstanceError(inst.name or "", [Problem("reliability", CONFIDENCE_WITHOUT_GOODPUT)])
     scen = sc.draw(inst)
     req = requirements(inst, scen)
     return Confidence(alpha, scen, req, ConfidenceBlocks(inst, pairs, req, alpha))
@@ -160,7 +171,7 @@ def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CH
     inside = sc.evaluate(inst, plan, conf.scenarios).on_time
     seed = (conf.scenarios.seed or 0) + CHECK_SEED_OFFSET
     fresh = sc.evaluate(inst, plan, sc.draw(inst, check_samples, seed)).on_time
-    lo, hi = sc.wilson(int(fresh.sum()), fresh.size)
+    lo, hi = calc.wilson(int(fresh.sum()), fresh.size)
     return ConfidenceReport(
         target=conf.alpha,
         scenarios=conf.scenarios.size,

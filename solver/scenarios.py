@@ -8,23 +8,21 @@ plan evaluated over them. No pyomo; every quantity is a numpy array over scenari
   :func:`update_time` the update law, per scenario.
 - :func:`at_deadline`: per scenario and ``K``, what a plan must meet at the deadline pace ``L_dl`` to be
   on time (the per-scenario coefficients of a chance-constrained model; steady makespan only).
-- :func:`wilson`: the Wilson score interval of an on-time share over scenarios.
 - :func:`evaluate` runs a fixed plan through every scenario (:class:`Outcome`); its sandbox room comes
   from :mod:`solver.scenario_hosts`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from trainground.models.edits import edited
-from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import AmdahlLaw, Instance, InverseLaw
 from trainground.models.uncertainty import expand, render_path, valid_range
 from trainground.solver import calculus as calc
+from trainground.solver import scenario_goodput as goodput
 from trainground.solver.lifetimes import Lifetimes, lifetimes_of
 from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
@@ -56,12 +54,6 @@ class Scenarios:
         return any(p.startswith(prefix) for p in self.scale)
 
 
-SCENARIOS_WITHOUT_GOODPUT = (
-    "risk, confidence solves and scenario replays do not count failures, checkpoints, weight sync or preemptions "
-    "(docs/model.md §13) yet: remove the reliability section and preemptions_per_hour, or solve without uncertainty"
-)
-
-
 def draw(inst: Instance, samples: int | None = None, seed: int | None = None) -> Scenarios:
     """``samples`` scenarios (default the section's ``samples``) drawn with ``seed`` (default its ``seed``)."""
     unc = _section(inst)
@@ -70,10 +62,7 @@ def draw(inst: Instance, samples: int | None = None, seed: int | None = None) ->
 
 
 def from_draws(inst: Instance, draws: np.ndarray, seed: int | None = None) -> Scenarios:
-    """Scenarios from given multipliers, (S, F) in the order of ``uncertainty.factors``. The scenario
-    arithmetic does not read MODEL §13 yet: an instance with its terms is refused (InstanceError)."""
-    if inst.reliable:
-        raise InstanceError(inst.name or "", [Problem("reliability", SCENARIOS_WITHOUT_GOODPUT)])
+    """Scenarios from given multipliers, (S, F) in the order of ``uncertainty.factors``."""
     unc = _section(inst)
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     if draws.shape[1] != len(unc.factors):
@@ -117,6 +106,8 @@ class Values:
     tokens: np.ndarray  # tokens per attempt
     intake: np.ndarray  # p
     availability: np.ndarray  # a
+    shape_availability: np.ndarray  # (S, shapes) a_s of MODEL §13 (a in every column without its terms)
+    weight_sync: np.ndarray  # weight_sync_time, s (0 without MODEL §13)
     rate: np.ndarray  # (S, shapes) tokens/s per GPU
     slowdown: np.ndarray  # (S, shapes)
     deadline: np.ndarray  # s
@@ -134,6 +125,7 @@ def values_of(inst: Instance, scen: Scenarios) -> Values:
     v = scen.value
     shapes = inst.inference.shapes
     lifetimes = lifetimes_of(env.occupancy, scen)
+    availability = v("inference.availability", inst.inference.availability)
 
     def limit(name: str) -> np.ndarray | None:
         nominal = getattr(fr, name)
@@ -142,7 +134,9 @@ def values_of(inst: Instance, scen: Scenarios) -> Values:
     return Values(
         tokens=v("workload.tokens_per_attempt", w.tokens_per_attempt),
         intake=v("workload.intake_rate", w.intake_rate),
-        availability=v("inference.availability", inst.inference.availability),
+        availability=availability,
+        shape_availability=goodput.shape_availability(inst, scen, availability, lifetimes.mean),
+        weight_sync=goodput.weight_sync(inst, scen),
         rate=np.stack(
             [v(f"inference.shapes[{i}].tokens_per_gpu_s", s.tokens_per_gpu_s) for i, s in enumerate(shapes)], 1
         ),
@@ -272,7 +266,8 @@ class Outcome:
 
 
 def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> Outcome:
-    """``plan`` (fitting ``inst``) in every scenario of ``scen``, on time iff ``T_s + allowance <= deadline``.
+    """``plan`` (fitting ``inst``) in every scenario of ``scen``, on time iff ``T_s + allowance <= deadline``;
+    MODEL §13's terms at the scenario's values: a_s and weight sync in the supply, T's trainer-paced part / γ.
 
     Its capacity is fixed; its realised cadence ``L_s`` is the smallest ``L' >= L`` at which §3's
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:
@@ -284,16 +279,21 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     w, K = inst.workload, plan.versions_kept
     theta = room(inst, plan, scen, v.peak_to_mean)
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = w.batch_trajectories / v.intake * np.maximum(v.tokens / token_supply(inst, plan, v, K), v.w_use / theta)
+        need_tokens = w.batch_trajectories / v.intake * v.tokens / token_supply(inst, plan, v, K)
+        need_rooms = w.batch_trajectories / v.intake * v.w_use / theta
     update = np.nan_to_num(update_time(inst, scen, plan.training_gpus), nan=np.inf)
     floor = np.maximum(plan.cadence_s, update / (1 + REL_TOL))
     if v.max_mean_gap is not None:
         room_gap = v.max_mean_gap * (1 + REL_TOL) - (1.0 if inst.freshness.gap_convention == "post_publish" else 0.0)
         floor = np.maximum(floor, np.where(room_gap > 0, v.w_use / np.where(room_gap > 0, room_gap, 1.0), np.inf))
-    cadence = _smallest_cadence(inst, v, K, floor, need * (1 - REL_TOL), exceedance_limit(inst, v))
-    makespan = w.iterations * cadence + v.extra
-    if inst.counts_startup:
-        makespan = _with_startup(inst, v, K, cadence, update)
+    needs = (need_tokens * (1 - REL_TOL), need_rooms * (1 - REL_TOL))
+    cadence = _smallest_cadence(inst, v, K, floor, needs, exceedance_limit(inst, v))
+    gamma = goodput.training_goodput(inst, scen, plan.training_gpus)
+    pace = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)  # 1/γ, inf: no progress
+    with np.errstate(invalid="ignore"):
+        makespan = w.iterations * cadence * pace + v.extra
+        if inst.counts_startup:
+            makespan = _with_startup(inst, v, K, cadence, update, pace)
     hourly = hourly_cost(inst, plan, scen)
     return Outcome(
         cadence=cadence,
@@ -307,7 +307,8 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
 
 
 def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
-    """(S,) tokens/s the plan's replicas deliver with K versions resident (MODEL §2)."""
+    """(S,) tokens/s the plan's replicas deliver with K versions resident (MODEL §2), at a_s (§13); before
+    weight sync, whose share depends on the cadence."""
     replicas = {r.shape: r.replicas for r in plan.inference}
     total = np.zeros(v.deadline.shape)
     for i, s in enumerate(inst.inference.shapes):
@@ -316,19 +317,24 @@ def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
             * s.gpus_per_replica
             * v.rate[:, i]
             * np.maximum(0.0, 1 - v.slowdown[:, i] * (K - 1))
+            * v.shape_availability[:, i]
         )
-    return v.availability * total
+    return total
 
 
 def _smallest_cadence(
-    inst: Instance, v: Values, K: int, floor: np.ndarray, need: np.ndarray, q_limit: np.ndarray
+    inst: Instance, v: Values, K: int, floor: np.ndarray, needs: tuple[np.ndarray, np.ndarray], q_limit: np.ndarray
 ) -> np.ndarray:
-    """Per scenario the smallest L' >= floor with L'·(1 - drop(L')) >= need and q(L') <= q_limit (inf if none)."""
+    """Per scenario the smallest L' >= floor with (L' - weight_sync_time)·(1 - drop(L')) >= the token need,
+    L'·(1 - drop(L')) >= the sandbox need and q(L') <= q_limit (inf if none); each side grows with L'."""
+    tokens, rooms = needs
+    need = np.maximum(tokens + v.weight_sync, rooms)
 
     def ok(L: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", over="ignore"):
             q = v.lifetimes.exceedance(L, K)
-            return (L * (1.0 - group_drop(inst, q)) >= need) & (q <= q_limit)
+            kept = 1.0 - group_drop(inst, q)
+            return ((L - v.weight_sync) * kept >= tokens) & (L * kept >= rooms) & (q <= q_limit)
 
     finite = np.isfinite(floor) & np.isfinite(need)
     lo = np.where(finite, floor, 1.0)
@@ -348,8 +354,10 @@ def _smallest_cadence(
     return np.where(finite & bracketed, out, np.inf)
 
 
-def _with_startup(inst: Instance, v: Values, K: int, cadence: np.ndarray, update: np.ndarray) -> np.ndarray:
-    """MODEL §8: T = fill(L_s, K) + (n-1)·L_s + U(m) + extra_time, per scenario."""
+def _with_startup(
+    inst: Instance, v: Values, K: int, cadence: np.ndarray, update: np.ndarray, pace: np.ndarray
+) -> np.ndarray:
+    """MODEL §8: T = fill(L_s, K) + ((n-1)·L_s + U(m))·pace + extra_time per scenario, pace = 1/γ (§13)."""
     w, fr = inst.workload, inst.freshness
     T = np.full(cadence.shape, np.inf)
     at = np.isfinite(cadence)
@@ -357,7 +365,7 @@ def _with_startup(inst: Instance, v: Values, K: int, cadence: np.ndarray, update
     intake = v.intake * (1.0 - group_drop(inst, q))
     attempts = w.batch_trajectories / (np.where(at, cadence, 1.0) * intake)
     fill = v.lifetimes.fill(attempts, w.batch_trajectories, w.group_size, v.intake, fr.group_correlation)
-    steady = (w.iterations - 1) * cadence + update + v.extra
+    steady = ((w.iterations - 1) * cadence + update) * pace + v.extra
     return np.where(at, fill + steady, T)
 
 
@@ -382,19 +390,3 @@ def hourly_cost(inst: Instance, plan, scen: Scenarios) -> np.ndarray:
             vms.get(m.name, 0) * v(f"{where}.hour_cost", m.hour_cost) * v(f"{where}.billed_fraction", m.billed_fraction)
         )
     return total
-
-
-Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial share ``successes/n`` (the whole [0, 1] when n is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)  # the bounds are 0 and 1 exactly at the ends
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi

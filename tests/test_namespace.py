@@ -76,3 +76,30 @@ def test_a_checkout_imports_trainground_from_its_folders(tmp_path):
     done = subprocess.run([sys.executable, "-I", "-c", probe, str(ROOT)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()) == ROOT / "solver" / "solve.py"
+
+
+def test_the_package_imports_none_of_its_modules_at_import_time():
+    """No import cycle through the package: trainground/__init__.py imports nothing of trainground at module
+    level (its API names load on first use), so `import trainground` loads it alone, and the names still work."""
+    import ast
+
+    tree = ast.parse((ROOT / "trainground" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.If):  # a TYPE_CHECKING block is an import all the same to a cycle check
+            node = ast.Module(body=node.body, type_ignores=[])
+        for inner in ast.walk(node) if not isinstance(node, ast.FunctionDef) else ():
+            if isinstance(inner, ast.ImportFrom):
+                assert not (inner.module or "").startswith("trainground"), ast.unparse(inner)
+            if isinstance(inner, ast.Import):
+                assert not any(a.name.startswith("trainground") for a in inner.names), ast.unparse(inner)
+    probe = (
+        "import sys, inspect, trainground\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('trainground'))\n"
+        "assert loaded == ['trainground'], loaded\n"
+        "assert callable(trainground.solve) and callable(trainground.simulate)\n"
+        "assert 'replications' in inspect.signature(trainground.simulate).parameters\n"
+        "assert callable(trainground.simulate.runner.simulate_plan)\n"
+        "assert trainground.InstanceError.__module__.endswith('models.errors')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

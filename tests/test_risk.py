@@ -24,8 +24,8 @@ from trainground.models.load import read_document, validate
 from trainground.models.result import Plan
 from trainground.solver import scenarios as sc
 from trainground.solver import verify_laws as laws
+from trainground.solver.calculus import wilson
 from trainground.solver.scenario_hosts import _hosts, _lp, room
-from trainground.solver.scenarios import wilson
 from trainground.solver.solve import solve_instance
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,6 +13,9 @@ Imports are deferred into the functions: ``import trainground`` costs nothing un
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -279,3 +282,18 @@ def report(
     if out is not None:
         write_atomic_bytes(out, text.encode("utf-8"))
     return text
+
+
+class _CallablePackage(types.ModuleType):
+    """The subpackage simulate/ once the API is loaded: calling it calls :func:`simulate`, so
+    ``trainground.simulate(inst, plan)`` and ``trainground.simulate.runner`` both read as written."""
+
+    def __call__(self, *args, **kwargs):
+        return simulate(*args, **kwargs)
+
+    @property
+    def __signature__(self):
+        return inspect.signature(simulate)
+
+
+importlib.import_module("trainground.simulate").__class__ = _CallablePackage

@@ -10,3 +10,6 @@ $TG risk instances/seed-week-75.yaml --basis steady_state \
   > docs/risk/knife-edge.txt
 $TG risk instances/seed-week-75-uncertain.yaml --basis steady_state --simulate 3 > docs/risk/simulate.txt
 $TG risk instances/seed-week-75-uncertain.yaml --basis steady_state --json > docs/risk/risk.json
+$TG risk instances/seed-week-spot.yaml --basis steady_state \
+  --set 'uncertainty={factors: [{name: mtbf, paths: ["reliability.gpu_mtbf"], dist: lognormal, median: 1.0, sigma: 0.5}, {name: preemptions, paths: ["gpu_pools[*].preemptions_per_hour"], dist: uniform, low: 0.5, high: 1.5}, {name: sync, paths: ["reliability.weight_sync_time"], dist: uniform, low: 0.5, high: 1.5}]}' \
+  > docs/risk/failures.txt
