@@ -38,7 +38,12 @@ class Feasibility:
         )
 
     def solve(
-        self, changes: dict, objective: str = "makespan", time_limit: float | None = None, allowance: float = 0.0
+        self,
+        changes: dict,
+        objective: str = "makespan",
+        time_limit: float | None = None,
+        allowance: float = 0.0,
+        feasibility: bool = False,
     ) -> Result | None:
         """The result of the edited instance (None when the edit makes it invalid, or the budget is spent);
         ``time_limit`` bounds this solve, within what the clock has left; ``allowance``: MODEL §11's Δ."""
@@ -54,8 +59,8 @@ class Feasibility:
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left, allowance=allowance)
+        return self._planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
 
     def feasible(self, changes: dict) -> bool:
-        result = self.solve(changes)
+        result = self.solve(changes, feasibility=True)
         return result is not None and result.plan is not None

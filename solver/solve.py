@@ -137,10 +137,13 @@ class Planner:
         max_total_cost: float | None = None,
         max_inference_gpus: int | None = None,
         allowance: float = 0.0,
+        feasibility: bool = False,
     ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
         no diagnosis: drivers.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
-        of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline."""
+        of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline. ``feasibility``: the question is
+        only whether a plan exists; the plan returned is verified but optimal only among the rows
+        :meth:`fewest_groups_only` keeps."""
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -149,6 +152,8 @@ class Planner:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
         candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
+        if feasibility and max_hourly_cost is None and max_total_cost is None:
+            candidates = self.fewest_groups_only(candidates)
         lower = self._lower_bounds(objective, candidates, clock)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         search = self._search(objective, candidates, lower, caps, clock)
@@ -159,6 +164,23 @@ class Planner:
         if search is None or search.values is None:
             return self._no_plan(objective, search, clock, highs_before)
         return self._assemble(objective, search, clock, highs_before, allowance)
+
+    def fewest_groups_only(self, candidates: np.ndarray) -> np.ndarray:
+        """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
+        exists among the candidates iff one exists among these, when the instance has no budget and no
+        confidence. Rows of one pair differ in m alone (MODEL §8 lists each count worth having); every
+        candidate already meets the deadline, each count keeps up (U(m) <= L), and fewer groups leave the
+        pools at least as many GPUs for inference and ask nothing else more."""
+        limits, p = self.inst.limits, self.pairs
+        if self.confidence is not None or limits.max_hourly_cost is not None or limits.max_total_cost is not None:
+            return candidates
+        rows = np.flatnonzero(candidates)
+        rows = rows[np.lexsort((p.groups[rows], p.kept[rows], p.cadence[rows]))]
+        first = np.ones(rows.size, dtype=bool)
+        first[1:] = (p.cadence[rows[1:]] != p.cadence[rows[:-1]]) | (p.kept[rows[1:]] != p.kept[rows[:-1]])
+        out = np.zeros_like(candidates)
+        out[rows[first]] = True
+        return out
 
     def _clock_for(self, time_limit: float | None) -> Stopwatch:
         """This solve's stopwatch: the one the planner was built with for its first solve, else a new one;
