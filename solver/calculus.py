@@ -7,6 +7,7 @@ plan verifier alike. Times are seconds, rates per second.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -18,16 +19,18 @@ from trainground.solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, REL_TOL
 _STANDARD_NORMAL = NormalDist()
 
 
-SCIPY_NDTR_FROM = 1 << 20  # values per call from which ndtr uses scipy's ufunc (see ndtr)
+SCIPY_NDTR_FROM = 1 << 24  # values per call from which ndtr imports scipy for its ufunc (see ndtr)
+SCIPY_LOADED_NDTR_FROM = 1 << 16  # values per call from which ndtr uses scipy's ufunc once scipy is loaded
 
 
 def ndtr(x):
     """Standard normal CDF, vectorised: math.erfc keeps full precision in both tails, mapped over the
-    array's values as Python floats (faster than a ufunc over an object array). From SCIPY_NDTR_FROM values
-    on (fine cadence grids: a million pairs' start-up quadrature), scipy's ufunc, equally precise: mapping
-    costs about 0.1 s per million values, importing scipy beside pyomo about a second once."""
+    array's values as Python floats (faster than a ufunc over an object array). Mapping costs about 0.1 s
+    per million values and importing scipy beside pyomo about 1.4 s once (pyomo's import hook loads
+    scipy.stats with it), so scipy's ufunc, equally precise, serves calls of SCIPY_NDTR_FROM values (fine
+    cadence grids' start-up quadrature), and of SCIPY_LOADED_NDTR_FROM once something has loaded scipy."""
     x = np.asarray(x, dtype=float)
-    if x.size >= SCIPY_NDTR_FROM:
+    if x.size >= SCIPY_NDTR_FROM or (x.size >= SCIPY_LOADED_NDTR_FROM and "scipy.special" in sys.modules):
         from scipy.special import ndtr as ufunc
 
         return np.asarray(ufunc(x))
