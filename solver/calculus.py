@@ -19,7 +19,7 @@ from trainground.solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, REL_TOL
 _STANDARD_NORMAL = NormalDist()
 
 
-SCIPY_NDTR_FROM = 1 << 24  # values per call from which ndtr imports scipy for its ufunc (see ndtr)
+SCIPY_NDTR_FROM = 1 << 22  # values per call from which ndtr imports scipy for its ufunc (see ndtr)
 SCIPY_LOADED_NDTR_FROM = 1 << 16  # values per call from which ndtr uses scipy's ufunc once scipy is loaded
 
 
