@@ -29,7 +29,7 @@ members on one replica are not ended by the same event: the kill rate and the wo
 have §13's means, their simultaneity is not kept), and the lost work is charged to the fleet at its group's
 launch rather than at the event. A version's pause starts at its publication ``b_j`` when the window that
 launches across it already knows ``b_j``; otherwise at the start of the next window (windows are at most
-half a cadence long when the fleet terms are on, so at most half a cadence late).
+two cadences long when the fleet terms are on, so at most two cadences late).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class FailurePlan:
     rates: tuple[float, ...]  # rate_s per replica
     replica_restart: float
     weight_sync: float
-    cadence: float  # L: windows are at most half of it when the fleet terms are on
+    cadence: float  # L: windows are at most 2·L long when the fleet terms are on
     availability: float  # a, the base availability c_s already counts
 
     @property
@@ -219,33 +219,40 @@ class Fleet:
 
     def expose(self, life: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
         """Each member's whole occupancy (ended attempts and their relaunches) and each group's work in
-        attempts (g plus the work its members lost)."""
+        attempts (g plus the work its members lost). One uniform per attempt: it is ended iff u < P(E < W) =
+        1 - exp(-rate·W), at age E = -log(1 - u)/rate (E's law given E < W)."""
         n = life.size
         rates = np.array(self.fp.rates)
-        shape = np.searchsorted(self.cumulative[:-1], self.rng.random(n), side="right")
-        total = np.zeros(n)
+        if self.cumulative.size > 1:
+            shape = np.searchsorted(self.cumulative[:-1], self.rng.random(n), side="right")
+        else:
+            shape = np.zeros(n, dtype=np.int64)
+        rate = rates[shape]
+        total = life.copy()
         lost = np.zeros(n)
-        current = life.copy()
-        live = np.flatnonzero(rates[shape] > 0)
-        while live.size:
-            age = self.rng.exponential(1.0, live.size) / rates[shape[live]]
-            ended = age < current[live]
-            done = live[~ended]
-            total[done] += current[done]
-            live = live[ended]
-            age = age[ended]
-            lost[live] += age / current[live]
-            np.add.at(self.kills, shape[live], 1)
-            np.add.at(self.lost_work, shape[live], age / current[live])
-            total[live] += age
-            current[live] = _lifetimes(self.occupancy, self.rng, live.size)
-        idle = rates[shape] <= 0
-        total[idle] = life[idle]
+        u = self.rng.random(n)
+        ended = np.flatnonzero(u < -np.expm1(-rate * life))
+        u, current = u[ended], life[ended]
+        size = len(self.fp.shapes)
+        while ended.size:
+            r = rate[ended]
+            age = -np.log1p(-u) / r
+            share = age / current
+            lost[ended] += share
+            self.kills += np.bincount(shape[ended], minlength=size)
+            self.lost_work += np.bincount(shape[ended], weights=share, minlength=size)
+            fresh = _lifetimes(self.occupancy, self.rng, ended.size)
+            total[ended] += age - current + fresh
+            u = self.rng.random(ended.size)
+            again = u < -np.expm1(-r * fresh)
+            ended, u, current = ended[again], u[again], fresh[again]
         return total, g + lost.reshape(-1, g).sum(axis=1)
 
     def launches(self, planned: np.ndarray, work: np.ndarray, t0: float, t1: float) -> np.ndarray:
         """Launch times of the window [t0, t1)'s groups planned at ``planned`` with ``work`` attempts each."""
         pauses = self._pauses(t0, t1)
+        if self.capacity <= 0:
+            return planned
         if planned.size == 0:
             xp, ap = self._supply(t0, t1, pauses)
             self.backlog = max(0.0, self.backlog - float(ap[-1]))
@@ -356,8 +363,8 @@ class Injection:
 
     @property
     def window(self) -> float:
-        """The longest launch window under the fleet terms: half a cadence."""
-        return self.fp.cadence / 2
+        """The longest launch window under the fleet terms: two cadences."""
+        return self.fp.cadence * 2
 
     def batch_taken(self, ready: float, update: float) -> float:
         """The boundary of a batch ready at ``ready``: the trainer takes it, updates, publishes."""

@@ -10,3 +10,5 @@ show docs/goodput/sweep.txt "trainground sweep instances/seed-week-spot.yaml --b
 cp "$SCRATCH/out/goodput-sweep/sweep-gpu-pools-1-preemptions-per-hour.png" "$ROOT/docs/goodput-preemption-sweep.png"
 show docs/goodput/no-progress.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --set reliability.gpu_mtbf=500h | sed -n '1,6p'"
 show docs/goodput/levers.txt "trainground solve instances/seed-week-spot.yaml --basis steady_state | grep -E '^  (restart|checkpoint) time'"
+show docs/goodput/simulate.txt "trainground simulate instances/seed-week-spot.yaml --basis steady_state --replications 20 --seed 1000 --workers 2 | grep -E '^(simulated|model: |failures|trainer|replicas|weight sync)' | cut -c1-160"
+show docs/goodput/simulate-training.txt "trainground simulate instances/seed-week-75.yaml --basis steady_state --set reliability.gpu_mtbf=50000h --replications 20 --seed 1000 --workers 2 | grep -E '^(simulated|model: |failures|trainer)'"
