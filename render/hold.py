@@ -42,8 +42,7 @@ def render_hold(console, result) -> None:
     metrics = result.metrics
     if metrics is not None and (metrics.training_goodput is not None or metrics.availability):
         console.print(
-            "the replays do not inject docs/model.md §13's failures, checkpoints or preemptions yet: the allowance "
-            "is the run's variance without them, and the planned makespan counts them at their expected time "
-            "(docs/goodput.md)",
+            "the replays inject docs/model.md §13's failures, checkpoints, preemptions and weight-sync pauses: the "
+            "allowance covers their variance beyond the expected time the planned makespan counts (docs/goodput.md)",
             markup=False,
         )

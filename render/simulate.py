@@ -3,6 +3,7 @@ model's, the on-time verdict, and where the two part."""
 
 from __future__ import annotations
 
+from trainground.render.failures import failure_lines
 from trainground.render.tables import fitted, money
 from trainground.simulate.report import Report, relative
 
@@ -130,7 +131,7 @@ def render_simulation(console, report: Report) -> None:
     hist = sim.get("version_gap_histogram") or {}
     if hist:
         console.print("consumed version gaps: " + ", ".join(f"{k}: {v:.1%}" for k, v in hist.items()), markup=False)
-    for sentence in partings(report):
+    for sentence in failure_lines(sim, pred) + partings(report):
         console.print(sentence, markup=False)
 
 
@@ -145,7 +146,9 @@ def partings(report: Report) -> list[str]:
     """Sentences saying where the simulation leaves the model, largest effects first."""
     sim, pred, parts = report.simulated, report.predicted, report.parts
     plan = report.plan
-    L = plan["cadence_s"]
+    gamma = pred.get("training_goodput") or 1.0
+    L = plan["cadence_s"] / gamma  # MODEL §13: a training failure stalls the trainer, the model's L/γ per batch
+    paced = f"{L:,.1f} s cadence over the training goodput" if gamma != 1.0 else f"{L:g} s cadence"
     out = []
     if not sim.get("finished", True):
         out.append("The run did not finish: batches stopped forming (every group dropped, or sandboxes never free).")
@@ -157,7 +160,7 @@ def partings(report: Report) -> list[str]:
         ]
         words.append(
             f"the {report.iterations - 1:,} iterations average {sim['iteration_mean_s']:,.1f} s against the "
-            f"{L:g} s cadence ({_signed(parts['iterations_s'])})"
+            f"{paced} ({_signed(parts['iterations_s'])})"
         )
         if abs(parts["last_update_s"]) > 0.5:
             words.append(f"and the last update adds {duration(parts['last_update_s'])}, which n·L leaves out")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.simulate.failures import Injection
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import Setup
 
@@ -48,6 +49,7 @@ class Run:
     backend: np.ndarray  # per attempt: index into Setup.backends
     attempt_effective: np.ndarray  # per attempt
     waited: np.ndarray  # per group: members that waited for a sandbox
+    failures: dict | None = None  # MODEL §13's injection (simulate.failures.Injection.report), None without it
 
     @property
     def wait_share(self) -> float:
@@ -91,8 +93,9 @@ class _Launcher:
 class _Buffer:
     """Completed groups waiting in FIFO order (by completion), and the boundaries they decide."""
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, inject: Injection | None = None):
         self.setup = setup
+        self.inject = inject
         self.comp = np.empty(0)
         self.launch = np.empty(0)
         self.eff = np.empty(0, dtype=np.int64)
@@ -139,7 +142,10 @@ class _Buffer:
                 look = min(end, 2 * look)
             if e >= look:
                 return
-            b = float(self.comp[e]) if j == 0 else max(self.boundaries[-1] + s.update_s, float(self.comp[e]))
+            if self.inject is None:
+                b = float(self.comp[e]) if j == 0 else max(self.boundaries[-1] + s.update_s, float(self.comp[e]))
+            else:
+                b = self.inject.batch_taken(float(self.comp[e]), s.update_s)
             self.boundaries.append(b)
             taken = eligible[: e + 1]
             self.consumed.append((self.gid[: e + 1][taken], j))
@@ -158,8 +164,11 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     g = setup.group_size
     launcher = _Launcher(setup, rng)
     queues = [SandboxQueue(c) for c in setup.capacity]
-    buffer = _Buffer(setup)
+    inject = None if setup.failures is None else Injection(setup.failures, seed, setup.occupancy, setup.horizon)
+    buffer = _Buffer(setup, inject)
     window = min(WINDOW_ATTEMPTS / setup.attempts_per_s, setup.horizon / WINDOWS_PER_HORIZON)
+    if inject is not None and inject.fleet is not None:
+        window = min(window, inject.window)
     columns = ("launch", "comp", "eff", "start", "end", "backend", "ok") if record else ("launch", "waited")
     parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
     groups = 0
@@ -167,7 +176,7 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     while len(buffer.boundaries) < setup.iterations and t0 < setup.horizon:
         t1 = t0 + window
         launch = launcher.until(t1)
-        start, end, backend, ok, arrival = _attempts(setup, rng, queues, launch)
+        start, end, backend, ok, arrival, launch = _attempts(setup, rng, queues, launch, inject, (t0, t1))
         comp = _group_max(end, g)
         eff = ok.reshape(-1, g).sum(axis=1) if setup.intake < 1 else np.full(launch.size, g, dtype=np.int64)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
@@ -184,15 +193,19 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
         t0 = t1
         if on_progress:
             on_progress(len(buffer.boundaries), setup.iterations)
-    return _assemble(setup, seed, buffer, {k: np.concatenate(v) for k, v in parts.items()}, record)
+    run = _assemble(setup, seed, buffer, {k: np.concatenate(v) for k, v in parts.items()}, record)
+    if inject is not None:
+        run.makespan = inject.makespan(run.makespan, setup.extra_time)
+        run.failures = inject.report(run.run_end, len(buffer.boundaries))
+    return run
 
 
-def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue], launch: np.ndarray):
+def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue], launch: np.ndarray, inject, span):
     """Draw one window's attempts (g per group, in launch order) and queue them for sandboxes: their starts,
-    ends, backends, intake and arrivals."""
+    ends, backends, intake, arrivals and the groups' launches (the planned ones, or under MODEL §13's fleet
+    terms when the fleet's supply lets them launch, with each member's relaunches in its occupancy)."""
     g = setup.group_size
-    arrival = np.repeat(launch, g)
-    n = arrival.size
+    n = launch.size * g
     per_group = setup.correlation == "comonotone"
     life = _lifetimes(setup, rng, launch.size if per_group else n)
     if per_group:
@@ -202,6 +215,10 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
     else:
         backend = np.searchsorted(np.cumsum(setup.shares)[:-1], rng.random(n), side="right").astype(np.int16)
     ok = rng.random(n) < setup.intake if setup.intake < 1 else np.ones(n, dtype=bool)
+    if inject is not None and inject.fleet is not None:
+        life, work = inject.fleet.expose(life, g)
+        launch = inject.fleet.launches(launch, work, *span)
+    arrival = np.repeat(launch, g)
     if len(queues) == 1:
         start = queues[0].admit(arrival, life)  # ``arrival`` itself when no attempt waits
     else:
@@ -210,7 +227,7 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
             mine = np.flatnonzero(backend == b)
             start[mine] = queue.admit(arrival[mine], life[mine])
     life += start
-    return start, life, backend, ok, arrival
+    return start, life, backend, ok, arrival, launch
 
 
 def _group_max(end: np.ndarray, g: int) -> np.ndarray:

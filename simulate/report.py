@@ -61,15 +61,17 @@ class Report:
 
 
 def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> dict:
-    """The model's value of each figure (None where it has none): §2 steady state, §8 start-up."""
+    """The model's value of each figure (None where it has none): §2 steady state, §8 start-up, the trainer-paced
+    part divided by §13's training goodput when the replay injects failures."""
     L, n = plan.cadence_s, setup.iterations
     fill = float(
         startup.fill(
             setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake, setup.correlation
         )
     )
-    steady = n * L + setup.extra_time
-    with_startup = fill + (n - 1) * L + metrics.update_time_s + setup.extra_time
+    pace = 1.0 / metrics.training_goodput if setup.failures is not None and metrics.training_goodput else 1.0
+    steady = n * L * pace + setup.extra_time
+    with_startup = fill + ((n - 1) * L + metrics.update_time_s) * pace + setup.extra_time
     makespan = with_startup if count_startup else steady
     lower, upper = calc.group_drop_bounds(metrics.exceedance, setup.group_size)
     return {
@@ -96,6 +98,23 @@ def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> 
         "update_time_s": metrics.update_time_s,
         "gpu_hours": (plan.inference_gpus + plan.training_gpus) * makespan / 3600,
         "realised_cost": plan.hourly_cost * makespan / 3600,
+    } | _reliability(setup, metrics, makespan)
+
+
+def _reliability(setup: Setup, metrics: Metrics, makespan: float) -> dict:
+    """MODEL §13's closed forms over the predicted run (none without its terms): failures expected (T/M_train,
+    and T·N_s·rate_s per shape), the training goodput and time lost, availability per shape."""
+    fp = setup.failures
+    if fp is None:
+        return {}
+    failures = {"training": makespan / fp.training_mtbf if fp.trains else 0.0}
+    failures |= {s: makespan * n * r for s, n, r in zip(fp.shapes, fp.replicas, fp.rates)}
+    gamma = metrics.training_goodput if fp.trains else None
+    return {
+        "failures": failures,
+        "training_goodput": gamma,
+        "training_lost_s": None if gamma is None else makespan * (1 - gamma),
+        "availability": dict(metrics.availability or {}),
     }
 
 

@@ -144,7 +144,8 @@ def simulate_plan(
     series = results[0][1]
     simulated, spread = combine(runs, setup.deadline)
     predicted = predict(setup, plan, metrics, inst.counts_startup)
-    parts = makespan_parts(simulated, predicted, plan.cadence_s, setup.iterations, inst.counts_startup)
+    paced = plan.cadence_s / (predicted.get("training_goodput") or 1.0)  # MODEL §13: L/γ per batch
+    parts = makespan_parts(simulated, predicted, paced, setup.iterations, inst.counts_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
     series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top)
     return Report(

@@ -18,6 +18,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
+from trainground.simulate.failures import FailurePlan, failure_plan
 from trainground.solver import calculus as calc
 from trainground.solver import holding
 
@@ -50,6 +51,7 @@ class Setup:
     horizon: float
     inference_gpus: int
     training_gpus: int
+    failures: FailurePlan | None = None  # MODEL §13's injection (simulate.failures), None without its terms
 
     @property
     def capacity(self) -> tuple[float, ...]:
@@ -105,6 +107,7 @@ def setup_of(
         horizon=horizon,
         inference_gpus=plan.inference_gpus,
         training_gpus=plan.training_gpus,
+        failures=failure_plan(inst, plan),
     )
 
 

@@ -36,6 +36,8 @@ def summarize(setup: Setup, run: Run) -> dict:
     out.update(versions(setup, run))
     out.update(waits(setup, run))
     out.update(accounting(setup, run))
+    if run.failures is not None:
+        out.update(run.failures)
     lateness = run.makespan - setup.deadline
     out["on_time"] = bool(lateness <= 0)
     out["lateness_s"] = _num(lateness)

@@ -453,11 +453,11 @@ def test_the_model_and_the_verifier_agree_on_narrow_and_wide_lifetimes(sigma):
         assert mean == pytest.approx(verify_hold._completion_mean(law, g), rel=1e-11)
 
 
-def test_a_plan_with_failures_says_its_replays_do_not_inject_them(tmp_path):
+def test_a_plan_with_failures_says_its_replays_inject_them(tmp_path):
     path = tmp_path / "small.json"
     path.write_text(json.dumps(small().model_dump(mode="json")))
     plain = CliRunner().invoke(main, ["solve", str(path), "--no-levers"])
-    assert plain.exit_code == 0 and "do not inject" not in plain.output
+    assert plain.exit_code == 0 and "replays inject" not in plain.output
     failing = CliRunner().invoke(main, ["solve", str(path), "--no-levers", "--set", "reliability={gpu_mtbf: 5000h}"])
     assert failing.exit_code == 0, failing.output
-    assert "the replays do not inject docs/model.md §13's failures" in " ".join(failing.output.split())
+    assert "the replays inject docs/model.md §13's failures" in " ".join(failing.output.split())

@@ -1,5 +1,6 @@
 # docs/goodput.md: MODEL.md §13 on the seed: explain's goodput terms at the check figure, the spot
-# instance's plan, the same run on demand only, and a sweep over the spot pool's preemption rate.
+# instance's plan, the same run on demand only, a sweep over the spot pool's preemption rate, and simulate's
+# injection of the failures (the seed week with the check figure's section, the spot instance).
 # Sourced by docs/regenerate.sh (which sets ROOT, PYTHON, SCRATCH and `show`).
 set -eu
 show docs/goodput/explain.txt "trainground explain instances/seed-week-75.yaml --cadence 601 --set reliability.gpu_mtbf=50000h | sed -n '/^Goodput/,\$p'"
@@ -10,3 +11,5 @@ show docs/goodput/sweep.txt "trainground sweep instances/seed-week-spot.yaml --b
 cp "$SCRATCH/out/goodput-sweep/sweep-gpu-pools-1-preemptions-per-hour.png" "$ROOT/docs/goodput-preemption-sweep.png"
 show docs/goodput/no-progress.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --set reliability.gpu_mtbf=500h | sed -n '1,6p'"
 show docs/goodput/levers.txt "trainground solve instances/seed-week-spot.yaml --basis steady_state | grep -E '^  (restart|checkpoint) time'"
+show docs/goodput/simulate.txt "COLUMNS=400 trainground simulate instances/seed-week-spot.yaml --basis steady_state --replications 20 --seed 1000 --workers 2 | grep -E '^(simulated|model: |failures|trainer|replicas|weight sync)'"
+show docs/goodput/simulate-training.txt "COLUMNS=400 trainground simulate instances/seed-week-75.yaml --basis steady_state --set reliability.gpu_mtbf=50000h --replications 20 --seed 1000 --workers 2 | grep -E '^(simulated|model: |failures|trainer)'"
