@@ -86,3 +86,38 @@ def test_the_command_replays_scenarios(tmp_path):
     assert result.exit_code == 0, result.output
     runs = json.loads(result.output)["runs"]
     assert len(runs) == 3 and all(r["finished"] for r in runs)
+
+
+def test_scenario_replays_inject_failures_at_the_scenarios_figures():
+    """With MODEL §13's terms, replication r injects failures at scenario r's figures (here the GPU MTBF
+    halved in every scenario), and the launch cap reads the supply before §13, which the injection takes."""
+    inst = edited(
+        small(),
+        {
+            "planning.basis": "steady_state",
+            "reliability": {
+                "gpu_mtbf": "2000h",
+                "restart_time": "10m",
+                "checkpoint_time": "30s",
+                "weight_sync_time": "5s",
+            },
+        },
+    )
+    inst = edited(
+        inst,
+        {
+            "uncertainty": {
+                "samples": 10,
+                "seed": 0,
+                "factors": [{"name": "m", "paths": ["reliability.gpu_mtbf"], "dist": "normal", "mean": 0.5, "sd": 0.0}],
+            }
+        },
+    )
+    plan, metrics = planned(inst)
+    nominal = setup_of(inst, plan, metrics)
+    setup = scenario_setup(inst, plan, metrics, seed=3)
+    assert setup.failures is not None and nominal.failures is not None
+    assert setup.failures.training_mtbf == pytest.approx(nominal.failures.training_mtbf / 2, rel=1e-12)
+    assert setup.attempts_per_s == pytest.approx(nominal.attempts_per_s, rel=1e-12)
+    runs = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=3, setups=[setup, setup]).runs
+    assert all("failures" in r for r in runs)
