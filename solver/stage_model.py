@@ -7,9 +7,10 @@ their rows of MODEL §3 (2, 3, 5, 6, 7 per stage, at the stage's values) and one
 per stage. The stage models are sub-blocks of one model whose rows span them:
 
 - ``same_kept``: Σ_{pairs of stage p with K} z = Σ_{pairs of stage 1 with K} z, for every K and p > 1;
+- every pair block gets ``extra_groups``, the groups beyond the pair's fewest, and host caps that are the
+  largest of any stage's, so one capacity can serve several stages at their own cadences;
 - ``fixed``: the counts are shared: Σ_pairs x_s = X_s, Σ N_k = N_k, Σ V_v = V_v and Σ (m_pair·z + extra)
-  = G per stage (each pair block gets ``extra_groups``, the groups beyond the pair's fewest, so one G
-  can serve every stage at its own cadence); the per-pair host caps are the largest of any stage's;
+  = G per stage;
 - ``replan``: a switch binary δ_p per pair of consecutive stages, 1 when any count differs
   (|x_{s,p} - x_{s,p+1}| <= cap·δ_p, the same for groups, nodes and VMs);
 - ``deadline``: T = Σ_p n_p·L_p + extra_time + switch_time·Σ δ_p <= deadline;
@@ -38,9 +39,10 @@ from trainground.solver.tolerances import REL_TOL
 
 
 class SharedTraining:
-    """The model extension of a ``fixed`` staged model: each pair block's groups beyond the pair's fewest
+    """The model extension of a staged model: each pair block's groups beyond the pair's fewest
     (``extra_groups``, integer, at most ``top - fewest`` and 0 unless the pair is selected), and host caps
-    that are the largest of any stage's (a shared count must be free to serve another stage's peak)."""
+    that are the largest of any stage's. A count shared by stages (``fixed``, or a ``replan`` that keeps
+    its capacity to save a switch) must be free to take what another stage needs."""
 
     def __init__(self, top: int, caps: dict[str, dict[str, int]]):
         self.top, self.caps = top, caps
@@ -76,6 +78,7 @@ class StagedModel:
     model: pyo.ConcreteModel
     criteria: dict[str, object]
     hourly: list[object]
+    empty: str | None = None  # why no plan exists when a stage has no admissible pair (then nothing is built)
 
 
 def build_staged(inst: Instance) -> StagedModel:
@@ -86,9 +89,13 @@ def build_staged(inst: Instance) -> StagedModel:
         tables = [pair_tables.build(insts[0])]
     else:
         tables = prune(inst, insts, [pair_tables.build(si, dominated=True) for si in insts])
-    fixed = inst.stages.capacity == "fixed"
-    extension = SharedTraining(_top_groups(inst, insts), _host_caps(insts, tables)) if fixed else None
+    extension = SharedTraining(_top_groups(inst, insts), _host_caps(insts, tables))
     top = pyo.ConcreteModel(name=inst.name)
+    for stage, table in zip(inst.stages.list, tables):
+        if table.size == 0:
+            cut = ", ".join(f"{name} ({count})" for name, count in sorted(table.rejected.items())) or "none"
+            why = f"stage {stage.name}: no cadence on its grid meets its rows with any K (cut by: {cut})"
+            return StagedModel(inst, insts, tables, [], top, {}, [], empty=why)
     subs = []
     for i, (si, table) in enumerate(zip(insts, tables)):
         sub = build_model(si, table, extension=extension)
@@ -101,7 +108,7 @@ def build_staged(inst: Instance) -> StagedModel:
         subs.append(sub)
     staged = StagedModel(inst, insts, tables, subs, top, {}, [sub.hourly_cost for sub in subs])
     add_same_kept(staged)
-    if fixed:
+    if inst.stages.capacity == "fixed":
         add_shared_counts(staged)
     else:
         add_switches(staged)
@@ -131,7 +138,12 @@ def prune(inst: Instance, insts: list[Instance], tables: list[pair_tables.Pairs]
         if all(np.array_equal(a, b) for a, b in zip(new, rows)):
             break
         rows = new
-    return [_subset(t, r) for t, r in zip(tables, rows)]
+    out = []
+    for t, r in zip(tables, rows):
+        cut = int(np.count_nonzero(~r))
+        rejected = {**t.rejected, "deadline with the other stages": cut} if cut else t.rejected
+        out.append(replace(_subset(t, r), rejected=rejected))
+    return out
 
 
 def dominated_kept(inst: Instance, tables: list[pair_tables.Pairs]) -> list[int]:
@@ -186,8 +198,8 @@ def _top_groups(inst: Instance, insts: list[Instance]) -> int:
         if finite.size != run.size or np.any(np.diff(run) > REL_TOL * run[:-1]):
             raise StagedUnsupported(
                 "training.update_time",
-                "a table law whose update time rises with more GPUs cannot be shared by stages under "
-                "stages.capacity: fixed; use capacity: replan or a non-increasing table",
+                "a table law whose update time rises with more GPUs (or has holes) cannot be planned with "
+                "stages: one training count may serve several stages; use a non-increasing table",
             )
         top = min(top, int(counts[finite[-1]]))
     return top

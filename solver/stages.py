@@ -44,33 +44,61 @@ class _StageView:
         return max(self.model.blocks.values(), key=lambda blk: float(values.get(blk.z, 0.0) or 0.0))
 
 
-def solve_staged(
-    inst: Instance, objective: str | None = None, time_limit: float | None = None, threads: int = 1
-) -> Result:
-    """The optimal staged plan of ``inst`` under ``objective`` (default the instance's), verified."""
-    objective = objective or inst.objective
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    clock = Stopwatch(time_limit)
-    with clock.phase("build"):
-        try:
-            staged = build_staged(inst)
-        except StagedUnsupported as exc:
-            raise InstanceError(inst.name or "instance", [Problem(exc.where, exc.rule)]) from None
-        highs = HighsModel(threads)
-        highs.load(staged.model)
-    with clock.phase("solve"):
-        status, values, value, seconds = _lexicographic(staged, highs, objective, clock)
-    if values is None:
-        message = "no plan meets every constraint" if status == Status.INFEASIBLE else f"no plan found ({status})"
+class StagedPlanner:
+    """One staged instance's model in HiGHS, solved under any objective (each solve's tie rows removed after)."""
+
+    def __init__(self, inst: Instance, threads: int = 1):
+        self.inst = inst
+        clock = Stopwatch()
+        with clock.phase("build"):
+            try:
+                self.staged = build_staged(inst)
+            except StagedUnsupported as exc:
+                raise InstanceError(inst.name or "instance", [Problem(exc.where, exc.rule)]) from None
+            self.highs = HighsModel(threads)
+            if self.staged.empty is None:
+                self.highs.load(self.staged.model)
+        self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
+
+    def solve(self, objective: str | None = None, time_limit: float | None = None) -> Result:
+        """The optimal staged plan under ``objective`` (default the instance's), verified."""
+        objective = objective or self.inst.objective
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        clock = Stopwatch(time_limit)
+        clock.seconds["build"], self._build_seconds = self._build_seconds, 0.0
+        if self.staged.empty is not None:
+            return self._no_plan(objective, Status.INFEASIBLE, clock, self.staged.empty)
+        with clock.phase("solve"):
+            status, values, value, seconds = _lexicographic(self.staged, self.highs, objective, clock)
+        if values is None:
+            return self._no_plan(objective, status, clock, None)
+        return _assemble(self.staged, self.highs, objective, status, values, value, seconds, clock)
+
+    def _no_plan(self, objective: str, status: Status, clock: Stopwatch, why: str | None) -> Result:
+        message = why or ("no plan meets every constraint" if status == Status.INFEASIBLE else f"no plan ({status})")
         return Result(
-            instance=inst.name,
+            instance=self.inst.name,
             status=status,
             objective=objective,
             message=message,
             timings=timings_of(clock, None, 0.0),
-            basis=inst.planning.basis,
+            basis=self.inst.planning.basis,
         )
+
+
+def solve_staged(
+    inst: Instance, objective: str | None = None, time_limit: float | None = None, threads: int = 1
+) -> Result:
+    """The optimal staged plan of ``inst`` under ``objective`` (default the instance's), verified."""
+    return StagedPlanner(inst, threads).solve(objective, time_limit)
+
+
+def _assemble(
+    staged: StagedModel, highs: HighsModel, objective: str, status: Status, values, value, seconds, clock
+) -> Result:
+    """The verified result of a staged solution (the stage rows filled by the verifier's figures)."""
+    inst = staged.inst
     with clock.phase("extract"):
         plan = extract_staged(staged, values)
         found = objective_of(plan, objective)
@@ -109,8 +137,19 @@ def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock
     """HiGHS runs of MODEL §4's order: (status, values, primary value, HiGHS seconds). A criterion solved is
     held within TIE_TOL of its optimum while the next is minimised."""
     m = staged.model
+    if not hasattr(m, "held"):
+        m.held = pyo.ConstraintList()
+    held: list = []
+    try:
+        return _runs(staged, highs, objective, clock, held)
+    finally:
+        highs.remove_rows(held)
+        m.held.clear()
+
+
+def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch, held: list):
+    m = staged.model
     values, primary, status, seconds = None, None, Status.OPTIMAL, 0.0
-    m.held = pyo.ConstraintList()
     for i, name in enumerate(ORDER[objective]):
         highs.use_objective(getattr(m, f"objective_{name}"))
         outcome = highs.run(STAGED_OPTIONS, clock.remaining())
@@ -124,6 +163,7 @@ def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock
         if i == 0:
             primary = best
         row = m.held.add(staged.criteria[name] <= best + TIE_TOL * max(1.0, abs(best)))
+        held.append(row)
         highs.add_rows([row])
     return status, values, primary, seconds
 
