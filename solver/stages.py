@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyomo.core as pyo
+from pyomo.repn import generate_standard_repn
 
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan, Result, StagePlan, Status
 from trainground.solver.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
-from trainground.solver.highs import STAGED_OPTIONS, HighsModel
+from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
 from trainground.solver.stage_model import StagedModel, StagedUnsupported, build_staged
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL, TIE_TOL
@@ -60,8 +61,15 @@ class StagedPlanner:
                 self.highs.load(self.staged.model)
         self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
 
-    def solve(self, objective: str | None = None, time_limit: float | None = None) -> Result:
-        """The optimal staged plan under ``objective`` (default the instance's), verified."""
+    def solve(self, objective: str | None = None, time_limit: float | None = None, **restrictions) -> Result:
+        """The optimal staged plan under ``objective`` (default the instance's), verified. The restrictions of
+        :meth:`solver.solve.Planner.solve` (makespan cap, pinned cadence, caps, allowance) are refused by name."""
+        asked = [name for name, value in restrictions.items() if value not in (None, 0, 0.0)]
+        if asked:
+            raise InstanceError(
+                self.inst.name or "instance",
+                [Problem("stages", f"{', '.join(asked)} is not available with stages yet; remove stages to use it")],
+            )
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -148,24 +156,39 @@ def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock
 
 
 def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch, held: list):
+    """The runs of :func:`_lexicographic`. A tie-break run looks only for plans strictly better on its criterion
+    than the plan in hand (a HiGHS objective bound), so a tie-break that finds none ends as soon as HiGHS
+    proves it, and the plan in hand stays."""
     m = staged.model
     values, primary, status, seconds = None, None, Status.OPTIMAL, 0.0
     for i, name in enumerate(ORDER[objective]):
         highs.use_objective(getattr(m, f"objective_{name}"))
-        outcome = highs.run(STAGED_OPTIONS, clock.remaining())
+        incumbent = None if values is None else value_at(staged.criteria[name], values)
+        bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
+        outcome = highs.run({**STAGED_OPTIONS, "objective_bound": bound}, clock.remaining())
         seconds = outcome.highs_seconds
-        if outcome.status != Status.OPTIMAL or outcome.values is None or outcome.objective_value is None:
+        if incumbent is not None and outcome.status == Status.INFEASIBLE:
+            best = incumbent  # nothing strictly better: the plan in hand is this criterion's optimum
+        elif outcome.status != Status.OPTIMAL or outcome.values is None or outcome.objective_value is None:
             if values is None:
                 return outcome.status, outcome.values, outcome.objective_value, seconds
             return (Status.TIME_LIMIT if outcome.status == Status.TIME_LIMIT else status), values, primary, seconds
-        values = outcome.values
-        best = outcome.objective_value
+        else:
+            values, best = outcome.values, outcome.objective_value
         if i == 0:
             primary = best
         row = m.held.add(staged.criteria[name] <= best + TIE_TOL * max(1.0, abs(best)))
         held.append(row)
         highs.add_rows([row])
     return status, values, primary, seconds
+
+
+def value_at(expr, values) -> float:
+    """A linear expression's value at a HiGHS solution."""
+    repn = generate_standard_repn(expr, compute_values=True)
+    return float(repn.constant) + sum(
+        float(c) * float(values.get(v, 0.0) or 0.0) for c, v in zip(repn.linear_coefs, repn.linear_vars)
+    )
 
 
 def extract_staged(staged: StagedModel, values) -> Plan:
