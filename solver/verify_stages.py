@@ -29,7 +29,7 @@ CAPACITY_ROWS = (
     "max_vms",
     "cloud_eligible",
 )
-"""Binding rows that size the fleet: a stage where one binds is the one the capacity is sized for."""
+"""Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
 
 
 @dataclass
