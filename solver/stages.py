@@ -61,6 +61,16 @@ class StagedPlanner:
                 self.highs.load(self.staged.model)
         self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
 
+    def __getattr__(self, name: str):
+        """What a driver reads of a :class:`solver.solve.Planner` beyond ``solve`` (the pair table, retargets)
+        does not exist for stages: the driver is refused by name (exit 2) rather than given a wrong answer."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise InstanceError(
+            self.inst.name or "instance",
+            [Problem("stages", "this command does not plan stages yet (solve and batch do); remove stages to use it")],
+        )
+
     def solve(self, objective: str | None = None, time_limit: float | None = None, **restrictions) -> Result:
         """The optimal staged plan under ``objective`` (default the instance's), verified. The restrictions of
         :meth:`solver.solve.Planner.solve` (makespan cap, pinned cadence, caps, allowance) are refused by name."""

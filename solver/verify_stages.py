@@ -20,15 +20,7 @@ from trainground.models.stage_rules import stage_instance
 from trainground.solver.tolerances import REL_TOL
 from trainground.solver.verify import COST_TOL, SPAN_TOL, verify_plan
 
-CAPACITY_ROWS = (
-    "throughput",
-    "pool_capacity",
-    "update_time",
-    "sandbox_nodes",
-    "max_nodes",
-    "max_vms",
-    "cloud_eligible",
-)
+CAPACITY_ROWS = ("throughput", "pool_capacity")
 """Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
 
 
