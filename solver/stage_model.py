@@ -25,6 +25,7 @@ Every row is linear; each stage's pair blocks are the convex hull of its cadence
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pyomo.core as pyo
@@ -76,8 +77,8 @@ class StagedModel:
     pairs: list[pair_tables.Pairs]
     subs: list[pyo.ConcreteModel]
     model: pyo.ConcreteModel
-    criteria: dict[str, object]
-    hourly: list[object]
+    criteria: dict[str, Any]  # pyomo expressions
+    hourly: list[Any]
     empty: str | None = None  # why no plan exists when a stage has no admissible pair (then nothing is built)
 
 

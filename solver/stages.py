@@ -173,7 +173,7 @@ def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwat
     values, primary, status, seconds = None, None, Status.OPTIMAL, 0.0
     for i, name in enumerate(ORDER[objective]):
         highs.use_objective(getattr(m, f"objective_{name}"))
-        incumbent = None if values is None else value_at(staged.criteria[name], values)
+        incumbent: float | None = None if values is None else value_at(staged.criteria[name], values)
         bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
         outcome = highs.run({**STAGED_OPTIONS, "objective_bound": bound}, clock.remaining())
         seconds = outcome.highs_seconds
