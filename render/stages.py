@@ -7,21 +7,21 @@ def sizing_sentence(plan) -> str:
     """Which stage sizes the fleet, from the stage rows' ``sizes_fleet``."""
     sizing = [s.name for s in plan.stages if s.sizes_fleet]
     if not sizing:
-        return "no stage's capacity row binds: the fleet is sized by the deadline and the budgets"
+        return "no stage's throughput binds: the fleet is sized by other rows (update time, sandboxes, budgets)"
     named = " and ".join(f"'{name}'" for name in sizing)
     verb = "sizes" if len(sizing) == 1 else "size"
-    return f"stage {named} {verb} the fleet (a capacity row binds there)"
+    return f"stage {named} {verb} the fleet (its throughput binds)"
 
 
 def render_stages(console, result) -> None:
-    """One row per stage: iterations, cadence, duration, demand vs supply, update time, in-flight load, gap,
+    """One row per stage: iterations, cadence, duration, demand vs supply, update time, mean version gap,
     binding rows, and under replan the stage's own capacity and hourly cost."""
     from rich.table import Table
 
     plan = result.plan
     replan = plan.stages[0].hourly_cost is not None
     table = Table(title="Stages", title_justify="left", show_edge=False, pad_edge=False)
-    columns = ["stage", "iters", "cadence", "duration", "demand/s", "supply/s", "update", "in flight", "gap"]
+    columns = ["stage", "iters", "cadence", "duration", "demand/s", "supply/s", "update", "gap"]
     if replan:
         columns += ["replicas", "groups", "$/hour"]
     for name in [*columns, "binding"]:
@@ -35,7 +35,6 @@ def render_stages(console, result) -> None:
             f"{s.token_demand_per_s:,.0f}",
             f"{s.token_supply_per_s:,.0f}",
             f"{s.update_time_s:,.1f} s",
-            f"{s.inflight_mean:,.0f}",
             f"{s.mean_version_gap:.2f}",
         ]
         if replan:
@@ -44,9 +43,7 @@ def render_stages(console, result) -> None:
                 f"{s.training_groups:,}",
                 f"${s.hourly_cost:,.2f}",
             ]
-        table.add_row(*row, ", ".join(s.binding) or "-")
+        table.add_row(*row, "\n".join(s.binding) or "-")
     console.print(table)
     console.print(f"* {sizing_sentence(plan)}", markup=False)
-    what = "the iteration-weighted mean of the stages' cadences"
-    shown = "the largest stage's counts and hourly cost" if replan else "the one capacity every stage runs on"
-    console.print(f"cadence above: {what}; decisions and costs: {shown}; metrics: the sizing stage's", markup=False)
+    console.print("cadence above: the stages' mean; metrics below: a sizing stage's", markup=False)

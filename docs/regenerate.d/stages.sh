@@ -4,4 +4,5 @@
 # Sourced by docs/regenerate.sh (which sets ROOT, PYTHON, SCRATCH and `show`).
 set -eu
 show docs/stages/fixed.txt "trainground solve instances/seed-week-stages.yaml | sed -n '1,/^cadence above/p'"
-show docs/stages/compare.txt "python $ROOT/docs/tools/stages_compare.py instances/seed-week-stages.yaml instances/seed-week-75.yaml"
+ln -sfn "$ROOT/docs" "$SCRATCH/docs"
+show docs/stages/compare.txt "python docs/tools/stages_compare.py instances/seed-week-stages.yaml instances/seed-week-75.yaml"
