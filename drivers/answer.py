@@ -85,6 +85,8 @@ def answer(
     clock = clock or Stopwatch()
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     result = solve_planned(inst, objective, clock=clock, cache=cache)
+    if inst.stages is not None:  # MODEL §12: the staged plan alone (diagnosis, levers and replays do not play stages)
+        return Answer(inst, result)
     if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
         from trainground.drivers.diagnose import diagnosed
 

@@ -270,7 +270,12 @@ def hold_report(
 
 
 def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:
-    """The planner of ``inst``'s basis: a plain Planner under steady_state, a HoldingPlanner under hold."""
+    """The planner of ``inst``'s basis: a plain Planner under steady_state, a HoldingPlanner under hold; a
+    staged instance's (MODEL §12, steady_state only) is a StagedPlanner."""
+    if inst.stages is not None:
+        from trainground.solver.stages import StagedPlanner
+
+        return StagedPlanner(inst, threads=options.get("threads", 1))  # type: ignore[return-value]
     if inst.holds:
         return HoldingPlanner(inst, replays, **options)
     return Planner(inst, **options)

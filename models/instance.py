@@ -43,6 +43,7 @@ from trainground.models.environment import (
 from trainground.models.freshness import Freshness
 from trainground.models.planning import Planning, with_default_basis
 from trainground.models.reliability import Reliability
+from trainground.models.stages import Stages
 from trainground.models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
 from trainground.models.uncertainty import Uncertainty
 
@@ -349,6 +350,16 @@ class Instance(Strict):
             "Optional failures, checkpoints, replica restarts and weight sync (docs/model.md §13): the training "
             "goodput divides the trainer-paced time, each shape's availability and the weight sync scale the "
             "token supply; null: every GPU works the whole run",
+            seed="null",
+        ),
+    )
+
+    stages: Stages | None = Field(
+        None,
+        description=about(
+            "Optional stages of a run whose responses lengthen (docs/model.md §12): each stage its iterations, "
+            "tokens per attempt, intake, lifetimes and update-time factor, planned with one cadence each; "
+            "null: one stage, the instance itself",
             seed="null",
         ),
     )

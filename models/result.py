@@ -74,6 +74,29 @@ class Placement(Out):
     cloud: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
+class StagePlan(Out):
+    """One stage of a staged plan (MODEL §12): its cadence and duration, demand against supply, and under
+    ``replan`` its own capacity (null under ``fixed``, where the plan's counts serve every stage)."""
+
+    name: str
+    iterations: int
+    cadence_s: float
+    duration_s: float = Field(description="n_p·L_p, s")
+    token_demand_per_s: float
+    token_supply_per_s: float
+    update_time_s: float
+    inflight_mean: float
+    mean_version_gap: float
+    binding: list[str] = Field(default_factory=list)
+    sizes_fleet: bool = Field(False, description="a capacity row of this stage binds (fixed: it sizes the fleet)")
+    inference: list[ShapeReplicas] | None = None
+    training_groups: int | None = None
+    local_nodes: list[Count] | None = None
+    cloud_vms: list[Count] | None = None
+    hourly_cost: float | None = None
+    plan: Plan | None = Field(None, exclude=True, description="the stage as a one-stage plan of its own instance")
+
+
 class Plan(Out):
     cadence_s: float
     makespan_s: float
@@ -91,6 +114,10 @@ class Plan(Out):
     placement: Placement
     startup_s: float | None = Field(
         None, description="MODEL §8 pipeline fill before the first batch (s), when the plan reports it"
+    )
+    stages: list[StagePlan] | None = Field(
+        None,
+        description="MODEL §12: each stage of a staged plan; cadence_s is then the run's mean seconds per iteration",
     )
 
     @property
@@ -234,3 +261,6 @@ def key_columns(plan: Plan, metrics: Metrics) -> dict:
         "exceedance": metrics.exceedance,
         "group_drop_rate": metrics.group_drop_rate,
     }
+
+
+StagePlan.model_rebuild()

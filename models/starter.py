@@ -135,7 +135,8 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
 def optional_sections() -> dict[str, Any]:
     """Sections `init` writes commented out, ready to uncomment: the reliability of MODEL §13 at the sourced
     figures (Llama 3's 419 interruptions in 54 days on 16,384 GPUs, about 50,000 GPU-hours between failures;
-    checkpoint-engine's 16 s for Kimi-K2 to 16 instances on 256 GPUs)."""
+    checkpoint-engine's 16 s for Kimi-K2 to 16 instances on 256 GPUs), and the stages of MODEL §12 (the seed
+    week with responses growing from 16k to 48k tokens per attempt; planned on planning.basis: steady_state)."""
     return {
         "reliability": {
             "gpu_mtbf": "50000h",
@@ -144,5 +145,33 @@ def optional_sections() -> dict[str, Any]:
             "checkpoint_interval": "auto",
             "replica_restart_time": "5m",
             "weight_sync_time": "16s",
-        }
+        },
+        "stages": {
+            "capacity": "fixed",
+            "switch_time": "0s",
+            "list": [
+                {
+                    "name": "early",
+                    "iterations": 300,
+                    "tokens_per_attempt": 16384,
+                    "intake_rate": None,
+                    "occupancy": {
+                        "distribution": "lognormal",
+                        "median": "700s",
+                        "p99": "9000s",
+                        "mean": None,
+                        "sigma": None,
+                    },
+                    "update_time_scale": 1.0,
+                },
+                {"name": "mid", "iterations": 400},
+                {
+                    "name": "late",
+                    "iterations": 300,
+                    "tokens_per_attempt": 49152,
+                    "update_time_scale": 1.5,
+                    "occupancy": {"distribution": "lognormal", "median": "1500s", "p99": "20000s"},
+                },
+            ],
+        },
     }

@@ -114,10 +114,15 @@ def render_result(console, result) -> None:
     costs.add_column("$/hour", justify="right")
     costs.add_column("over the run", justify="right")
     hours = plan.makespan_s / 3600
+    per_stage = bool(plan.stages) and plan.stages[0].hourly_cost is not None  # replan: each stage its own rate
     for term, value in (("GPU", plan.cost_terms.gpu), ("node", plan.cost_terms.node), ("VM", plan.cost_terms.vm)):
-        costs.add_row(term, money(value), money(value * hours))
+        costs.add_row(term, money(value), "per stage" if per_stage else money(value * hours))
     costs.add_row("[bold]total[/bold]", money(plan.hourly_cost), money(plan.total_cost))
     console.print(costs)
+    if plan.stages:
+        from trainground.render.stages import render_stages
+
+        render_stages(console, result)
     metrics = Table(title="Throughput, sandboxes, freshness", title_justify="left", show_edge=False, pad_edge=False)
     metrics.add_column("metric")
     metrics.add_column("value", justify="right")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.failures import FailurePlan, failure_plan
@@ -74,6 +75,11 @@ def setup_of(
     then pro rata, ``extra_time + (deadline - extra_time)·N/n``, so that the steady model's
     verdict is the full run's.
     """
+    if inst.stages is not None:
+        raise InstanceError(
+            inst.name or "instance",
+            [Problem("stages", "simulate does not play stages yet (MODEL §12); remove stages to replay the plan")],
+        )
     env, w, fr = inst.environment, inst.workload, inst.freshness
     local, cloud = sandbox_capacity(inst, plan, metrics)
     for name, value in (capacity or {}).items():

@@ -50,6 +50,16 @@ OPTIONS = {
 # Per criterion: the shortest feasible cadence is a feasibility search that presolve (probing every
 # selection binary) slows, while the cost criteria gain from it (bench/solve.py).
 STAGE_OPTIONS = {"makespan": {"presolve": "off"}, "total_cost": {"presolve": "on"}, "hourly_cost": {"presolve": "on"}}
+# The staged model of MODEL §12 (solver/stage_model.py) links the stages' pair blocks, so its LP relaxation is
+# no longer a convex hull: HiGHS then spends most of a solve in root heuristics and restarts that find
+# nothing reduced-cost fixing does not (measured on instances/seed-week-stages.yaml: 14 s -> 5.6 s).
+STAGED_OPTIONS = {
+    "presolve": "on",
+    "mip_allow_restart": False,
+    "mip_heuristic_run_root_reduced_cost": False,
+    "mip_heuristic_run_zi_round": False,
+    "mip_heuristic_run_shifting": False,
+}
 NO_BOUND = float("inf")  # objective_bound when no cut-off applies
 
 

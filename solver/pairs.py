@@ -259,8 +259,10 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
-    """The admissible, undominated (cadence, K) pairs of an instance: the model's index."""
+def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False) -> Pairs:
+    """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
+    the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
+    another's best)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -270,7 +272,8 @@ def build(inst: Instance, cache: TableCache | None = None) -> Pairs:
     demand_tokens = attempts * w.tokens_per_attempt
     best = best_supply(inst, groups, Ks, grid)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
-    keep &= undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
+    if not dominated:
+        keep &= undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]

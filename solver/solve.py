@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Result, Status
 from trainground.solver import confidence as confidence_of
@@ -43,6 +44,11 @@ class Planner:
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic)."""
+        if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
+            raise InstanceError(
+                inst.name or "instance",
+                [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
+            )
         self.cache = cache
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()

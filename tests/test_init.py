@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from trainground.cli import main
 from trainground.models.fields import field_docs
-from trainground.models.load import validate
+from trainground.models.load import InstanceError, validate
 from trainground.solver.solve import solve_instance
 from trainground.solver.verify import verify_plan
 
@@ -66,12 +66,13 @@ def test_every_field_is_present_and_explained():
         assert " ".join(doc.description.split()) in flat, doc.path
 
 
-def uncommented(text: str) -> str:
-    """The starter with its optional blocks (between the OPTIONAL_START and OPTIONAL_END lines) uncommented."""
+def uncommented(text: str, only: str | None = None) -> str:
+    """The starter with its optional blocks (between the OPTIONAL_START and OPTIONAL_END lines) uncommented:
+    every one, or the one named ``only``."""
     out, inside = [], False
     for line in text.splitlines():
         if line.startswith("# ---- optional, uncomment to use:"):
-            inside = True
+            inside = only is None or line.endswith(f": {only} ----")
         elif line.startswith("# ---- end of "):
             inside = False
         elif inside:
@@ -84,7 +85,7 @@ def uncommented(text: str) -> str:
 def test_the_optional_reliability_block_uncommented_is_the_sourced_figures():
     text = init()
     assert "reliability" not in yaml.safe_load(text)  # off unless the user uncomments it
-    inst = validate(yaml.safe_load(uncommented(text)), "starter.yaml")
+    inst = validate(yaml.safe_load(uncommented(text, "reliability")), "starter.yaml")
     rel = inst.reliability
     assert (rel.gpu_mtbf, rel.restart_time, rel.checkpoint_time) == (50000 * 3600.0, 900.0, 60.0)
     assert (rel.checkpoint_interval, rel.weight_sync_time) == ("auto", 16.0)
@@ -112,3 +113,18 @@ def test_init_writes_a_file_and_refuses_to_overwrite_it(tmp_path):
 def test_init_refuses_bad_options(args, message, tmp_path):
     result = CliRunner().invoke(main, ["init", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_the_optional_stages_block_uncommented_plans_three_stages_on_the_steady_state_basis():
+    text = init()
+    assert "stages" not in yaml.safe_load(text)
+    document = yaml.safe_load(uncommented(text, "stages"))
+    with pytest.raises(InstanceError, match="planning.basis: .*steady_state"):
+        validate(document, "starter.yaml")
+    document["planning"]["basis"] = "steady_state"
+    with pytest.raises(InstanceError, match="uncertainty: is not available with stages"):
+        validate(document, "starter.yaml")
+    del document["uncertainty"]
+    inst = validate(document, "starter.yaml")
+    assert [s.tokens_per_attempt for s in inst.stages.list] == [16384, None, 49152]
+    assert sum(s.iterations for s in inst.stages.list) == inst.workload.iterations

@@ -1,0 +1,49 @@
+"""The per-stage table of a staged plan (MODEL.md §12): what a person reads beside the plan. No computation."""
+
+from __future__ import annotations
+
+
+def sizing_sentence(plan) -> str:
+    """Which stage sizes the fleet, from the stage rows' ``sizes_fleet``."""
+    sizing = [s.name for s in plan.stages if s.sizes_fleet]
+    if not sizing:
+        return "no stage's throughput binds: the fleet is sized by other rows (update time, sandboxes, budgets)"
+    named = " and ".join(f"'{name}'" for name in sizing)
+    verb = "sizes" if len(sizing) == 1 else "size"
+    return f"stage {named} {verb} the fleet (its throughput binds)"
+
+
+def render_stages(console, result) -> None:
+    """One row per stage: iterations, cadence, duration, demand vs supply, update time, mean version gap,
+    binding rows, and under replan the stage's own capacity and hourly cost."""
+    from rich.table import Table
+
+    plan = result.plan
+    replan = plan.stages[0].hourly_cost is not None
+    table = Table(title="Stages", title_justify="left", show_edge=False, pad_edge=False)
+    columns = ["stage", "iters", "cadence", "duration", "demand/s", "supply/s", "update", "gap"]
+    if replan:
+        columns += ["replicas", "groups", "$/hour"]
+    for name in [*columns, "binding"]:
+        table.add_column(name, justify="left" if name in ("stage", "binding") else "right")
+    for s in plan.stages:
+        row = [
+            s.name + (" *" if s.sizes_fleet else ""),
+            f"{s.iterations:,}",
+            f"{s.cadence_s:,.6g} s",
+            f"{s.duration_s / 86400:.3f} d",
+            f"{s.token_demand_per_s:,.0f}",
+            f"{s.token_supply_per_s:,.0f}",
+            f"{s.update_time_s:,.1f} s",
+            f"{s.mean_version_gap:.2f}",
+        ]
+        if replan:
+            row += [
+                ", ".join(f"{r.replicas:,} {r.shape}" for r in s.inference or [] if r.replicas) or "0",
+                f"{s.training_groups:,}",
+                f"${s.hourly_cost:,.2f}",
+            ]
+        table.add_row(*row, "\n".join(s.binding) or "-")
+    console.print(table)
+    console.print(f"* {sizing_sentence(plan)}", markup=False)
+    console.print("cadence above: the stages' mean; metrics below: a sizing stage's", markup=False)

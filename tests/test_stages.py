@@ -1,0 +1,149 @@
+"""Stages (MODEL.md §12): validation, one stage equal to the instance, the staged verifier, the command."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from trainground.cli import main
+from trainground.models.load import InstanceError, load_instance, validate
+from trainground.solver.solve import solve_instance
+from trainground.solver.stages import StagedPlanner
+from trainground.solver.verify_stages import verify_staged
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
+
+
+def seed_document() -> dict:
+    data = yaml.safe_load(SEED.read_text())
+    data["planning"] = {"basis": "steady_state"}
+    return data
+
+
+def staged(capacity: str = "fixed", **changes) -> dict:
+    data = seed_document()
+    data["stages"] = {
+        "capacity": capacity,
+        "list": [
+            {"name": "early", "iterations": 300, "tokens_per_attempt": 16384},
+            {"name": "mid", "iterations": 400},
+            {"name": "late", "iterations": 300, "tokens_per_attempt": 49152, "update_time_scale": 1.5},
+        ],
+        **changes,
+    }
+    return data
+
+
+@pytest.mark.parametrize(
+    "edit, where, rule",
+    [
+        (lambda d: d["stages"]["list"][1].update(iterations=300), "stages.list", "sum to 900"),
+        (lambda d: d["stages"]["list"][0].update(colour=1), "stages.list[0].colour", "unknown key"),
+        (lambda d: d["stages"]["list"][2].update(name="early"), "stages.list[2].name", "duplicate name"),
+        (lambda d: d["stages"].update(switch_time="30m"), "stages.switch_time", "replan only"),
+        (lambda d: d.update(planning={"basis": "hold"}), "planning.basis", "steady_state"),
+        (lambda d: d["schedule"].update(count_startup=True), "schedule.count_startup", "not available"),
+        (
+            lambda d: d["stages"]["list"][0].update(occupancy={"distribution": "lognormal", "median": 10}),
+            "stages.list[0].occupancy",
+            "exactly two",
+        ),
+    ],
+)
+def test_a_broken_stages_section_names_the_field_and_the_rule(edit, where, rule):
+    data = staged()
+    edit(data)
+    with pytest.raises(InstanceError) as err:
+        validate(data, "staged.yaml")
+    assert any(p.path == where and rule in p.rule for p in err.value.problems), err.value.message
+
+
+@pytest.mark.parametrize("name", ["seed-week-75.yaml", "seed-intake-80.yaml", "two-backends-cloud.yaml"])
+@pytest.mark.parametrize("capacity", ["fixed", "replan"])
+def test_one_stage_equal_to_the_instance_is_the_plan_without_stages(name, capacity):
+    data = yaml.safe_load((ROOT / "instances" / name).read_text())
+    data.pop("uncertainty", None)
+    data["planning"] = {"basis": "steady_state"}
+    plain = validate(copy.deepcopy(data), name)
+    data["stages"] = {"capacity": capacity, "list": [{"name": "all", "iterations": plain.workload.iterations}]}
+    planner = StagedPlanner(validate(data, name))
+    for objective in ("total_cost", "hourly_cost", "makespan"):
+        want, got = solve_instance(plain, objective).plan, planner.solve(objective).plan
+        assert (got.cadence_s, got.versions_kept, got.training_groups) == (
+            want.cadence_s,
+            want.versions_kept,
+            want.training_groups,
+        )
+        assert [r.replicas for r in got.inference] == [r.replicas for r in want.inference]
+        assert got.total_cost == pytest.approx(want.total_cost, rel=1e-9)
+        assert got.makespan_s == pytest.approx(want.makespan_s, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def seed_stages():
+    inst = load_instance(ROOT / "instances" / "seed-week-stages.yaml")
+    small = validate(
+        {**yaml.safe_load((ROOT / "instances" / "seed-week-stages.yaml").read_text()), "name": "small"}
+        | {"schedule": {"deadline": "7d", "cadence": {"min": "500s", "max": "900s", "step": "10s"}}},
+        "small.yaml",
+    )
+    return inst, small, StagedPlanner(small).solve()
+
+
+def test_the_staged_plan_names_its_stages_and_their_binding_rows(seed_stages):
+    _, small, result = seed_stages
+    assert result.status == "optimal"
+    plan = result.plan
+    assert [s.name for s in plan.stages] == ["early", "mid", "late"]
+    assert plan.makespan_s == pytest.approx(sum(s.iterations * s.cadence_s for s in plan.stages))
+    assert plan.total_cost == pytest.approx(plan.hourly_cost * plan.makespan_s / 3600)
+    late = plan.stages[2]
+    assert late.token_demand_per_s <= late.token_supply_per_s * (1 + 1e-9)
+    assert plan.stages[0].cadence_s < late.cadence_s  # shorter responses: a faster pace early
+    assert any(b.endswith("[late]") for b in result.binding)
+
+
+@pytest.mark.parametrize(
+    "break_it, row",
+    [
+        (lambda p: p.stages[1].plan.__dict__.update(cadence_s=p.stages[1].plan.cadence_s - 10), "stage mid"),
+        (lambda p: p.__dict__.update(total_cost=p.total_cost * 0.99), "total_cost"),
+        (lambda p: p.__dict__.update(makespan_s=p.makespan_s - 100), "makespan_s"),
+        (lambda p: p.stages[2].plan.__dict__.update(versions_kept=1), "stage late"),
+        (lambda p: p.stages[2].plan.inference[0].__dict__.update(replicas=1), "stage late"),
+    ],
+)
+def test_the_staged_verifier_rejects_a_broken_plan_on_that_row(seed_stages, break_it, row):
+    _, small, result = seed_stages
+    plan = result.plan.model_copy(deep=True)
+    for stage, original in zip(plan.stages, result.plan.stages):
+        stage.plan = original.plan.model_copy(deep=True)
+    assert verify_staged(small, plan).ok
+    break_it(plan)
+    check = verify_staged(small, plan)
+    assert not check.ok and any(v.startswith(row) for v in check.violations), check.violations
+
+
+def test_solve_json_carries_the_stages_and_other_commands_refuse_by_name(tmp_path):
+    data = yaml.safe_load((ROOT / "instances" / "seed-week-stages.yaml").read_text())
+    data["schedule"]["cadence"] = {"min": "400s", "max": "900s", "step": "10s"}
+    path = tmp_path / "staged.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = CliRunner().invoke(main, ["solve", "--json", str(path)])
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.output)["plan"]
+    assert [s["name"] for s in plan["stages"]] == ["early", "mid", "late"]
+    assert {"cadence_s", "duration_s", "token_demand_per_s", "binding"} <= set(plan["stages"][0])
+    assert "plan" not in plan["stages"][0]
+    human = CliRunner().invoke(main, ["solve", str(path)])
+    assert human.exit_code == 0 and "Stages" in human.output and "the fleet" in human.output
+    for command in (["simulate", str(path)], ["frontier", str(path)]):
+        refused = CliRunner().invoke(main, command)
+        assert refused.exit_code == 2, (command, refused.output)
+        assert "stages" in refused.output and "Traceback" not in refused.output
