@@ -28,10 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainground.models.instance import Instance
+from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
 from trainground.simulate.engine import replicate
 from trainground.simulate.runner import seed_for
+from trainground.simulate.scenarios import scenario_setups
 from trainground.simulate.setup import Setup, setup_of
+from trainground.solver import scenarios as sc
 from trainground.solver.calculus import wilson
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
@@ -42,10 +45,15 @@ REPLAY_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 @dataclass(frozen=True)
 class Replays:
-    """Makespans (s; inf for a replay that formed no last batch) and wait shares of a plan's replays."""
+    """Makespans (s; inf for a replay that formed no last batch) and wait shares of a plan's replays; replays
+    that draw a scenario each (a confidence solve, MODEL §11) carry per replay the scenario's planned T_s,
+    deadline and hourly cost (None: every replay runs the nominal instance)."""
 
     makespans: np.ndarray
     wait_shares: np.ndarray
+    planned: np.ndarray | None = None
+    deadlines: np.ndarray | None = None
+    hourly: np.ndarray | None = None
 
 
 def setup_key(setup: Setup) -> tuple:
@@ -61,7 +69,7 @@ def setup_key(setup: Setup) -> tuple:
 
 
 class ReplayCache:
-    """Replays by (setup key, seeds): a plan replayed once is never replayed again by its owner.
+    """Replays by (setup keys, seeds): a plan replayed once is never replayed again by its owner.
     ``threads``: replays run side by side (default REPLAY_THREADS; 1 in a batch's worker processes)."""
 
     def __init__(self, threads: int | None = None):
@@ -71,16 +79,35 @@ class ReplayCache:
         self.seconds = 0.0  # wall time of the replays run
 
     def replays(self, setup: Setup, seeds: list[int], stop: Callable[[], bool] | None = None) -> Replays:
-        """The replays of ``setup`` with ``seeds``, run once; ``stop``: asked before each replay starts, True
-        ends the round early (its replays are then fewer than the seeds and are not kept)."""
-        key = (setup_key(setup), tuple(seeds))
+        """The replays of ``setup`` with ``seeds`` (replay i as ``simulate --seed seeds[i]`` runs its first
+        replication), run once; ``stop``: asked before each replay starts, True ends the round early (its
+        replays are then fewer than the seeds and are not kept)."""
+        return self._run([setup] * len(seeds), [seed_for(seed, 0) for seed in seeds], stop)
+
+    def scenario_replays(
+        self, inst: Instance, plan: Plan, metrics, seed: int, count: int, stop: Callable[[], bool] | None = None
+    ) -> Replays:
+        """``count`` replays of ``plan`` that draw a scenario each (MODEL §11 with §9): replay i runs in the
+        scenario drawn with ``seed + i`` on the stream of replication i of ``simulate --scenarios --seed seed``
+        (so that command replays them exactly), beside the scenario's T_s, deadline and hourly cost."""
+        setups = scenario_setups(inst, plan, metrics, count, seed)
+        found = self._run(setups, [seed_for(seed, i) for i in range(count)], stop)
+        drawn = sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + i).draws for i in range(count)]))
+        outcome = sc.evaluate(inst, plan, drawn)
+        n = found.makespans.size
+        return dataclasses.replace(
+            found, planned=outcome.makespan[:n], deadlines=outcome.deadline[:n], hourly=outcome.hourly_cost[:n]
+        )
+
+    def _run(self, setups: list[Setup], streams: list[list[int]], stop: Callable[[], bool] | None) -> Replays:
+        key = (tuple(setup_key(s) for s in setups), tuple(tuple(x) for x in streams))
         found = self._store.get(key)
         if found is None:
             clock = time.perf_counter()
-            found = run_replays(setup, seeds, self.threads, stop)
+            found = run_streams(setups, streams, self.threads, stop)
             self.seconds += time.perf_counter() - clock
             self.replayed += found.makespans.size
-            if found.makespans.size == len(seeds):
+            if found.makespans.size == len(streams):
                 self._store[key] = found
         return found
 
@@ -88,22 +115,33 @@ class ReplayCache:
 def run_replays(
     setup: Setup, seeds: list[int], threads: int = REPLAY_THREADS, stop: Callable[[], bool] | None = None
 ) -> Replays:
-    """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication);
-    a replay not yet started when ``stop()`` says True is skipped, so the result may hold fewer."""
+    """Replay ``setup`` once per seed (replay i as ``simulate --seed seeds[i]`` runs its first replication)."""
+    return run_streams([setup] * len(seeds), [seed_for(seed, 0) for seed in seeds], threads, stop)
 
-    def one(seed: int) -> tuple[float, float] | None:
+
+def run_streams(
+    setups: list[Setup],
+    streams: list[list[int]],
+    threads: int = REPLAY_THREADS,
+    stop: Callable[[], bool] | None = None,
+) -> Replays:
+    """Replay ``setups[i]`` on the random stream ``streams[i]``; a replay not yet started when ``stop()``
+    says True is skipped, so the result may hold fewer (the first ones, in order)."""
+
+    def one(i: int) -> tuple[float, float] | None:
         if stop is not None and stop():
             return None
-        run = replicate(setup, seed_for(seed, 0), record=False)
+        run = replicate(setups[i], streams[i], record=False)
         return run.makespan, run.wait_share
 
-    threads = min(threads, len(seeds))
+    threads = min(threads, len(setups))
     if threads > 1:
         with ThreadPoolExecutor(threads) as pool:
-            done = list(pool.map(one, seeds))
+            done = list(pool.map(one, range(len(setups))))
     else:
-        done = [one(s) for s in seeds]
-    kept = [d for d in done if d is not None]
+        done = [one(i) for i in range(len(setups))]
+    cut = next((i for i, d in enumerate(done) if d is None), len(done))
+    kept = [d for d in done[:cut] if d is not None]
     return Replays(np.array([d[0] for d in kept]), np.array([d[1] for d in kept]))
 
 
@@ -147,16 +185,23 @@ class HoldingPlanner:
         return inst.holds and self.planner.retarget(inst)
 
     def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
-        """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report."""
+        """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report. A
+        confidence solve's replays draw a scenario each and its scenarios carry the allowance (§11, last
+        paragraphs): the order statistic is at α, over at least ceil(α/(1 - α)) replays."""
         clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
         replayed_before = self.cache.seconds
         inst = self.inst
-        deadline, k = inst.schedule.deadline, inst.planning.order
-        seeds = replay_seeds(inst)
+        count, k = self.replay_count()
         allowance, rounds, last, why = 0.0, 0, None, "rounds"
+        planner = self.planner
         spent = Timings()
         while rounds < ROUNDS:
-            result = self.planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
+            if planner.confidence is not None and planner.confidence.allowance != allowance:
+                clock.note(f"{inst.name}: scenario table with allowance {allowance:,.0f} s")
+                planner = Planner(
+                    inst, **{**self._options, "confidence": planner.confidence.alpha}, allowance=allowance
+                )
+            result = planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
             spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
             if result.plan is None:
                 if last is None:
@@ -164,33 +209,53 @@ class HoldingPlanner:
                 why = "infeasible"
                 break
             rounds += 1
-            clock.note(f"{inst.name}: round {rounds}, {len(seeds)} replays of the plan (allowance {allowance:,.0f} s)")
-            replays = self.cache.replays(setup_of(inst, result.plan, result.metrics), seeds, clock.expired)
-            if replays.makespans.size < len(seeds):  # the time limit ran out during this round's replays
+            clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
+            replays = self._replays(planner, result, count, clock.expired)
+            if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
                 if last is None:
-                    last = (result, replays, math.inf, allowance)
+                    last = (planner, result, replays, math.inf, allowance)
                 else:
                     rounds -= 1  # the plan returned is the previous round's, whose replays all ran
                 break
-            lateness = order_statistic(replays.makespans - result.plan.makespan_s, k)
-            last = (result, replays, lateness, allowance)
-            if result.plan.makespan_s + lateness <= deadline:
+            planned = result.plan.makespan_s if replays.planned is None else replays.planned
+            lateness = order_statistic(replays.makespans - planned, k)
+            last = (planner, result, replays, lateness, allowance)
+            if passes(planner, result, lateness):
                 break
             allowance = max(allowance, lateness)
             if not math.isfinite(allowance) or clock.expired():
                 why = "time" if clock.expired() else "unfinished"
                 break
-        result, replays, lateness, used = last
+        planner, result, replays, lateness, used = last
         result.timings = spent  # every round's solve, not only the last
-        converged = result.plan.makespan_s + lateness <= deadline
+        converged = math.isfinite(lateness) and passes(planner, result, lateness)
         steady = None if clock.expired() else self.steady_optimum(objective, restrictions, clock)
-        result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady)
+        alpha = None if planner.confidence is None else planner.confidence.alpha
+        result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
+        if result.confidence is not None:
+            result.confidence = result.confidence.model_copy(update=replayed_costs(result.hold, used))
         if not converged:
             result.status = Status.TIME_LIMIT
             result.message = unconverged_message(why, rounds, used, lateness, allowance, replays.makespans.size)
         return result
+
+    def replay_count(self) -> tuple[int, int]:
+        """(R, k): the replays of each round and the order statistic that sets the allowance; a confidence
+        solve's at α (MODEL §11), with R raised to the fewest that have a k-th replay."""
+        conf, p = self.planner.confidence, self.inst.planning
+        if conf is None:
+            return p.replays, p.order
+        count = max(p.replays, fewest_replays(conf.alpha))
+        return count, replay_order(conf.alpha, count)
+
+    def _replays(self, planner: Planner, result: Result, count: int, stop: Callable[[], bool]) -> Replays:
+        """The round's replays of ``result``'s plan: of the instance, or of a scenario each (a confidence solve)."""
+        inst, seed = self.inst, self.inst.planning.seed
+        if planner.confidence is None:
+            return self.cache.replays(setup_of(inst, result.plan, result.metrics), replay_seeds(inst)[:count], stop)
+        return self.cache.scenario_replays(inst, result.plan, result.metrics, seed, count, stop)
 
     def solve_carried(self, allowance: float, objective: str | None = None, **restrictions) -> Result:
         """One solve on the hold basis's rows with a given allowance, ``T + allowance <= deadline``, and no
@@ -206,6 +271,28 @@ class HoldingPlanner:
             )
             self._steady = Planner(steady, **self._options)
         return self._steady.solve(objective, time_limit=clock.remaining(), **restrictions)
+
+
+def passes(planner: Planner, result: Result, lateness: float) -> bool:
+    """Whether the plan passes its replays with D_(k) = ``lateness``: T + D_(k) <= deadline (MODEL §11 item
+    4) and, for a confidence solve, on time with that allowance in ceil(α·S) of its scenarios."""
+    inst, plan = planner.inst, result.plan
+    if plan.makespan_s + lateness > inst.schedule.deadline:
+        return False
+    conf = planner.confidence
+    if conf is None:
+        return True
+    return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.blocks.needed
+
+
+def replayed_costs(hold: HoldReport, allowance: float) -> dict:
+    """A confidence report's figures from its plan's replays (MODEL §11): realised costs beside the nominal."""
+    return {
+        "allowance_s": allowance,
+        "replays": hold.replays,
+        "expected_total_cost": hold.expected_total_cost,
+        "p90_total_cost": hold.p90_total_cost,
+    }
 
 
 def unconverged_message(
@@ -236,14 +323,20 @@ def hold_report(
     rounds: int,
     converged: bool,
     steady: Result | None,
+    order: int | None = None,
+    target: float | None = None,
 ) -> HoldReport:
     """The ``hold`` object of MODEL §11 from a plan's final replays (figures of a replay that never formed
-    its last batch are null where they would be infinite)."""
+    its last batch are null where they would be infinite); replays of a scenario each are on time against
+    their scenario's deadline and cost its prices. ``order``, ``target``: k and the on-time share it stands
+    for, if not the instance's (a confidence solve's are at α)."""
     p = inst.planning
     spans = replays.makespans
     finished = spans.size > 0 and bool(np.isfinite(spans).all())
-    on_time = int(np.count_nonzero(spans <= inst.schedule.deadline))
-    costs = plan.hourly_cost * spans / 3600.0
+    deadlines = inst.schedule.deadline if replays.deadlines is None else replays.deadlines
+    hourly = plan.hourly_cost if replays.hourly is None else replays.hourly
+    on_time = int(np.count_nonzero(spans <= deadlines))
+    costs = hourly * spans / 3600.0
 
     def pct(x: np.ndarray, q: float) -> float | None:
         return float(np.percentile(x, q)) if finished else None
@@ -253,8 +346,8 @@ def hold_report(
         rounds=rounds,
         replays=int(spans.size),
         seed=p.seed,
-        order=p.order,
-        on_time_target=p.on_time,
+        order=p.order if order is None else order,
+        on_time_target=p.on_time if target is None else target,
         lateness_s=float(lateness) if math.isfinite(lateness) else None,
         allowance_converged=converged,
         on_time_share=on_time / spans.size if spans.size else 0.0,

@@ -86,7 +86,7 @@ class Planning(Strict):
 
     @model_validator(mode="after")
     def _enough_replays(self) -> Planning:
-        need = math.ceil(self.on_time / (1.0 - self.on_time) - 1e-9)
+        need = fewest_replays(self.on_time)
         if self.replays < need:
             raise FieldError(
                 "replays",
@@ -99,4 +99,15 @@ class Planning(Strict):
     @property
     def order(self) -> int:
         """k = ceil(on_time·(R + 1)): the replay lateness (1-based, smallest first) that sets the allowance."""
-        return math.ceil(self.on_time * (self.replays + 1) - 1e-9)
+        return replay_order(self.on_time, self.replays)
+
+
+def fewest_replays(on_time: float) -> int:
+    """ceil(on_time/(1 - on_time)): the fewest replays whose order statistic k = ceil(on_time·(R + 1)) exists."""
+    return math.ceil(on_time / (1.0 - on_time) - 1e-9)
+
+
+def replay_order(on_time: float, replays: int) -> int:
+    """k = ceil(on_time·(R + 1)) (MODEL §11 item 4), read so that a product a hair above an integer does not
+    add one."""
+    return math.ceil(on_time * (replays + 1) - 1e-9)

@@ -185,6 +185,14 @@ class ConfidenceReport(Out):
     check_samples: int
     seed: int | None = None
     check_seed: int | None = None
+    allowance_s: float = Field(
+        0.0, description="Δ, s: scenario s counts as on time iff T_s + Δ <= deadline (MODEL §11)"
+    )
+    replays: int | None = Field(None, description="replays of the plan, a scenario each (hold basis; null: none)")
+    expected_total_cost: float | None = Field(
+        None, description="mean realised cost over those replays (hourly cost at the scenario's prices · makespan), $"
+    )
+    p90_total_cost: float | None = Field(None, description="p90 of the replays' realised cost, $")
 
 
 class HoldReport(Out):

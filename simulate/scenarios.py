@@ -2,13 +2,17 @@
 of the instance's ``uncertainty`` section (MODEL §9), drawn with seed ``seed + r``.
 
 The plan keeps its capacity; the scenario sets every field its factors reach (lifetimes, tokens per attempt,
-update times, reliability figures, ...), group launches run at the plan's attempt rate but at most what the
-fleet's token supply sustains in the scenario (MODEL §10), and the trainer takes the scenario's update time.
+update times, reliability figures, ...), and the trainer takes the scenario's update time. Group launches run
+at the plan's attempt rate in the scenario (MODEL §10): §2's R_raw at the plan's realised cadence L_s and K with
+the scenario's values (MODEL §9), which the fleet's token supply sustains by §3's row 2 at L_s; where no cadence
+works in the scenario, at the planned rate, at most what the supply sustains. The replay's batches then come
+at L_s on average, so its lateness against T_s is the run's variance, not the input's (MODEL §11).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
@@ -28,10 +32,11 @@ def scenario_setup(
     if inst.reliable:  # the injection takes availability a_s and weight sync out of the fleet itself
         whole = values.availability[:, None].repeat(values.shape_availability.shape[1], axis=1)
         values = dataclasses.replace(values, shape_availability=whole)
-    supply = float(sc.token_supply(inst, plan, values, plan.versions_kept)[0])
+    supply = float(sc.token_supply(inst, plan, values, plan.versions_kept)[0]) / float(values.tokens[0])
     update = float(sc.update_time(inst, scen, plan.training_gpus)[0])
     setup = setup_of(here, plan, metrics, launch=launch, iterations=iterations)
-    rate = min(metrics.attempts_per_s, supply / float(values.tokens[0]))
+    realised = float(sc.evaluate(inst, plan, scen).attempts[0])
+    rate = min(realised if math.isfinite(realised) else metrics.attempts_per_s, supply)
     return dataclasses.replace(setup, attempts_per_s=rate, update_s=update)
 
 

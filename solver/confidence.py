@@ -24,6 +24,7 @@ from trainground.solver.coefficients import gpu_prices, reserved_cost
 from trainground.solver.confidence_model import ConfidenceBlocks
 from trainground.solver.confidence_table import Requirements, requirements
 from trainground.solver.pairs import Pairs
+from trainground.solver.scenario_deadline import at_deadline
 from trainground.solver.scenario_hosts import room
 from trainground.solver.tolerances import REL_TOL, TIE_TOL
 
@@ -39,6 +40,7 @@ class Confidence:
     scenarios: sc.Scenarios
     req: Requirements
     blocks: ConfidenceBlocks
+    allowance: float = 0.0  # MODEL §11's Δ: scenario s is on time iff T_s + Δ <= deadline
 
 
 def alpha_of(inst: Instance, override: float | None = None) -> float | None:
@@ -54,13 +56,14 @@ CONFIDENCE_WITHOUT_GOODPUT = (
 )
 
 
-def setup(inst: Instance, pairs: Pairs, alpha: float) -> Confidence:
-    """The scenarios and model extension of a confidence-α solve (InstanceError with MODEL §13's terms)."""
+def setup(inst: Instance, pairs: Pairs, alpha: float, allowance: float = 0.0) -> Confidence:
+    """The scenarios and model extension of a confidence-α solve whose scenarios carry the run-variance
+    allowance ``allowance`` (MODEL §11; InstanceError with MODEL §13's terms)."""
     if inst.reliable:
         raise InstanceError(inst.name or "", [Problem("reliability", CONFIDENCE_WITHOUT_GOODPUT)])
     scen = sc.draw(inst)
-    req = requirements(inst, scen)
-    return Confidence(alpha, scen, req, ConfidenceBlocks(inst, pairs, req, alpha))
+    req = requirements(inst, scen, allowance)
+    return Confidence(alpha, scen, req, ConfidenceBlocks(inst, pairs, req, alpha), allowance)
 
 
 def lower_bound(inst: Instance, pairs: Pairs, conf: Confidence) -> np.ndarray:
@@ -168,9 +171,9 @@ def class_bounds(live, conf: Confidence) -> np.ndarray:
 
 def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CHECK_SAMPLES) -> ConfidenceReport:
     """The plan's on-time share in its own scenarios and in ``check_samples`` fresh ones (MODEL §9 keys)."""
-    inside = sc.evaluate(inst, plan, conf.scenarios).on_time
+    inside = sc.evaluate(inst, plan, conf.scenarios, conf.allowance).on_time
     seed = (conf.scenarios.seed or 0) + CHECK_SEED_OFFSET
-    fresh = sc.evaluate(inst, plan, sc.draw(inst, check_samples, seed)).on_time
+    fresh = sc.evaluate(inst, plan, sc.draw(inst, check_samples, seed), conf.allowance).on_time
     lo, hi = calc.wilson(int(fresh.sum()), fresh.size)
     return ConfidenceReport(
         target=conf.alpha,
@@ -186,11 +189,18 @@ def report(inst: Instance, plan: Plan, conf: Confidence, check_samples: int = CH
     )
 
 
-def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.Scenarios, worst: float = 0.1) -> dict:
+def what_drove(
+    inst: Instance,
+    plan: Plan,
+    deterministic: Plan | None,
+    scen: sc.Scenarios,
+    worst: float = 0.1,
+    allowance: float = 0.0,
+) -> dict:
     """What the confidence plan holds beyond the deterministic optimum (decision deltas), and, over the
     ``worst`` share of the scenarios ``scen`` (the smallest margin over the three needs), how often each
     need is the tightest, with the factors that reach it; ``late``: scenarios with a margin below 1."""
-    margins = need_margins(inst, plan, scen)
+    margins = need_margins(inst, plan, scen, allowance)
     tight = np.nanmin(np.stack(list(margins.values())), axis=0)
     count = max(1, int(round(worst * tight.size)))
     worst_rows = np.argsort(tight, kind="stable")[:count]
@@ -206,9 +216,9 @@ def what_drove(inst: Instance, plan: Plan, deterministic: Plan | None, scen: sc.
     }
 
 
-def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios) -> dict[str, np.ndarray]:
+def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios, allowance: float = 0.0) -> dict[str, np.ndarray]:
     """(S,) per need, what the plan holds over what the scenario asks at its deadline pace (1 = exactly)."""
-    at = sc.at_deadline(inst, scen, [plan.versions_kept])
+    at = at_deadline(inst, scen, [plan.versions_kept], allowance)
     replicas = np.array([next(r.replicas for r in plan.inference if r.shape == s.name) for s in inst.inference.shapes])
     supply = at.supply_per_replica[:, 0, :] @ replicas
     update = np.nan_to_num(sc.update_time(inst, scen, plan.training_gpus), nan=np.inf)
@@ -216,8 +226,8 @@ def need_margins(inst: Instance, plan: Plan, scen: sc.Scenarios) -> dict[str, np
     with np.errstate(divide="ignore", invalid="ignore"):
         return {
             "token supply": supply / at.token_demand[:, 0],
-            "update time": at.pace / update,
-            "sandbox hosts": hosts / at.inflight[:, 0, :].sum(axis=1),
+            "update time": at.pace[:, 0] / update,
+            "sandbox hosts": hosts / at.level[:, 0],
         }
 
 

@@ -60,10 +60,10 @@ class ConfidenceBlocks:
         """(G,) scenario groups pair ``row`` cannot meet whatever its counts."""
         r, j = self.req, self.req.column(int(self.pairs.kept[row]))
         return (
-            (self.pairs.cadence[row] > r.pace * (1 + REL_TOL))
+            (self.pairs.cadence[row] > r.pace[:, j] * (1 + REL_TOL))
             | ~r.fresh[:, j]
-            | ~np.isfinite(r.groups)
-            | (r.groups > self.top_groups)
+            | ~np.isfinite(r.groups[:, j])
+            | (r.groups[:, j] > self.top_groups)
         )
 
     def possible(self) -> np.ndarray:
@@ -88,7 +88,7 @@ class ConfidenceBlocks:
         the other groups may be late, so the level reaches η, the need after the hardest of that weight."""
         r = self.req
         budget = self.allowed - r.weight[excluded].sum()
-        values = {"supply": r.supply[:, j], "groups": r.groups, "steady": r.steady[:, j], "peak": r.peak[:, j]}
+        values = {"supply": r.supply[:, j], "groups": r.groups[:, j], "steady": r.steady[:, j], "peak": r.peak[:, j]}
         live = np.flatnonzero(~excluded)
         out = {}
         for name, value in values.items():
@@ -207,7 +207,7 @@ class ConfidenceBlocks:
             levels = self.class_levels(kept)
             points = corner_points(
                 r.supply[live, j],
-                r.groups[live],
+                r.groups[live, j],
                 r.peak[live, j],
                 r.weight[live],
                 float(self.needed),
@@ -228,7 +228,7 @@ class ConfidenceBlocks:
     def _never(self, j: int) -> np.ndarray:
         """(G,) groups no pair at K column ``j`` can meet (freshness, update time)."""
         r = self.req
-        return ~r.fresh[:, j] | ~np.isfinite(r.groups) | (r.groups > self.top_groups)
+        return ~r.fresh[:, j] | ~np.isfinite(r.groups[:, j]) | (r.groups[:, j] > self.top_groups)
 
     def class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """Memoised :meth:`_class_levels`."""

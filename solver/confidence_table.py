@@ -1,17 +1,20 @@
 """What each scenario of a confidence solve asks of a plan (MODEL.md §9), as levels per (scenario, K). No pyomo.
 
 A plan keeping ``K`` versions at cadence ``L`` is on time in scenario ``s`` iff, at the scenario's
-deadline pace ``L_dl[s]``: ``L <= L_dl[s]``, the freshness limits hold (``fresh[s, K]``), its update
-time keeps up, its token supply meets the demand and its hosts hold the in-flight load. With
-every factor outside the host fields, each of the last three is one number the plan must reach:
+deadline pace ``L_dl[s, K]`` (:func:`solver.scenario_deadline.deadline_pace`: with start-up counted and MODEL
+§11's allowance, it depends on K through the pipeline fill): ``L <= L_dl[s, K]``, the freshness limits
+hold (``fresh[s, K]``), its update time keeps up, its token supply meets the demand and its hosts hold
+the in-flight load. With every factor outside the host fields, each of the last three is one number the
+plan must reach:
 
 - **supply**: ``Σ_i x_i·supply_i(K) >= supply[s, K]`` in the model's own units (attempts/s at
   nominal per-replica supply): the scenario's token demand over its throughput multiplier
   (one multiplier for every shape, else :class:`Unsupported`);
-- **groups**: ``m >= groups[s]``, the fewest training groups whose scenario update time keeps up
-  with ``L_dl[s]`` (the update law must not get slower with more groups);
+- **groups**: ``m >= groups[s, K]``, the fewest training groups whose scenario update time keeps up
+  with ``L_dl[s, K]`` (the update law must not get slower with more groups);
 - **sandbox**: the hosts hold ``steady[s, K]`` and ``peak[s, K]`` environments spread over the
-  backends by their shares (the host fields themselves unscaled).
+  backends by their shares (the host fields themselves unscaled): Little's law's load, or under hold
+  the level that holds every backend's E^hold (§11 item 2).
 
 Scenarios that ask the same of every plan are one group with a weight (:attr:`Requirements.weight`).
 """
@@ -24,7 +27,8 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
-from trainground.solver.scenarios import Scenarios, at_deadline, update_time
+from trainground.solver.scenario_deadline import at_deadline
+from trainground.solver.scenarios import Scenarios, update_time
 from trainground.solver.tolerances import REL_TOL
 
 HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
@@ -46,10 +50,10 @@ class Requirements:
     kept: np.ndarray  # (K,) versions kept, 1..max_versions_kept
     weight: np.ndarray  # (G,) scenarios in each group
     members: np.ndarray  # (S,) group of each scenario
-    pace: np.ndarray  # (G,) L_dl, s
+    pace: np.ndarray  # (G, K) L_dl, s
     fresh: np.ndarray  # (G, K) freshness holds at L_dl and the attempt rate is finite
     supply: np.ndarray  # (G, K) attempts/s the nominal per-replica supply must reach
-    groups: np.ndarray  # (G,) fewest training groups (inf: none keeps up)
+    groups: np.ndarray  # (G, K) fewest training groups (inf: none keeps up)
     steady: np.ndarray  # (G, K) in-flight environments, all backends
     peak: np.ndarray  # (G, K) peak environments, all backends
     draws: np.ndarray  # (G, F) the factors' multipliers of one member of each group
@@ -62,19 +66,14 @@ class Requirements:
         return int(np.searchsorted(self.kept, kept))
 
 
-def requirements(inst: Instance, scen: Scenarios) -> Requirements:
-    """The levels of every scenario of ``scen``, scenarios asking the same merged (exact equality)."""
-    if inst.holds:
+def requirements(inst: Instance, scen: Scenarios, allowance: float = 0.0) -> Requirements:
+    """The levels of every scenario of ``scen`` with the run-variance allowance ``allowance`` (MODEL §11:
+    on time iff T_s + Δ <= deadline), scenarios asking the same merged (exact equality)."""
+    if inst.holds and inst.freshness.max_mean_gap is not None:
         raise Unsupported(
-            "planning.basis",
-            "a confidence solve plans on the steady_state basis (docs/model.md §9); its hold form (§11: scenarios "
-            "on time with the allowance, replays that draw a scenario each) is not available yet: add --basis "
-            "steady_state",
-        )
-    if inst.schedule.count_startup:
-        raise Unsupported(
-            "schedule.count_startup",
-            "a confidence solve plans for the steady makespan n·L + extra_time (MODEL §2); set count_startup: false",
+            "freshness.max_mean_gap",
+            "a confidence solve under hold does not limit the consumed gap (docs/model.md §11 item 3) per "
+            "scenario yet: remove the limit, or add --basis steady_state",
         )
     for prefix in HOST_FIELDS:
         if scen.scales(prefix):
@@ -84,15 +83,15 @@ def requirements(inst: Instance, scen: Scenarios) -> Requirements:
                 "a confidence solve takes factors on demand, throughput, lifetimes, update "
                 "time and schedule; host and backend fields cannot be scaled",
             )
-    at = at_deadline(inst, scen)
+    at = at_deadline(inst, scen, allowance=allowance)
     slack = 1.0 - REL_TOL  # demands carry MODEL §4's tolerance, as the nominal rows do
     theta = _throughput_multiplier(inst, at)
     with np.errstate(invalid="ignore", divide="ignore"):
         supply = np.where(np.isfinite(at.attempts), at.token_demand / inst.workload.tokens_per_attempt / theta, np.inf)
     fresh = at.fresh & np.isfinite(supply)
     supply = np.where(fresh, supply * slack, 0.0)
-    steady = np.where(fresh, at.inflight.sum(axis=2) * slack, 0.0)
-    peak = np.where(fresh, at.peak.sum(axis=2) * slack, 0.0)
+    steady = np.where(fresh, at.level * slack, 0.0)
+    peak = np.where(fresh, at.peak * slack, 0.0)
     groups = _fewest_groups(inst, scen, at.pace)
     table = np.column_stack([at.pace, groups, fresh, supply, steady, peak])
     _, first, members, weight = np.unique(table, axis=0, return_index=True, return_inverse=True, return_counts=True)
@@ -137,7 +136,7 @@ def _throughput_multiplier(inst: Instance, at) -> np.ndarray:
 
 
 def _fewest_groups(inst: Instance, scen: Scenarios, pace: np.ndarray) -> np.ndarray:
-    """(S,) the fewest admissible training groups whose update time keeps up with ``pace`` (inf: none)."""
+    """(S, K) the fewest admissible training groups whose update time keeps up with ``pace`` (inf: none)."""
     lo, hi = calc.group_range(inst)
     if hi < lo:
         return np.full(pace.shape, np.inf)
@@ -152,6 +151,9 @@ def _fewest_groups(inst: Instance, scen: Scenarios, pace: np.ndarray) -> np.ndar
             "a confidence solve needs an update time that never grows with "
             "more groups (the table's measured points rise)",
         )
-    ok = u <= pace[:, None] * (1 + REL_TOL)
-    first = np.argmax(ok, axis=1)
-    return np.where(ok.any(axis=1), counts[first].astype(float), np.inf)
+    out = np.full(pace.shape, np.inf)
+    for j in range(pace.shape[1]):  # u never rises with the count: the first that keeps up
+        ok = u <= pace[:, j : j + 1] * (1 + REL_TOL)
+        first = np.argmax(ok, axis=1)
+        out[:, j] = np.where(ok.any(axis=1), counts[first].astype(float), np.inf)
+    return out

@@ -32,13 +32,19 @@ def pair_min_mean(occ: calc.Occupancy) -> float:
     return float(np.sum(survival**2 * widths))
 
 
+def variance_rate(mean, pair_min, share: float, group_size: int, correlation: str):
+    """V_b / R_raw of MODEL §11 item 2 (V_b is proportional to the attempt rate) for a backend of share
+    ``share``, from mean(W) and E[min(W, W')] (numbers, or arrays over scenarios)."""
+    mean, pair_min = np.asarray(mean, dtype=float), np.asarray(pair_min, dtype=float)
+    if correlation == "comonotone":
+        return share * (1.0 - share) * mean + group_size * share**2 * (mean - pair_min)
+    return share * (mean - share * pair_min)
+
+
 def inflight_variance(occ: calc.Occupancy, attempts, share: float, group_size: int, correlation: str):
     """V_b of MODEL §11 item 2 at attempt rates ``attempts`` (1/s) for a backend of share ``share``."""
     attempts = np.asarray(attempts, dtype=float)
-    spread = occ.mean - pair_min_mean(occ)
-    if correlation == "comonotone":
-        return attempts * share * (1.0 - share) * occ.mean + group_size * attempts * share**2 * spread
-    return attempts * share * (occ.mean - share * pair_min_mean(occ))
+    return attempts * variance_rate(occ.mean, pair_min_mean(occ), share, group_size, correlation)
 
 
 def _halfin_whitt(beta: float) -> float:
@@ -143,3 +149,34 @@ def sandbox_occupancy(inst: Instance) -> float:
     or mean(W) under hold, whatever littles_law_uses says (§11 item 2)."""
     occ = calc.occupancy_of(inst.environment.occupancy)
     return occ.mean if inst.holds else calc.occupancy_used(occ, inst.environment.littles_law_uses)
+
+
+def hold_level(inst: Instance, attempts, mean, pair_min) -> np.ndarray:
+    """The environments ℓ whose split by the backends' shares holds every E^hold_b (MODEL §11 item 2):
+    max over active backends of E^hold_b / s_b = R_raw·mean(W) + β·max_b sqrt(R_raw·c_b)/s_b, with
+    ``c_b = V_b/R_raw``. ``attempts``, ``mean`` and ``pair_min`` broadcast (e.g. over scenarios)."""
+    attempts = np.asarray(attempts, dtype=float)
+    return attempts * np.asarray(mean, dtype=float) + _spread(inst, mean, pair_min) * np.sqrt(attempts)
+
+
+def hold_attempt_limit(inst: Instance, room, mean, pair_min) -> np.ndarray:
+    """The largest attempt rate R_raw whose :func:`hold_level` stays within ``room`` environments: the root
+    in x = sqrt(R) of mean·x² + a·x = room, a = β·max_b sqrt(c_b)/s_b (broadcasting)."""
+    room, mean = np.asarray(room, dtype=float), np.asarray(mean, dtype=float)
+    a = _spread(inst, mean, pair_min)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = 2.0 * room / (a + np.sqrt(a * a + 4.0 * mean * room))  # the root, stable when a dominates
+    return np.where(room > 0, x * x, 0.0)
+
+
+def _spread(inst: Instance, mean, pair_min) -> np.ndarray:
+    """β·max_b sqrt(c_b)/s_b over the backends with a share (0 without any)."""
+    w, env = inst.workload, inst.environment
+    beta = safety_factor(inst.planning.sandbox_wait)
+    terms = [
+        np.sqrt(np.maximum(variance_rate(mean, pair_min, b.share, w.group_size, inst.freshness.group_correlation), 0))
+        / b.share
+        for b in env.backends
+        if b.share > 0
+    ]
+    return beta * np.max(np.stack(terms), axis=0) if terms else np.zeros(np.shape(mean))

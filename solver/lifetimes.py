@@ -14,7 +14,7 @@ import numpy as np
 
 from trainground.models.instance import Z_99, Empirical, Lognormal
 from trainground.solver import calculus as calc
-from trainground.solver import startup
+from trainground.solver import holding, startup
 from trainground.solver.calculus import ndtr
 from trainground.solver.tolerances import NEWTON_STEP_TOL
 
@@ -32,6 +32,19 @@ class Lifetimes:
     base: calc.Occupancy | None = None  # empirical: the nominal law, scaled by ``scale``
     scale: np.ndarray | None = None
 
+    def take(self, rows: np.ndarray) -> Lifetimes:
+        """The laws of the scenarios ``rows`` alone."""
+        pick = lambda a: None if a is None else a[rows]  # noqa: E731
+        return Lifetimes(
+            mean=self.mean[rows],
+            median=self.median[rows],
+            p99=self.p99[rows],
+            mu=pick(self.mu),
+            sigma=pick(self.sigma),
+            base=self.base,
+            scale=pick(self.scale),
+        )
+
     def limited_mean(self, t) -> np.ndarray:
         """E[min(W, t)] per scenario."""
         t = np.asarray(t, dtype=float)
@@ -41,6 +54,13 @@ class Lifetimes:
             log_t = np.log(t)
         head = self.mean * ndtr((log_t - self.mu - self.sigma**2) / self.sigma)
         return head + t * (1.0 - ndtr((log_t - self.mu) / self.sigma))
+
+    def pair_min_mean(self) -> np.ndarray:
+        """E[min(W, W')] per scenario, W and W' independent (MODEL §11 item 2): 2·mean·Φ(-sigma/√2) for a
+        lognormal, the nominal law's figure times the scale for an empirical one."""
+        if self.base is not None:
+            return self.scale * holding.pair_min_mean(self.base)
+        return 2.0 * self.mean * ndtr(-self.sigma / np.sqrt(2.0))
 
     def exceedance(self, cadence, kept: int) -> np.ndarray:
         """q(L, K) = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L per scenario (MODEL §2)."""

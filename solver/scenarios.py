@@ -6,8 +6,8 @@ plan evaluated over them. No pyomo; every quantity is a numpy array over scenari
   :meth:`Scenarios.value` is that field's value in every scenario, clipped into its valid range.
 - :func:`values_of` reads the run-level fields every evaluation needs (:class:`Values`), and
   :func:`update_time` the update law, per scenario.
-- :func:`at_deadline`: per scenario and ``K``, what a plan must meet at the deadline pace ``L_dl`` to be
-  on time (the per-scenario coefficients of a chance-constrained model; steady makespan only).
+- :mod:`solver.scenario_deadline` gives, per scenario and ``K``, what a plan must meet at the deadline pace
+  ``L_dl`` to be on time (the per-scenario coefficients of a chance-constrained model).
 - :func:`evaluate` runs a fixed plan through every scenario (:class:`Outcome`); its sandbox room comes
   from :mod:`solver.scenario_hosts`.
 """
@@ -22,6 +22,7 @@ from trainground.models.edits import edited
 from trainground.models.instance import AmdahlLaw, Instance, InverseLaw
 from trainground.models.uncertainty import expand, render_path, valid_range
 from trainground.solver import calculus as calc
+from trainground.solver import holding
 from trainground.solver import scenario_goodput as goodput
 from trainground.solver.lifetimes import Lifetimes, lifetimes_of
 from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
@@ -196,62 +197,11 @@ def exceedance_limit(inst: Instance, values: Values) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AtDeadline:
-    """Per scenario (axis 0) and versions kept (axis 1, ``kept``): what a plan keeping ``K`` versions must
-    meet at the scenario's deadline pace ``L_dl = (deadline - extra_time)/n`` to be on time (docs/model.md §9,
-    steady makespan). A plan at cadence ``L`` is on time in scenario s iff ``L <= pace[s]``, its update
-    time ``update_time(inst, scen, G_t)[s] <= pace[s]``, ``fresh[s, K]``, its token supply
-    ``Σ x_i·supply_per_replica[s, K, i] >= token_demand[s, K]``, and its hosts hold ``inflight[s, K]`` and
-    ``peak[s, K]`` under §3.5-3.6 with the scenario's host fields (``Scenarios.value``)."""
-
-    kept: np.ndarray  # (K,)
-    pace: np.ndarray  # (S,) L_dl, s
-    attempts: np.ndarray  # (S, K) R_raw at L_dl, 1/s (inf where every group is dropped)
-    token_demand: np.ndarray  # (S, K) tokens/s
-    supply_per_replica: np.ndarray  # (S, K, shapes) tokens/s one replica delivers
-    inflight: np.ndarray  # (S, K, backends) E_b
-    peak: np.ndarray  # (S, K, backends) E^pk_b
-    fresh: np.ndarray  # (S, K) freshness limits of §3.7 hold at L_dl
-
-
-def at_deadline(inst: Instance, scen: Scenarios, kept=None) -> AtDeadline:
-    v = values_of(inst, scen)
-    w, fr = inst.workload, inst.freshness
-    Ks = np.arange(1, fr.max_versions_kept + 1) if kept is None else np.asarray(kept, dtype=int)
-    pace = (v.deadline - v.extra) / w.iterations
-    q = np.stack([v.lifetimes.exceedance(pace, int(K)) for K in Ks], 1)
-    drop = group_drop(inst, q)
-    fresh = q <= exceedance_limit(inst, v)[:, None]
-    if v.max_mean_gap is not None:
-        post = 1.0 if fr.gap_convention == "post_publish" else 0.0
-        fresh &= (v.w_use / pace + post <= v.max_mean_gap * (1 + REL_TOL))[:, None]
-    intake = v.intake[:, None] * (1.0 - drop)
-    with np.errstate(divide="ignore"):
-        attempts = np.where(
-            intake > 0, w.batch_trajectories / (pace[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
-        )
-    gpus = np.array([s.gpus_per_replica for s in inst.inference.shapes], dtype=float)
-    mult = np.maximum(0.0, 1.0 - v.slowdown[:, None, :] * (Ks[None, :, None] - 1.0))
-    supply = v.availability[:, None, None] * gpus[None, None, :] * v.rate[:, None, :] * mult
-    shares = np.array([b.share for b in inst.environment.backends])
-    inflight = (attempts * v.w_use[:, None])[:, :, None] * shares[None, None, :]
-    return AtDeadline(
-        kept=Ks,
-        pace=pace,
-        attempts=attempts,
-        token_demand=attempts * v.tokens[:, None],
-        supply_per_replica=supply,
-        inflight=inflight,
-        peak=inflight * v.peak_to_mean[:, None, None],
-        fresh=fresh,
-    )
-
-
-@dataclass(frozen=True)
 class Outcome:
     """A fixed plan in every scenario (MODEL §9), arrays over scenarios; inf where no cadence works."""
 
     cadence: np.ndarray  # realised cadence L_s, s
+    attempts: np.ndarray  # R_raw at (L_s, K) with the scenario's values (MODEL §2), 1/s
     makespan: np.ndarray  # T_s, s
     deadline: np.ndarray  # the scenario's deadline, s
     hourly_cost: np.ndarray  # $/h, at the scenario's prices
@@ -270,7 +220,8 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     MODEL §13's terms at the scenario's values: a_s and weight sync in the supply, T's trainer-paced part / γ.
 
     Its capacity is fixed; its realised cadence ``L_s`` is the smallest ``L' >= L`` at which §3's
-    constraints 2, 3, 5, 6 and 7 hold with the scenario's values (each only gets easier as ``L'`` grows:
+    constraints 2, 3, 5, 6 and 7 hold with the scenario's values (under hold, rows 5-6 hold E^hold at the
+    scenario's lifetimes, MODEL §11 item 2; each only gets easier as ``L'`` grows:
     the throughput and sandbox rows ask ``L'·(1 - drop(L')) >= need``, the update and mean-gap rows are
     floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised."""
     from trainground.solver.scenario_hosts import room
@@ -278,9 +229,13 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     v = values_of(inst, scen)
     w, K = inst.workload, plan.versions_kept
     theta = room(inst, plan, scen, v.peak_to_mean)
+    if inst.holds:  # MODEL §11 item 2: the hosts hold E^hold, at most this attempt rate
+        rate = holding.hold_attempt_limit(inst, theta, v.lifetimes.mean, v.lifetimes.pair_min_mean())
+    else:
+        rate = theta / v.w_use
     with np.errstate(divide="ignore", invalid="ignore"):
         need_tokens = w.batch_trajectories / v.intake * v.tokens / token_supply(inst, plan, v, K)
-        need_rooms = w.batch_trajectories / v.intake * v.w_use / theta
+        need_rooms = w.batch_trajectories / v.intake / rate
     update = np.nan_to_num(update_time(inst, scen, plan.training_gpus), nan=np.inf)
     floor = np.maximum(plan.cadence_s, update / (1 + REL_TOL))
     if v.max_mean_gap is not None:
@@ -288,15 +243,17 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
         floor = np.maximum(floor, np.where(room_gap > 0, v.w_use / np.where(room_gap > 0, room_gap, 1.0), np.inf))
     needs = (need_tokens * (1 - REL_TOL), need_rooms * (1 - REL_TOL))
     cadence = _smallest_cadence(inst, v, K, floor, needs, exceedance_limit(inst, v))
+    attempts = _attempts_at(inst, v, K, cadence)
     gamma = goodput.training_goodput(inst, scen, plan.training_gpus)
     pace = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)  # 1/γ, inf: no progress
     with np.errstate(invalid="ignore"):
         makespan = w.iterations * cadence * pace + v.extra
         if inst.counts_startup:
-            makespan = _with_startup(inst, v, K, cadence, update, pace)
+            makespan = _with_startup(inst, v, cadence, attempts, update, pace)
     hourly = hourly_cost(inst, plan, scen)
     return Outcome(
         cadence=cadence,
+        attempts=attempts,
         makespan=makespan,
         deadline=v.deadline,
         hourly_cost=hourly,
@@ -354,19 +311,27 @@ def _smallest_cadence(
     return np.where(finite & bracketed, out, np.inf)
 
 
+def _attempts_at(inst: Instance, v: Values, K: int, cadence: np.ndarray) -> np.ndarray:
+    """(S,) R_raw = B/(L_s·p·(1 - drop(L_s, K))) at the realised cadences (inf where no cadence works)."""
+    at = np.isfinite(cadence)
+    L = np.where(at, cadence, 1.0)
+    intake = v.intake * (1.0 - group_drop(inst, v.lifetimes.exceedance(L, K)))
+    with np.errstate(divide="ignore"):
+        return np.where(at & (intake > 0), inst.workload.batch_trajectories / (L * intake), np.inf)
+
+
 def _with_startup(
-    inst: Instance, v: Values, K: int, cadence: np.ndarray, update: np.ndarray, pace: np.ndarray
+    inst: Instance, v: Values, cadence: np.ndarray, attempts: np.ndarray, update: np.ndarray, pace: np.ndarray
 ) -> np.ndarray:
     """MODEL §8: T = fill(L_s, K) + ((n-1)·L_s + U(m))·pace + extra_time per scenario, pace = 1/γ (§13)."""
     w, fr = inst.workload, inst.freshness
-    T = np.full(cadence.shape, np.inf)
-    at = np.isfinite(cadence)
-    q = v.lifetimes.exceedance(np.where(at, cadence, 1.0), K)
-    intake = v.intake * (1.0 - group_drop(inst, q))
-    attempts = w.batch_trajectories / (np.where(at, cadence, 1.0) * intake)
-    fill = v.lifetimes.fill(attempts, w.batch_trajectories, w.group_size, v.intake, fr.group_correlation)
+    at = np.isfinite(attempts)
+    fill = np.full(cadence.shape, np.inf)
+    if at.any():
+        sub = v.lifetimes.take(at)
+        fill[at] = sub.fill(attempts[at], w.batch_trajectories, w.group_size, v.intake[at], fr.group_correlation)
     steady = ((w.iterations - 1) * cadence + update) * pace + v.extra
-    return np.where(at, fill + steady, T)
+    return np.where(at, fill + steady, np.inf)
 
 
 def hourly_cost(inst: Instance, plan, scen: Scenarios) -> np.ndarray:

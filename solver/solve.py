@@ -40,10 +40,12 @@ class Planner:
         cache: pair_tables.TableCache | None = None,
         clock: Stopwatch | None = None,
         confidence: float | None = None,
+        allowance: float = 0.0,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
-        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic)."""
+        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic);
+        ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline)."""
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
@@ -57,7 +59,7 @@ class Planner:
             self.build_clock.note(f"{inst.name}: pair table")
             pairs = pair_tables.build(inst, cache)
             alpha = confidence_of.alpha_of(inst, confidence)
-            self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha)
+            self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             extension = None if self.confidence is None else self.confidence.blocks
             self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock, extension)

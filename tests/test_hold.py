@@ -245,10 +245,10 @@ def test_an_allowance_that_does_not_converge_is_a_time_limit(monkeypatch):
 def test_replays_that_never_finish_give_null_figures_and_valid_json(monkeypatch):
     import trainground.drivers.hold
 
-    def never(setup, seeds, threads=1, stop=None):
-        return trainground.drivers.hold.Replays(np.full(len(seeds), np.inf), np.zeros(len(seeds)))
+    def never(setups, streams, threads=1, stop=None):
+        return trainground.drivers.hold.Replays(np.full(len(setups), np.inf), np.zeros(len(setups)))
 
-    monkeypatch.setattr(trainground.drivers.hold, "run_replays", never)
+    monkeypatch.setattr(trainground.drivers.hold, "run_streams", never)
     result = solve_planned(small())
     assert result.status == "time_limit" and not result.hold.allowance_converged
     assert result.hold.makespan_s == {"p50": None, "p90": None, "max": None}

@@ -25,6 +25,7 @@ from trainground.models.result import Plan
 from trainground.solver import scenarios as sc
 from trainground.solver import verify_laws as laws
 from trainground.solver.calculus import wilson
+from trainground.solver.scenario_deadline import at_deadline
 from trainground.solver.scenario_hosts import _hosts, _lp, room
 from trainground.solver.solve import solve_instance
 
@@ -330,17 +331,17 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
     plan = optimum(inst)
     scen = sc.draw(inst, 2000, seed=9)
     out = sc.evaluate(inst, plan, scen)
-    at = sc.at_deadline(inst, scen, [plan.versions_kept])
+    at = at_deadline(inst, scen, [plan.versions_kept])
     v = sc.values_of(inst, scen)
     supply = at.supply_per_replica[:, 0, 0] * plan.inference[0].replicas
     update = sc.update_time(inst, scen, plan.training_gpus)
     theta = room(inst, plan, scen, v.peak_to_mean)
     verdict = (
-        (plan.cadence_s <= at.pace)
-        & (update <= at.pace * (1 + 1e-9))
+        (plan.cadence_s <= at.pace[:, 0])
+        & (update <= at.pace[:, 0] * (1 + 1e-9))
         & at.fresh[:, 0]
         & (supply >= at.token_demand[:, 0] * (1 - 1e-9))
-        & (at.inflight[:, 0, 0] <= theta * (1 + 1e-9))
+        & (at.level[:, 0] <= theta * (1 + 1e-9))
     )
     assert 0.02 < out.on_time.mean() < 0.98
     assert np.array_equal(verdict, out.on_time)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -10,11 +12,15 @@ from click.testing import CliRunner
 from tests.test_hold import small
 from trainground.cli import main
 from trainground.models.edits import edited
+from trainground.models.load import read_document, validate
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.scenarios import scenario_setup, scenario_setups
 from trainground.simulate.setup import setup_of
 from trainground.solver import scenarios as sc
+from trainground.solver.solve import Planner
 from trainground.solver.verify import verify_plan
+
+UNCERTAIN = Path(__file__).resolve().parent.parent / "instances" / "seed-week-75-uncertain.yaml"
 
 
 def uncertain(factor: dict):
@@ -57,6 +63,37 @@ def test_a_slower_fleet_in_a_scenario_launches_at_what_its_supply_sustains():
     assert min(r["makespan_s"] for r in slow.runs) > max(r["makespan_s"] for r in fast.runs)
 
 
+def test_a_scenario_replay_runs_at_the_plans_realised_cadence():
+    """Shorter lifetimes drop fewer groups and faster updates leave the trainer slack: paced at its cadence
+    (MODEL §9's realised cadence L_s = L), the plan needs fewer attempts, so the replay launches at R_raw(L_s)
+    and its batches come every L_s on average. Launched at the planned rate they would come 5 % faster, and a
+    confidence solve's allowance (makespan - T_s, MODEL §11) would count the input's variance as the run's."""
+    factor = lambda name, paths, mean: {"name": name, "paths": paths, "dist": "normal", "mean": mean, "sd": 0.0}
+    inst = edited(
+        validate(read_document(UNCERTAIN), str(UNCERTAIN)),
+        {
+            "workload.iterations": 200,
+            "schedule.deadline": "1.4d",
+            "uncertainty.factors": [
+                factor("lifetimes", ["environment.occupancy.median", "environment.occupancy.p99"], 0.88),
+                factor("updates", ["training.update_time.reference_time"], 0.8),
+            ],
+        },
+    )
+    result = Planner(inst).solve()
+    plan, metrics = result.plan, verify_plan(inst, result.plan).metrics
+    out = sc.evaluate(inst, plan, sc.draw(inst, 1, 0))
+    setup = scenario_setup(inst, plan, metrics, seed=0)
+    assert out.cadence[0] == pytest.approx(plan.cadence_s, rel=1e-9)
+    assert setup.attempts_per_s == pytest.approx(float(out.attempts[0]), rel=1e-12)
+    assert setup.attempts_per_s < 0.95 * metrics.attempts_per_s
+    at_plan_rate = dataclasses.replace(setup, attempts_per_s=metrics.attempts_per_s)
+    paced = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=0, setups=[setup] * 2)
+    rushed = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=0, setups=[at_plan_rate] * 2)
+    assert paced.simulated["iteration_mean_s"] == pytest.approx(plan.cadence_s, rel=0.01)
+    assert rushed.simulated["iteration_mean_s"] < 0.97 * plan.cadence_s
+
+
 def test_replication_r_draws_the_scenario_of_seed_plus_r():
     inst = uncertain(
         {"name": "u", "paths": ["training.update_time.reference_time"], "dist": "uniform", "low": 0.5, "high": 1.0}
@@ -90,7 +127,8 @@ def test_the_command_replays_scenarios(tmp_path):
 
 def test_scenario_replays_inject_failures_at_the_scenarios_figures():
     """With MODEL §13's terms, replication r injects failures at scenario r's figures (here the GPU MTBF
-    halved in every scenario), and the launch cap reads the supply before §13, which the injection takes."""
+    halved in every scenario); launches run at the plan's attempt rate in the scenario (its realised cadence
+    counts a_s and weight sync), capped by the supply before §13, which the injection takes."""
     inst = edited(
         small(),
         {
@@ -118,6 +156,9 @@ def test_scenario_replays_inject_failures_at_the_scenarios_figures():
     setup = scenario_setup(inst, plan, metrics, seed=3)
     assert setup.failures is not None and nominal.failures is not None
     assert setup.failures.training_mtbf == pytest.approx(nominal.failures.training_mtbf / 2, rel=1e-12)
-    assert setup.attempts_per_s == pytest.approx(nominal.attempts_per_s, rel=1e-12)
+    realised = sc.evaluate(inst, plan, sc.draw(inst, 1, 3))
+    assert realised.cadence[0] > plan.cadence_s  # the replicas' availability falls, so the plan slows down
+    assert setup.attempts_per_s == pytest.approx(float(realised.attempts[0]), rel=1e-12)
+    assert setup.attempts_per_s < nominal.attempts_per_s
     runs = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=3, setups=[setup, setup]).runs
     assert all("failures" in r for r in runs)
