@@ -120,7 +120,7 @@ def startup_estimate(inst: Instance, result: Result) -> float | None:
 
 def beyond_deterministic(inst: Instance, result: Result, objective: str | None) -> Beyond:
     """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve)."""
-    from trainground.solver.confidence import what_drove
+    from trainground.solver.confidence_report import what_drove
     from trainground.solver.scenarios import draw
     from trainground.solver.solve import Planner
 

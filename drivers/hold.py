@@ -196,11 +196,6 @@ class HoldingPlanner:
         planner = self.planner
         spent = Timings()
         while rounds < ROUNDS:
-            if planner.confidence is not None and planner.confidence.allowance != allowance:
-                clock.note(f"{inst.name}: scenario table with allowance {allowance:,.0f} s")
-                planner = Planner(
-                    inst, **{**self._options, "confidence": planner.confidence.alpha}, allowance=allowance
-                )
             result = planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
             spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
             if result.plan is None:
@@ -282,7 +277,7 @@ def passes(planner: Planner, result: Result, lateness: float) -> bool:
     conf = planner.confidence
     if conf is None:
         return True
-    return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.blocks.needed
+    return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.needed
 
 
 def replayed_costs(hold: HoldReport, allowance: float) -> dict:

@@ -259,10 +259,12 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False) -> Pairs:
+def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False, every_count: bool = False) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best)."""
+    another's best). ``every_count``: one pair per training-group count worth having even where the makespan
+    does not count the update time (a confidence solve with MODEL §13's goodput: a scenario's slower update
+    may ask for more groups, which change γ and so T)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -277,7 +279,7 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
-    if inst.counts_startup:
+    if inst.counts_startup or (every_count and inst.reliability is not None):
         at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
@@ -339,7 +341,8 @@ def _group_counts(
     """With start-up counted (MODEL §8), U(m) is part of the makespan, so each (cadence, K) pair becomes one
     row per group count m worth having: from the fewest that keep up, while each more group still
     shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
-    pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline."""
+    pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline. Without start-up
+    (a confidence solve with §13's goodput, :func:`build`'s ``every_count``) T = n·L/γ(m) + extra_time."""
     t, w = inst.training, inst.workload
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)
@@ -360,7 +363,10 @@ def _group_counts(
         useful = (
             np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before) & np.isfinite(factor[options - lo])
         )
-        trainer = (w.iterations - 1) * d.grid[i] + u[useful]
+        if inst.counts_startup:
+            trainer = (w.iterations - 1) * d.grid[i] + u[useful]
+        else:
+            trainer = np.full(int(useful.sum()), w.iterations * d.grid[i])
         if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
             trainer = trainer * factor[options - lo][useful]
         span = d.startup[i, j] + trainer + inst.schedule.extra_time

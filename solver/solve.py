@@ -21,8 +21,9 @@ from trainground.solver import pairs as pair_tables
 from trainground.solver.assemble import assemble, timings_of
 from trainground.solver.bounds import SandboxLP, hourly_lower_bound
 from trainground.solver.coefficients import global_values, index_of
+from trainground.solver.confidence_search import PairModels, cheapest, shortest
 from trainground.solver.live import LiveModel
-from trainground.solver.search import Search, cheapest_first, pair_by_pair, shortest_first
+from trainground.solver.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
 
@@ -40,12 +41,11 @@ class Planner:
         cache: pair_tables.TableCache | None = None,
         clock: Stopwatch | None = None,
         confidence: float | None = None,
-        allowance: float = 0.0,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
-        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic);
-        ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline)."""
+        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic); each
+        solve's allowance Δ (MODEL §11) then holds in its scenarios too (on time iff T_s + Δ <= deadline)."""
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
@@ -57,18 +57,23 @@ class Planner:
         self.listener = self.build_clock.listener
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, cache)
             alpha = confidence_of.alpha_of(inst, confidence)
-            self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
+            pairs = pair_tables.build(inst, cache, every_count=alpha is not None)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
-            extension = None if self.confidence is None else self.confidence.blocks
-            self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock, extension)
-            shared = global_values(inst, self.live.model.ix)
-            self.sandbox_lp = SandboxLP(inst, self.live.model.ix, shared)  # kept across retargets while its key holds
+            self.confidence: confidence_of.Confidence | None = None
+            self.live: LiveModel | PairModels
+            if alpha is None:
+                self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock)
+                ix = self.live.model.ix
+            else:
+                ix = index_of(inst)
+            shared = global_values(inst, ix)
+            self.sandbox_lp = SandboxLP(inst, ix, shared)  # kept across retargets while its key holds
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
-            if self.confidence is not None:
-                self.hourly_lb = np.maximum(self.hourly_lb, confidence_of.lower_bound(inst, pairs, self.confidence))
-        self._class_lb: np.ndarray | None = None
+            if alpha is not None:
+                self.build_clock.note(f"{inst.name}: scenarios of the confidence solve")
+                self.confidence = confidence_of.Confidence(inst, pairs, alpha, shared, self.sandbox_lp)
+                self.live = PairModels(inst, pairs, self.confidence, threads, self.build_clock)
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
 
     @property
@@ -81,29 +86,24 @@ class Planner:
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable planner at another instance of the same structure (False: build a new one)."""
+        live = self.live
         if (
-            not self.live.reusable
-            or index_of(inst) != self.live.model.ix
+            not isinstance(live, LiveModel)
+            or not live.reusable
+            or index_of(inst) != live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
         ):
             return False
         with self.build_clock.phase("build"):
             pairs = pair_tables.build(inst, self.cache)
-            if not self.live.retarget(inst, pairs):
+            if not live.retarget(inst, pairs):
                 return False
-            shared = global_values(inst, self.live.model.ix)
-            lp = SandboxLP(inst, self.live.model.ix, shared)
+            shared = global_values(inst, live.model.ix)
+            lp = SandboxLP(inst, live.model.ix, shared)
             self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
-
-    def _class_bounds(self) -> np.ndarray:
-        """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
-        assert self.confidence is not None, "class bounds belong to a confidence solve"
-        if self._class_lb is None:
-            self._class_lb = confidence_of.class_bounds(self.live, self.confidence)
-        return self._class_lb
 
     def candidates(
         self,
@@ -111,28 +111,38 @@ class Planner:
         cadence: float | None = None,
         max_hourly_cost: float | None = None,
         max_total_cost: float | None = None,
+        allowance: float = 0.0,
     ) -> np.ndarray:
         """Pairs a plan under these restrictions may use; budgets close every pair whose cost bound
         already breaks them, and a pair whose bound is infinite (no fleet within the node and VM caps,
-        or no pool mix, can hold it) holds no plan (exact: the bound is valid)."""
+        or no pool mix, can hold it) holds no plan (exact: the bound is valid). A confidence solve's bounds
+        are those of its scenarios with the allowance ``allowance`` (MODEL §11)."""
         pairs, limits = self.pairs, self.inst.limits
-        keep = np.isfinite(self.hourly_lb)
+        hourly_lb = self._hourly_bound(allowance)
+        keep = np.isfinite(hourly_lb)
         if max_makespan is not None:
             keep &= pairs.makespan <= max_makespan * (1 + SPAN_TOL)
         if cadence is not None:
             keep &= np.abs(pairs.cadence - cadence) <= REL_TOL * cadence
         if self.confidence is not None:  # pairs that cannot meet enough scenarios whatever their counts
-            keep &= self.confidence.blocks.possible()
-        total_lb = self.hourly_lb * pairs.makespan / 3600.0
+            keep &= self.confidence.at(allowance).possible
+        total_lb = hourly_lb * pairs.makespan / 3600.0
         for limit, bound in (
-            (limits.max_hourly_cost, self.hourly_lb),
-            (max_hourly_cost, self.hourly_lb),
+            (limits.max_hourly_cost, hourly_lb),
+            (max_hourly_cost, hourly_lb),
             (limits.max_total_cost, total_lb),
             (max_total_cost, total_lb),
         ):
             if limit is not None:
                 keep &= bound <= limit * (1 + REL_TOL)
         return keep
+
+    def _hourly_bound(self, allowance: float) -> np.ndarray:
+        """Each pair's lower bound on the hourly cost: the nominal one, raised in a confidence solve by its
+        scenarios' with the allowance ``allowance``."""
+        if self.confidence is None:
+            return self.hourly_lb
+        return np.maximum(self.hourly_lb, self.confidence.at(allowance).hourly)
 
     def solve(
         self,
@@ -159,10 +169,13 @@ class Planner:
         if allowance > 0:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
-        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
+        if isinstance(self.live, PairModels):
+            with clock.phase("build"):
+                self.live.use(allowance)
+        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost, allowance)
         if feasibility and max_hourly_cost is None and max_total_cost is None:
             candidates = self.fewest_groups_only(candidates)
-        lower = self._lower_bounds(objective, candidates, clock)
+        lower = self._hourly_bound(allowance) * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         search = self._search(objective, candidates, lower, caps, clock)
         highs_before, self._highs_seen = (
@@ -199,15 +212,6 @@ class Planner:
         self.build_clock = self.live.clock = clock
         return clock
 
-    def _lower_bounds(self, objective: str, candidates: np.ndarray, clock: Stopwatch) -> np.ndarray:
-        """Each pair's lower bound on a cost criterion: the hourly bound (raised, in a confidence solve, by
-        the class bounds, computed before any cap), times the pair's makespan in hours for total cost."""
-        hourly_lb = self.hourly_lb
-        if self.confidence is not None and objective != "makespan" and candidates.any():
-            with clock.phase("solve"):
-                hourly_lb = np.maximum(hourly_lb, self._class_bounds())
-        return hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
-
     def _search(
         self,
         objective: str,
@@ -222,11 +226,19 @@ class Planner:
         search = None
         try:
             with clock.phase("solve"):
-                if candidates.any() and objective == "makespan":
-                    search = shortest_first(self.live, candidates, clock)
-                elif candidates.any():
-                    run = cheapest_first if self.confidence is None else pair_by_pair
-                    search = run(self.live, objective, candidates, lower, clock)
+                live = self.live
+                if not candidates.any():
+                    pass
+                elif isinstance(live, PairModels):
+                    if objective == "makespan":
+                        total = self._hourly_bound(live.allowance) * self.pairs.makespan / 3600.0
+                        search = shortest(live, candidates, total, clock)
+                    else:
+                        search = cheapest(live, objective, candidates, lower, clock)
+                elif objective == "makespan":
+                    search = shortest_first(live, candidates, clock)
+                else:
+                    search = cheapest_first(live, objective, candidates, lower, clock)
         finally:
             self.live.end_solve()
         return search
@@ -258,10 +270,10 @@ class Planner:
         result = assemble(self.live, objective, search, clock, highs_before, allowance)
         if self.confidence is not None and result.plan is not None:
             start = clock.elapsed()
-            result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)
+            result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
             result.timings.verify += clock.elapsed() - start
             if result.model_size is not None:
-                result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
+                result.model_size["scenario_groups"] = self.confidence.groups
         return result
 
 
