@@ -196,7 +196,9 @@ class HoldingPlanner:
         planner = self.planner
         spent = Timings()
         while rounds < ROUNDS:
-            result = planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
+            result = planner.solve(
+                objective, time_limit=clock.remaining(), allowance=allowance, confidence_report=False, **restrictions
+            )
             spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
             if result.plan is None:
                 if last is None:
@@ -229,6 +231,7 @@ class HoldingPlanner:
         alpha = None if planner.confidence is None else planner.confidence.alpha
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
+        planner.report_confidence(result, used)
         if result.confidence is not None:
             result.confidence = result.confidence.model_copy(update=replayed_costs(result.hold, used))
         if not converged:
@@ -265,7 +268,7 @@ class HoldingPlanner:
                 update={"planning": self.inst.planning.model_copy(update={"basis": "steady_state"})}
             )
             self._steady = Planner(steady, **self._options)
-        return self._steady.solve(objective, time_limit=clock.remaining(), **restrictions)
+        return self._steady.solve(objective, time_limit=clock.remaining(), confidence_report=False, **restrictions)
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:

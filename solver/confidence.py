@@ -21,7 +21,7 @@ from trainground.solver import calculus as calc
 from trainground.solver import scenarios as sc
 from trainground.solver.bounds import SandboxCurve, SandboxLP, inference_lower_bound, sandbox_lower_bound
 from trainground.solver.coefficients import gpu_prices, index_of, reserved_cost
-from trainground.solver.confidence_cuts import CUT_FAMILIES, corner_points, hull_2d, minimal
+from trainground.solver.confidence_cuts import frontier_grid
 from trainground.solver.confidence_pair import PairNeeds, eta, pair_needs
 from trainground.solver.confidence_table import ScenarioTable
 from trainground.solver.goodput import weight_sync_factor
@@ -56,9 +56,7 @@ class Confidence:
         self.needed = needed(alpha, self.table.scenarios)
         self.allowed = float(self.table.scenarios - self.needed)  # scenarios that may be late
         self.top_groups = _top_groups(inst)
-        ix = index_of(inst)
-        families = ("supply",) + (() if self.table.by_groups else ("groups",))
-        self.families = families + (("steady",) if ix.steady_split else ()) + ("peak",)
+        self.families = ("supply",) + (("steady",) if index_of(inst).steady_split else ()) + ("peak",)
         self.shared, self.lp = shared, lp
         self.nominal_sandbox = sandbox_lower_bound(inst, pairs, shared, lp)
         self.curve = SandboxCurve(lp, _rate_range(inst, pairs))
@@ -78,22 +76,46 @@ class Confidence:
         """(rows,) a lower bound on the hourly cost of a plan at pair ``rows[i]`` whose levels reach ``levels``
         (supply in the pair's attempts/s, training groups, steady and peak environments spread by share): each
         part of the nominal bound (:mod:`solver.bounds`) at the larger of the pair's own need and the level."""
+        sandbox = self.sandbox_bound(levels["steady"], levels["peak"])
+        return self._parts(rows, levels["supply"], levels["groups"], sandbox)
+
+    def grid_bound(self, rows: np.ndarray, supply: np.ndarray, groups: np.ndarray, steady, peak) -> np.ndarray:
+        """(rows,) the least over the columns j of :meth:`level_bound` at levels (``supply[i, j]``,
+        ``groups[i, j]``, ``steady[j]``, ``peak[j]``) (nan supply: no plan there; inf where no column holds one)."""
+        n, columns = supply.shape
+        if n == 0 or columns == 0:
+            return np.full(n, np.inf)
+        sandbox = np.tile(self.sandbox_bound(np.asarray(steady, float), np.asarray(peak, float)), n)
+        flat = np.repeat(rows, columns)
+        total = self._parts(flat, np.nan_to_num(supply.ravel(), nan=np.inf), groups.ravel(), sandbox)
+        return total.reshape(n, columns).min(axis=1)
+
+    def _parts(self, rows: np.ndarray, supply: np.ndarray, groups: np.ndarray, sandbox: np.ndarray) -> np.ndarray:
         inst, pairs = self.inst, _take(self.pairs, rows)
-        groups = np.maximum(pairs.groups, levels["groups"]).astype(int)
+        groups = np.maximum(pairs.groups, groups).astype(int)
         train = gpu_prices(inst)[inst.training.pool] * inst.training.gpus_per_group * groups
-        supply = np.maximum(pairs.attempts, levels["supply"])
-        inference = inference_lower_bound(inst, replace(pairs, groups=groups), supply)
+        with np.errstate(invalid="ignore"):
+            inference = inference_lower_bound(inst, replace(pairs, groups=groups), np.maximum(pairs.attempts, supply))
+        inference = np.where(np.isfinite(supply), inference, np.inf)
+        return reserved_cost(inst) + train + inference + np.maximum(self.nominal_sandbox[rows], sandbox)
+
+    def sandbox_bound(self, steady: np.ndarray, peak: np.ndarray) -> np.ndarray:
+        """A lower bound on the hosts' $/h when they hold ``steady`` and ``peak`` environments spread by the
+        backends' shares (arrays of one shape; :func:`solver.bounds.sandbox_lower_bound`)."""
+        inst = self.inst
+        steady = np.asarray(steady, dtype=float).ravel()
+        peak = np.maximum(np.asarray(peak, dtype=float).ravel(), steady)
         shares = np.array([b.share for b in inst.environment.backends])
-        steady, peak = levels["steady"], np.maximum(levels["peak"], levels["steady"])
         per = sandbox_occupancy(inst)
         rate = np.minimum(steady / per, peak / (per * inst.environment.peak_to_mean))
         loaded = replace(
-            pairs, inflight=steady[:, None] * shares, peak=peak[:, None] * shares, attempts=rate, sandbox_rate=rate
+            _take(self.pairs, np.zeros(steady.size, dtype=int)),
+            inflight=steady[:, None] * shares,
+            peak=peak[:, None] * shares,
+            attempts=rate,
+            sandbox_rate=rate,
         )
-        sandbox = np.maximum(
-            self.nominal_sandbox[rows], sandbox_lower_bound(inst, loaded, self.shared, self.lp, self.curve)
-        )
-        return reserved_cost(inst) + train + inference + sandbox
+        return sandbox_lower_bound(inst, loaded, self.shared, self.lp, self.curve)
 
 
 class Screen:
@@ -105,24 +127,20 @@ class Screen:
         self.conf, self.allowance = conf, allowance
         self._needs: dict[int, PairNeeds | None] = {}
         self._bound: dict[int, float] = {}
-        self._cuts: dict[int, list] = {}
-        self._corners: dict[int, np.ndarray] = {}
         self.possible, self.hourly = self._screen()
 
     def needs(self, row: int) -> PairNeeds | None:
         if row not in self._needs:
-            cuts = [] if self.conf.table.by_groups else self._class_cuts(int(self.conf.pairs.kept[row]))
-            self._needs[row] = pair_needs(self.conf, self.conf.pairs, row, self.allowance, self.conf.families, cuts)
+            self._needs[row] = pair_needs(self.conf, self.conf.pairs, row, self.allowance, self.conf.families)
         return self._needs[row]
 
-    def levels(self, row: int) -> tuple[float, float, int]:
-        """(largest steady level, largest peak level, room for extra training groups) of pair ``row``'s model."""
-        found, pairs = self.needs(row), self.conf.pairs
+    def levels(self, row: int) -> tuple[float, float]:
+        """(largest steady level, largest peak level) of pair ``row``'s model."""
+        found = self.needs(row)
         if found is None:
             raise ValueError(f"pair {row} holds no confidence plan: it has no model")
         top = {f: max(found.floors[f], float(found.needs[f].max(initial=0.0))) for f in found.floors}
-        room = 0 if self.conf.table.by_groups else max(0, self.conf.top_groups - int(pairs.groups[row]))
-        return top.get("steady", top["peak"]), top["peak"], room
+        return top.get("steady", top["peak"]), top["peak"]
 
     def bound(self, row: int) -> float:
         """A lower bound on pair ``row``'s hourly cost from its own scenarios (inf: no plan)."""
@@ -131,82 +149,68 @@ class Screen:
         return self._bound[row]
 
     def _pair_bound(self, row: int) -> float:
-        conf, found = self.conf, self.needs(row)
-        if found is None:
+        found = self.needs(row)
+        if found is None or found.corners.shape[0] == 0:
             return np.inf
-        floors = found.floors
-        if conf.table.by_groups:
-            points = found.corners
-            steady = np.full(points.shape[0], floors.get("steady", 0.0))
-            groups = np.full(points.shape[0], float(conf.pairs.groups[row]))
-        else:
-            points = self._class_corners(int(conf.pairs.kept[row]))[:, [0, 2]]
-            groups = np.maximum(self._class_corners(int(conf.pairs.kept[row]))[:, 1], floors["groups"])
-            steady = np.full(points.shape[0], floors.get("steady", 0.0))
-        if points.shape[0] == 0:
-            return np.inf
-        levels = {
-            "supply": np.maximum(points[:, 0], floors["supply"]),
-            "groups": groups,
-            "steady": steady,
-            "peak": np.maximum(points[:, 1], floors["peak"]),
-        }
-        return float(np.min(conf.level_bound(np.full(points.shape[0], row), levels)))
+        points, floors = found.corners, found.floors
+        steady = np.full(points.shape[0], floors.get("steady", 0.0))
+        if found.ratio is not None:  # every group's peak one multiple of its steady need
+            steady = np.maximum(steady, points[:, 1] / found.ratio)
+        groups = np.full((1, points.shape[0]), float(self.conf.pairs.groups[row]))
+        return float(self.conf.grid_bound(np.array([row]), points[None, :, 0], groups, steady, points[:, 1])[0])
 
     def _screen(self) -> tuple[np.ndarray, np.ndarray]:
         """Per K, the scenarios no pair of it can meet and the levels η every plan of it reaches (needs at the
-        largest pace any group count has: lower bounds), read against each pair's cadence and groups."""
+        largest pace any group count has: lower bounds), read against each pair's cadence and groups; then the
+        least cost over the corners of its class (:meth:`_corner_bound`)."""
         conf, pairs, table = self.conf, self.conf.pairs, self.conf.table
         possible = np.zeros(pairs.size, dtype=bool)
-        levels = {f: np.zeros(pairs.size) for f in ("supply", "groups", "steady", "peak")}
+        levels = {f: np.zeros(pairs.size) for f in ("supply", "steady", "peak")}
         weight = table.weight
         for kept in np.unique(pairs.kept).tolist():
             rows = np.flatnonzero(pairs.kept == kept)
             up = table.needs(kept, self.allowance)
             never = ~up.fresh | (up.groups > conf.top_groups)
             late = (pairs.cadence[rows, None] > up.pace[None, :] * (1 + REL_TOL)) | never[None, :]
-            if table.by_groups:
-                late |= up.groups[None, :] > pairs.groups[rows, None]
+            late |= up.groups[None, :] > pairs.groups[rows, None]
             possible[rows] = late.astype(float) @ weight <= conf.allowed + 1e-9
             live, budget = ~never, conf.allowed - float(weight[never].sum())
             sync = weight_sync_factor(conf.inst, pairs.cadence[rows])
-            for f, values in (("supply", up.supply), ("groups", up.groups), ("steady", up.steady), ("peak", up.peak)):
+            for f, values in (("supply", up.supply), ("steady", up.steady), ("peak", up.peak)):
                 level = eta(values[live], weight[live], budget) if live.any() else np.inf
                 levels[f][rows] = level * (sync if f == "supply" else 1.0)
-        if table.by_groups:
-            levels["groups"] = pairs.groups.astype(float)
         rows = np.flatnonzero(possible)
         hourly = np.full(pairs.size, np.inf)
         if rows.size:
-            hourly[rows] = conf.level_bound(rows, {f: v[rows] for f, v in levels.items()})
+            at = {f: v[rows] for f, v in levels.items()} | {"groups": pairs.groups[rows].astype(float)}
+            hourly[rows] = conf.level_bound(rows, at)
+        for kept in np.unique(pairs.kept[rows]).tolist():
+            at = rows[pairs.kept[rows] == kept]
+            hourly[at] = np.maximum(hourly[at], self._corner_bound(kept, at))
         return possible, hourly
 
-    def _class_corners(self, kept: int) -> np.ndarray:
-        """(points, 3) the K class's corners on (supply, groups, peak), the dominated ones left out: the levels
-        of every plan keeping ``kept`` versions lie above one (:mod:`solver.confidence_cuts`; no weight sync
-        where the makespan does not depend on the groups)."""
-        if kept not in self._corners:
-            conf, table = self.conf, self.conf.table
-            up = table.needs(kept, self.allowance)
-            live = up.fresh & (up.groups <= conf.top_groups)
-            budget = conf.allowed - float(table.weight[~live].sum())
-            floors = [eta(getattr(up, f)[live], table.weight[live], budget) for f in CUT_FAMILIES]
-            points = corner_points(
-                up.supply[live], up.groups[live], up.peak[live], table.weight[live], float(conf.needed), floors
-            )
-            self._corners[kept] = minimal(points)
-        return self._corners[kept]
-
-    def _class_cuts(self, kept: int) -> list[tuple[dict[str, float], float]]:
-        """The K class's hull rows: on each two of (supply, groups, peak), the facets of the hull of its corners'
-        projections (a plan's levels lie above a corner, so above its projection; :func:`hull_2d`)."""
-        if kept not in self._cuts:
-            points, cuts = self._class_corners(kept), []
-            for i, j in ((0, 1), (0, 2), (1, 2)):
-                for a, b, beta in hull_2d(minimal(points[:, [i, j]])):
-                    cuts.append(({CUT_FAMILIES[i]: a, CUT_FAMILIES[j]: b}, beta))
-            self._cuts[kept] = cuts
-        return self._cuts[kept]
+    def _corner_bound(self, kept: int, rows: np.ndarray) -> np.ndarray:
+        """(rows,) the least cost of pairs ``rows`` (keeping ``kept`` versions) over the corners their plans'
+        levels can lie above: the K class's grid over groups and peak needs (:func:`frontier_grid`), in the row
+        of the pair's training groups, at the supply it needs per peak threshold."""
+        conf, pairs, table = self.conf, self.conf.pairs, self.conf.table
+        up = table.needs(kept, self.allowance)
+        live = up.fresh & (up.groups <= conf.top_groups)
+        weight = table.weight[live]
+        budget = conf.allowed - float(table.weight[~live].sum())
+        floors = [eta(getattr(up, f)[live], weight, budget) for f in ("supply", "groups", "peak")]
+        g_up, _, p_low, q = frontier_grid(
+            up.supply[live], up.groups[live], up.peak[live], weight, float(conf.needed), floors
+        )
+        G = pairs.groups[rows].astype(float)
+        i = np.minimum(np.searchsorted(g_up, G, side="left"), g_up.size - 1)
+        sync = weight_sync_factor(conf.inst, pairs.cadence[rows])
+        steady = np.full(p_low.size, eta(up.steady[live], weight, budget))
+        ratio = up.peak[live] / np.where(up.steady[live] > 0, up.steady[live], np.nan)
+        if ratio.size and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0], rtol=1e-12, atol=0.0):
+            steady = np.maximum(steady, p_low / ratio[0])  # every group's peak one multiple of its steady need
+        groups = np.broadcast_to(G[:, None], (rows.size, p_low.size))
+        return conf.grid_bound(rows, q[i, :] * sync[:, None], groups, steady, p_low)
 
 
 def _rate_range(inst: Instance, pairs: Pairs) -> np.ndarray:

@@ -2,20 +2,20 @@
 rows, given to HiGHS as arrays (:class:`solver.highs.ArrayModel`).
 
 The pair block is the model's own (:func:`solver.model.add_pair`, read by :mod:`solver.block_arrays`), its
-selection fixed on, with :class:`PairExtension`'s part: ``e`` extra training groups beyond the pair's (where
-the makespan does not depend on the count, MODEL §9's ``m`` is then the pair's plus ``e``), and a second
-sandbox split over the same hosts holding ``ℓ`` (steady) and ``ℓ'`` (peak) environments spread by the
-backends' shares. On it, with the uncertain groups of :class:`solver.confidence_pair.PairNeeds`:
+selection fixed on (a confidence solve has a pair per training-group count, so the pair's count is the plan's),
+with :class:`PairExtension`'s part: a second sandbox split over the same hosts holding ``ℓ`` (steady) and
+``ℓ'`` (peak) environments spread by the backends' shares. On it, with the uncertain groups of
+:class:`solver.confidence_pair.PairNeeds`:
 
-    level_f >= floor_f                                     (a column bound; f = supply, groups, steady, peak)
+    level_f >= floor_f                                     (a column bound; f = supply, steady, peak)
     level_f >= floor_f + (r_gf - floor_f)·w_g              (per uncertain group g whose need r_gf is above it)
     level_f >= floor_f + Σ_j (r_(j)f - r_(j+1)f)·w_(j)     (the sorted chain, r_(U+1)f = floor_f)
     Σ_g n_g·w_g >= count                                   (ceil(α·S) less the free groups' weight)
     a·levels >= β                                          (the hull rows, solver/confidence_cuts.py)
     Σ_i share_gi·c_i·x_i >= r_g,supply·w_g                 (where shapes' multipliers differ)
 
-with ``level_supply <= Σ_i c_i·x_i`` (c_i the block's per-replica supply), ``level_groups <= m + e``, and the
-sandbox levels the copy's ``ℓ``, ``ℓ'``. Budgets, a card cap and the objective are the block's cost terms.
+with ``level_supply <= Σ_i c_i·x_i`` (c_i the block's per-replica supply) and the sandbox levels the copy's
+``ℓ``, ``ℓ'``. Budgets, a card cap and the objective are the block's cost terms.
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ INF = np.inf
 
 
 class PairExtension:
-    """The confidence part of a pair block (see :func:`solver.model.build_model`): raised host caps, extra
-    training groups, the sandbox copy. ``levels(row)`` gives the largest steady and peak level a scenario asks of
-    the pair and its room for extra groups (0: none declared)."""
+    """The confidence part of a pair block (see :func:`solver.model.build_model`): raised host caps and the
+    sandbox copy. ``levels(row)`` gives the largest steady and peak level a scenario asks of the pair."""
 
     def __init__(self, levels):
         self.levels = levels
@@ -48,7 +47,7 @@ class PairExtension:
         scenario asks of it; the instance's max_nodes and max_vms still hold."""
         inst, pairs = self.levels.inst, self.levels.pairs
         peak = float(pairs.peak[row].sum())
-        _, top, _ = self.levels(row)
+        _, top = self.levels(row)
         if not peak > 0 or top <= peak:
             return
         env = inst.environment
@@ -61,14 +60,11 @@ class PairExtension:
                 values[table][name] = raised if limit is None else min(raised, limit)
 
     def declare(self, m: pyo.ConcreteModel, blk: pyo.Block, row: int) -> None:
-        """The pair's extra training groups, 0..room (read by the pool and GPU cost rows), where it has room."""
-        _, _, room = self.levels(row)
-        if room > 0:
-            blk.extra_groups = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, room))
+        """No decision beside the block's before its rows: the pair's training groups are its own."""
 
     def add_rows(self, m: pyo.ConcreteModel, blk: pyo.Block, row: int, host_rows) -> None:
         """The pair's sandbox copy at levels ℓ, ℓ'."""
-        steady, peak, _ = self.levels(row)
+        steady, peak = self.levels(row)
         _sandbox_copy(m, blk, steady, peak, host_rows)
 
 
@@ -146,11 +142,6 @@ def pair_model(blk, arrays: BlockArrays, needs: PairNeeds, objective: str, caps:
     supply = {s: (col[id(blk.x[s])], c) for s, c in blk.k["supply"].items()}
     level["supply"] = rows.new_columns(1)[0]
     rows.add([j for j, _ in supply.values()] + [level["supply"]], [c for _, c in supply.values()] + [-1.0], 0.0)
-    if "groups" in needs.floors:
-        level["groups"] = rows.new_columns(1)[0]
-        extra = getattr(blk, "extra_groups", None)
-        cols, coefs = ([col[id(extra)]], [1.0]) if extra is not None else ([], [])
-        rows.add(cols + [level["groups"]], coefs + [-1.0], -float(blk.k["train_gpus"][None]) / _gpus_per_group(blk))
     if "steady" in needs.floors:
         level["steady"] = col[id(blk.level_steady)]
     level["peak"] = col[id(blk.level_peak)]
@@ -162,10 +153,6 @@ def pair_model(blk, arrays: BlockArrays, needs: PairNeeds, objective: str, caps:
         rows.add([level[f] for f in coef], list(coef.values()), beta)
     _cap_rows(rows, blk, arrays, caps)
     return _assemble(arrays, rows, blk, level, w, needs, objective)
-
-
-def _gpus_per_group(blk) -> float:
-    return float(blk.model().inst.training.gpus_per_group)
 
 
 def _scenario_rows(rows: _Rows, level: dict, w: np.ndarray, needs: PairNeeds) -> None:

@@ -127,7 +127,7 @@ class _Levels:
     def __init__(self, inst: Instance, pairs: Pairs, screen):
         self.inst, self.pairs, self.screen = inst, pairs, screen
 
-    def __call__(self, row: int) -> tuple[float, float, int]:
+    def __call__(self, row: int) -> tuple[float, float]:
         return self.screen.levels(row)
 
 

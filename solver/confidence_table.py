@@ -3,23 +3,21 @@
 A plan keeping ``K`` versions at cadence ``L`` with ``m`` training groups is on time in scenario ``s`` iff, at
 the scenario's deadline pace ``L_dl`` (:func:`solver.scenario_deadline.deadline_pace`, with MODEL §11's
 allowance): ``L <= L_dl``, the freshness limits hold, the update time of ``m`` groups keeps up, the token
-supply meets the demand and the hosts hold the in-flight load. Each of the last three is one number the
-plan's capacity must reach (:class:`Needs`):
+supply meets the demand and the hosts hold the in-flight load. Each of the last two is one number the plan's
+capacity must reach (:class:`Needs`):
 
 - **supply**: ``Σ_i x_i·c_i >= supply[s]`` in the model's own units (``c_i`` the pair's per-replica supply in
   attempts/s): the scenario's attempts over its throughput multiplier (``share``: when shapes' multipliers
   differ, the largest, with each shape's share of it for the exact row);
-- **groups**: ``m >= groups[s]``, the fewest training groups whose update time keeps up (the update law must
-  not get slower with more groups);
 - **sandbox**: the hosts hold ``steady[s]`` and ``peak[s]`` environments spread over the backends by their
   shares (the host fields themselves unscaled): Little's law's load, or under hold the level that holds every
   backend's E^hold (§11 item 2).
 
-Where the makespan does not depend on ``m`` (no start-up counted, no training failures of §13) ``L_dl``
-depends on the scenario and ``K`` alone. Otherwise (``by_groups``: start-up counted or §13's goodput) it
-depends on ``m`` too: :meth:`ScenarioTable.needs` gives the needs of one count exactly, or without a count
-those at the largest pace any count has, each then a lower bound. Scenarios with equal draws are one group
-with a weight.
+``L_dl`` depends on ``m`` where the makespan does (start-up counted: U(m); §13: the goodput γ(m)), so
+:meth:`ScenarioTable.needs` gives the needs of one count exactly, with ``groups[s]`` that count where its
+update time keeps up (inf where not); without a count, those at the largest pace any count has (U = 0,
+γ = 1), each then a lower bound, with ``groups[s]`` the fewest count whose update time keeps up there (the
+update law must not get slower with more groups). Scenarios with equal draws are one group with a weight.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver.pairs import shape_availability, supply_multipliers
-from trainground.solver.scenario_deadline import at_deadline
+from trainground.solver.scenario_deadline import Pace, at_deadline
 from trainground.solver.scenarios import Scenarios, from_draws, update_time, values_of
 from trainground.solver.tolerances import REL_TOL
 
@@ -54,7 +52,7 @@ class Needs:
 
     pace: np.ndarray  # (G,) L_dl, s
     fresh: np.ndarray  # (G,) freshness holds at L_dl and the attempt rate is finite
-    groups: np.ndarray  # (G,) fewest training groups that keep up (inf: none does)
+    groups: np.ndarray  # (G,) the count given where it keeps up, or the fewest that keep up (inf: none does)
     supply: np.ndarray  # (G,) attempts/s the nominal per-replica supply must reach, before the pair's weight sync
     steady: np.ndarray  # (G,) in-flight environments, all backends
     peak: np.ndarray  # (G,) peak environments, all backends
@@ -76,29 +74,36 @@ class ScenarioTable:
         self.values = values_of(inst, self.scen)
         self.weight = weight.astype(float)
         self.members = members.reshape(-1)
-        self.by_groups = inst.counts_startup or inst.reliability is not None
         self._kept = np.arange(1, inst.freshness.max_versions_kept + 1)
         self._nominal = _nominal_supply(inst, self._kept)
         self._counts, self._updates = _update_table(inst, self.scen)
         self._needs: dict[tuple[int, float, int | None], Needs] = {}
+        self._paces: dict[tuple[int, float], Pace] = {}  # the paces without groups, by (K, allowance)
 
     @property
     def scenarios(self) -> int:
         return int(self.weight.sum())
 
     def needs(self, kept: int, allowance: float = 0.0, groups: int | None = None) -> Needs:
-        """The needs at ``kept`` versions with the allowance ``allowance``: exact for ``groups`` training groups
-        when ``by_groups`` (else those of every count), lower bounds for every count without them."""
-        key = (int(kept), float(allowance), groups if self.by_groups else None)
+        """The needs at ``kept`` versions with the allowance ``allowance``: exact for ``groups`` training groups,
+        lower bounds for every count without them."""
+        key = (int(kept), float(allowance), None if groups is None else int(groups))
         if key not in self._needs:
             self._needs[key] = self._compute(*key)
         return self._needs[key]
 
     def _compute(self, kept: int, allowance: float, groups: int | None) -> Needs:
         inst = self.inst
-        at = at_deadline(inst, self.scen, [kept], allowance, groups, self.values)
-        theta = at.supply_per_replica[:, 0, :] / self._nominal[kept - 1][None, :]  # (G, shapes)
+        start = None if groups is None else self._paces.get((kept, allowance))
+        if groups is not None and start is None:  # the paces without groups start the root's search
+            self.needs(kept, allowance)
+            start = self._paces.get((kept, allowance))
+        at = at_deadline(inst, self.scen, [kept], allowance, groups, self.values, start)
+        if groups is None and at.paces is not None:
+            self._paces[(kept, allowance)] = at.paces
         live = self._nominal[kept - 1] > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            theta = at.supply_per_replica[:, 0, :] / self._nominal[kept - 1][None, :]  # (G, shapes)
         top = np.max(np.where(live[None, :], theta, 0.0), axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(live[None, :], theta / np.where(top > 0, top, 1.0)[:, None], 0.0)

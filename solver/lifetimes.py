@@ -122,21 +122,24 @@ def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndar
     ``sigma`` (``cum``: its :func:`_panel_sums`): Newton from t0 = target + E[group completion], monotone onto
     the root of this convex increasing function (as :func:`solver.calculus.fill`, vectorised over sigma)."""
     top = np.exp(sigma * _Z_TOP)
-    rows = np.arange(sigma.size)
 
-    def completed(t: np.ndarray) -> np.ndarray:
-        z = np.log(t) / sigma
+    def completed(t: np.ndarray, at: np.ndarray) -> np.ndarray:
+        s = sigma[at]
+        z = np.log(t) / s
         zc = np.clip(z, _Z_FLOOR, _Z_TOP)
         i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), _EDGES.size - 2)
-        inside = cum[rows, i] + _mass(sigma, members, _EDGES[i], zc)
-        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[:, -1] + t - top, inside))
+        inside = cum[at, i] + _mass(s, members, _EDGES[i], zc)
+        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[at, -1] + t - top[at], inside))
 
     t = target + (top - cum[:, -1])
+    at = np.arange(sigma.size)  # the scenarios whose Newton steps have not settled
     for _ in range(100):
-        slope = ndtr(np.log(t) / sigma) ** members
-        step = (completed(t) - target) / np.maximum(slope, 1e-300)
-        t = np.maximum(t - np.maximum(step, 0.0), target)
-        if np.all(step <= NEWTON_STEP_TOL * t):
+        here = t[at]
+        slope = ndtr(np.log(here) / sigma[at]) ** members
+        step = (completed(here, at) - target[at]) / np.maximum(slope, 1e-300)
+        t[at] = np.maximum(here - np.maximum(step, 0.0), target[at])
+        at = at[step > NEWTON_STEP_TOL * here]
+        if at.size == 0:
             break
     return t
 

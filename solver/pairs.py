@@ -263,8 +263,8 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
     another's best). ``every_count``: one pair per training-group count worth having even where the makespan
-    does not count the update time (a confidence solve with MODEL §13's goodput: a scenario's slower update
-    may ask for more groups, which change γ and so T)."""
+    does not count the update time (a confidence solve: a scenario's slower update may ask for more groups
+    than the fewest that keep up at the nominal values, and with MODEL §13's goodput they change T)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -279,7 +279,7 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
-    if inst.counts_startup or (every_count and inst.reliability is not None):
+    if inst.counts_startup or every_count:
         at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
@@ -342,7 +342,7 @@ def _group_counts(
     row per group count m worth having: from the fewest that keep up, while each more group still
     shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
     pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline. Without start-up
-    (a confidence solve with §13's goodput, :func:`build`'s ``every_count``) T = n·L/γ(m) + extra_time."""
+    (a confidence solve, :func:`build`'s ``every_count``) T = n·L/γ(m) + extra_time (γ = 1 without §13)."""
     t, w = inst.training, inst.workload
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)

@@ -46,6 +46,7 @@ class AtDeadline:
     peak: np.ndarray  # (S, K) peak environments, spread the same way
     fresh: np.ndarray  # (S, K) freshness limits of §3.7 hold at L_dl
     keeps_up: np.ndarray | None = None  # (S, K) the groups' update time keeps up at L_dl (None: no groups given)
+    paces: Pace | None = None  # the paces with the fill at each (a start for other group counts' paces)
 
 
 def at_deadline(
@@ -55,15 +56,18 @@ def at_deadline(
     allowance: float = 0.0,
     groups: int | None = None,
     values: Values | None = None,
+    start: Pace | None = None,
 ) -> AtDeadline:
     """What each scenario asks at its deadline pace with the run-variance allowance ``allowance`` (MODEL §11),
     for a plan with ``groups`` training groups (None: at the largest pace of any, see :class:`AtDeadline`);
-    ``values``: ``values_of(inst, scen)`` when the caller has it."""
+    ``values``: ``values_of(inst, scen)`` when the caller has it; ``start``: the paces without groups, when the
+    caller has them (the root is sought from there)."""
     v = values_of(inst, scen) if values is None else values
     fr = inst.freshness
     Ks = np.arange(1, fr.max_versions_kept + 1) if kept is None else np.asarray(kept, dtype=int)
     update, progress = _training(inst, scen, groups)
-    pace = deadline_pace(inst, v, Ks, allowance, update, progress)
+    found = deadline_pace(inst, v, Ks, allowance, update, progress, start)
+    pace = found.pace
     q = np.stack([v.lifetimes.exceedance(pace[:, j], int(K)) for j, K in enumerate(Ks)], 1)
     drop = group_drop(inst, q)
     fresh = q <= exceedance_limit(inst, v)[:, None]
@@ -94,6 +98,7 @@ def at_deadline(
         peak=level * v.peak_to_mean[:, None],
         fresh=fresh,
         keeps_up=keeps_up,
+        paces=found,
     )
 
 
@@ -120,6 +125,15 @@ def _attempts(inst: Instance, v: Values, cadence: np.ndarray, drop: np.ndarray) 
 PACE_ROUNDS = 60  # safeguarded secant steps of deadline_pace at most (a handful reach the root to the last bits)
 
 
+@dataclass(frozen=True)
+class Pace:
+    """(S, K) deadline paces and, with start-up counted, the fill at each (nan where unknown): the start of the
+    paces of the same scenarios with an update time and goodput (:func:`deadline_pace`'s ``start``)."""
+
+    pace: np.ndarray
+    fill: np.ndarray
+
+
 def deadline_pace(
     inst: Instance,
     v: Values,
@@ -127,12 +141,14 @@ def deadline_pace(
     allowance: float = 0.0,
     update: np.ndarray | None = None,
     progress: np.ndarray | None = None,
-) -> np.ndarray:
+    start: Pace | None = None,
+) -> Pace:
     """(S, K) L_dl with ``T(L_dl) + Δ = deadline``: ``n·L·c + extra_time`` (MODEL §2, §13), or with start-up
     counted ``fill(L, K) + ((n - 1)·L + U)·c + extra_time`` (§8), c = 1/γ (``progress``, per scenario; 1 when
     None) and U the update time (``update``; 0 when None). The fill grows with L, so T does: one root, found by
     a secant kept inside a bracket; the root is the largest pace whose T does not pass the room. 0 where even a
-    vanishing cadence misses (no plan is on time there)."""
+    vanishing cadence misses (no plan is on time there). ``start``: the paces without update time and goodput
+    (each at least the root sought), which the bracket then starts from."""
     w = inst.workload
     c = np.ones(v.deadline.shape) if progress is None else progress
     u = np.zeros(v.deadline.shape) if update is None else update
@@ -141,31 +157,48 @@ def deadline_pace(
     shape = (room.size, Ks.size)
     if not inst.counts_startup:
         steady = np.where(np.isfinite(room), room / w.iterations, 0.0)
-        return np.broadcast_to(np.maximum(steady, 0.0)[:, None], shape).copy()
-    out = np.zeros(shape)
+        return Pace(np.broadcast_to(np.maximum(steady, 0.0)[:, None], shape).copy(), np.full(shape, np.nan))
+    pace, fill = np.zeros(shape), np.full(shape, np.nan)
     for j, K in enumerate(Ks):
-        out[:, j] = _startup_pace(inst, v, int(K), room, u, c)
-    return out
+        first = None if start is None else (start.pace[:, j], start.fill[:, j])
+        pace[:, j], fill[:, j] = _startup_pace(inst, v, int(K), room, u, c, first)
+    return Pace(pace, fill)
 
 
-def _startup_pace(inst: Instance, v: Values, K: int, room: np.ndarray, u: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(S,) the root of ``g(L) = fill(L, K)/c + (n - 1)·L + U - room`` (increasing in L), bracketed by the pace
-    without fill and one fixed-point step below it (by doublings from 0 when n = 1)."""
+def _startup_pace(
+    inst: Instance,
+    v: Values,
+    K: int,
+    room: np.ndarray,
+    u: np.ndarray,
+    c: np.ndarray,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(S,) the root of ``g(L) = fill(L, K)/c + (n - 1)·L + U - room`` (increasing in L) and the fill there,
+    bracketed by a pace with g >= 0 (``start``'s where its known fill gives that, else the pace without fill)
+    and one fixed-point step below it (by doublings from 0 when n = 1)."""
     n = inst.workload.iterations
     live = np.isfinite(room) & np.isfinite(c) & (room - u > 0)
     rows = np.flatnonzero(live)
-    out = np.zeros(room.shape)
+    pace, fill = np.zeros(room.shape), np.full(room.shape, np.nan)
     if rows.size == 0:
-        return out
+        return pace, fill
     life, r, uu, cc = v.lifetimes.take(rows), room[rows], u[rows], c[rows]
     sub = _Sub(inst, v, rows, life, K)
 
     def g(L: np.ndarray) -> np.ndarray:
         return sub.fill(L) / cc + (n - 1) * L + uu - r
 
-    if n > 1:  # hi: the pace with no fill (g >= 0); lo: one fixed-point step down from it (g <= 0, fill grows)
+    if n > 1:  # hi: g >= 0; lo: one fixed-point step down from it (g <= 0, as the fill grows with L)
         hi = (r - uu) / (n - 1)
-        g_hi = g(hi)
+        known, g_known = np.zeros(rows.size, dtype=bool), np.zeros(rows.size)
+        if start is not None:
+            L0, f0 = start[0][rows], start[1][rows]
+            with np.errstate(invalid="ignore"):
+                g_known = f0 / cc + (n - 1) * L0 + uu - r
+            known = np.isfinite(g_known) & (g_known > 0) & (L0 > 0)
+            hi = np.where(known, L0, hi)
+        g_hi = g_known if known.all() else np.where(known, g_known, g(hi))
         lo = np.maximum(hi - g_hi / (n - 1), 0.0)
         g_lo = np.where(lo > 0, g(lo), -np.inf)
     else:
@@ -177,12 +210,17 @@ def _startup_pace(inst: Instance, v: Values, K: int, room: np.ndarray, u: np.nda
                 break
             lo, hi = np.where(short, hi, lo), np.where(short, 2 * hi, hi)
             g_hi = np.where(short, g(hi), g_hi)
-    out[rows] = _secant(g, lo, hi, g_lo, g_hi, 1e-12 * r)
-    return out
+    pace[rows], g_root = _secant(g, lo, hi, g_lo, g_hi, 1e-12 * r)
+    with np.errstate(invalid="ignore"):
+        fill[rows] = np.where(np.isfinite(g_root), (g_root + r - (n - 1) * pace[rows] - uu) * cc, np.nan)
+    return pace, fill
 
 
-def _secant(g, lo: np.ndarray, hi: np.ndarray, g_lo: np.ndarray, g_hi: np.ndarray, close: np.ndarray) -> np.ndarray:
-    """Per entry the largest L in ``[lo, hi]`` with g(L) <= 0 (g increasing, g(hi) >= 0), to the last bits (the
+def _secant(
+    g, lo: np.ndarray, hi: np.ndarray, g_lo: np.ndarray, g_hi: np.ndarray, close: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry the largest L in ``[lo, hi]`` with g(L) <= 0 (g increasing, g(hi) >= 0) and g there (-inf when
+    the lower end never moved from an unknown value), to the last bits (the
     bracket narrower than 1e-13 of it, or g(lo) within ``close`` of 0): regula falsi with the Illinois rule (an
     end kept twice in a row has its value halved, so both ends move), a bisection where the lower end's value is
     unknown or the step would leave the bracket."""
@@ -202,7 +240,7 @@ def _secant(g, lo: np.ndarray, hi: np.ndarray, g_lo: np.ndarray, g_hi: np.ndarra
         lo, g_lo = np.where(below, L, lo), np.where(below, value, g_lo)
         hi, g_hi = np.where(below, hi, L), np.where(below, g_hi, value)
         kept = np.where(below, 1, -1)
-    return lo
+    return lo, g_lo
 
 
 class _Sub:

@@ -9,6 +9,7 @@ the blocks as well as every HiGHS run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -156,12 +157,14 @@ class Planner:
         max_inference_gpus: int | None = None,
         allowance: float = 0.0,
         feasibility: bool = False,
+        confidence_report: bool = True,
     ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
         no diagnosis: drivers.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
         of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline. ``feasibility``: the question is
         only whether a plan exists; the plan returned is verified but optimal only among the rows
-        :meth:`fewest_groups_only` keeps."""
+        :meth:`fewest_groups_only` keeps. ``confidence_report``: a confidence solve checks its plan in its
+        scenarios and in fresh ones (:meth:`report_confidence`; False for a caller that reports later or not)."""
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -184,7 +187,10 @@ class Planner:
         )
         if search is None or search.values is None:
             return self._no_plan(objective, search, clock, highs_before)
-        return self._assemble(objective, search, clock, highs_before, allowance)
+        result = self._assemble(objective, search, clock, highs_before, allowance)
+        if confidence_report:
+            self.report_confidence(result, allowance, clock)
+        return result
 
     def fewest_groups_only(self, candidates: np.ndarray) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
@@ -265,16 +271,20 @@ class Planner:
     def _assemble(
         self, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float
     ) -> Result:
-        """The verified result of the plan ``search`` found; a confidence solve's also checks the plan in its
-        scenarios and fresh ones (verification time)."""
+        """The verified result of the plan ``search`` found."""
         result = assemble(self.live, objective, search, clock, highs_before, allowance)
-        if self.confidence is not None and result.plan is not None:
-            start = clock.elapsed()
-            result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
-            result.timings.verify += clock.elapsed() - start
-            if result.model_size is not None:
-                result.model_size["scenario_groups"] = self.confidence.groups
+        if self.confidence is not None and result.model_size is not None:
+            result.model_size["scenario_groups"] = self.confidence.groups
         return result
+
+    def report_confidence(self, result: Result, allowance: float, clock: Stopwatch | None = None) -> None:
+        """A confidence solve's plan checked in its scenarios and in fresh ones, each on time iff T_s +
+        ``allowance`` <= deadline (MODEL §9, §11): ``result.confidence``, its time counted as verification."""
+        if self.confidence is None or result.plan is None:
+            return
+        start = time.perf_counter()
+        result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
+        result.timings.verify += time.perf_counter() - start
 
 
 def solve_instance(
