@@ -49,10 +49,19 @@ class Confidence:
     """A confidence-α solve's scenarios and their needs; :meth:`at` gives what they ask of the pairs with an
     allowance (kept per allowance: MODEL §11's rounds ask again at another)."""
 
-    def __init__(self, inst: Instance, pairs: Pairs, alpha: float, shared: dict, lp: SandboxLP):
+    def __init__(
+        self,
+        inst: Instance,
+        pairs: Pairs,
+        alpha: float,
+        shared: dict,
+        lp: SandboxLP,
+        table: ScenarioTable | None = None,
+    ):
+        """``table``: the needs of the instance's scenarios, kept by the caller across solves of other α."""
         self.inst, self.pairs, self.alpha = inst, pairs, alpha
         self.scenarios = sc.draw(inst)
-        self.table = ScenarioTable(inst, self.scenarios)
+        self.table = ScenarioTable(inst, self.scenarios) if table is None else table
         self.needed = needed(alpha, self.table.scenarios)
         self.allowed = float(self.table.scenarios - self.needed)  # scenarios that may be late
         self.top_groups = _top_groups(inst)

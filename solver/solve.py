@@ -23,6 +23,7 @@ from trainground.solver.assemble import assemble, timings_of
 from trainground.solver.bounds import SandboxLP, hourly_lower_bound
 from trainground.solver.coefficients import global_values, index_of
 from trainground.solver.confidence_search import PairModels, cheapest, shortest
+from trainground.solver.confidence_table import ScenarioTable
 from trainground.solver.live import LiveModel
 from trainground.solver.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
@@ -42,11 +43,14 @@ class Planner:
         cache: pair_tables.TableCache | None = None,
         clock: Stopwatch | None = None,
         confidence: float | None = None,
+        table: ScenarioTable | None = None,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic); each
-        solve's allowance Δ (MODEL §11) then holds in its scenarios too (on time iff T_s + Δ <= deadline)."""
+        solve's allowance Δ (MODEL §11) then holds in its scenarios too (on time iff T_s + Δ <= deadline).
+        ``table``: the needs of the instance's scenario set, when the caller keeps them for several α (a
+        price-of-certainty curve)."""
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
@@ -73,7 +77,7 @@ class Planner:
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
             if alpha is not None:
                 self.build_clock.note(f"{inst.name}: scenarios of the confidence solve")
-                self.confidence = confidence_of.Confidence(inst, pairs, alpha, shared, self.sandbox_lp)
+                self.confidence = confidence_of.Confidence(inst, pairs, alpha, shared, self.sandbox_lp, table)
                 self.live = PairModels(inst, pairs, self.confidence, threads, self.build_clock)
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
 

@@ -115,3 +115,20 @@ def test_a_confidence_solve_reports_its_replays_realised_costs_beside_the_nomina
     assert conf.expected_total_cost != pytest.approx(result.plan.total_cost, rel=1e-6)  # the replays' own figure
     lateness = order_statistic(replays.makespans - replays.planned, result.hold.order)
     assert lateness == pytest.approx(result.hold.lateness_s, rel=1e-12)
+
+
+def test_the_price_of_certainty_under_hold_shares_its_work_and_gives_each_alpha_its_own_solve():
+    """frontier --confidence-curve on the hold basis: each point runs its allowance loop; sharing the pair
+    table, the scenario needs and the replays across the points changes no point (a lone solve gives it)."""
+    from trainground.drivers.certainty import curve, with_alpha
+
+    inst = uncertain_hold()
+    found = curve(inst, [0.9, 0.5])
+    assert [a for a, _ in found.points] == [0.5, 0.9]
+    assert found.deterministic.hold is not None and found.deterministic.confidence is None
+    for alpha, result in found.points:
+        alone = HoldingPlanner(with_alpha(inst, alpha)).solve()
+        assert result.objective_value == pytest.approx(alone.objective_value, rel=1e-12)
+        assert result.hold.allowance_s == alone.hold.allowance_s and result.confidence.target == alpha
+    rows = found.rows()
+    assert all(row["allowance_s"] is not None and row["expected_total_cost"] is not None for row in rows)
