@@ -68,6 +68,7 @@ class Confidence:
         self.families = ("supply",) + (("steady",) if index_of(inst).steady_split else ()) + ("peak",)
         self.shared, self.lp = shared, lp
         self.nominal_sandbox = sandbox_lower_bound(inst, pairs, shared, lp)
+        self.nominal_inference = inference_lower_bound(inst, pairs, pairs.attempts)
         self.curve = SandboxCurve(lp, _rate_range(inst, pairs))
         self._screens: dict[float, Screen] = {}
 
@@ -81,16 +82,12 @@ class Confidence:
             self._screens[allowance] = Screen(self, allowance)
         return self._screens[allowance]
 
-    def level_bound(self, rows: np.ndarray, levels: dict[str, np.ndarray]) -> np.ndarray:
-        """(rows,) a lower bound on the hourly cost of a plan at pair ``rows[i]`` whose levels reach ``levels``
-        (supply in the pair's attempts/s, training groups, steady and peak environments spread by share): each
-        part of the nominal bound (:mod:`solver.bounds`) at the larger of the pair's own need and the level."""
-        sandbox = self.sandbox_bound(levels["steady"], levels["peak"])
-        return self._parts(rows, levels["supply"], levels["groups"], sandbox)
-
     def grid_bound(self, rows: np.ndarray, supply: np.ndarray, groups: np.ndarray, steady, peak) -> np.ndarray:
-        """(rows,) the least over the columns j of :meth:`level_bound` at levels (``supply[i, j]``,
-        ``groups[i, j]``, ``steady[j]``, ``peak[j]``) (nan supply: no plan there; inf where no column holds one)."""
+        """(rows,) the least over the columns j of a lower bound on the hourly cost of a plan at pair ``rows[i]``
+        whose levels reach (``supply[i, j]`` in the pair's attempts/s, ``groups[i, j]`` training groups,
+        ``steady[j]`` and ``peak[j]`` environments spread by share): each part of the nominal bound
+        (:mod:`solver.bounds`) at the larger of the pair's own need and the level (nan supply: no plan there;
+        inf where no column holds one)."""
         n, columns = supply.shape
         if n == 0 or columns == 0:
             return np.full(n, np.inf)
@@ -107,6 +104,15 @@ class Confidence:
             inference = inference_lower_bound(inst, replace(pairs, groups=groups), np.maximum(pairs.attempts, supply))
         inference = np.where(np.isfinite(supply), inference, np.inf)
         return reserved_cost(inst) + train + inference + np.maximum(self.nominal_sandbox[rows], sandbox)
+
+    def inference_bound(self, rows: np.ndarray, supply: np.ndarray) -> np.ndarray:
+        """(rows,) a lower bound on the inference GPUs' $/h at pair ``rows[i]`` reaching the supply level
+        ``supply[i]`` (attempts/s in the pair's units; nan or inf: none can)."""
+        finite = np.isfinite(supply)
+        out = np.full(rows.size, np.inf)
+        if finite.any():
+            out[finite] = inference_lower_bound(self.inst, _take(self.pairs, rows[finite]), supply[finite])
+        return out
 
     def sandbox_bound(self, steady: np.ndarray, peak: np.ndarray) -> np.ndarray:
         """A lower bound on the hosts' $/h when they hold ``steady`` and ``peak`` environments spread by the
@@ -169,57 +175,76 @@ class Screen:
         return float(self.conf.grid_bound(np.array([row]), points[None, :, 0], groups, steady, points[:, 1])[0])
 
     def _screen(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per K, the scenarios no pair of it can meet and the levels η every plan of it reaches (needs at the
-        largest pace any group count has: lower bounds), read against each pair's cadence and groups; then the
-        least cost over the corners of its class (:meth:`_corner_bound`)."""
+        """Per K, the scenarios no pair of it can meet (needs at the largest pace any group count has: lower
+        bounds), read against each pair's cadence and groups, and the least cost over the corners of its class
+        (:meth:`_corner_bound`)."""
         conf, pairs, table = self.conf, self.conf.pairs, self.conf.table
         possible = np.zeros(pairs.size, dtype=bool)
-        levels = {f: np.zeros(pairs.size) for f in ("supply", "steady", "peak")}
-        weight = table.weight
+        hourly = np.full(pairs.size, np.inf)
         for kept in np.unique(pairs.kept).tolist():
             rows = np.flatnonzero(pairs.kept == kept)
             up = table.needs(kept, self.allowance)
             never = ~up.fresh | (up.groups > conf.top_groups)
-            late = (pairs.cadence[rows, None] > up.pace[None, :] * (1 + REL_TOL)) | never[None, :]
-            late |= up.groups[None, :] > pairs.groups[rows, None]
-            possible[rows] = late.astype(float) @ weight <= conf.allowed + 1e-9
-            live, budget = ~never, conf.allowed - float(weight[never].sum())
-            sync = weight_sync_factor(conf.inst, pairs.cadence[rows])
-            for f, values in (("supply", up.supply), ("steady", up.steady), ("peak", up.peak)):
-                level = eta(values[live], weight[live], budget) if live.any() else np.inf
-                levels[f][rows] = level * (sync if f == "supply" else 1.0)
-        rows = np.flatnonzero(possible)
-        hourly = np.full(pairs.size, np.inf)
-        if rows.size:
-            at = {f: v[rows] for f, v in levels.items()} | {"groups": pairs.groups[rows].astype(float)}
-            hourly[rows] = conf.level_bound(rows, at)
-        for kept in np.unique(pairs.kept[rows]).tolist():
-            at = rows[pairs.kept[rows] == kept]
-            hourly[at] = np.maximum(hourly[at], self._corner_bound(kept, at))
+            lost = _late_weight(pairs.cadence[rows], pairs.groups[rows], up.pace, up.groups, never, table.weight)
+            possible[rows] = lost <= conf.allowed + 1e-9
+            at = rows[possible[rows]]
+            if at.size and not never.all():
+                hourly[at] = self._corner_bound(kept, at)
         return possible, hourly
 
     def _corner_bound(self, kept: int, rows: np.ndarray) -> np.ndarray:
         """(rows,) the least cost of pairs ``rows`` (keeping ``kept`` versions) over the corners their plans'
-        levels can lie above: the K class's grid over groups and peak needs (:func:`frontier_grid`), in the row
-        of the pair's training groups, at the supply it needs per peak threshold."""
+        levels can lie above: the K class's grid over groups and peak needs (:func:`frontier_grid`, its floors
+        the levels η every plan of the class reaches), in the row of the pair's training groups, at the supply
+        it needs per peak threshold. A pair's supply coefficients differ from another's of the same K only by
+        its weight-sync factor, which scales its need alike, so the inference part is priced once per count."""
         conf, pairs, table = self.conf, self.conf.pairs, self.conf.table
-        up = table.needs(kept, self.allowance)
+        up, weight = table.needs(kept, self.allowance), table.weight
         live = up.fresh & (up.groups <= conf.top_groups)
-        weight = table.weight[live]
-        budget = conf.allowed - float(table.weight[~live].sum())
-        floors = [eta(getattr(up, f)[live], weight, budget) for f in ("supply", "groups", "peak")]
+        budget = conf.allowed - float(weight[~live].sum())
+        floors = [eta(getattr(up, f)[live], weight[live], budget) for f in ("supply", "groups", "peak")]
         g_up, _, p_low, q = frontier_grid(
-            up.supply[live], up.groups[live], up.peak[live], weight, float(conf.needed), floors
+            up.supply[live], up.groups[live], up.peak[live], weight[live], float(conf.needed), floors
         )
-        G = pairs.groups[rows].astype(float)
-        i = np.minimum(np.searchsorted(g_up, G, side="left"), g_up.size - 1)
-        sync = weight_sync_factor(conf.inst, pairs.cadence[rows])
-        steady = np.full(p_low.size, eta(up.steady[live], weight, budget))
+        steady = np.full(p_low.size, eta(up.steady[live], weight[live], budget))
         ratio = up.peak[live] / np.where(up.steady[live] > 0, up.steady[live], np.nan)
         if ratio.size and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0], rtol=1e-12, atol=0.0):
             steady = np.maximum(steady, p_low / ratio[0])  # every group's peak one multiple of its steady need
-        groups = np.broadcast_to(G[:, None], (rows.size, p_low.size))
-        return conf.grid_bound(rows, q[i, :] * sync[:, None], groups, steady, p_low)
+        counts, first, which = np.unique(pairs.groups[rows], return_index=True, return_inverse=True)
+        reps = rows[first]  # one pair of each count: the others' inference part is the same
+        cells = q[np.minimum(np.searchsorted(g_up, counts.astype(float), side="left"), g_up.size - 1), :]
+        sync = weight_sync_factor(conf.inst, pairs.cadence[reps])
+        inference = conf.inference_bound(np.repeat(reps, p_low.size), (cells * sync[:, None]).ravel())
+        inference = inference.reshape(counts.size, -1)[which.reshape(-1)]
+        inference = np.maximum(inference, conf.nominal_inference[rows][:, None])
+        sandbox = np.maximum(conf.nominal_sandbox[rows][:, None], conf.sandbox_bound(steady, p_low)[None, :])
+        inst = conf.inst
+        train = gpu_prices(inst)[inst.training.pool] * inst.training.gpus_per_group * pairs.groups[rows]
+        return reserved_cost(inst) + train + (inference + sandbox).min(axis=1)
+
+
+def _late_weight(
+    cadence: np.ndarray, groups: np.ndarray, pace: np.ndarray, need: np.ndarray, never: np.ndarray, weight: np.ndarray
+) -> np.ndarray:
+    """(pairs,) the weight of the scenario groups each pair (``cadence``, ``groups``) cannot meet: those no pair
+    of its class can (``never``), those whose pace it passes and those that need more groups than it has. From
+    one table over the pairs' distinct cadences and counts (the weight of the groups a cadence passes and a
+    count falls short of, cumulated), not a (pairs, groups) one."""
+    live = ~never
+    base = float(weight[never].sum())
+    if not live.any():
+        return np.full(cadence.size, base)
+    cadences, at_cadence = np.unique(cadence, return_inverse=True)
+    counts, at_count = np.unique(groups, return_inverse=True)
+    passed = np.searchsorted(cadences, pace[live] * (1 + REL_TOL), side="right")  # cadences from here pass it
+    short = np.searchsorted(counts, need[live], side="left")  # counts below here fall short of it
+    table = np.zeros((cadences.size + 1, counts.size + 1))
+    np.add.at(table, (passed, short), weight[live])
+    by_pace = np.cumsum(table.sum(axis=1))[:-1]  # (cadences,) the weight each cadence passes
+    by_count = np.cumsum(table.sum(axis=0)[::-1])[::-1][1:]  # (counts,) the weight needing more than each
+    both = np.cumsum(np.cumsum(table[:, ::-1], axis=1)[:, ::-1], axis=0)[:-1, 1:]  # passed and needing more
+    at_cadence, at_count = at_cadence.reshape(-1), at_count.reshape(-1)
+    return base + by_pace[at_cadence] + by_count[at_count] - both[at_cadence, at_count]
 
 
 def _rate_range(inst: Instance, pairs: Pairs) -> np.ndarray:
