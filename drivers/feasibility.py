@@ -16,7 +16,13 @@ from trainground.solver.stopwatch import Stopwatch
 
 class Feasibility:
     """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
-    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
+    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit.
+
+    Two models are kept: one for the questions that need every row (a least cost, a shortest makespan), and
+    one whose table lists only each (cadence, K) pair's fewest on-time training groups, for the questions
+    whether a plan exists at all (``feasibility``), where that reduction is exact
+    (:meth:`solver.solve.Planner.fewest_groups_only`): with start-up counted, a pool raised far above the
+    instance's lists one row per group count it could spare, millions of rows the question never needs."""
 
     def __init__(
         self,
@@ -26,7 +32,7 @@ class Feasibility:
         max_solves: int | None = None,
     ):
         self.base = base
-        self._planner = None
+        self._planners: dict[bool, Planner | None] = {False: None, True: None}
         self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
         self.clock = clock
         self.max_solves = max_solves
@@ -53,14 +59,23 @@ class Feasibility:
             inst = edited(self.base, changes)
         except InstanceError:
             return None
-        if self._planner is None or not self._planner.retarget(inst):
-            self._planner = Planner(inst, reusable=True, cache=self.cache)
+        fewest = feasibility and allowance == 0 and fewest_is_exact(inst)
+        planner = self._planners[fewest]
+        if planner is None or not planner.retarget(inst):
+            planner = self._planners[fewest] = Planner(inst, reusable=True, cache=self.cache, fewest=fewest)
         self.solves += 1
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
+        return planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes, feasibility=True)
         return result is not None and result.plan is not None
+
+
+def fewest_is_exact(inst: Instance) -> bool:
+    """Whether a plan exists iff one exists on each pair's fewest on-time training groups: without budgets
+    (more groups may shorten a run under a total budget) and without a confidence solve."""
+    limits, unc = inst.limits, inst.uncertainty
+    return limits.max_hourly_cost is None and limits.max_total_cost is None and (unc is None or unc.confidence is None)

@@ -41,23 +41,28 @@ class Planner:
         clock: Stopwatch | None = None,
         confidence: float | None = None,
         allowance: float = 0.0,
+        fewest: bool = False,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic);
-        ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline)."""
+        ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline).
+        ``fewest``: a planner for feasibility questions alone (``solve(feasibility=True)`` without a makespan
+        cap, budgets or confidence): its table holds only the rows :meth:`fewest_groups_only` would keep,
+        found without listing each pair's other group counts (``pairs.build(fewest=True)``)."""
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
             )
         self.cache = cache
+        self.fewest = fewest
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, cache)
+            pairs = pair_tables.build(inst, cache, fewest=fewest)
             alpha = confidence_of.alpha_of(inst, confidence)
             self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
@@ -89,7 +94,7 @@ class Planner:
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache)
+            pairs = pair_tables.build(inst, self.cache, fewest=self.fewest)
             if not self.live.retarget(inst, pairs):
                 return False
             shared = global_values(inst, self.live.model.ix)

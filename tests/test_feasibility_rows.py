@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests import reference
 from tests.strategies import instance_of, reliable_instances, small_instances
+from trainground.solver.pairs import build
 from trainground.solver.solve import Planner
 
 
@@ -59,3 +60,57 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
     data["limits"] = {"max_total_cost": 1e9}
     budgeted = Planner(instance_of(data))
     assert np.array_equal(budgeted.fewest_groups_only(budgeted.candidates()), budgeted.candidates())
+
+
+def _first_rows(p) -> list[tuple[float, int, int, float]]:
+    """(cadence, K, groups, makespan) of each pair's row with the fewest groups, from a full table."""
+    order = np.lexsort((p.groups, p.kept, p.cadence))
+    c, k, g, t = p.cadence[order], p.kept[order], p.groups[order], p.makespan[order]
+    first = np.ones(c.size, dtype=bool)
+    first[1:] = (c[1:] != c[:-1]) | (k[1:] != k[:-1])
+    return sorted(zip(c[first].tolist(), k[first].tolist(), g[first].tolist(), t[first].tolist()))
+
+
+def _fewest_table_matches(inst) -> None:
+    full, fewest = build(inst), build(inst, fewest=True)
+    got = sorted(zip(fewest.cadence.tolist(), fewest.kept.tolist(), fewest.groups.tolist(), fewest.makespan.tolist()))
+    assert got == _first_rows(full)
+    assert fewest.rejected == full.rejected
+    for name in ("attempts", "inflight", "supply_per_replica", "exceedance", "startup"):
+        rows = {key: i for i, key in enumerate(zip(full.cadence.tolist(), full.kept.tolist(), full.groups.tolist()))}
+        at = [rows[key] for key in zip(fewest.cadence.tolist(), fewest.kept.tolist(), fewest.groups.tolist())]
+        assert np.array_equal(getattr(fewest, name), getattr(full, name)[at]), name
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(small_instances() | reliable_instances(), st.sampled_from(["inverse", "amdahl", "table", "rising"]))
+def test_the_fewest_table_is_the_full_tables_first_row_of_each_pair(data, law):
+    """build(fewest=True) finds each pair's fewest on-time group count by one search (or, where U rises with m
+    or goodput enters, from the listed rows): the same rows, values and cut counts as the full table's."""
+    data["schedule"]["count_startup"] = True
+    data["schedule"]["deadline"] *= 1.2
+    update = data["training"]["update_time"]
+    if "reference_time" not in update:
+        law = "as drawn"  # the strategy drew a table law already
+    if law == "amdahl":
+        data["training"]["update_time"] = {**update, "law": "amdahl", "serial_fraction": 0.3}
+    elif law in ("table", "rising"):
+        ref = float(update["reference_time"])
+        ys = [ref * 1.5, ref, ref * (1.2 if law == "rising" else 0.8), ref * 0.5]
+        data["training"]["update_time"] = {
+            "law": "table",
+            "points": [{"gpus": g, "seconds": y} for g, y in zip((2, 4, 8, 16), ys)],
+        }
+    _fewest_table_matches(instance_of(data))
+
+
+def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen_times_larger():
+    root = Path(__file__).resolve().parents[1] / "instances"
+    for name in ("seed-week-75", "seed-two-pools", "two-backends-cloud", "seed-week-spot", "seed-drop-comonotone"):
+        data = yaml.safe_load((root / f"{name}.yaml").read_text())
+        data["planning"] = {"basis": "hold"}
+        _fewest_table_matches(instance_of(data))
+    data = yaml.safe_load((root / "seed-week-75.yaml").read_text())
+    data["gpu_pools"][0]["gpus"] = 16 * 9970  # a diagnosis's loosest pool: 38.7 M rows in the full table
+    fewest = build(instance_of(data), fewest=True)
+    assert fewest.size == len(set(zip(fewest.cadence.tolist(), fewest.kept.tolist()))) > 0

@@ -1,0 +1,162 @@
+"""With start-up counted (MODEL §8, and under the hold basis §11), U(m) is part of the makespan, so each
+admissible (cadence, K) pair becomes one row per training-group count m worth having: from the fewest that
+keep up, while each more group still shortens U(m), the pool-capacity bound still holds with the GPUs it
+takes and T meets the deadline. :func:`group_rows` lists them all (what a cost or makespan solve needs);
+:func:`fewest_rows` only the fewest on-time count of each pair (what a feasibility question needs: fewer
+groups leave the pools more GPUs and ask nothing else more), found without listing the others.
+
+No pyomo here; :mod:`solver.pairs` calls these on its (cadence, K) entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainground.models.instance import Instance
+from trainground.solver import calculus as calc
+from trainground.solver import goodput
+from trainground.solver.tolerances import REL_TOL
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What every pair's group counts read: the admissible counts lo..hi, U(m) and 1/γ(m) over them, and per
+    pair (indexed like ``at``) its grid point, K column, fewest count, start-up, and the most groups the pool
+    capacity bound can spare beyond the fewest."""
+
+    counts: np.ndarray
+    update: np.ndarray  # U(m) over ``counts``, s (NaN outside a table law's range)
+    factor: np.ndarray  # 1/γ(m) over ``counts`` (1 without MODEL §13)
+    at: np.ndarray  # grid point of each pair
+    k: np.ndarray  # K column of each pair
+    cadence: np.ndarray  # L of each pair, s
+    fewest: np.ndarray  # fewest groups with U <= L, per pair
+    startup: np.ndarray  # fill of each pair, s
+    extra: np.ndarray  # groups the pool could still give up, per pair (inf: no limit)
+
+
+def counts_of(inst: Instance, d, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray, rate: np.ndarray) -> Counts:
+    """The group counts of the pairs at grid points ``at``, K columns ``k`` of the run's Demand ``d``;
+    ``spare_tokens``: each pair's best-shape supply beyond its demand at the fewest groups; ``rate``: (K,) the
+    tokens/s the pool-capacity bound counts per free training-pool GPU, slowdown included (spare / rate is then
+    exactly the GPUs the bound can spare: a higher rate would cut group counts the bound admits)."""
+    t = inst.training
+    lo, hi = calc.group_range(inst)
+    counts = np.arange(lo, hi + 1)
+    sync = goodput.weight_sync_factor(inst, d.grid) if inst.reliability is not None else np.ones(d.grid.shape)
+    per_group = rate[k] * sync[at] * t.gpus_per_group
+    with np.errstate(divide="ignore", invalid="ignore"):
+        extra = np.where(per_group == 0, np.inf, spare_tokens / np.where(per_group == 0, 1.0, per_group))
+    return Counts(
+        counts=counts,
+        update=calc.update_time(t.update_time, counts * t.gpus_per_group),
+        factor=goodput.progress(inst, counts),
+        at=at,
+        k=k,
+        cadence=d.grid[at],
+        fewest=np.asarray(d.groups)[at].astype(int),
+        startup=d.startup[at, k],
+        extra=extra,
+    )
+
+
+def _pair_rows(inst: Instance, c: Counts, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, makespans) of pair ``i``'s rows: each count worth having that meets the deadline."""
+    w, lo = inst.workload, int(c.counts[0]) if c.counts.size else 0
+    L, fewest = float(c.cadence[i]), int(c.fewest[i])
+    options = c.counts[(c.counts >= fewest) & (c.counts <= fewest + c.extra[i] * (1 + REL_TOL))]
+    u = c.update[options - lo]
+    best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
+    useful = np.isfinite(u) & (u <= L * (1 + REL_TOL)) & (u < best_before) & np.isfinite(c.factor[options - lo])
+    trainer = (w.iterations - 1) * L + u[useful]
+    if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
+        trainer = trainer * c.factor[options - lo][useful]
+    span = c.startup[i] + trainer + inst.schedule.extra_time
+    on_time = span <= inst.schedule.deadline * (1 + REL_TOL)
+    return options[useful][on_time], span[on_time]
+
+
+def group_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """(grid point, K column, groups, makespan) of every row: each pair's counts worth having that meet the
+    deadline; a pair with none counts under ``deadline`` in ``rejected``."""
+    rows_at, rows_k, rows_m, rows_span = [], [], [], []
+    for i in range(c.at.size):
+        m, span = _pair_rows(inst, c, i)
+        rows_at += [int(c.at[i])] * m.size
+        rows_k += [int(c.k[i])] * m.size
+        rows_m += m.tolist()
+        rows_span += span.tolist()
+        if not m.size:
+            rejected["deadline"] = rejected.get("deadline", 0) + 1
+    return (
+        np.array(rows_at, dtype=int),
+        np.array(rows_k, dtype=int),
+        np.array(rows_m, dtype=int),
+        np.array(rows_span, dtype=float),
+    )
+
+
+def fewest_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """The row of :func:`group_rows` with the fewest groups of each pair (pairs without one counted under
+    ``deadline``), found by one search per pair when U(m) does not rise with m and there is no MODEL §13
+    goodput factor: the fewest on-time count is then the first count from the fewest with U(m) at most both L
+    and the time the deadline leaves the last update. Otherwise (a table law that rises, goodput), each
+    pair's rows are listed and the first kept."""
+    key = np.where(np.isnan(c.update), np.inf, c.update)
+    finite = np.flatnonzero(np.isfinite(key))
+    # a table law is NaN below and above its measured range: the counts past its last point never pass
+    head = key[: finite[-1] + 1] if finite.size else key[:0]
+    if inst.reliability is not None or not finite.size or np.any(np.diff(head[finite[0] :]) > 0):
+        return _first_of_each(inst, c, rejected)
+    w, lo = inst.workload, int(c.counts[0])
+    steady = c.startup + (w.iterations - 1) * c.cadence + inst.schedule.extra_time
+    room = np.minimum(c.cadence * (1 + REL_TOL), inst.schedule.deadline * (1 + REL_TOL) - steady)
+    first = np.searchsorted(-head, -room, side="left")  # counts (from lo) whose U is above the room
+    m = np.maximum(c.fewest, lo + first)
+    passes = _row_test(inst, c, key)
+    # the room is a difference, so the search may land one count off the row test's own verdict
+    m = np.where((m - 1 >= c.fewest) & passes(m - 1), m - 1, m)
+    m = np.where(~passes(m) & passes(m + 1), m + 1, m)
+    ok = passes(m) & (m <= c.fewest + c.extra * (1 + REL_TOL))
+    lost = int(np.count_nonzero(~ok))
+    if lost:
+        rejected["deadline"] = rejected.get("deadline", 0) + lost
+    u = key[np.clip(m - lo, 0, key.size - 1)]
+    return c.at[ok], c.k[ok], m[ok], _span(inst, c, u)[ok]
+
+
+def _row_test(inst: Instance, c: Counts, key: np.ndarray):
+    """Whether a count per pair (an array like the pairs) passes the row test of :func:`_pair_rows`: an
+    admissible count with U(m) <= L and T <= deadline."""
+    lo, size = int(c.counts[0]), c.counts.size
+
+    def passes(count: np.ndarray) -> np.ndarray:
+        inside = (count >= lo) & (count < lo + size)
+        u = np.where(inside, key[np.clip(count - lo, 0, size - 1)], np.inf)
+        span = _span(inst, c, u)
+        return inside & (u <= c.cadence * (1 + REL_TOL)) & (span <= inst.schedule.deadline * (1 + REL_TOL))
+
+    return passes
+
+
+def _span(inst: Instance, c: Counts, u: np.ndarray) -> np.ndarray:
+    """T = fill + ((n-1)·L + U(m)) + extra_time per pair, summed in :func:`_pair_rows`'s order (the same
+    floats)."""
+    return c.startup + ((inst.workload.iterations - 1) * c.cadence + u) + inst.schedule.extra_time
+
+
+def _first_of_each(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """The fewest on-time row of each pair, from each pair's listed rows."""
+    keep, first_m, first_span = [], [], []
+    for i in range(c.at.size):
+        m, span = _pair_rows(inst, c, i)
+        if m.size:
+            keep.append(i)
+            first_m.append(int(m[0]))
+            first_span.append(float(span[0]))
+        else:
+            rejected["deadline"] = rejected.get("deadline", 0) + 1
+    rows = np.array(keep, dtype=int)
+    return c.at[rows], c.k[rows], np.array(first_m, dtype=int), np.array(first_span, dtype=float)
