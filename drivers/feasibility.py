@@ -9,9 +9,11 @@ from trainground.models.edits import edited
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError
 from trainground.models.result import Result
+from trainground.solver import calculus as calc
 from trainground.solver.pairs import TableCache
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.tolerances import TIE_TOL
 
 
 class Feasibility:
@@ -59,15 +61,77 @@ class Feasibility:
             inst = edited(self.base, changes)
         except InstanceError:
             return None
-        fewest = feasibility and allowance == 0 and fewest_is_exact(inst)
-        planner = self._planners[fewest]
-        if planner is None or not planner.retarget(inst):
-            planner = self._planners[fewest] = Planner(inst, reusable=True, cache=self.cache, fewest=fewest)
         self.solves += 1
+        fewest = feasibility and allowance == 0 and fewest_is_exact(inst)
+        return self._run(inst, objective, fewest, time_limit, allowance, feasibility)
+
+    def shortest(self, changes: dict) -> Result | None:
+        """The plan of the shortest makespan of the edited instance (None as :meth:`solve`), one solve of the
+        budget. With start-up counted, a pool far above what a plan uses lists a row per group count it could
+        spare; so where a plan exists iff one exists among each pair's fewest groups, the shortest makespan
+        among those comes first, and the search over every row then looks only at rows no longer than that
+        plan's (the same grid, the deadline lowered to its makespan): the optimum and its ties are among them."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        self.solves += 1
+        if not fewest_is_exact(inst):
+            return self._run(inst, "makespan", False)
+        first = self._run(inst, "makespan", True, feasibility=True)
+        if first.plan is None:
+            return first
+        lowered = {
+            "schedule.deadline": min(inst.schedule.deadline, first.plan.makespan_s * (1 + TIE_TOL)),
+            "schedule.cadence.max": max(calc.cadence_top(inst), inst.schedule.cadence.min),
+        }
+        return self._run(edited(inst, lowered), "makespan", False)
+
+    def cheapest(self, changes: dict, criterion: str) -> Result | None:
+        """The plan of the least ``criterion`` (total_cost or hourly_cost) of the edited instance (None as
+        :meth:`solve`), one solve of the budget. Where a plan exists iff one exists among each pair's fewest
+        groups, the least cost among those comes first, and the search over every row then runs with that
+        cost as its budget (``limits.max_<criterion>``), so that the group counts no plan that cheap can
+        pay for are never listed (:func:`solver.group_counts.budget_groups`): the optimum and its ties are
+        within it."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        self.solves += 1
+        if not fewest_is_exact(inst):
+            return self._run(inst, criterion, False)
+        first = self._run(inst, criterion, True)
+        if first.plan is None:
+            return first
+        budget = getattr(first.plan, criterion) * (1 + 4 * TIE_TOL)
+        return self._run(edited(inst, {f"limits.max_{criterion}": budget}), criterion, False)
+
+    def _run(
+        self,
+        inst: Instance,
+        objective: str,
+        fewest: bool,
+        time_limit: float | None = None,
+        allowance: float = 0.0,
+        feasibility: bool = False,
+    ) -> Result:
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
+        planner = self._planner(inst, fewest)
         return planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
+
+    def _planner(self, inst: Instance, fewest: bool) -> Planner:
+        """The reusable planner of this kind (every row, or each pair's fewest groups) pointed at ``inst``."""
+        planner = self._planners[fewest]
+        if planner is None or not planner.retarget(inst):
+            planner = self._planners[fewest] = Planner(inst, reusable=True, cache=self.cache, fewest=fewest)
+        return planner
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes, feasibility=True)

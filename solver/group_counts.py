@@ -37,11 +37,22 @@ class Counts:
     extra: np.ndarray  # groups the pool could still give up, per pair (inf: no limit)
 
 
-def counts_of(inst: Instance, d, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray, rate: np.ndarray) -> Counts:
+def counts_of(
+    inst: Instance,
+    d,
+    at: np.ndarray,
+    k: np.ndarray,
+    spare_tokens: np.ndarray,
+    rate: np.ndarray,
+    fills: np.ndarray,
+    most: np.ndarray | None = None,
+) -> Counts:
     """The group counts of the pairs at grid points ``at``, K columns ``k`` of the run's Demand ``d``;
     ``spare_tokens``: each pair's best-shape supply beyond its demand at the fewest groups; ``rate``: (K,) the
     tokens/s the pool-capacity bound counts per free training-pool GPU, slowdown included (spare / rate is then
-    exactly the GPUs the bound can spare: a higher rate would cut group counts the bound admits)."""
+    exactly the GPUs the bound can spare: a higher rate would cut group counts the bound admits); ``fills``:
+    (grid, K) the start-up fill of each entry; ``most``: per pair, the most groups a budget leaves room for
+    (:func:`budget_groups`), None: no budget."""
     t = inst.training
     lo, hi = calc.group_range(inst)
     counts = np.arange(lo, hi + 1)
@@ -49,6 +60,9 @@ def counts_of(inst: Instance, d, at: np.ndarray, k: np.ndarray, spare_tokens: np
     per_group = rate[k] * sync[at] * t.gpus_per_group
     with np.errstate(divide="ignore", invalid="ignore"):
         extra = np.where(per_group == 0, np.inf, spare_tokens / np.where(per_group == 0, 1.0, per_group))
+    fewest = np.asarray(d.groups)[at].astype(int)
+    if most is not None:  # never below the fewest: a pair over budget keeps its one row, for the budget to cut
+        extra = np.minimum(extra, np.maximum(most - fewest, 0))
     return Counts(
         counts=counts,
         update=calc.update_time(t.update_time, counts * t.gpus_per_group),
@@ -56,10 +70,69 @@ def counts_of(inst: Instance, d, at: np.ndarray, k: np.ndarray, spare_tokens: np
         at=at,
         k=k,
         cadence=d.grid[at],
-        fewest=np.asarray(d.groups)[at].astype(int),
-        startup=d.startup[at, k],
+        fewest=fewest,
+        startup=fills[at, k],
         extra=extra,
     )
+
+
+def budget_groups(
+    inst: Instance, pool_rates: dict[str, np.ndarray], k: np.ndarray, demand: np.ndarray, shortest: np.ndarray
+) -> np.ndarray | None:
+    """Per pair (K column ``k``, token demand ``demand``, shortest makespan ``shortest``), the most training
+    groups any plan within the instance's budgets can have (None without a budget): a row with more has an
+    hourly cost above max_hourly_cost, or a total cost above max_total_cost, by a bound weaker than the
+    cost searches' own (:func:`solver.bounds.hourly_lower_bound`, which closes such rows anyway): the reserved
+    pools, training at its pool's price, and the demand at the lowest price per token/s any pool offers at K
+    (``pool_rates``: the tokens/s per GPU of each pool's best shape, by K). A pool raised far above what a
+    plan uses then lists the counts a budget can pay for, not every count it could spare."""
+    limits, t = inst.limits, inst.training
+    if limits.max_hourly_cost is None and limits.max_total_cost is None:
+        return None
+    priced = {p.name: 0.0 if p.billing == "reserved" else p.gpu_hour_cost for p in inst.gpu_pools}
+    fixed = sum(p.gpus * p.gpu_hour_cost for p in inst.gpu_pools if p.billing == "reserved")
+    per_token = np.full(next(iter(pool_rates.values())).shape, np.inf)
+    for name, rate in pool_rates.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_token = np.minimum(per_token, np.where(rate > 0, priced[name] / np.where(rate > 0, rate, 1.0), np.inf))
+    per_group = priced[t.pool] * t.gpus_per_group
+    floor = fixed + demand * np.where(np.isfinite(per_token[k]), per_token[k], 0.0)
+    room = np.full(k.shape, np.inf)
+    slack = 1 + 1e-6  # far above the float error of these products: a row kept in doubt costs only its row
+    if limits.max_hourly_cost is not None:
+        room = np.minimum(room, limits.max_hourly_cost * slack - floor)
+    if limits.max_total_cost is not None:
+        with np.errstate(divide="ignore"):
+            room = np.minimum(room, limits.max_total_cost * slack * 3600.0 / shortest - floor)
+    if per_group <= 0:
+        return None
+    return np.floor(np.maximum(room, 0.0) / per_group)
+
+
+def steady_spans(inst: Instance, grid: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per cadence, the shortest T less the fill that any admissible group count gives, (n-1)·L + U(m) +
+    extra_time (MODEL §8; ((n-1)·L + U(m))/γ(m) with §13's goodput), inf where no count keeps up; the
+    fewest that keep up are ``groups`` (0: none)."""
+    w = inst.workload
+    if inst.reliability is not None:
+        trainer = goodput.shortest_trainer_time(inst, grid, groups)
+    else:
+        trainer = (w.iterations - 1) * grid + _shortest_updates(inst, groups)
+    return trainer + inst.schedule.extra_time
+
+
+def _shortest_updates(inst: Instance, groups: np.ndarray) -> np.ndarray:
+    """Per cadence, the shortest update time of any admissible group count from its fewest (``groups``; 0:
+    none) up: the minimum of U over counts m..max_groups, read off one suffix minimum over every count."""
+    _, top = calc.group_range(inst)
+    counts = np.arange(1, top + 1)
+    u = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
+    suffix = np.minimum.accumulate(np.where(np.isnan(u), np.inf, u)[::-1])[::-1]  # min of U over counts >= m
+    fewest = np.asarray(groups, dtype=int)
+    found = (fewest > 0) & (fewest <= top)
+    out = np.full(fewest.shape, np.inf)
+    out[found] = suffix[fewest[found] - 1]
+    return out
 
 
 def _pair_rows(inst: Instance, c: Counts, i: int) -> tuple[np.ndarray, np.ndarray]:
