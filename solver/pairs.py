@@ -61,7 +61,7 @@ class TableCache:
     Keys: the run's :class:`Demand` by every input it reads (:func:`demand_inputs`, compared by
     equality: they hold pydantic models with lists); the exceedance table q(L, K) by (occupancy spec
     as JSON, the grid's bytes, max K); the consumed mean gaps of the hold basis by (occupancy spec as JSON,
-    group size, correlation, gap convention, overrun policy, the grid's bytes, max K); the start-up fills
+    group size, correlation, gap convention, overrun policy), with the grid and max K they cover; the start-up fills
     by (occupancy spec as JSON, batch, group size, intake, correlation), each holding the fills of every
     attempt rate met so far (a rate's fill is a function of the rate alone, so a re-solve that moves a pool
     size, a price or a limit reuses them). At most ``size`` entries of each are kept, oldest dropped first.
@@ -71,7 +71,7 @@ class TableCache:
         self.size = size
         self._demand: list[tuple[tuple, Demand]] = []
         self._exceedance: list[tuple[tuple, np.ndarray]] = []
-        self._gaps: list[tuple[tuple, np.ndarray]] = []
+        self._gaps: list[tuple[tuple, tuple[np.ndarray, np.ndarray]]] = []
         self._fills: list[tuple[tuple, list[np.ndarray]]] = []
 
     def demand(self, inst: Instance) -> Demand:
@@ -91,7 +91,9 @@ class TableCache:
         return table
 
     def consumed_gaps(self, inst: Instance, occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
-        """:func:`solver.holding.consumed_mean_gap` over ``grid`` × 1..``kept`` (read-only)."""
+        """:func:`solver.holding.consumed_mean_gap` over ``grid`` × 1..``kept`` (read-only). Column K reads
+        the gap's tails up to K alone and a grid widened to a later top keeps its first points, so a table
+        kept for a longer grid and more K serves a shorter one by slicing."""
         fr = inst.freshness
         key = (
             inst.environment.occupancy.model_dump_json(),
@@ -99,14 +101,15 @@ class TableCache:
             fr.group_correlation,
             fr.gap_convention,
             fr.overrun_policy,
-            np.ascontiguousarray(grid, dtype=float).tobytes(),
-            kept,
         )
-        table = self._find(self._gaps, key)
-        if table is None:
-            table = holding.consumed_mean_gap(occ, grid, kept, inst)
-            table.setflags(write=False)
-            self._keep(self._gaps, key, table)
+        found = self._find(self._gaps, key)
+        if found is not None:
+            wide, table = found
+            if wide.size >= grid.size and table.shape[1] >= kept and np.array_equal(wide[: grid.size], grid):
+                return table[: grid.size, :kept]
+        table = holding.consumed_mean_gap(occ, grid, kept, inst)
+        table.setflags(write=False)
+        self._keep(self._gaps, key, (np.array(grid, dtype=float), table))
         return table
 
     def fill(self, inst: Instance, occ: calc.Occupancy, rates: np.ndarray) -> np.ndarray:
