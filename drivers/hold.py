@@ -192,10 +192,14 @@ class HoldingPlanner:
         replayed_before = self.cache.seconds
         inst = self.inst
         count, k = self.replay_count()
-        allowance, rounds, last, why = 0.0, 0, None, "rounds"
+        allowance, rounds, last, why, took = 0.0, 0, None, "rounds", 0.0
         planner = self.planner
         spent = Timings()
         while rounds < ROUNDS:
+            if rounds and clock.deadline is not None and clock.remaining() < took:  # a round as long as the last
+                why = "time"  # cannot end within the time limit: the last round's plan, as every run of it ends
+                break
+            begun = time.perf_counter()
             if planner.confidence is not None and planner.confidence.allowance != allowance:
                 clock.note(f"{inst.name}: scenario table with allowance {allowance:,.0f} s")
                 planner = Planner(
@@ -211,6 +215,7 @@ class HoldingPlanner:
             rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
             replays = self._replays(planner, result, count, clock.expired)
+            took = time.perf_counter() - begun
             if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
                 if last is None:
