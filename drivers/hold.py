@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.drivers.pace import ReplayPace
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
@@ -214,7 +215,7 @@ class HoldingPlanner:
                 break
             rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
-            replays = self._replays(planner, result, count, clock.expired)
+            replays = self._replays(planner, result, count, ReplayPace(clock, self.cache.threads))
             took = time.perf_counter() - begun
             if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
