@@ -76,6 +76,26 @@ def counts_of(
     )
 
 
+def most_groups(
+    inst: Instance,
+    pool_rates: dict[str, np.ndarray],
+    cover: CostCover | None,
+    grid: np.ndarray,
+    at: np.ndarray,
+    k: np.ndarray,
+    fewest: np.ndarray,
+    demand: np.ndarray,
+    shortest: np.ndarray,
+) -> np.ndarray | None:
+    """Per pair, the most training groups a row may have: within the instance's budgets
+    (:func:`budget_groups`) and, given a ``cover``, within its cost (:func:`covered_groups`); None: no bound."""
+    most = budget_groups(inst, pool_rates, k, demand, shortest)
+    bound = None if cover is None else covered_groups(inst, cover, grid, at, k, fewest, shortest)
+    if bound is None:
+        return most
+    return bound if most is None else np.minimum(most, bound)
+
+
 def budget_groups(
     inst: Instance, pool_rates: dict[str, np.ndarray], k: np.ndarray, demand: np.ndarray, shortest: np.ndarray
 ) -> np.ndarray | None:
@@ -107,6 +127,50 @@ def budget_groups(
     if per_group <= 0:
         return None
     return np.floor(np.maximum(room, 0.0) / per_group)
+
+
+@dataclass(frozen=True)
+class CostCover:
+    """Which group counts a cost search needs (:mod:`solver.rows`): the rows of ``criterion`` (total_cost or
+    hourly_cost) whose lower bound is at most ``most_cost``, read from the lower bound ``lower`` of each pair's
+    fewest-groups row (at ``cadence``, ``kept``) and the training pool's price of a group."""
+
+    criterion: str
+    most_cost: float
+    cadence: np.ndarray
+    kept: np.ndarray
+    lower: np.ndarray  # $/h: a valid lower bound on the hourly cost of the pair's fewest-groups row
+
+
+def covered_groups(
+    inst: Instance,
+    cover: CostCover,
+    grid: np.ndarray,
+    at: np.ndarray,
+    k: np.ndarray,
+    fewest: np.ndarray,
+    shortest: np.ndarray,
+) -> np.ndarray | None:
+    """Per pair (grid point ``at``, K column ``k``, fewest groups ``fewest``, shortest makespan ``shortest``),
+    the most training groups a row may have and still cost at most ``cover.most_cost``: m more groups than
+    the fewest add m groups' GPUs at the training pool's price to the fewest row's bound (the inference bound
+    only grows as the pool gives GPUs to training; the sandboxes are the pair's), and its makespan is at least
+    the pair's shortest. None when a group costs nothing (a reserved training pool): every count is kept."""
+    t = inst.training
+    pool = inst.pool(t.pool)
+    per_group = (0.0 if pool.billing == "reserved" else pool.gpu_hour_cost) * t.gpus_per_group
+    if per_group <= 0:
+        return None
+    lower = np.full((grid.size, int(inst.freshness.max_versions_kept)), np.inf)
+    lower[np.searchsorted(grid, cover.cadence), cover.kept - 1] = cover.lower
+    base = lower[at, k]
+    hourly = np.full(base.shape, cover.most_cost * (1 + 1e-6))  # a row kept in doubt costs only its row
+    if cover.criterion == "total_cost":
+        with np.errstate(divide="ignore"):
+            hourly = hourly * 3600.0 / shortest
+    with np.errstate(invalid="ignore"):
+        room = np.where(np.isfinite(base), hourly - base, -1.0)
+    return fewest + np.floor(np.maximum(room, 0.0) / per_group)
 
 
 def steady_spans(inst: Instance, grid: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -282,11 +282,18 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False, fewest: bool = False) -> Pairs:
+def build(
+    inst: Instance,
+    cache: TableCache | None = None,
+    dominated: bool = False,
+    fewest: bool = False,
+    cover: group_counts.CostCover | None = None,
+) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
     another's best). ``fewest``: with start-up counted, only the row of each pair with the fewest on-time
-    training groups (:func:`solver.group_counts.fewest_rows`: a feasibility question's table)."""
+    training groups (:func:`solver.group_counts.fewest_rows`: a feasibility question's table); ``cover``: only
+    the group counts a cost search within its cost needs (:func:`solver.group_counts.covered_groups`)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -308,7 +315,7 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
     m, span, startup = groups[at], spans[at, k], fills[at, k]
     if inst.counts_startup:
         rates = {p.name: pool_rate(inst, p.name, Ks) for p in inst.gpu_pools}
-        most = group_counts.budget_groups(inst, rates, k, demand_tokens[at, k], span)
+        most = group_counts.most_groups(inst, rates, cover, grid, at, k, m, demand_tokens[at, k], span)
         spare = best[at, k] - demand_tokens[at, k]
         counts = group_counts.counts_of(inst, d, at, k, spare, rates[inst.training.pool], fills, most)
         at, k, m, span = (group_counts.fewest_rows if fewest else group_counts.group_rows)(inst, counts, rejected)

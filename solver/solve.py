@@ -22,6 +22,7 @@ from trainground.solver.assemble import assemble, timings_of
 from trainground.solver.bounds import SandboxLP, hourly_lower_bound
 from trainground.solver.coefficients import global_values, index_of
 from trainground.solver.live import LiveModel
+from trainground.solver.rows import RowCover
 from trainground.solver.search import Search, cheapest_first, pair_by_pair, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
@@ -60,10 +61,13 @@ class Planner:
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
+        alpha = confidence_of.alpha_of(inst, confidence)
+        # start-up counted: the table grows by the group counts each solve needs (solver.rows)
+        self.rows = RowCover() if inst.counts_startup and alpha is None and not fewest else None
+        reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, cache, fewest=fewest)
-            alpha = confidence_of.alpha_of(inst, confidence)
+            pairs = pair_tables.build(inst, cache, fewest=fewest or self.rows is not None)
             self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             extension = None if self.confidence is None else self.confidence.blocks
@@ -94,14 +98,27 @@ class Planner:
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache, fewest=self.fewest)
+            pairs = pair_tables.build(inst, self.cache, fewest=self.fewest or self.rows is not None)
             if not self.live.retarget(inst, pairs):
                 return False
+            if self.rows is not None:
+                self.rows.reset()
             shared = global_values(inst, self.live.model.ix)
             lp = SandboxLP(inst, self.live.model.ix, shared)
             self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
+
+    def use_pairs(self, pairs: pair_tables.Pairs) -> None:
+        """Point the planner at another table of its own instance (more or fewer group counts per pair,
+        :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
+        with self.build_clock.phase("build"):
+            inst = self.inst
+            if not self.live.retarget(inst, pairs):
+                self.live = LiveModel(inst, pairs, True, self.live.threads, self.build_clock)
+                self._highs_seen = 0.0
+            shared = global_values(inst, self.live.model.ix)
+            self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
 
     def _class_bounds(self) -> np.ndarray:
         """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
@@ -164,11 +181,16 @@ class Planner:
         if allowance > 0:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
-        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
-        if feasibility and max_hourly_cost is None and max_total_cost is None:
+        caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
+        restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
+        restrict["max_total_cost"] = max_total_cost
+        budgets = max_hourly_cost is not None or max_total_cost is not None
+        if self.rows is not None:
+            self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
+        candidates = self.candidates(**restrict)
+        if feasibility and not budgets:
             candidates = self.fewest_groups_only(candidates)
         lower = self._lower_bounds(objective, candidates, clock)
-        caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         search = self._search(objective, candidates, lower, caps, clock)
         highs_before, self._highs_seen = (
             self._highs_seen,
@@ -178,14 +200,16 @@ class Planner:
             return self._no_plan(objective, search, clock, highs_before)
         return self._assemble(objective, search, clock, highs_before, allowance)
 
-    def fewest_groups_only(self, candidates: np.ndarray) -> np.ndarray:
+    def fewest_groups_only(self, candidates: np.ndarray, exact_only: bool = True) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
         exists among the candidates iff one exists among these, when the instance has no budget and no
-        confidence. Rows of one pair differ in m alone (MODEL §8 lists each count worth having); every
-        candidate already meets the deadline, each count keeps up (U(m) <= L), and fewer groups leave the
-        pools at least as many GPUs for inference and ask nothing else more."""
+        confidence (``exact_only``: otherwise every candidate is kept). Rows of one pair differ in m alone
+        (MODEL §8 lists each count worth having); every candidate already meets the deadline, each count keeps
+        up (U(m) <= L), and fewer groups leave the pools at least as many GPUs for inference and ask nothing
+        else more."""
         limits, p = self.inst.limits, self.pairs
-        if self.confidence is not None or limits.max_hourly_cost is not None or limits.max_total_cost is not None:
+        budgeted = limits.max_hourly_cost is not None or limits.max_total_cost is not None
+        if exact_only and (self.confidence is not None or budgeted):
             return candidates
         rows = np.flatnonzero(candidates)
         rows = rows[np.lexsort((p.groups[rows], p.kept[rows], p.cadence[rows]))]

@@ -50,6 +50,7 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
     data["schedule"]["count_startup"] = True
     data["planning"] = {"basis": "steady_state"}
     planner = Planner(instance_of(data))
+    planner.solve("makespan")  # a makespan solve holds every row (solver.rows)
     p, every = planner.pairs, planner.candidates()
     kept = planner.fewest_groups_only(every)
     pairs = {(c, k) for c, k in zip(p.cadence[every].tolist(), p.kept[every].tolist())}
@@ -59,6 +60,7 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
         assert p.groups[row] == p.groups[same].min()
     data["limits"] = {"max_total_cost": 1e9}
     budgeted = Planner(instance_of(data))
+    budgeted.solve("makespan")
     assert np.array_equal(budgeted.fewest_groups_only(budgeted.candidates()), budgeted.candidates())
 
 
