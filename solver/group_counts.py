@@ -139,6 +139,7 @@ class CostCover:
     most_cost: float
     cadence: np.ndarray
     kept: np.ndarray
+    groups: np.ndarray  # the fewest-groups row's count: the pair's fewest on time
     lower: np.ndarray  # $/h: a valid lower bound on the hourly cost of the pair's fewest-groups row
 
 
@@ -151,26 +152,29 @@ def covered_groups(
     fewest: np.ndarray,
     shortest: np.ndarray,
 ) -> np.ndarray | None:
-    """Per pair (grid point ``at``, K column ``k``, fewest groups ``fewest``, shortest makespan ``shortest``),
-    the most training groups a row may have and still cost at most ``cover.most_cost``: m more groups than
-    the fewest add m groups' GPUs at the training pool's price to the fewest row's bound (the inference bound
-    only grows as the pool gives GPUs to training; the sandboxes are the pair's), and its makespan is at least
-    the pair's shortest. None when a group costs nothing (a reserved training pool): every count is kept."""
+    """Per pair (grid point ``at``, K column ``k``, fewest groups that keep up ``fewest``, shortest makespan
+    ``shortest``), the most training groups a row may have and still cost at most ``cover.most_cost``: m more
+    groups than the fewest-groups row's (the fewest on time) add m groups' GPUs at the training pool's price
+    to that row's bound (the inference bound only grows as the pool gives GPUs to training; the sandboxes are
+    the pair's), and its makespan is at least the pair's shortest. A pair the cover does not know keeps
+    every count; None when a group costs nothing (a reserved training pool): every count is kept."""
     t = inst.training
     pool = inst.pool(t.pool)
     per_group = (0.0 if pool.billing == "reserved" else pool.gpu_hour_cost) * t.gpus_per_group
     if per_group <= 0:
         return None
-    lower = np.full((grid.size, int(inst.freshness.max_versions_kept)), np.inf)
-    lower[np.searchsorted(grid, cover.cadence), cover.kept - 1] = cover.lower
-    base = lower[at, k]
+    shape = (grid.size, int(inst.freshness.max_versions_kept))
+    lower, first = np.full(shape, -np.inf), np.zeros(shape)
+    where = (np.searchsorted(grid, cover.cadence), cover.kept - 1)
+    lower[where], first[where] = cover.lower, cover.groups
+    base, start = lower[at, k], np.maximum(first[at, k], fewest)
     hourly = np.full(base.shape, cover.most_cost * (1 + 1e-6))  # a row kept in doubt costs only its row
     if cover.criterion == "total_cost":
         with np.errstate(divide="ignore"):
             hourly = hourly * 3600.0 / shortest
     with np.errstate(invalid="ignore"):
-        room = np.where(np.isfinite(base), hourly - base, -1.0)
-    return fewest + np.floor(np.maximum(room, 0.0) / per_group)
+        room = np.where(base == np.inf, 0.0, hourly - base)  # -inf: a pair not in the cover, every count
+    return start + np.floor(np.maximum(room, 0.0) / per_group)
 
 
 def steady_spans(inst: Instance, grid: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -80,7 +80,9 @@ class RowCover:
         else:
             p = planner.pairs
             first = planner.fewest_groups_only(np.ones(p.size, dtype=bool), exact_only=False)
-            cover = CostCover(covers[0], covers[1], p.cadence[first], p.kept[first], planner.hourly_lb[first])
+            cover = CostCover(
+                covers[0], covers[1], p.cadence[first], p.kept[first], p.groups[first], planner.hourly_lb[first]
+            )
             pairs = pair_tables.build(inst, cache, cover=cover)
         planner.use_pairs(pairs)
         self.covers = covers

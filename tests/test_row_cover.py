@@ -64,6 +64,7 @@ def _covers_its_cost(inst) -> None:
             continue  # no plan on the fewest rows: nothing covered
         bound = every.hourly_lb * (every.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
         held = set(covered.pairs.keys())
+        assert {key[:2] for key in every.pairs.keys()} <= {key[:2] for key in held}  # no pair loses its rows
         for row, key in enumerate(every.pairs.keys()):
             if bound[row] <= most:
                 assert key in held, (objective, key, bound[row], most)
