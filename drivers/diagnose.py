@@ -106,7 +106,7 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     without searching their thresholds), "full" (+ each input's threshold and, when no single change
     restores a plan, the cheapest pair of changes).
     """
-    cache = TableCache(8)
+    cache = TableCache(32)  # the screens, probes and pairs of changes share the run's tables
     base = sc.screen(inst, cache)
     cut = base.cut_alone()
     out: dict = {"rejected_pairs": dict(pairs.rejected), "cut_alone": cut}

@@ -130,7 +130,9 @@ class Feasibility:
         """The reusable planner of this kind (every row, or each pair's fewest groups) pointed at ``inst``."""
         planner = self._planners[fewest]
         if planner is None or not planner.retarget(inst):
-            planner = self._planners[fewest] = Planner(inst, reusable=True, cache=self.cache, fewest=fewest)
+            planner = self._planners[fewest] = Planner(
+                inst, reusable=True, cache=self.cache, fewest=fewest, covered=False
+            )
         return planner
 
     def feasible(self, changes: dict) -> bool:

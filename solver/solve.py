@@ -43,6 +43,7 @@ class Planner:
         confidence: float | None = None,
         allowance: float = 0.0,
         fewest: bool = False,
+        covered: bool = True,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
@@ -50,7 +51,9 @@ class Planner:
         ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline).
         ``fewest``: a planner for feasibility questions alone (``solve(feasibility=True)`` without a makespan
         cap, budgets or confidence): its table holds only the rows :meth:`fewest_groups_only` would keep,
-        found without listing each pair's other group counts (``pairs.build(fewest=True)``)."""
+        found without listing each pair's other group counts (``pairs.build(fewest=True)``). ``covered``: with
+        start-up counted, list the group counts each solve needs (:mod:`solver.rows`); False: every row, for a
+        caller whose solves need them all (a diagnosis's makespan and budgeted re-solves)."""
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
@@ -63,7 +66,7 @@ class Planner:
         self.listener = self.build_clock.listener
         alpha = confidence_of.alpha_of(inst, confidence)
         # start-up counted: the table grows by the group counts each solve needs (solver.rows)
-        self.rows = RowCover() if inst.counts_startup and alpha is None and not fewest else None
+        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
