@@ -220,8 +220,34 @@ def _pair_rows(inst: Instance, c: Counts, i: int) -> tuple[np.ndarray, np.ndarra
 
 
 def group_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
-    """(grid point, K column, groups, makespan) of every row: each pair's counts worth having that meet the
-    deadline; a pair with none counts under ``deadline`` in ``rejected``."""
+    """(grid point, K column, groups, makespan) of every row, by pair then groups: each pair's counts worth
+    having that meet the deadline; a pair with none counts under ``deadline`` in ``rejected``. Where U(m)
+    does not rise with m and there is no MODEL §13 goodput factor, a pair's rows are its fewest on-time count
+    (:func:`fewest_rows`) and each later count up to what the pool can spare at which U(m) drops (every
+    later count keeps up and is on time); otherwise each pair's rows are listed (:func:`listed_rows`)."""
+    key, head = _update_key(c)
+    if head is None or inst.reliability is not None:
+        return listed_rows(inst, c, rejected)
+    lo = int(c.counts[0])
+    first, ok = _first_on_time(inst, c, key, head)
+    _count_lost(rejected, ok)
+    with np.errstate(invalid="ignore"):
+        end = np.where(np.isfinite(c.extra), np.floor(c.fewest + c.extra * (1 + REL_TOL)), np.inf)
+    drops = lo + 1 + np.flatnonzero(head[1:] < head[:-1])  # counts whose U is below the count before's
+    start = np.searchsorted(drops, first, side="right")
+    more = np.maximum(np.searchsorted(drops, np.minimum(end, lo + head.size - 1), side="right") - start, 0)
+    pair = np.flatnonzero(ok)
+    size = 1 + more[pair]
+    idx = np.repeat(pair, size)
+    nth = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    later = drops[np.minimum(start[idx] + nth - 1, max(drops.size - 1, 0))] if drops.size else first[idx]
+    m = np.where(nth == 0, first[idx], later)
+    span = c.startup[idx] + ((inst.workload.iterations - 1) * c.cadence[idx] + key[m - lo]) + inst.schedule.extra_time
+    return c.at[idx], c.k[idx], m, span
+
+
+def listed_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
+    """:func:`group_rows` by listing each pair's counts (any update law, goodput)."""
     rows_at, rows_k, rows_m, rows_span = [], [], [], []
     for i in range(c.at.size):
         m, span = _pair_rows(inst, c, i)
@@ -245,12 +271,29 @@ def fewest_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np
     goodput factor: the fewest on-time count is then the first count from the fewest with U(m) at most both L
     and the time the deadline leaves the last update. Otherwise (a table law that rises, goodput), each
     pair's rows are listed and the first kept."""
+    key, head = _update_key(c)
+    if head is None or inst.reliability is not None:
+        return _first_of_each(inst, c, rejected)
+    m, ok = _first_on_time(inst, c, key, head)
+    _count_lost(rejected, ok)
+    u = key[np.clip(m - int(c.counts[0]), 0, key.size - 1)]
+    return c.at[ok], c.k[ok], m[ok], _span(inst, c, u)[ok]
+
+
+def _update_key(c: Counts) -> tuple[np.ndarray, np.ndarray | None]:
+    """U over the counts with NaN read as inf, and its head up to the last finite count (a table law is NaN
+    below and above its measured range: the counts past its last point never pass); the head is None when U
+    rises somewhere (or is nowhere finite): the rows are then listed pair by pair."""
     key = np.where(np.isnan(c.update), np.inf, c.update)
     finite = np.flatnonzero(np.isfinite(key))
-    # a table law is NaN below and above its measured range: the counts past its last point never pass
-    head = key[: finite[-1] + 1] if finite.size else key[:0]
-    if inst.reliability is not None or not finite.size or np.any(np.diff(head[finite[0] :]) > 0):
-        return _first_of_each(inst, c, rejected)
+    if not finite.size or np.any(np.diff(key[finite[0] : finite[-1] + 1]) > 0):
+        return key, None
+    return key, key[: finite[-1] + 1]
+
+
+def _first_on_time(inst: Instance, c: Counts, key: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, the fewest on-time count (where U does not rise) and whether it is a row (on time, within
+    what the pool can spare)."""
     w, lo = inst.workload, int(c.counts[0])
     steady = c.startup + (w.iterations - 1) * c.cadence + inst.schedule.extra_time
     room = np.minimum(c.cadence * (1 + REL_TOL), inst.schedule.deadline * (1 + REL_TOL) - steady)
@@ -260,12 +303,13 @@ def fewest_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np
     # the room is a difference, so the search may land one count off the row test's own verdict
     m = np.where((m - 1 >= c.fewest) & passes(m - 1), m - 1, m)
     m = np.where(~passes(m) & passes(m + 1), m + 1, m)
-    ok = passes(m) & (m <= c.fewest + c.extra * (1 + REL_TOL))
+    return m, passes(m) & (m <= c.fewest + c.extra * (1 + REL_TOL))
+
+
+def _count_lost(rejected: dict[str, int], ok: np.ndarray) -> None:
     lost = int(np.count_nonzero(~ok))
     if lost:
         rejected["deadline"] = rejected.get("deadline", 0) + lost
-    u = key[np.clip(m - lo, 0, key.size - 1)]
-    return c.at[ok], c.k[ok], m[ok], _span(inst, c, u)[ok]
 
 
 def _row_test(inst: Instance, c: Counts, key: np.ndarray):

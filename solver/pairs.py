@@ -23,7 +23,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver import goodput, group_counts, holding, startup
-from trainground.solver.dominance import undominated
+from trainground.solver.dominance import undominated_where
 from trainground.solver.tolerances import REL_TOL
 
 
@@ -309,7 +309,7 @@ def build(
         spans = fills + d.span
         keep = _cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
     if not dominated:
-        keep &= undominated(np.where(keep, attempts, np.inf), mult, spans if inst.counts_startup else None)
+        keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], spans[at, k], fills[at, k]

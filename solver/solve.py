@@ -59,7 +59,7 @@ class Planner:
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
             )
-        self.cache = cache
+        self.cache = cache if cache is not None else pair_tables.TableCache(2)  # this planner's own tables
         self.fewest = fewest
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()

@@ -116,3 +116,45 @@ def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen
     data["gpu_pools"][0]["gpus"] = 16 * 9970  # a diagnosis's loosest pool: 38.7 M rows in the full table
     fewest = build(instance_of(data), fewest=True)
     assert fewest.size == len(set(zip(fewest.cadence.tolist(), fewest.kept.tolist()))) > 0
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(small_instances(), st.sampled_from(["inverse", "amdahl", "table", "flat"]), st.sampled_from([1.0, 4.0]))
+def test_the_rows_found_by_search_are_the_rows_listed_pair_by_pair(data, law, pools):
+    """group_rows, where U(m) does not rise, takes each pair's fewest on-time count and every later count at
+    which U drops; listed_rows tests each count of each pair: the same rows, in the same order."""
+    from trainground.solver import group_counts, pairs
+
+    data["schedule"]["count_startup"] = True
+    data["schedule"]["deadline"] *= 1.2
+    for pool in data["gpu_pools"]:
+        pool["gpus"] = int(pool["gpus"] * pools)
+    update = data["training"]["update_time"]
+    if law == "amdahl" and "reference_time" in update:
+        data["training"]["update_time"] = {**update, "law": "amdahl", "serial_fraction": 0.3}
+    elif law in ("table", "flat") and "reference_time" in update:
+        ref = float(update["reference_time"])
+        ys = [ref * 1.5, ref, ref if law == "flat" else ref * 0.8, ref * 0.5]
+        data["training"]["update_time"] = {
+            "law": "table",
+            "points": [{"gpus": g, "seconds": y} for g, y in zip((2, 4, 8, 16), ys)],
+        }
+    inst = instance_of(data)
+    seen = {}
+
+    def capture(inst, c, rejected):
+        seen["counts"] = c
+        return group_counts.listed_rows(inst, c, rejected)
+
+    original = group_counts.group_rows
+    group_counts.group_rows = capture
+    try:
+        pairs.build(inst)
+    finally:
+        group_counts.group_rows = original
+    if "counts" not in seen:
+        return
+    c = seen["counts"]
+    found, listed = group_counts.group_rows(inst, c, {}), group_counts.listed_rows(inst, c, {})
+    for a, b in zip(found, listed):
+        assert np.array_equal(a, b)
