@@ -215,7 +215,7 @@ def frontiers(
     expected infeasible solves are never diagnosed).
     """
     planner = planner_for(inst)
-    spans = np.unique(planner.pairs.makespan)
+    spans = np.unique(planner.every_row().makespan)
     out = Frontiers(
         instance=inst.name or "",
         deadline_s=inst.schedule.deadline,

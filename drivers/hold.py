@@ -180,6 +180,9 @@ class HoldingPlanner:
     def pairs(self):
         return self.planner.pairs
 
+    def every_row(self):
+        return self.planner.every_row()
+
     def retarget(self, inst: Instance) -> bool:
         """Point the planner at another instance of the same structure and basis (False: build a new one)."""
         self._steady = None

@@ -71,6 +71,9 @@ class RowCover:
         search = planner._search(objective, candidates, lower, restrict["caps"], clock)
         return None if search is None or search.values is None else float(search.value)
 
+    def cover_every(self, planner) -> None:
+        self._cover(planner, EVERY)
+
     def _cover(self, planner, covers: tuple[str, float]) -> None:
         if self.covers == covers:
             return

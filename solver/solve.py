@@ -112,6 +112,13 @@ class Planner:
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
 
+    def every_row(self) -> pair_tables.Pairs:
+        """The table with every row (with start-up counted, every group count worth having of each pair, which
+        a table held for one solve may leave out: :mod:`solver.rows`), for a caller that reads the table itself."""
+        if self.rows is not None:
+            self.rows.cover_every(self)
+        return self.pairs
+
     def use_pairs(self, pairs: pair_tables.Pairs) -> None:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
         :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
