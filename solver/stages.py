@@ -18,11 +18,13 @@ from pyomo.repn import generate_standard_repn
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan, Result, StagePlan, Status
+from trainground.solver import calculus as calc
 from trainground.solver.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
 from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
-from trainground.solver.stage_model import StagedModel, StagedUnsupported, build_staged
+from trainground.solver.stage_model import StagedModel, build_staged
+from trainground.solver.stage_tables import StagedUnsupported
 from trainground.solver.stopwatch import Stopwatch
-from trainground.solver.tolerances import COST_CHECK_TOL, TIE_TOL
+from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
 from trainground.solver.verify_stages import verify_staged
 
 ORDER = {
@@ -71,14 +73,28 @@ class StagedPlanner:
             [Problem("stages", "this command does not plan stages yet (solve and batch do); remove stages to use it")],
         )
 
-    def solve(self, objective: str | None = None, time_limit: float | None = None, **restrictions) -> Result:
-        """The optimal staged plan under ``objective`` (default the instance's), verified. The restrictions of
-        :meth:`solver.solve.Planner.solve` (makespan cap, pinned cadence, caps, allowance) are refused by name."""
-        asked = [name for name, value in restrictions.items() if value not in (None, 0, 0.0)]
-        if asked:
+    def solve(
+        self,
+        objective: str | None = None,
+        time_limit: float | None = None,
+        *,
+        max_makespan: float | None = None,
+        max_hourly_cost: float | None = None,
+        max_total_cost: float | None = None,
+        max_inference_gpus: int | None = None,
+        allowance: float = 0.0,
+        cadence: float | None = None,
+        feasibility: bool = False,
+    ) -> Result:
+        """The optimal staged plan under ``objective`` (default the instance's), verified, under this call's
+        restrictions (those of :meth:`solver.solve.Planner.solve`: a makespan cap, budgets, a card cap that
+        every stage's inference meets, and the allowance Δ of MODEL §11 in the deadline row T + Δ <= deadline;
+        ``feasibility`` asks nothing less of a staged solve). A pinned cadence is refused by name: each stage
+        has its own."""
+        if cadence is not None:
             raise InstanceError(
                 self.inst.name or "instance",
-                [Problem("stages", f"{', '.join(asked)} is not available with stages yet; remove stages to use it")],
+                [Problem("stages", "each stage has its own cadence: a pinned cadence is not available with stages")],
             )
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
@@ -87,11 +103,13 @@ class StagedPlanner:
         clock.seconds["build"], self._build_seconds = self._build_seconds, 0.0
         if self.staged.empty is not None:
             return self._no_plan(objective, Status.INFEASIBLE, clock, self.staged.empty)
+        limits = restriction_rows(self.staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
+        limits += card_rows(self.staged, max_inference_gpus)
         with clock.phase("solve"):
-            status, values, value, seconds = _lexicographic(self.staged, self.highs, objective, clock)
+            status, values, value, seconds = _lexicographic(self.staged, self.highs, objective, clock, limits)
         if values is None:
             return self._no_plan(objective, status, clock, None)
-        return _assemble(self.staged, self.highs, objective, status, values, value, seconds, clock)
+        return _assemble(self.staged, self.highs, objective, status, values, value, seconds, clock, allowance)
 
     def _no_plan(self, objective: str, status: Status, clock: Stopwatch, why: str | None) -> Result:
         message = why or ("no plan meets every constraint" if status == Status.INFEASIBLE else f"no plan ({status})")
@@ -113,17 +131,28 @@ def solve_staged(
 
 
 def _assemble(
-    staged: StagedModel, highs: HighsModel, objective: str, status: Status, values, value, seconds, clock
+    staged: StagedModel,
+    highs: HighsModel,
+    objective: str,
+    status: Status,
+    values,
+    value,
+    seconds,
+    clock: Stopwatch,
+    allowance: float = 0.0,
 ) -> Result:
-    """The verified result of a staged solution (the stage rows filled by the verifier's figures)."""
+    """The verified result of a staged solution (the stage rows filled by the verifier's figures). HiGHS's
+    objective must be the plan's figure when the plan is proved optimal (an incumbent cut short by the time
+    limit may carry a last stage's update at fewer groups than it has, which only overstates T)."""
     inst = staged.inst
     with clock.phase("extract"):
         plan = extract_staged(staged, values)
         found = objective_of(plan, objective)
-        if value is not None and abs(value - found) > COST_CHECK_TOL * max(1.0, abs(found)):
+        off = value is not None and abs(value - found) > COST_CHECK_TOL * max(1.0, abs(found))
+        if off and status == Status.OPTIMAL:
             raise ObjectiveMismatch(f"{inst.name}: HiGHS's {objective} is {value:.10g} but the plan's is {found:.10g}")
     with clock.phase("verify"):
-        check = verify_staged(inst, plan)
+        check = verify_staged(inst, plan, allowance)
     if not check.ok:
         raise PlanRejected(f"{inst.name}: the verifier rejected the staged plan: " + "; ".join(check.violations))
     assert plan.stages is not None
@@ -151,14 +180,16 @@ def _assemble(
     )
 
 
-def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch):
-    """HiGHS runs of MODEL §4's order: (status, values, primary value, HiGHS seconds). A criterion solved is
-    held within TIE_TOL of its optimum while the next is minimised."""
+def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch, limits: list):
+    """HiGHS runs of MODEL §4's order under this solve's ``limits`` (relational expressions: the deadline
+    row and the restrictions): (status, values, primary value, HiGHS seconds). A criterion solved is held
+    within TIE_TOL of its optimum while the next is minimised; every row added is removed after."""
     m = staged.model
     if not hasattr(m, "held"):
         m.held = pyo.ConstraintList()
-    held: list = []
+    held: list = [m.held.add(row) for row in limits]
     try:
+        highs.add_rows(held)
         return _runs(staged, highs, objective, clock, held)
     finally:
         highs.remove_rows(held)
@@ -193,6 +224,38 @@ def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwat
     return status, values, primary, seconds
 
 
+def restriction_rows(
+    staged: StagedModel,
+    allowance: float,
+    max_makespan: float | None,
+    max_hourly_cost: float | None,
+    max_total_cost: float | None,
+) -> list:
+    """A solve's rows on the run: the deadline with the allowance Δ (MODEL §3.4, §11 item 4: T + Δ <=
+    deadline), a makespan cap and the budgets it asks for."""
+    m, deadline = staged.model, staged.inst.schedule.deadline
+    rows = [m.makespan <= deadline * (1 + REL_TOL) - allowance]
+    for expr, cap, tol in (
+        (m.makespan, max_makespan, SPAN_TOL),
+        (m.hourly_cost, max_hourly_cost, REL_TOL),
+        (m.total_cost, max_total_cost, REL_TOL),
+    ):
+        if cap is not None:
+            rows.append(expr <= cap * (1 + tol))
+    return rows
+
+
+def card_rows(staged: StagedModel, cap: int | None) -> list:
+    """Every stage's inference GPUs within ``cap`` (none without one)."""
+    if cap is None:
+        return []
+    shapes = staged.inst.inference.shapes
+    return [
+        sum(s.gpus_per_replica * blk.x[s.name] for blk in sub.blocks.values() for s in shapes) <= cap
+        for sub in staged.subs
+    ]
+
+
 def value_at(expr, values) -> float:
     """A linear expression's value at a HiGHS solution."""
     repn = generate_standard_repn(expr, compute_values=True)
@@ -208,27 +271,23 @@ def extract_staged(staged: StagedModel, values) -> Plan:
     parts = []
     for si, table, sub in zip(staged.stage_insts, staged.pairs, staged.subs):
         view = _StageView(si, table, sub, {key: row for row, key in enumerate(sub.blocks)})
-        parts.append(extract_plan(view, values))  # type: ignore[arg-type]
+        parts.append(own_startup(si, extract_plan(view, values)))  # type: ignore[arg-type]
     stages = inst.stages
-    extra = inst.schedule.extra_time
-    changes = sum(1 for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b))
+    durations, makespan, changes = run_span(inst, staged.stage_insts, parts)
     switch = stages.switch_time if stages.capacity == "replan" else 0.0
-    durations = [s.iterations * p.cadence_s for s, p in zip(stages.list, parts)]
-    makespan = sum(durations) + extra + switch * changes
+    hourly_of = [p.hourly_cost for p in parts]
+    paid = [h * d for h, d in zip(hourly_of, durations)] + [hourly_of[-1] * inst.schedule.extra_time]
+    paid += [b.hourly_cost * switch for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b)]
     if stages.capacity == "fixed":
-        hourly = parts[0].hourly_cost
-        total = hourly * makespan / 3600.0
+        hourly, total = hourly_of[0], hourly_of[0] * makespan / 3600.0
     else:
-        hourly = max(p.hourly_cost for p in parts)
-        paid = [p.hourly_cost * d for p, d in zip(parts, durations)]
-        paid.append(parts[-1].hourly_cost * extra)
-        paid += [b.hourly_cost * switch for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b)]
-        total = sum(paid) / 3600.0
+        hourly, total = max(hourly_of), sum(paid) / 3600.0
     top = _largest(parts)
     return top.model_copy(
         update={
-            "cadence_s": sum(durations) / inst.workload.iterations,
+            "cadence_s": sum(s.iterations * p.cadence_s for s, p in zip(stages.list, parts)) / inst.workload.iterations,
             "makespan_s": makespan,
+            "startup_s": parts[0].startup_s if inst.counts_startup else None,
             "hourly_cost": hourly,
             "total_cost": total,
             "stages": [
@@ -237,6 +296,39 @@ def extract_staged(staged: StagedModel, values) -> Plan:
             ],
         }
     )
+
+
+def own_startup(si: Instance, plan: Plan) -> Plan:
+    """A stage's one-stage plan with its own start-up (MODEL §8) at the groups it has: the pair's row may
+    count the update at fewer groups than the stage's (the shared count's ``extra_groups``)."""
+    if not si.counts_startup or plan.startup_s is None:
+        return plan
+    span = plan.startup_s + (si.workload.iterations - 1) * plan.cadence_s + final_update(si, plan)
+    span += si.schedule.extra_time
+    return plan.model_copy(update={"makespan_s": span, "total_cost": plan.hourly_cost * span / 3600.0})
+
+
+def final_update(si: Instance, plan: Plan) -> float:
+    """U(m) of stage instance ``si`` at ``plan``'s training groups, s."""
+    t = si.training
+    return float(calc.update_time(t.update_time, plan.training_groups * t.gpus_per_group))
+
+
+def run_span(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[list[float], float, int]:
+    """Each stage's duration (its part of the run: n_p·L_p, with the start-up counted the first stage's fill
+    less one cadence and the last stage's final update), the run's makespan T (MODEL §12) and the number
+    of changes of capacity (replan)."""
+    assert inst.stages is not None
+    stages = inst.stages
+    durations = [s.iterations * p.cadence_s for s, p in zip(stages.list, parts)]
+    if inst.counts_startup:
+        assert parts[0].startup_s is not None
+        durations[0] += parts[0].startup_s - parts[0].cadence_s
+        durations[-1] += final_update(insts[-1], parts[-1])
+    changes = 0
+    if stages.capacity == "replan":
+        changes = sum(1 for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b))
+    return durations, sum(durations) + inst.schedule.extra_time + stages.switch_time * changes, changes
 
 
 def capacity_of(plan: Plan) -> tuple:

@@ -47,8 +47,7 @@ def staged(capacity: str = "fixed", **changes) -> dict:
         (lambda d: d["stages"]["list"][0].update(colour=1), "stages.list[0].colour", "unknown key"),
         (lambda d: d["stages"]["list"][2].update(name="early"), "stages.list[2].name", "duplicate name"),
         (lambda d: d["stages"].update(switch_time="30m"), "stages.switch_time", "replan only"),
-        (lambda d: d.update(planning={"basis": "hold"}), "planning.basis", "steady_state"),
-        (lambda d: d["schedule"].update(count_startup=True), "schedule.count_startup", "not available"),
+        (lambda d: d.update(reliability={"gpu_mtbf": "50000h"}), "reliability", "not available"),
         (
             lambda d: d["stages"]["list"][0].update(occupancy={"distribution": "lognormal", "median": 10}),
             "stages.list[0].occupancy",
