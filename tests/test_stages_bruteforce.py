@@ -104,7 +104,7 @@ def _host_top(inst) -> int:
     """Nodes worth enumerating: enough to hold the largest peak of any stage at any K and cadence alone."""
     top = 0.0
     for K in range(1, inst.freshness.max_versions_kept + 1):
-        for si, _, attempts, _, peak in ref.stage_tables(inst, K):
+        for si, _, attempts, _, peak, _ in ref.stage_tables(inst, K):
             finite = peak[attempts < math.inf]
             if finite.size:
                 d = si.environment.node_types[0].density["env"]
