@@ -183,6 +183,10 @@ def render_answer(found) -> None:
     from trainground.render.levers import render_levers
 
     render_levers(console(), found.levers)
+    if found.stage_levers:
+        from trainground.render.stages import render_stage_levers
+
+        render_stage_levers(console(), found.stage_levers)
     if result.plan is not None:
         from trainground.render.simulate import render_solve_verdict
 

@@ -35,10 +35,11 @@ def stage_errors(inst: Instance) -> list[Problem]:
 
 
 def _unsupported(inst: Instance) -> list[Problem]:
-    """Uncertainty (MODEL §9) and reliability (§13) do not play stages yet, so a staged instance refuses them."""
+    """Confidence solves (MODEL §9) and reliability (§13) do not play stages yet, so a staged instance refuses
+    them (its uncertainty factors serve ``risk``)."""
     found = []
     for where, value in (
-        ("uncertainty", inst.uncertainty is not None),
+        ("uncertainty.confidence", inst.uncertainty is not None and inst.uncertainty.confidence is not None),
         ("reliability", inst.reliable),
     ):
         if value:

@@ -48,9 +48,21 @@ class _StageView:
 
 
 class StagedPlanner:
-    """One staged instance's model in HiGHS, solved under any objective (each solve's tie rows removed after)."""
+    """One staged instance's model in HiGHS, solved under any objective (each solve's tie rows removed after).
 
-    def __init__(self, inst: Instance, threads: int = 1):
+    It answers what the drivers ask of a :class:`solver.solve.Planner`: ``solve`` with the same restrictions
+    (but a pinned cadence), ``inst``, ``retarget`` (never: each point builds its own model), ``confidence``
+    (None: confidence solves do not play stages) and ``listener``."""
+
+    confidence = None
+    listener = None
+
+    def __init__(self, inst: Instance, threads: int = 1, confidence: float | None = None):
+        if confidence is not None:
+            raise InstanceError(
+                inst.name or "instance",
+                [Problem("stages", "a confidence solve (--confidence) is not available with stages; remove one")],
+            )
         self.inst = inst
         clock = Stopwatch()
         with clock.phase("build"):
@@ -63,14 +75,18 @@ class StagedPlanner:
                 self.highs.load(self.staged.model)
         self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
 
+    def retarget(self, inst: Instance) -> bool:
+        """A staged model is built for one instance: another (a sweep point) builds its own."""
+        return False
+
     def __getattr__(self, name: str):
-        """What a driver reads of a :class:`solver.solve.Planner` beyond ``solve`` (the pair table, retargets)
-        does not exist for stages: the driver is refused by name (exit 2) rather than given a wrong answer."""
+        """What a driver reads of a :class:`solver.solve.Planner` beyond the above (the pair table) does not
+        exist for stages: the driver is refused by name (exit 2) rather than given a wrong answer."""
         if name.startswith("__"):
             raise AttributeError(name)
         raise InstanceError(
             self.inst.name or "instance",
-            [Problem("stages", "this command does not plan stages yet (solve and batch do); remove stages to use it")],
+            [Problem("stages", f"this command reads the one-stage model ({name}); remove stages to use it")],
         )
 
     def solve(

@@ -142,7 +142,7 @@ def test_solve_json_carries_the_stages_and_other_commands_refuse_by_name(tmp_pat
     assert "plan" not in plan["stages"][0]
     human = CliRunner().invoke(main, ["solve", str(path)])
     assert human.exit_code == 0 and "Stages" in human.output and "the fleet" in human.output
-    for command in (["simulate", str(path)], ["frontier", str(path)]):
+    for command in (["simulate", str(path)],):
         refused = CliRunner().invoke(main, command)
         assert refused.exit_code == 2, (command, refused.output)
         assert "stages" in refused.output and "Traceback" not in refused.output
