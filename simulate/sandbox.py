@@ -15,8 +15,8 @@ in bin ``k`` finds at most ``P + A_k - D_{k-1}`` sandboxes taken (``P`` held bef
 arrivals up to the end of bin ``k``, ``D_{k-1}`` departures before bin ``k`` starts), and where that
 stays within ``c`` nobody in the bin waits. From the first bin the count cannot clear, while no
 attempt holding a sandbox waited, one sort of the departures says exactly who is first to find
-every sandbox taken (the no-wait schedule); the iteration runs only from there, and the count is
-tried again once nobody is waiting.
+every sandbox taken (the no-wait schedule, a few chunks at a time); the iteration runs only from
+there, and the count is tried again once nobody is waiting.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ CHUNK_MIN = 1024  # arrivals per fixed-point chunk, at least; at most the capaci
 CHUNK_MAX = 1 << 16
 ARRIVALS_PER_BIN = 4  # the bin count's resolution: its bound exceeds the exact count by about a bin's traffic
 RETRY_CHUNKS = 4  # after a bin count that clears less than a chunk, chunks solved before it is tried again
+SCHEDULE_CHUNKS = 4  # arrivals one no-wait schedule covers, in chunks (a schedule sorts their departures)
 
 
 class SandboxQueue:
@@ -59,9 +60,9 @@ class SandboxQueue:
             ends = arrivals + lifetimes
         starts = arrivals  # copied once an attempt waits: a window where none does returns its arrivals
         n = arrivals.size
-        i, late, retry = 0, None, 0
+        i, late, late_end, retry = 0, None, 0, 0
         while i < n:
-            scheduled = late is not None and self.waited_until <= self.frontier
+            scheduled = late is not None and i < late_end and self.waited_until <= self.frontier
             if not scheduled and i >= retry and self.frontier <= arrivals[i]:
                 # Nobody is waiting now: the bin count proves who starts on arrival, up to the first bin it
                 # cannot clear (after a short proof, it is tried again some chunks later).
@@ -74,20 +75,21 @@ class SandboxQueue:
                     break
             if self.waited_until <= self.frontier:
                 # No attempt holding a sandbox waited: the state is the one where nobody waited, so the
-                # no-wait schedule (computed once per window) says who is first to find the sandboxes full.
+                # no-wait schedule of the next arrivals says who is first to find the sandboxes full.
                 gone = None
-                if late is None:
-                    late, gone = self._late(arrivals[i:], lifetimes[i:], c)
+                if late is None or i >= late_end:
+                    late_end = min(n, i + SCHEDULE_CHUNKS * _chunk(c))
+                    late, gone = self._late(arrivals[i:late_end], lifetimes[i:late_end], c)
                     late += i
                 ahead = late[np.searchsorted(late, i) :]
-                first = int(ahead[0]) if ahead.size else n
-                # Nobody late from i on: the departures _late sorted are the state's after this chunk.
+                first = int(ahead[0]) if ahead.size else late_end
+                # Nobody late from i on: the departures _late sorted are the state's after these arrivals.
                 self._absorb(
-                    arrivals[i:first], lifetimes[i:first], arrivals[i:first], gone if first == n else None, True
+                    arrivals[i:first], lifetimes[i:first], arrivals[i:first], gone if first == late_end else None, True
                 )
                 i = first
-                if i == n:
-                    break
+                if i == n or i == late_end:
+                    continue
             stop = min(n, i + _chunk(c))
             if starts is arrivals:
                 starts = arrivals.copy()
