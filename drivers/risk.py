@@ -179,19 +179,16 @@ def replay(
 ) -> list[dict]:
     """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once, over
     ``iterations`` (default :data:`REPLAY_ITERATIONS`, at most n; the deadline pro rata): the
-    scenario's fields, group launches at the plan's attempt rate but at most what the fleet's token
-    supply sustains in the scenario (MODEL §10), the scenario's update time. One row per scenario:
+    scenario's fields, group launches at the plan's attempt rate at its realised cadence in the scenario
+    (:func:`simulate.scenarios.setup_in`, MODEL §10), the scenario's update time. One row per scenario:
     analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
     their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
     reason and not replayed)."""
     from trainground.simulate.engine import replicate
-    from trainground.simulate.setup import setup_of
+    from trainground.simulate.scenarios import setup_in
     from trainground.simulate.summary import summarize
 
     scen = sc.draw(inst, risk.samples, risk.seed)
-    values = sc.values_of(inst, scen)
-    supply = sc.token_supply(inst, plan, values, plan.versions_kept)
-    update = sc.update_time(inst, scen, plan.training_gpus)
     rows = []
     count = min(count, scen.size)
     n = inst.workload.iterations
@@ -207,14 +204,10 @@ def replay(
             "analytic_on_time": bool(out.on_time[s]),
         }
         try:
-            here = sc.instance_of(inst, scen, s)
+            setup = setup_in(inst, plan, metrics, scen, s, out, iterations=short)
         except InstanceError as exc:
             rows.append(row | {"simulated_makespan_s": None, "simulated_on_time": None, "skipped": exc.message})
             continue
-        setup = setup_of(here, plan, metrics, iterations=short)
-        setup = dataclasses.replace(
-            setup, attempts_per_s=min(metrics.attempts_per_s, supply[s] / values.tokens[s]), update_s=float(update[s])
-        )
         summary = summarize(setup, replicate(setup, [risk.seed, s]))
         rows.append(
             row

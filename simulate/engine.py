@@ -220,12 +220,15 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
         launch = inject.fleet.launches(launch, work, *span)
     arrival = np.repeat(launch, g)
     if len(queues) == 1:
-        start = queues[0].admit(arrival, life)  # ``arrival`` itself when no attempt waits
-    else:
-        start = np.empty(n)
-        for b, queue in enumerate(queues):
-            mine = np.flatnonzero(backend == b)
-            start[mine] = queue.admit(arrival[mine], life[mine])
+        end = arrival + life
+        start = queues[0].admit(arrival, life, end)  # ``arrival`` itself when no attempt waits
+        if start is not arrival:
+            np.add(start, life, out=end)
+        return start, end, backend, ok, arrival, launch
+    start = np.empty(n)
+    for b, queue in enumerate(queues):
+        mine = np.flatnonzero(backend == b)
+        start[mine] = queue.admit(arrival[mine], life[mine])
     life += start
     return start, life, backend, ok, arrival, launch
 
