@@ -58,11 +58,12 @@ class Replays:
 
 def setup_key(setup: Setup) -> tuple:
     """Every field of a setup but the deadline (a replay's makespan and waits do not depend on it), the
-    occupancy law by its parameters or samples."""
+    occupancy law by its parameters or samples (and each stage's, MODEL §12)."""
     occ = setup.occupancy
     law = (occ.mu, occ.sigma) if occ.samples is None else (occ.samples.size, occ.samples.tobytes())
+    special = {"occupancy": law, "stages": tuple(stage.key() for stage in setup.stages)}
     return tuple(
-        law if f.name == "occupancy" else getattr(setup, f.name)
+        special[f.name] if f.name in special else getattr(setup, f.name)
         for f in dataclasses.fields(setup)
         if f.name != "deadline"
     )
