@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.models.instance import Instance
-from trainground.models.load import InstanceError
+from trainground.models.load import InstanceError, Problem
 from trainground.models.result import Metrics, Plan
 from trainground.solver import scenarios as sc
 from trainground.solver.calculus import wilson
@@ -162,6 +162,11 @@ def sensitivity(inst: Instance, plan: Plan, allowance: float = 0.0) -> tuple[lis
 
 # ---------------------------------------------------------------- the simulator beside the analysis (MODEL §10)
 
+STAGED_SCENARIOS = Problem(
+    "stages",
+    "replays in scenarios (risk --simulate, simulate --scenarios) are not available with stages yet; "
+    "`simulate` replays the staged plan at its nominal values",
+)  # the analytic risk of a staged plan is solver.scenario_stages's
 REPLAY_ITERATIONS = 100
 """Iterations a replay simulates by default (the deadline pro rata, as `simulate --iterations` does): a
 scenario whose sandboxes cannot hold the plan's launches queues without bound, and a full run of such a
@@ -188,6 +193,8 @@ def replay(
     from trainground.simulate.scenarios import setup_in
     from trainground.simulate.summary import summarize
 
+    if inst.stages is not None:
+        raise InstanceError(inst.name or "instance", [STAGED_SCENARIOS])
     scen = sc.draw(inst, risk.samples, risk.seed)
     rows = []
     count = min(count, scen.size)
