@@ -58,7 +58,9 @@ def main(staged_path: str, single_path: str) -> None:
         ("staged, capacity: fixed", fixed.plan, fixed.plan.total_cost, replayed(staged, fixed)),
         ("staged, capacity: replan", replan.plan, replan.plan.total_cost, replayed(replan_inst, replan)),
     ]
-    print(f"{'plan':<30} {'$/hour':>8} {'makespan':>10} {'vs deadline':>12} {'replayed':>10} {'late':>9} {'total cost':>12}")
+    print(
+        f"{'plan':<30} {'$/hour':>8} {'makespan':>10} {'vs deadline':>12} {'replayed':>10} {'late':>9} {'total cost':>12}"
+    )
     for name, plan, total, span in rows:
         late = plan.makespan_s - deadline
         when = f"{late / 3600:+.1f} h" if late > 0 else "on time"
