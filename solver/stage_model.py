@@ -38,7 +38,7 @@ from trainground.solver import calculus as calc
 from trainground.solver import pairs as pair_tables
 from trainground.solver.coefficients import PairValues, index_of
 from trainground.solver.model import add_pair, build_model, refresh_globals
-from trainground.solver.stage_tables import stage_tables
+from trainground.solver.stage_tables import StageTables, stage_tables
 from trainground.solver.tolerances import REL_TOL
 
 
@@ -86,10 +86,11 @@ class StagedModel:
     empty: str | None = None  # why no plan exists when a stage has no admissible pair (then nothing is built)
 
 
-def build_staged(inst: Instance) -> StagedModel:
-    """The staged MIP of ``inst`` (which has ``stages``), every stage's pairs built."""
+def build_staged(inst: Instance, found: StageTables | None = None) -> StagedModel:
+    """The staged MIP of ``inst`` (which has ``stages``) over its stage tables ``found`` (default built here),
+    every stage's pairs built."""
     assert inst.stages is not None, "a staged model needs stages"
-    found = stage_tables(inst)
+    found = found or stage_tables(inst)
     insts, tables = found.insts, found.tables
     extension = SharedTraining(found.top, _host_caps(insts, tables))
     top = pyo.ConcreteModel(name=inst.name)

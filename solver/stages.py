@@ -1,10 +1,12 @@
-"""Solve a staged instance (MODEL.md §12): the staged MIP under MODEL §4's order, then a verified result.
+"""Solve a staged instance (MODEL.md §12) under MODEL §4's order, then a verified result.
 
-The order is a sequence of HiGHS runs on one model: the primary criterion, then each tie-break
-with the criteria before it held at their optimum (within TIE_TOL), so the plan returned is the
-optimum of the lexicographic order on the grid. Each stage's decisions are read as a one-stage
-plan of the instance that stage runs as (:func:`solver.assemble.extract_plan`); the run's plan
-carries them in ``stages`` and the run's makespan and costs, which the staged verifier
+Under ``capacity: fixed`` the compact model (:mod:`solver.stage_compact`) is searched by
+:mod:`solver.stage_hull`. Otherwise (``replan``, or a cap on the total cost) the pair model
+(:mod:`solver.stage_model`) is solved by a sequence of HiGHS runs: the primary criterion, then each
+tie-break with the criteria before it held at their optimum (within TIE_TOL), so the plan returned is
+the optimum of the lexicographic order on the grid. Each stage's decisions are read as a one-stage
+plan of the instance that stage runs as; the run's plan (:func:`solver.stage_plans.run_plan`) carries
+them in ``stages`` and the run's makespan and costs, which the staged verifier
 (:mod:`solver.verify_stages`) recomputes on its own.
 """
 
@@ -13,16 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyomo.core as pyo
-from pyomo.repn import generate_standard_repn
 
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
-from trainground.models.result import Plan, Result, StagePlan, Status
-from trainground.solver import calculus as calc
+from trainground.models.result import Plan, Result, Status
 from trainground.solver.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
 from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
+from trainground.solver.stage_compact import CompactModel, build_compact, supports
+from trainground.solver.stage_hull import compact_plan, linear_value, solve_compact
 from trainground.solver.stage_model import StagedModel, build_staged
-from trainground.solver.stage_tables import StagedUnsupported
+from trainground.solver.stage_plans import own_startup, run_plan
+from trainground.solver.stage_tables import StagedUnsupported, StageTables, stage_tables
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
 from trainground.solver.verify_stages import verify_staged
@@ -48,11 +51,14 @@ class _StageView:
 
 
 class StagedPlanner:
-    """One staged instance's model in HiGHS, solved under any objective (each solve's tie rows removed after).
+    """One staged instance's models in HiGHS, solved under any objective (each solve's rows removed after).
 
-    It answers what the drivers ask of a :class:`solver.solve.Planner`: ``solve`` with the same restrictions
-    (but a pinned cadence), ``inst``, ``retarget`` (never: each point builds its own model), ``confidence``
-    (None: confidence solves do not play stages) and ``listener``."""
+    Under ``capacity: fixed`` (and no cap on the total cost) the compact model of :mod:`solver.stage_compact`
+    is solved by :mod:`solver.stage_hull`'s searches; otherwise the pair model of :mod:`solver.stage_model`,
+    by a sequence of HiGHS runs (:func:`_lexicographic`). Each is built on first use, over one set of stage
+    tables. It answers what the drivers ask of a :class:`solver.solve.Planner`: ``solve`` with the same
+    restrictions (but a pinned cadence), ``inst``, ``retarget`` (never: each point builds its own model),
+    ``confidence`` (None: confidence solves do not play stages) and ``listener``."""
 
     confidence = None
     listener = None
@@ -63,17 +69,33 @@ class StagedPlanner:
                 inst.name or "instance",
                 [Problem("stages", "a confidence solve (--confidence) is not available with stages; remove one")],
             )
-        self.inst = inst
+        self.inst, self.threads = inst, threads
         clock = Stopwatch()
         with clock.phase("build"):
             try:
-                self.staged = build_staged(inst)
+                self.found = stage_tables(inst)
             except StagedUnsupported as exc:
                 raise InstanceError(inst.name or "instance", [Problem(exc.where, exc.rule)]) from None
-            self.highs = HighsModel(threads)
-            if self.staged.empty is None:
-                self.highs.load(self.staged.model)
+        self.empty = empty_stage(inst, self.found)
+        self._pair: tuple[StagedModel, HighsModel] | None = None
+        self._compact: tuple[CompactModel, HighsModel] | None = None
         self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
+
+    def pair_model(self) -> tuple[StagedModel, HighsModel]:
+        if self._pair is None:
+            staged = build_staged(self.inst, self.found)
+            highs = HighsModel(self.threads)
+            highs.load(staged.model)
+            self._pair = (staged, highs)
+        return self._pair
+
+    def compact_model(self) -> tuple[CompactModel, HighsModel]:
+        if self._compact is None:
+            compact = build_compact(self.inst, self.found)
+            highs = HighsModel(self.threads)
+            highs.load(compact.model)
+            self._compact = (compact, highs)
+        return self._compact
 
     def retarget(self, inst: Instance) -> bool:
         """A staged model is built for one instance: another (a sweep point) builds its own."""
@@ -117,15 +139,31 @@ class StagedPlanner:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         clock = Stopwatch(time_limit)
         clock.seconds["build"], self._build_seconds = self._build_seconds, 0.0
-        if self.staged.empty is not None:
-            return self._no_plan(objective, Status.INFEASIBLE, clock, self.staged.empty)
-        limits = restriction_rows(self.staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
-        limits += card_rows(self.staged, max_inference_gpus)
+        if self.empty is not None:
+            return self._no_plan(objective, Status.INFEASIBLE, clock, self.empty)
+        caps = (max_makespan, max_hourly_cost, max_inference_gpus)
+        if supports(self.inst, max_total_cost):
+            with clock.phase("build"):
+                compact, highs = self.compact_model()
+            with clock.phase("solve"):
+                status, point, search = solve_compact(compact, highs, objective, clock, allowance, *caps)
+            if point is None:
+                return self._no_plan(objective, status, clock, None)
+            size = {"compact_runs": search.runs}
+            with clock.phase("extract"):
+                plan = compact_plan(compact, point, status)
+            return _verified(
+                self.inst, plan, objective, status, clock, highs, allowance, size, self.found, search.seconds
+            )
+        with clock.phase("build"):
+            staged, highs = self.pair_model()
+        limits = restriction_rows(staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
+        limits += card_rows(staged, max_inference_gpus)
         with clock.phase("solve"):
-            status, values, value, seconds = _lexicographic(self.staged, self.highs, objective, clock, limits)
+            status, values, value, seconds = _lexicographic(staged, highs, objective, clock, limits)
         if values is None:
             return self._no_plan(objective, status, clock, None)
-        return _assemble(self.staged, self.highs, objective, status, values, value, seconds, clock, allowance)
+        return _assemble(staged, highs, objective, status, (values, value, seconds), clock, allowance, self.found)
 
     def _no_plan(self, objective: str, status: Status, clock: Stopwatch, why: str | None) -> Result:
         message = why or ("no plan meets every constraint" if status == Status.INFEASIBLE else f"no plan ({status})")
@@ -137,6 +175,16 @@ class StagedPlanner:
             timings=timings_of(clock, None, 0.0),
             basis=self.inst.planning.basis,
         )
+
+
+def empty_stage(inst: Instance, found: StageTables) -> str | None:
+    """Why no staged plan exists when a stage has no admissible pair (None when every stage has one)."""
+    assert inst.stages is not None
+    for stage, table in zip(inst.stages.list, found.tables):
+        if table.size == 0:
+            cut = ", ".join(f"{name} ({count})" for name, count in sorted(table.rejected.items())) or "none"
+            return f"stage {stage.name}: no cadence on its grid meets its rows with any K (cut by: {cut})"
+    return None
 
 
 def solve_staged(
@@ -151,48 +199,68 @@ def _assemble(
     highs: HighsModel,
     objective: str,
     status: Status,
-    values,
-    value,
-    seconds,
+    solution: tuple,
     clock: Stopwatch,
-    allowance: float = 0.0,
+    allowance: float,
+    found: StageTables,
 ) -> Result:
-    """The verified result of a staged solution (the stage rows filled by the verifier's figures). HiGHS's
-    objective must be the plan's figure when the plan is proved optimal (an incumbent cut short by the time
-    limit may carry a last stage's update at fewer groups than it has, which only overstates T)."""
-    inst = staged.inst
+    """The verified result of a pair-model solution (HiGHS's values, primary value and seconds). HiGHS's objective must be the plan's figure when the plan
+    is proved optimal (an incumbent cut short by the time limit may carry a last stage's update at fewer
+    groups than it has, which only overstates T)."""
+    values, value, seconds = solution
     with clock.phase("extract"):
         plan = extract_staged(staged, values)
-        found = objective_of(plan, objective)
-        off = value is not None and abs(value - found) > COST_CHECK_TOL * max(1.0, abs(found))
+        got = objective_of(plan, objective)
+        off = value is not None and abs(value - got) > COST_CHECK_TOL * max(1.0, abs(got))
         if off and status == Status.OPTIMAL:
-            raise ObjectiveMismatch(f"{inst.name}: HiGHS's {objective} is {value:.10g} but the plan's is {found:.10g}")
+            raise ObjectiveMismatch(
+                f"{staged.inst.name}: HiGHS's {objective} is {value:.10g} but the plan's is {got:.10g}"
+            )
+    size: dict[str, int] = {}
+    return _verified(staged.inst, plan, objective, status, clock, highs, allowance, size, found, seconds)
+
+
+def _verified(
+    run: Instance,
+    plan: Plan,
+    objective: str,
+    status: Status,
+    clock: Stopwatch,
+    highs: HighsModel,
+    allowance: float,
+    size: dict,
+    found: StageTables,
+    seconds: float,
+) -> Result:
+    """The result of a staged plan the staged verifier passes (its stage rows filled by the verifier's
+    figures); a plan it rejects is a bug (PlanRejected)."""
     with clock.phase("verify"):
-        check = verify_staged(inst, plan, allowance)
+        check = verify_staged(run, plan, allowance)
     if not check.ok:
-        raise PlanRejected(f"{inst.name}: the verifier rejected the staged plan: " + "; ".join(check.violations))
+        raise PlanRejected(f"{run.name}: the verifier rejected the staged plan: " + "; ".join(check.violations))
     assert plan.stages is not None
     plan = plan.model_copy(
         update={"stages": [row.model_copy(update=figures) for row, figures in zip(plan.stages, check.stages)]}
     )
     columns, rows = highs.size()
     return Result(
-        instance=inst.name,
+        instance=run.name,
         status=status,
         objective=objective,
-        objective_value=found,
+        objective_value=objective_of(plan, objective),
         plan=plan,
         metrics=check.metrics,
         binding=check.binding,
         mip_gap=0.0 if status == Status.OPTIMAL else None,
         timings=timings_of(clock, None, 0.0).model_copy(update={"highs": seconds}),
         model_size={
-            "stages": len(staged.subs),
-            "pairs": sum(t.size for t in staged.pairs),
+            "stages": len(found.tables),
+            "pairs": sum(t.size for t in found.tables),
             "variables": columns,
             "rows": rows,
+            **size,
         },
-        basis=inst.planning.basis,
+        basis=run.planning.basis,
     )
 
 
@@ -220,7 +288,7 @@ def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwat
     values, primary, status, seconds = None, None, Status.OPTIMAL, 0.0
     for i, name in enumerate(ORDER[objective]):
         highs.use_objective(getattr(m, f"objective_{name}"))
-        incumbent: float | None = None if values is None else value_at(staged.criteria[name], values)
+        incumbent: float | None = None if values is None else linear_value(staged.criteria[name], values)
         bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
         outcome = highs.run({**STAGED_OPTIONS, "objective_bound": bound}, clock.remaining())
         seconds = outcome.highs_seconds
@@ -272,114 +340,10 @@ def card_rows(staged: StagedModel, cap: int | None) -> list:
     ]
 
 
-def value_at(expr, values) -> float:
-    """A linear expression's value at a HiGHS solution."""
-    repn = generate_standard_repn(expr, compute_values=True)
-    return float(repn.constant) + sum(
-        float(c) * float(values.get(v, 0.0) or 0.0) for c, v in zip(repn.linear_coefs, repn.linear_vars)
-    )
-
-
 def extract_staged(staged: StagedModel, values) -> Plan:
-    """The run's plan: each stage's one-stage plan, the run's makespan and costs of MODEL §12."""
-    inst = staged.inst
-    assert inst.stages is not None
+    """The run's plan: each stage's one-stage plan (its own start-up at its groups), the run's figures."""
     parts = []
     for si, table, sub in zip(staged.stage_insts, staged.pairs, staged.subs):
         view = _StageView(si, table, sub, {key: row for row, key in enumerate(sub.blocks)})
         parts.append(own_startup(si, extract_plan(view, values)))  # type: ignore[arg-type]
-    stages = inst.stages
-    durations, makespan, changes = run_span(inst, staged.stage_insts, parts)
-    switch = stages.switch_time if stages.capacity == "replan" else 0.0
-    hourly_of = [p.hourly_cost for p in parts]
-    paid = [h * d for h, d in zip(hourly_of, durations)] + [hourly_of[-1] * inst.schedule.extra_time]
-    paid += [b.hourly_cost * switch for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b)]
-    if stages.capacity == "fixed":
-        hourly, total = hourly_of[0], hourly_of[0] * makespan / 3600.0
-    else:
-        hourly, total = max(hourly_of), sum(paid) / 3600.0
-    top = _largest(parts)
-    return top.model_copy(
-        update={
-            "cadence_s": sum(s.iterations * p.cadence_s for s, p in zip(stages.list, parts)) / inst.workload.iterations,
-            "makespan_s": makespan,
-            "startup_s": parts[0].startup_s if inst.counts_startup else None,
-            "hourly_cost": hourly,
-            "total_cost": total,
-            "stages": [
-                _stage_row(s.name, s.iterations, p, d, stages.capacity)
-                for s, p, d in zip(stages.list, parts, durations)
-            ],
-        }
-    )
-
-
-def own_startup(si: Instance, plan: Plan) -> Plan:
-    """A stage's one-stage plan with its own start-up (MODEL §8) at the groups it has: the pair's row may
-    count the update at fewer groups than the stage's (the shared count's ``extra_groups``)."""
-    if not si.counts_startup or plan.startup_s is None:
-        return plan
-    span = plan.startup_s + (si.workload.iterations - 1) * plan.cadence_s + final_update(si, plan)
-    span += si.schedule.extra_time
-    return plan.model_copy(update={"makespan_s": span, "total_cost": plan.hourly_cost * span / 3600.0})
-
-
-def final_update(si: Instance, plan: Plan) -> float:
-    """U(m) of stage instance ``si`` at ``plan``'s training groups, s."""
-    t = si.training
-    return float(calc.update_time(t.update_time, plan.training_groups * t.gpus_per_group))
-
-
-def run_span(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[list[float], float, int]:
-    """Each stage's duration (its part of the run: n_p·L_p, with the start-up counted the first stage's fill
-    less one cadence and the last stage's final update), the run's makespan T (MODEL §12) and the number
-    of changes of capacity (replan)."""
-    assert inst.stages is not None
-    stages = inst.stages
-    durations = [s.iterations * p.cadence_s for s, p in zip(stages.list, parts)]
-    if inst.counts_startup:
-        assert parts[0].startup_s is not None
-        durations[0] += parts[0].startup_s - parts[0].cadence_s
-        durations[-1] += final_update(insts[-1], parts[-1])
-    changes = 0
-    if stages.capacity == "replan":
-        changes = sum(1 for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b))
-    return durations, sum(durations) + inst.schedule.extra_time + stages.switch_time * changes, changes
-
-
-def capacity_of(plan: Plan) -> tuple:
-    """What a change of capacity compares: replicas per shape, training groups, nodes and VMs per type."""
-    return (
-        tuple(r.replicas for r in plan.inference),
-        plan.training_groups,
-        tuple(c.count for c in plan.local_nodes),
-        tuple(c.count for c in plan.cloud_vms),
-    )
-
-
-def _largest(parts: list[Plan]) -> Plan:
-    """The stage plan whose counts stand for the run's: under ``fixed`` every stage's are equal (the first);
-    under ``replan`` the stage with the largest hourly cost (the most the run holds at once)."""
-    return max(parts, key=lambda p: p.hourly_cost)
-
-
-def _stage_row(name: str, iterations: int, plan: Plan, duration: float, capacity: str) -> StagePlan:
-    """A stage's row before verification (the verifier fills demand, supply, update time, load, gap, binding)."""
-    own = capacity == "replan"
-    return StagePlan(
-        name=name,
-        iterations=iterations,
-        cadence_s=plan.cadence_s,
-        duration_s=duration,
-        token_demand_per_s=0.0,
-        token_supply_per_s=0.0,
-        update_time_s=0.0,
-        inflight_mean=0.0,
-        mean_version_gap=0.0,
-        inference=plan.inference if own else None,
-        training_groups=plan.training_groups if own else None,
-        local_nodes=plan.local_nodes if own else None,
-        cloud_vms=plan.cloud_vms if own else None,
-        hourly_cost=plan.hourly_cost if own else None,
-        plan=plan,
-    )
+    return run_plan(staged.inst, staged.stage_insts, parts)
