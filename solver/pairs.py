@@ -259,10 +259,11 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False) -> Pairs:
+def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False, fewest: bool = False) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best)."""
+    another's best); ``fewest`` keeps, with the start-up counted, one row per pair at its fewest groups (a
+    staged model counts the final update apart)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -277,7 +278,7 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
-    if inst.counts_startup:
+    if inst.counts_startup and not fewest:
         at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]

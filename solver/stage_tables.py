@@ -53,10 +53,9 @@ def stage_tables(inst: Instance) -> StageTables:
     if len(insts) == 1:  # one stage: the instance's own pair table (its K dominance holds)
         tables = [pair_tables.build(insts[0])]
         return StageTables(insts, tables, [run_part(inst, 0, insts[0], tables[0])], top)
-    tables = [pair_tables.build(stage_rows_instance(inst, s), dominated=True) for s in stages]
+    tables = [pair_tables.build(stage_rows_instance(inst, s), dominated=True, fewest=True) for s in stages]
     final = None
     if inst.counts_startup:
-        tables = [fewest_groups(t) for t in tables]
         lo = int(tables[-1].groups.min()) if tables[-1].size else top
         hi = min(top, most_groups(insts[-1], tables[-1]))
         t = insts[-1].training
@@ -97,16 +96,6 @@ def most_groups(si: Instance, table: pair_tables.Pairs) -> int:
             per_group > 0, np.floor(spare / np.where(per_group > 0, per_group, 1.0) * (1 + REL_TOL)), np.inf
         )
     return int(min(np.max(most), np.iinfo(np.int64).max))
-
-
-def fewest_groups(t: pair_tables.Pairs) -> pair_tables.Pairs:
-    """The rows of ``t`` with the fewest training groups of their (cadence, K) (rows are ordered by cadence,
-    K, then groups)."""
-    if t.size == 0:
-        return t
-    first = np.ones(t.size, dtype=bool)
-    first[1:] = (t.cadence[1:] != t.cadence[:-1]) | (t.kept[1:] != t.kept[:-1])
-    return subset(t, first)
 
 
 def prune(
