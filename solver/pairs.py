@@ -24,7 +24,7 @@ from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver import goodput, group_counts, holding, startup
 from trainground.solver.dominance import undominated
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -175,9 +175,9 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
     if fr.max_exceedance is not None:
-        cut(q <= fr.max_exceedance * (1 + REL_TOL) + 1e-15, "max_exceedance")
+        cut(q <= fr.max_exceedance * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_exceedance")
     if fr.max_group_drop is not None:
-        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
+        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
