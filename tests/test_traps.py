@@ -181,8 +181,8 @@ def test_a_fine_grid_does_not_stop_the_diagnosis_from_raising_the_deadline():
 
 # The same question on the default basis, hold (docs/model.md §11), where start-up is counted and every
 # (cadence, K) pair lists each training-group count worth having (§8): the diagnosis's probes at a loose value
-# (16 times the pool's GPUs, twice the deadline) once listed ~10^8 rows and died of memory (19 GB was seen).
-# A 10 s step keeps the test short; the rows it would list are as many per pair.
+# (16 times the pool's 3,000 GPUs: 48,000, room for 6,000 groups of 8) listed up to 6,000 rows for each of the
+# ~27,000 pairs of the 60 s..30,000 s grid at a 10 s step, ~10^8 rows, and ran out of memory.
 HOLD = [*FINE_GRID, "schedule.deadline=600000", "schedule.cadence.step=10s", "planning.basis=hold"]
 MEMORY = 4 * 2**30  # bytes of address space the command may take: ample for a diagnosis, far short of the rows
 
