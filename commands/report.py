@@ -45,9 +45,9 @@ from trainground.commands.common import (
 @click.option(
     "--frontier-basis",
     type=click.Choice(["steady_state", "hold"]),
-    default="steady_state",
-    show_default=True,
-    help="The basis of the frontier's plans (under hold each point replays its plan: minutes, not seconds).",
+    default=None,
+    help="The basis of the frontier's plans (default: the plan's, so the frontier's cheapest point is the plan; "
+    "steady_state walks faster, without replays).",
 )
 @basis_option
 @edits_option

@@ -3,9 +3,9 @@ hold rows of §11, re-checked from a plan's decisions and its instance alone.
 
 It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
 no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
-quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its
-own cadence grid, its own resource rows
-(:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
+quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its own
+cadence grid, resource rows (:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading), cost formula
+and tolerances (below: the model's are in solver/tolerances.py, none shared). One function per
 constraint family, each naming its section. A violation is a bug in the model, never a
 result to show: :mod:`solver.solve` rejects a plan that fails here.
 """
@@ -28,9 +28,7 @@ COST_TOL = 1e-7  # relative: a reported cost against its recomputation
 REL_TOL = 1e-9  # MODEL §4's relative tolerance, for limits compared with quantities of the instance alone
 GRID_TOL = 1e-6  # a cadence is on the grid when (L - min)/step is this close to a whole number
 MAKESPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
-BINDING_TOL = (
-    1e-6  # relative: a quantity this close to its limit (a budget, the cloud-eligible share) is reported binding
-)
+BINDING_TOL = 1e-6  # relative: this close to its limit (a budget, the cloud share), a quantity is binding
 COUNT_TOL = 1e-9  # in hosts: a node type binds when its fullest row needs more than count - 1 + this
 FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
 
