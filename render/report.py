@@ -238,7 +238,7 @@ def hold_section(answer) -> str:
 
 
 def levers_section(answer) -> str:
-    from trainground.render.levers import render_levers, value_text
+    from trainground.render.levers import render_levers, unfinished_note, value_text
 
     found = answer.levers
     if found is None:
@@ -257,10 +257,12 @@ def levers_section(answer) -> str:
                 (f"{k}.saving_share", lv.saving_share, share(lv.saving_share)),
             ]
         )
+    unfinished = unfinished_note(found)  # why some have no figure, and how to get one (report takes the options too)
     return section(
         "levers",
         "Levers",
         figures(["limit", "before", "after", "re-solve", f"saving ({found.objective})", "share"], rows),
+        *((note(unfinished),) if unfinished else ()),
         terminal(lambda c: render_levers(c, found)),
     )
 

@@ -290,3 +290,16 @@ def test_the_api_passes_the_frontier_basis_on(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="stop here"):
         trainground.report(SEED, frontier_basis="hold", basis="steady_state")
     assert told["frontier_basis"] == "hold"
+
+
+def test_levers_without_a_figure_are_explained_on_the_page(tmp_path):
+    out = tmp_path / "r.html"
+    done = run(
+        "report", str(SEED), "--out", str(out), "--basis", "steady_state", "--no-frontier", "--levers-time", "1e-9"
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    read_page(text)
+    levers = text.split('<section id="levers">')[1].split("</section>")[0]
+    opened = levers.split("<details>")[0]  # said in the open, not only in the folded command text
+    assert "without a figure" in opened and "--levers-time" in opened
