@@ -16,7 +16,7 @@ body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 2em auto; 
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 table.figures { border-collapse: collapse; margin: .6em 0; }
 table.figures th, table.figures td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
-table.figures th { background: #f4f4f4; } table.figures td.name, table.figures th.name { text-align: left; }
+table.figures td { white-space: nowrap; } table.figures th { background: #f4f4f4; } table.figures td.name, table.figures th.name { text-align: left; }
 pre.term { font-family: monospace; font-size: 12px; background: #fbfbfb; border: 1px solid #eee; padding: .6em;
   overflow-x: auto; line-height: 1.25; }
 img.plot { max-width: 100%; border: 1px solid #eee; }
