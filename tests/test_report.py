@@ -303,3 +303,48 @@ def test_levers_without_a_figure_are_explained_on_the_page(tmp_path):
     levers = text.split('<section id="levers">')[1].split("</section>")[0]
     opened = levers.split("<details>")[0]  # said in the open, not only in the folded command text
     assert "without a figure" in opened and "--levers-time" in opened
+
+
+# A run of 40 iterations of 64 trajectories on the default basis, hold (tests/test_hold.py's small run): its
+# replays take milliseconds, so the page's hold numbers and its frontier on the plan's basis can be checked.
+SMALL_HOLD = {
+    "planning.basis": "hold",
+    "workload.iterations": "40",
+    "workload.batch_trajectories": "64",
+    "workload.group_size": "4",
+    "schedule.deadline": "6h",
+    "schedule.cadence.min": "300s",
+    "schedule.cadence.step": "2s",
+    "gpu_pools[0].gpus": "400",
+    "training.update_time.reference_gpus": "64",
+    "training.update_time.reference_time": "120s",
+    "environment.occupancy.median": "300s",
+    "environment.occupancy.p99": "3000s",
+    "environment.node_types[0].density.container": "40",
+    "environment.cloud.vm_types[0].max_vms": "0",
+    "freshness.max_versions_kept": "3",
+}
+
+
+def test_a_hold_page_is_solve_jsons_and_its_frontier_ends_at_the_plan(tmp_path):
+    sets = [a for path, value in SMALL_HOLD.items() for a in ("--set", f"{path}={value}")]
+    out = tmp_path / "hold.html"
+    done = run("report", str(SEED), "--out", str(out), *sets)
+    assert done.returncode == 0, done.stderr
+    solved = run("solve", str(SEED), "--json", *sets)
+    assert solved.returncode == 0, solved.stderr
+    expected = json.loads(solved.stdout)
+    text = out.read_text(encoding="utf-8")
+    page = read_page(text)
+    data = json.loads(page.json_text)
+    assert expected["basis"] == "hold" and without_clocks(data["solve"]) == without_clocks(expected)
+    held = [key for key, value, _ in page.cells if key.startswith("solve.hold.")]
+    assert {"solve.hold.allowance_s", "solve.hold.on_time_share", "solve.hold.expected_total_cost"} <= set(held)
+    for key, value, _ in page.cells:
+        if key.startswith("solve."):
+            assert same(value, at(expected, key[len("solve.") :])), key
+    cheapest = [r for r in data["frontier"]["rows"] if r["frontier"] == "total_cost"][-1]
+    assert same(cheapest["cost"], expected["plan"]["total_cost"]) and cheapest["allowance_from"] == "replays"
+    assert "Walked on the hold basis" in text
+    verdict = "It holds" if expected["hold"]["allowance_converged"] else "It does NOT hold"
+    assert verdict in re.search(r'<p class="lead">(.*?)</p>', text).group(1)
