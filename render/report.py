@@ -258,11 +258,20 @@ def levers_section(answer) -> str:
             ]
         )
     unfinished = unfinished_note(found)  # why some have no figure, and how to get one (report takes the options too)
+    notes = [note(unfinished)] if unfinished else []
+    if answer.result.hold is not None:
+        notes.append(
+            note(
+                "On the hold basis each lever re-solves with this plan's run-variance allowance kept, without "
+                "replays of its own: a saving is read against the plan's allowance (`trainground solve` with the "
+                "edit replays it)."
+            )
+        )
     return section(
         "levers",
         "Levers",
         figures(["limit", "before", "after", "re-solve", f"saving ({found.objective})", "share"], rows),
-        *((note(unfinished),) if unfinished else ()),
+        *notes,
         terminal(lambda c: render_levers(c, found)),
     )
 
