@@ -18,7 +18,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.models.stage_rules import stage_instance
 from trainground.solver.tolerances import REL_TOL
-from trainground.solver.verify import COST_TOL, SPAN_TOL, verify_plan
+from trainground.solver.verify import COST_TOL, MAKESPAN_TOL, verify_plan
 
 CAPACITY_ROWS = ("throughput", "pool_capacity")
 """Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
@@ -63,7 +63,7 @@ def verify_staged(inst: Instance, plan: Plan) -> StagedCheck:
         si = stage_instance(inst, stage)
         check = verify_plan(si, part)
         out.violations += [f"stage {stage.name}: {v}" for v in check.violations]
-        if abs(row.cadence_s - part.cadence_s) > SPAN_TOL * part.cadence_s:
+        if abs(row.cadence_s - part.cadence_s) > MAKESPAN_TOL * part.cadence_s:
             out.violations.append(f"stages[{stage.name}].cadence_s: {row.cadence_s!r} is not its plan's")
         checks.append(check)
     if out.violations:
@@ -95,7 +95,7 @@ def _check_run(inst: Instance, plan: Plan, parts: list[Plan], out: StagedCheck) 
     if spec.capacity == "replan":
         switches = sum(1 for a, b in zip(parts, parts[1:]) if _capacity(a) != _capacity(b))
     T = math.fsum(durations) + sched.extra_time + spec.switch_time * switches
-    if abs(T - plan.makespan_s) > SPAN_TOL * T:
+    if abs(T - plan.makespan_s) > MAKESPAN_TOL * T:
         out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed Σ n_p·L_p (+ switches) = {T!r}")
     if T > sched.deadline * (1 + REL_TOL):
         out.violations.append(f"deadline: makespan {T:g} s > {sched.deadline:g} s")
