@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from trainground.drivers.hold import ReplayCache
 from trainground.drivers.levers import Levers
 from trainground.drivers.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
@@ -78,17 +79,19 @@ def answer(
     levers_time: float = LEVERS_SECONDS,
     notes: Sequence[str] = (),
     on_replay: Callable[[int, int], None] | None = None,
+    replays: ReplayCache | None = None,
 ) -> Answer:
     """Solve ``inst`` on its basis (:func:`drivers.hold.solve_planned`; every plan verified), diagnose it when
     infeasible, then attach: the levers (an optimal deterministic plan; their re-solves share ``levers_time``
     seconds and what ``clock``'s time limit leaves), ``replications`` replays of the plan (MODEL §10) and the
     comparison of a confidence plan with the deterministic optimum. ``notes``: the loader's warnings, which
-    lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress."""
+    lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress; ``replays``: the allowance
+    loop's replays (MODEL §11) kept for a later solve of the same plans (the report's frontier)."""
     from trainground.drivers.hold import solve_planned
 
     clock = clock or Stopwatch()
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
-    result = solve_planned(inst, objective, clock=clock, cache=cache)
+    result = solve_planned(inst, objective, clock=clock, cache=cache, replays=replays)
     if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
         from trainground.drivers.diagnose import diagnosed
 

@@ -10,7 +10,7 @@ from trainground.models.instance import Instance
 from trainground.models.load import InstanceError
 from trainground.models.result import Result
 from trainground.solver.pairs import TableCache
-from trainground.solver.solve import Planner
+from trainground.solver.solve import Planner, fewest_rows_suffice
 from trainground.solver.stopwatch import Stopwatch
 
 
@@ -26,7 +26,8 @@ class Feasibility:
         max_solves: int | None = None,
     ):
         self.base = base
-        self._planner = None
+        self._planner: Planner | None = None
+        self._probe: Planner | None = None  # feasibility questions: each pair's fewest groups (Planner fewest_groups)
         self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
         self.clock = clock
         self.max_solves = max_solves
@@ -53,13 +54,19 @@ class Feasibility:
             inst = edited(self.base, changes)
         except InstanceError:
             return None
-        if self._planner is None or not self._planner.retarget(inst):
-            self._planner = Planner(inst, reusable=True, cache=self.cache)
+        probe = feasibility and fewest_rows_suffice(inst)
+        planner = self._probe if probe else self._planner
+        if planner is None or not planner.retarget(inst):
+            planner = Planner(inst, reusable=True, cache=self.cache, fewest_groups=probe)
+        if probe:
+            self._probe = planner
+        else:
+            self._planner = planner
         self.solves += 1
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
+        return planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes, feasibility=True)

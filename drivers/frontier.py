@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.drivers.diagnose import diagnosed
-from trainground.drivers.hold import HoldingPlanner, base_planner, planner_for
+from trainground.drivers.hold import HoldingPlanner, ReplayCache, base_planner, planner_for
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
 from trainground.solver.calculus import cadence_grid
@@ -212,14 +212,20 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
 
 
 def frontiers(
-    inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progress: Progress | None = None, diagnose: bool = True
+    inst: Instance,
+    criteria: tuple[str, ...] = CRITERIA,
+    *,
+    on_progress: Progress | None = None,
+    diagnose: bool = True,
+    replays: ReplayCache | None = None,
 ) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
-    expected infeasible solves are never diagnosed).
+    expected infeasible solves are never diagnosed). ``replays``: under hold, replays of plans already
+    replayed (a solve of the same instance just before) are taken from there.
     """
-    planner = planner_for(inst)
+    planner = planner_for(inst, replays)
     spans = None if inst.stages is not None else np.unique(planner.pairs.makespan)
     out = Frontiers(
         instance=inst.name or "",

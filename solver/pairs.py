@@ -22,9 +22,9 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
-from trainground.solver import goodput, holding, startup
+from trainground.solver import goodput, group_counts, holding, startup
 from trainground.solver.dominance import undominated
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -175,9 +175,9 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
     if fr.max_exceedance is not None:
-        cut(q <= fr.max_exceedance * (1 + REL_TOL) + 1e-15, "max_exceedance")
+        cut(q <= fr.max_exceedance * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_exceedance")
     if fr.max_group_drop is not None:
-        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
+        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
@@ -259,11 +259,15 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False, fewest: bool = False) -> Pairs:
+def build(
+    inst: Instance, cache: TableCache | None = None, dominated: bool = False, fewest_groups: bool = False
+) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best); ``fewest`` keeps, with the start-up counted, one row per pair at its fewest groups (a
-    staged model counts the final update apart)."""
+    another's best). ``fewest_groups``: with start-up counted, each pair keeps only its fewest training-group
+    count that meets the deadline, not every count worth having (:mod:`solver.group_counts`): the rows that
+    answer whether a plan exists when no budget or confidence asks for more (``Planner.fewest_groups_only``),
+    one per pair however many groups the pool holds."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -278,8 +282,16 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
 
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
-    if inst.counts_startup and not fewest:
-        at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
+    if inst.counts_startup:
+        # The rate best_supply counts per free training-pool GPU at each K, slowdown and weight sync included:
+        # spare / rate is then exactly the groups the bound can spare (a higher rate would cut counts it admits).
+        sync = goodput.weight_sync_factor(inst, grid) if inst.reliability is not None else np.ones(grid.shape)
+        per_group = pool_rate(inst, inst.training.pool, Ks)[k] * sync[at] * inst.training.gpus_per_group
+        spare = best[at, k] - demand_tokens[at, k]
+        rows, m, span = group_counts.rows(
+            inst, groups[at], grid[at], d.startup[at, k], per_group, spare, rejected, fewest_groups
+        )
+        at, k = at[rows], k[rows]
         startup = d.startup[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
@@ -332,49 +344,3 @@ def pool_rate(inst: Instance, pool: str, kept: np.ndarray) -> np.ndarray:
     mult = supply_multipliers(inst, kept)
     rates = [a[i] * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
     return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
-
-
-def _group_counts(
-    inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray, rejected: dict[str, int]
-) -> tuple[np.ndarray, ...]:
-    """With start-up counted (MODEL §8), U(m) is part of the makespan, so each (cadence, K) pair becomes one
-    row per group count m worth having: from the fewest that keep up, while each more group still
-    shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
-    pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline."""
-    t, w = inst.training, inst.workload
-    lo, hi = calc.group_range(inst)
-    counts = np.arange(lo, hi + 1)
-    update = calc.update_time(t.update_time, counts * t.gpus_per_group)
-    # The rate best_supply counts per free training-pool GPU at each K, slowdown included: spare / rate is then
-    # exactly the GPUs the bound can spare (a higher rate would cut group counts the bound admits).
-    rate = pool_rate(inst, t.pool, d.kept)
-    sync = goodput.weight_sync_factor(inst, d.grid) if inst.reliability is not None else np.ones(d.grid.shape)
-    factor = goodput.progress(inst, counts)
-    rows_at, rows_k, rows_m, rows_span = [], [], [], []
-    for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
-        fewest = int(d.groups[i])
-        per_group = rate[j] * sync[i] * t.gpus_per_group
-        extra = np.inf if per_group == 0 else spare / per_group  # groups the pool could still give up
-        options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
-        u = update[options - lo]
-        best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
-        useful = (
-            np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before) & np.isfinite(factor[options - lo])
-        )
-        trainer = (w.iterations - 1) * d.grid[i] + u[useful]
-        if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
-            trainer = trainer * factor[options - lo][useful]
-        span = d.startup[i, j] + trainer + inst.schedule.extra_time
-        on_time = span <= inst.schedule.deadline * (1 + REL_TOL)
-        rows_at += [i] * int(on_time.sum())
-        rows_k += [j] * int(on_time.sum())
-        rows_m += options[useful][on_time].tolist()
-        rows_span += span[on_time].tolist()
-        if not on_time.any():
-            rejected["deadline"] = rejected.get("deadline", 0) + 1
-    return (
-        np.array(rows_at, dtype=int),
-        np.array(rows_k, dtype=int),
-        np.array(rows_m, dtype=int),
-        np.array(rows_span, dtype=float),
-    )

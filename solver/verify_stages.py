@@ -22,7 +22,7 @@ from trainground.models.result import Metrics, Plan
 from trainground.models.stage_rules import stage_rows_instance
 from trainground.solver import verify_laws as laws
 from trainground.solver.tolerances import REL_TOL
-from trainground.solver.verify import COST_TOL, FILL_TOL, SPAN_TOL, verify_plan
+from trainground.solver.verify import COST_TOL, FILL_TOL, MAKESPAN_TOL, verify_plan
 
 CAPACITY_ROWS = ("throughput", "pool_capacity")
 """Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
@@ -69,7 +69,7 @@ def verify_staged(inst: Instance, plan: Plan, allowance: float = 0.0) -> StagedC
         insts.append(si)
         check = verify_plan(si, part)
         out.violations += [f"stage {stage.name}: {v}" for v in check.violations]
-        if abs(row.cadence_s - part.cadence_s) > SPAN_TOL * part.cadence_s:
+        if abs(row.cadence_s - part.cadence_s) > MAKESPAN_TOL * part.cadence_s:
             out.violations.append(f"stages[{stage.name}].cadence_s: {row.cadence_s!r} is not its plan's")
         checks.append(check)
     if out.violations:
@@ -121,7 +121,7 @@ def _check_run(
     if spec.capacity == "replan":
         switches = sum(1 for a, b in zip(parts, parts[1:]) if _capacity(a) != _capacity(b))
     T = math.fsum(durations) + sched.extra_time + spec.switch_time * switches
-    if not abs(T - plan.makespan_s) <= SPAN_TOL * T + FILL_TOL * fill:
+    if not abs(T - plan.makespan_s) <= MAKESPAN_TOL * T + FILL_TOL * fill:
         out.violations.append(
             f"makespan_s: plan says {plan.makespan_s!r}, recomputed Σ_p part_p (+ switches) + extra_time = {T!r}"
         )
