@@ -49,6 +49,12 @@ def diagnosed(
     if result.status != "infeasible":
         return result
     stuck = goodput_conflict(inst)
+    if inst.stages is not None:  # MODEL §12: each stage's admissible pairs and the run's shortest
+        from trainground.drivers.stage_diagnosis import staged_diagnosis
+
+        diagnosis = staged_diagnosis(inst, result)
+        diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
+        return result.model_copy(update={"diagnosis": diagnosis})
     if stuck is not None:
         diagnosis = stuck
     elif inst.uncertainty is not None and inst.uncertainty.confidence is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup, setup_of
@@ -63,5 +64,16 @@ def scenario_setups(
     launch: str = "even",
     iterations: int | None = None,
 ) -> list[Setup]:
-    """One scenario setup per replication r (seed + r)."""
+    """One scenario setup per replication r (seed + r); refused for a staged instance (MODEL §12)."""
+    if inst.stages is not None:
+        raise InstanceError(
+            inst.name or "instance",
+            [
+                Problem(
+                    "stages",
+                    "replays in scenarios (simulate --scenarios, risk --simulate) are not available with stages "
+                    "yet; `simulate` replays the staged plan at its nominal values",
+                )
+            ],
+        )
     return [scenario_setup(inst, plan, metrics, seed + r, launch, iterations) for r in range(replications)]
