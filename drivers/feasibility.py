@@ -11,7 +11,7 @@ from trainground.models.load import InstanceError
 from trainground.models.result import Result
 from trainground.solver import calculus as calc
 from trainground.solver.pairs import TableCache
-from trainground.solver.solve import Planner
+from trainground.solver.solve import Planner, fewest_rows_suffice
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import TIE_TOL
 
@@ -62,7 +62,7 @@ class Feasibility:
         except InstanceError:
             return None
         self.solves += 1
-        fewest = feasibility and allowance == 0 and fewest_is_exact(inst)
+        fewest = feasibility and allowance == 0 and fewest_rows_suffice(inst)
         return self._run(inst, objective, fewest, time_limit, allowance, feasibility)
 
     def shortest(self, changes: dict) -> Result | None:
@@ -78,7 +78,7 @@ class Feasibility:
         except InstanceError:
             return None
         self.solves += 1
-        if not fewest_is_exact(inst):
+        if not fewest_rows_suffice(inst):
             return self._run(inst, "makespan", False)
         first = self._run(inst, "makespan", True, feasibility=True)
         if first.plan is None:
@@ -103,9 +103,9 @@ class Feasibility:
         except InstanceError:
             return None
         self.solves += 1
-        if not fewest_is_exact(inst):
+        if not fewest_rows_suffice(inst):
             return self._run(inst, criterion, False)
-        first = self._run(inst, criterion, True)
+        first = self._run(inst, criterion, True, feasibility=True)  # the least cost among the fewest rows
         if first.plan is None:
             return first
         budget = getattr(first.plan, criterion) * (1 + 4 * TIE_TOL)
@@ -131,17 +131,10 @@ class Feasibility:
         planner = self._planners[fewest]
         if planner is None or not planner.retarget(inst):
             planner = self._planners[fewest] = Planner(
-                inst, reusable=True, cache=self.cache, fewest=fewest, covered=False
+                inst, reusable=True, cache=self.cache, fewest_groups=fewest, covered=False
             )
         return planner
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes, feasibility=True)
         return result is not None and result.plan is not None
-
-
-def fewest_is_exact(inst: Instance) -> bool:
-    """Whether a plan exists iff one exists on each pair's fewest on-time training groups: without budgets
-    (more groups may shorten a run under a total budget) and without a confidence solve."""
-    limits, unc = inst.limits, inst.uncertainty
-    return limits.max_hourly_cost is None and limits.max_total_cost is None and (unc is None or unc.confidence is None)

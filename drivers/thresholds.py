@@ -189,7 +189,18 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
         first = float(cand.values[0])
         widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)] if inst.counts_startup else []
         tries = [first] + [d for d in widened if d < cand.top] + tries
+    below = cand.current  # a deadline known to have no plan
     for deadline in tries:
+        if inst.counts_startup and deadline == cand.top:
+            # the loosest deadline's table lists every group count of a far longer grid (MODEL §8): first
+            # close in on the threshold by feasibility probes, each pair's fewest groups alone, then solve there
+            narrowed = _narrow_deadline(checker, cand, below, deadline)
+            if narrowed is None:
+                return f
+            below, deadline = narrowed
+            if checker.spent():
+                f.bracket = (below, deadline)
+                return f
         result = checker.shortest(edit_of(inst, cand, deadline))
         if result is None or result.plan is None:
             continue
@@ -198,6 +209,21 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
         how = "lifted" if deadline == cand.top else f"at {deadline:,.0f} s"
         return _found(f, result.plan.makespan_s, True, f"shortest makespan with the deadline {how}")
     return f
+
+
+NARROW = 16 * REL  # a deadline bracket this narrow (relative) holds a table about as small as the widened tries'
+
+
+def _narrow_deadline(checker: Feasibility, cand, below: float, top: float) -> tuple[float, float] | None:
+    """(no plan, a plan) deadlines, ``top`` narrowed towards ``below`` by bisection over feasibility probes until
+    within NARROW of each other (or the budget ends it); None when ``top`` has no plan either."""
+    inst = checker.base
+    if not checker.feasible(edit_of(inst, cand, top)):
+        return None
+    while top - below > NARROW * top and not checker.spent():
+        mid = (below + top) / 2
+        below, top = (below, mid) if checker.feasible(edit_of(inst, cand, mid)) else (mid, top)
+    return below, top
 
 
 def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:

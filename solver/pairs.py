@@ -24,7 +24,7 @@ from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver import goodput, group_counts, holding, startup
 from trainground.solver.dominance import undominated_where
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -226,9 +226,9 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
     if fr.max_exceedance is not None:
-        cut(q <= fr.max_exceedance * (1 + REL_TOL) + 1e-15, "max_exceedance")
+        cut(q <= fr.max_exceedance * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_exceedance")
     if fr.max_group_drop is not None:
-        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
+        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
@@ -286,14 +286,14 @@ def build(
     inst: Instance,
     cache: TableCache | None = None,
     dominated: bool = False,
-    fewest: bool = False,
+    fewest_groups: bool = False,
     cover: group_counts.CostCover | None = None,
 ) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
-    the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best). ``fewest``: with start-up counted, only the row of each pair with the fewest on-time
-    training groups (:func:`solver.group_counts.fewest_rows`: a feasibility question's table); ``cover``: only
-    the group counts a cost search within its cost needs (:func:`solver.group_counts.covered_groups`)."""
+    the dominated K too (a staged model, MODEL §12, shares K between stages). With start-up counted,
+    ``fewest_groups``: only each pair's fewest on-time training groups (one row a pair, whatever the pool
+    holds: :func:`solver.group_counts.fewest_rows`); ``cover``: only the group counts a cost search within its
+    cost needs (:func:`solver.group_counts.covered_groups`)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -310,7 +310,6 @@ def build(
         keep = _cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
     if not dominated:
         keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
-
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], spans[at, k], fills[at, k]
     if inst.counts_startup:
@@ -318,7 +317,8 @@ def build(
         most = group_counts.most_groups(inst, rates, cover, grid, at, k, m, demand_tokens[at, k], span)
         spare = best[at, k] - demand_tokens[at, k]
         counts = group_counts.counts_of(inst, d, at, k, spare, rates[inst.training.pool], fills, most)
-        at, k, m, span = (group_counts.fewest_rows if fewest else group_counts.group_rows)(inst, counts, rejected)
+        listing = group_counts.fewest_rows if fewest_groups else group_counts.group_rows
+        at, k, m, span = listing(inst, counts, rejected)
         startup = fills[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)

@@ -27,7 +27,7 @@ from trainground.solver.search import Search, cheapest_first, pair_by_pair, shor
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
 
-__all__ = ["Planner", "solve_instance"]
+__all__ = ["Planner", "fewest_rows_suffice", "solve_instance"]
 
 
 class Planner:
@@ -42,35 +42,38 @@ class Planner:
         clock: Stopwatch | None = None,
         confidence: float | None = None,
         allowance: float = 0.0,
-        fewest: bool = False,
+        fewest_groups: bool = False,
         covered: bool = True,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic);
         ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline).
-        ``fewest``: a planner for feasibility questions alone (``solve(feasibility=True)`` without a makespan
-        cap, budgets or confidence): its table holds only the rows :meth:`fewest_groups_only` would keep,
-        found without listing each pair's other group counts (``pairs.build(fewest=True)``). ``covered``: with
-        start-up counted, list the group counts each solve needs (:mod:`solver.rows`); False: every row, for a
-        caller whose solves need them all (a diagnosis's makespan and budgeted re-solves)."""
+        ``fewest_groups``: a planner that only answers whether a plan exists (``solve(feasibility=True)``,
+        without a makespan cap or an allowance): each pair keeps its fewest on-time training-group count
+        alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its table does not
+        grow with the groups a pool holds. ``covered``: with start-up counted, list the group counts each solve
+        needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all (a diagnosis's
+        makespan and budgeted re-solves)."""
+        if fewest_groups and not fewest_rows_suffice(inst, confidence):
+            raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
+        self.fewest_groups = fewest_groups
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
             )
         self.cache = cache if cache is not None else pair_tables.TableCache(2)  # this planner's own tables
-        self.fewest = fewest
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
         alpha = confidence_of.alpha_of(inst, confidence)
         # start-up counted: the table grows by the group counts each solve needs (solver.rows)
-        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest else None
+        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest_groups else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, cache, fewest=fewest or self.rows is not None)
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest_groups or self.rows is not None)
             self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             extension = None if self.confidence is None else self.confidence.blocks
@@ -98,10 +101,11 @@ class Planner:
             or index_of(inst) != self.live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
+            or (self.fewest_groups and not fewest_rows_suffice(inst))
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache, fewest=self.fewest or self.rows is not None)
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
             if not self.live.retarget(inst, pairs):
                 return False
             if self.rows is not None:
@@ -185,6 +189,14 @@ class Planner:
         only whether a plan exists; the plan returned is verified but optimal only among the rows
         :meth:`fewest_groups_only` keeps."""
         objective = objective or self.inst.objective
+        if self.fewest_groups and not (
+            feasibility
+            and max_hourly_cost is None
+            and max_total_cost is None
+            and max_makespan is None
+            and not allowance
+        ):  # a cap on the makespan or budgets can ask for a pair's faster rows, with more groups
+            raise ValueError("a fewest_groups planner answers feasibility without budgets or a makespan cap only")
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         clock = self._clock_for(time_limit)
@@ -217,9 +229,8 @@ class Planner:
         (MODEL §8 lists each count worth having); every candidate already meets the deadline, each count keeps
         up (U(m) <= L), and fewer groups leave the pools at least as many GPUs for inference and ask nothing
         else more."""
-        limits, p = self.inst.limits, self.pairs
-        budgeted = limits.max_hourly_cost is not None or limits.max_total_cost is not None
-        if exact_only and (self.confidence is not None or budgeted):
+        p = self.pairs
+        if exact_only and (self.confidence is not None or not fewest_rows_suffice(self.inst)):
             return candidates
         rows = np.flatnonzero(candidates)
         rows = rows[np.lexsort((p.groups[rows], p.kept[rows], p.cadence[rows]))]
@@ -302,6 +313,17 @@ class Planner:
             if result.model_size is not None:
                 result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
         return result
+
+
+def fewest_rows_suffice(inst: Instance, confidence: float | None = None) -> bool:
+    """Whether each pair's fewest training-group row answers "is there a plan?" (``Planner.fewest_groups_only``):
+    yes unless a budget or a confidence solve (``confidence``, else the instance's) can ask for more groups."""
+    limits = inst.limits
+    return (
+        confidence_of.alpha_of(inst, confidence) is None
+        and limits.max_hourly_cost is None
+        and limits.max_total_cost is None
+    )
 
 
 def solve_instance(

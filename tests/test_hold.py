@@ -462,7 +462,10 @@ def test_a_round_that_cannot_end_within_the_time_limit_is_not_started(monkeypatc
     inst = small()
     free = solve_planned(inst)
     assert free.hold.rounds == 2  # this run needs a second round
-    monkeypatch.setattr(trainground.drivers.hold, "ReplayPace", lambda clock, threads: clock.expired)
+    import trainground.drivers.pace
+
+    # each replay asks the clock alone (this clock leaves no room once round 1 is said, its replays included)
+    monkeypatch.setattr(trainground.drivers.pace.ReplayPace, "__call__", lambda self: self.clock.expired())
     result = HoldingPlanner(inst, clock=NoRoomAfterRoundOne()).solve()
     assert result.status == "time_limit" and result.hold.rounds == 1 and result.hold.replays == 16
     assert "the time limit ran out after 1 rounds" in result.message
