@@ -9,7 +9,8 @@ axis, a whole hold solve (the allowance loop: its rounds of 16 replays each) aga
                             [--bases steady_state hold] [--limit-gb 6]
 
 Each size is solved in a fresh Python process (so its peak resident memory is its own) under an address-space
-limit (--limit-gb: a size that needs more says "out of memory" instead of swapping the machine), in process
+limit (--limit-gb: a size that needs more says "out of memory" instead of swapping the machine) and a time
+limit (--limit-s: a size that takes longer says so, and the larger sizes of its axis are not run), in process
 there (loading and the solve; imports excluded). Printed per size: the basis, the median wall seconds and CPU
 seconds of the repeats, the peak MB, the table's rows (pairs) and the status; per axis and basis, the fitted
 growth exponent b of time ≈ a·size^b (least squares on the logs). The first line printed is the load average.
@@ -72,18 +73,13 @@ def child(file: str, basis: str, whole: bool, edits: list[str]) -> None:
     import resource
     import time
 
+    from trainground.drivers.hold import solve_planned
     from trainground.models.edits import load_edited_checked
+    from trainground.solver.solve import solve_instance
 
-    clock, cpu = time.perf_counter(), time.process_time()
+    clock, cpu = time.perf_counter(), time.process_time()  # imports excluded
     inst, _ = load_edited_checked(Path(file), [f"planning.basis={basis}", *edits])
-    if whole:
-        from trainground.drivers.hold import solve_planned
-
-        result = solve_planned(inst)
-    else:
-        from trainground.solver.solve import solve_instance
-
-        result = solve_instance(inst)
+    result = solve_planned(inst) if whole else solve_instance(inst)
     seconds, cpu = time.perf_counter() - clock, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = (result.model_size or {}).get("pairs")
@@ -102,7 +98,7 @@ def child(file: str, basis: str, whole: bool, edits: list[str]) -> None:
     )
 
 
-def measure(axis: str, basis: str, size: int, repeats: int, limit_gb: float) -> dict:
+def measure(axis: str, basis: str, size: int, repeats: int, limit_gb: float, limit_s: float) -> dict:
     file = ROOT / "instances" / ("seed-week-75-uncertain.yaml" if axis == "scenarios" else "seed-week-75.yaml")
     runs = []
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -114,9 +110,25 @@ def measure(axis: str, basis: str, size: int, repeats: int, limit_gb: float) -> 
     edits = edits_for("iterations" if axis == "replays" else axis, size)
     for _ in range(repeats):
         args = [sys.executable, __file__, "--child", str(file), basis, str(axis == "replays"), *edits]
-        done = subprocess.run(
-            args, cwd=ROOT, env=env, capture_output=True, text=True, check=False, preexec_fn=address_space
-        )
+        try:
+            done = subprocess.run(
+                args,
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+                preexec_fn=address_space,
+                timeout=limit_s,
+            )
+        except subprocess.TimeoutExpired:
+            return {
+                "seconds": math.nan,
+                "cpu": math.nan,
+                "peak_mb": math.nan,
+                "status": f"over {limit_s:g} s",
+                "rows": None,
+            }
         if done.returncode != 0:
             memory = "MemoryError" in done.stderr or "Unable to allocate" in done.stderr
             status = f"out of memory ({limit_gb:g} GB)" if memory else f"exit {done.returncode}"
@@ -146,6 +158,7 @@ def main() -> None:
     parser.add_argument("--sections", nargs="+", default=list(AXES), choices=list(AXES))
     parser.add_argument("--bases", nargs="+", default=list(BASES), choices=list(BASES))
     parser.add_argument("--limit-gb", type=float, default=6.0, help="address space of each child, GB")
+    parser.add_argument("--limit-s", type=float, default=120.0, help="seconds a size may take before it is cut")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -157,7 +170,11 @@ def main() -> None:
         for basis in ["hold"] if axis == "replays" else args.bases:
             sizes, times = AXES[axis], []
             for size in sizes:
-                m = measure(axis, basis, size, args.repeats, args.limit_gb)
+                if times and not math.isfinite(times[-1]):  # a smaller size was cut: a larger one would be too
+                    print(f"{axis:<11} {basis:<13} {size:>9,}  (not run: the size before it was cut)", flush=True)
+                    times.append(math.nan)
+                    continue
+                m = measure(axis, basis, size, args.repeats, args.limit_gb, args.limit_s)
                 times.append(m["seconds"])
                 rows = "" if m["rows"] is None else f"{m['rows']:,}"
                 print(
