@@ -226,7 +226,8 @@ def frontiers(
     replayed (a solve of the same instance just before) are taken from there.
     """
     planner = planner_for(inst, replays)
-    spans = None if inst.stages is not None else np.unique(planner.pairs.makespan)
+    table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
+    spans = None if inst.stages is not None else np.unique(table.every_row().makespan)
     out = Frontiers(
         instance=inst.name or "",
         deadline_s=inst.schedule.deadline,

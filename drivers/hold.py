@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.drivers.pace import ReplayPace
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
@@ -194,9 +195,12 @@ class HoldingPlanner:
         inst = self.inst
         count, k = self.replay_count()
         allowance, rounds, last, why = 0.0, 0, None, "rounds"
-        planner = self.planner
+        planner, pace = self.planner, ReplayPace(clock, self.cache.threads)
         spent = Timings()
         while rounds < ROUNDS:
+            if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
+                why = "time"
+                break
             if planner.confidence is not None and planner.confidence.allowance != allowance:
                 clock.note(f"{inst.name}: scenario table with allowance {allowance:,.0f} s")
                 planner = Planner(
@@ -211,7 +215,7 @@ class HoldingPlanner:
                 break
             rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
-            replays = self._replays(planner, result, count, clock.expired)
+            replays = self._replays(planner, result, count, pace)
             if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
                 if last is None:

@@ -136,7 +136,7 @@ class Probe:
         if self.budget is None:
             return self.checker.feasible(self.edit(value))
         path, criterion, limit = self.budget
-        result = self.checker.solve(self.edit(value) | {path: None}, criterion)
+        result = self.checker.cheapest(self.edit(value) | {path: None}, criterion)
         if result is None:
             return False
         cost = np.inf if result.plan is None else float(getattr(result.plan, criterion))
@@ -201,7 +201,7 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
             if checker.spent():
                 f.bracket = (below, deadline)
                 return f
-        result = checker.solve(edit_of(inst, cand, deadline))
+        result = checker.shortest(edit_of(inst, cand, deadline))
         if result is None or result.plan is None:
             continue
         if deadline == tries[0] and len(tries) > 1 and cand.exact_values:
@@ -232,14 +232,14 @@ def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
     cand = f.cand
     if cand.path.startswith("limits."):
         criterion = cand.input.removeprefix("max_")
-        result = checker.solve({cand.path: None}, criterion)
+        result = checker.cheapest({cand.path: None}, criterion)
         if result is None or result.plan is None:
             return f
         return _found(f, getattr(result.plan, criterion), True, f"least {criterion} with the budget lifted")
     edit = lambda value: edit_of(checker.base, cand, value)  # noqa: E731
     if search and checker.feasible(edit(cand.current + 1)):
         return _found(f, cand.current + 1, True, "one more, confirmed by one solve")
-    result = checker.solve({cand.path: None})
+    result = checker.shortest({cand.path: None})
     if result is None or result.plan is None:
         return f
     name = cand.input.split("[")[1].rstrip("]")

@@ -23,7 +23,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver import goodput, group_counts, holding, startup
-from trainground.solver.dominance import undominated
+from trainground.solver.dominance import undominated_where
 from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
@@ -60,13 +60,19 @@ class TableCache:
 
     Keys: the run's :class:`Demand` by every input it reads (:func:`demand_inputs`, compared by
     equality: they hold pydantic models with lists); the exceedance table q(L, K) by (occupancy spec
-    as JSON, the grid's bytes, max K). At most ``size`` entries of each are kept, oldest dropped first.
+    as JSON, the grid's bytes, max K); the consumed mean gaps of the hold basis by (occupancy spec as JSON,
+    group size, correlation, gap convention, overrun policy), with the grid and max K they cover; the start-up fills
+    by (occupancy spec as JSON, batch, group size, intake, correlation), each holding the fills of every
+    attempt rate met so far (a rate's fill is a function of the rate alone, so a re-solve that moves a pool
+    size, a price or a limit reuses them). At most ``size`` entries of each are kept, oldest dropped first.
     """
 
     def __init__(self, size: int = 4):
         self.size = size
         self._demand: list[tuple[tuple, Demand]] = []
         self._exceedance: list[tuple[tuple, np.ndarray]] = []
+        self._gaps: list[tuple[tuple, tuple[np.ndarray, np.ndarray]]] = []
+        self._fills: list[tuple[tuple, list[np.ndarray]]] = []
 
     def demand(self, inst: Instance) -> Demand:
         key = demand_inputs(inst)
@@ -83,6 +89,50 @@ class TableCache:
             table = exceedance_table(occ, grid, kept)
             self._keep(self._exceedance, key, table)
         return table
+
+    def consumed_gaps(self, inst: Instance, occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
+        """:func:`solver.holding.consumed_mean_gap` over ``grid`` × 1..``kept`` (read-only). Column K reads
+        the gap's tails up to K alone and a grid widened to a later top keeps its first points, so a table
+        kept for a longer grid and more K serves a shorter one by slicing."""
+        fr = inst.freshness
+        key = (
+            inst.environment.occupancy.model_dump_json(),
+            inst.workload.group_size,
+            fr.group_correlation,
+            fr.gap_convention,
+            fr.overrun_policy,
+        )
+        found = self._find(self._gaps, key)
+        if found is not None:
+            wide, table = found
+            if wide.size >= grid.size and table.shape[1] >= kept and np.array_equal(wide[: grid.size], grid):
+                return table[: grid.size, :kept]
+        table = holding.consumed_mean_gap(occ, grid, kept, inst)
+        table.setflags(write=False)
+        self._keep(self._gaps, key, (np.array(grid, dtype=float), table))
+        return table
+
+    def fill(self, inst: Instance, occ: calc.Occupancy, rates: np.ndarray) -> np.ndarray:
+        """:func:`solver.startup.fill` of ``inst``'s run at attempt rates ``rates``, computed for the rates not
+        met before."""
+        w, corr = inst.workload, inst.freshness.group_correlation
+        key = (inst.environment.occupancy.model_dump_json(), w.batch_trajectories, w.group_size, w.intake_rate, corr)
+        known = self._find(self._fills, key)
+        if known is None:
+            known = [np.zeros(0), np.zeros(0)]
+            self._keep(self._fills, key, known)
+        seen, fills = known
+        at = np.minimum(np.searchsorted(seen, rates), max(seen.size - 1, 0))
+        hit = (seen[at] == rates) if seen.size else np.zeros(rates.shape, dtype=bool)
+        new = np.unique(rates[~hit])
+        if new.size:
+            found = startup.fill(occ, new, w.batch_trajectories, w.group_size, w.intake_rate, corr)
+            every = np.concatenate([seen, new])
+            order = np.argsort(every, kind="stable")
+            known[0], known[1] = every[order], np.concatenate([fills, np.atleast_1d(found)])[order]
+            seen, fills = known
+            at = np.searchsorted(seen, rates)
+        return fills[at]
 
     @staticmethod
     def _find(store: list, key):
@@ -132,8 +182,9 @@ class Demand:
     grid: np.ndarray  # cadence grid, s
     kept: np.ndarray  # 1..max_versions_kept
     w_use: float  # the occupancy Little's law uses, s
-    span: np.ndarray  # (grid, K) makespan T, s (MODEL §2, or §8 with count_startup)
-    startup: np.ndarray  # (grid, K) pipeline fill before the first batch, s (0 unless count_startup)
+    span: np.ndarray  # (grid, K) makespan T, s (MODEL §2; with count_startup, T less the fill: see build)
+    startup: np.ndarray  # (grid, K) zeros: with count_startup, build computes the fill of the entries it keeps
+    occupancy: calc.Occupancy
     groups: np.ndarray  # (grid,) fewest training groups with U <= L
     exceedance: np.ndarray
     drop: np.ndarray
@@ -164,7 +215,7 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     if failing:
         span = goodput.pair_spans(inst, grid, groups, keep, cut)
     if fr.max_mean_gap is not None:
-        gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds)
+        gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds, cache)
         cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
     q = (
         exceedance_table(occ, grid, fr.max_versions_kept)
@@ -182,16 +233,15 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
         attempts = np.where(
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
         )
-    startup = np.zeros(keep.shape)
-    if inst.counts_startup:
-        startup, span = _with_startup(inst, occ, grid, groups, attempts, keep)
-        cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
+    if inst.counts_startup:  # T less the fill, which build computes for the entries the pools can supply
+        span = np.broadcast_to(group_counts.steady_spans(inst, grid, groups)[:, None], keep.shape)
     found = Demand(
         grid=grid,
         kept=Ks,
         w_use=w_use,
         span=np.array(span),
-        startup=startup,
+        startup=np.zeros(keep.shape),
+        occupancy=occ,
         groups=groups,
         exceedance=q,
         drop=drop,
@@ -205,49 +255,22 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
 
 
 def mean_gaps(
-    inst: Instance, occ: calc.Occupancy, w_use: float, grid: np.ndarray, kept: int, consumed: bool
+    inst: Instance,
+    occ: calc.Occupancy,
+    w_use: float,
+    grid: np.ndarray,
+    kept: int,
+    consumed: bool,
+    cache: TableCache | None = None,
 ) -> np.ndarray:
     """(grid, K = 1..kept) the mean version gap constraint 7 limits: W_use/L (MODEL §2), or with ``consumed``
     (the hold basis) the consumed gap's, which depends on K (§11 item 3); ``inst`` gives the conventions."""
     if consumed and grid.size:
+        if cache is not None:
+            return cache.consumed_gaps(inst, occ, grid, kept)
         return holding.consumed_mean_gap(occ, grid, kept, inst)
     steady = calc.mean_version_gap(w_use, grid, inst.freshness.gap_convention)
     return np.broadcast_to(np.asarray(steady)[:, None], (grid.size, kept))
-
-
-def _with_startup(
-    inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """MODEL §8: the pipeline fill before the first batch, and the shortest T = fill + (n-1)·L + U(m) +
-    extra_time any admissible group count m gives, per (grid, K) entry (inf where not admissible).
-    More groups than the fewest that keep up shorten U(m) in T; :func:`build` lists each count."""
-    w = inst.workload
-    fill = np.full(keep.shape, np.inf)
-    at = keep & np.isfinite(attempts)
-    if at.any():
-        fill[at] = startup.fill(
-            occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
-        )
-    if inst.reliability is not None:
-        trainer = goodput.shortest_trainer_time(inst, grid, groups)
-    else:
-        trainer = (w.iterations - 1) * grid + _shortest_updates(inst, groups)
-    steady = trainer + inst.schedule.extra_time
-    return fill, fill + steady[:, None]
-
-
-def _shortest_updates(inst: Instance, groups: np.ndarray) -> np.ndarray:
-    """Per cadence, the shortest update time of any admissible group count from its fewest (``groups``; 0:
-    none) up: the minimum of U over counts m..max_groups, read off one suffix minimum over every count."""
-    _, top = calc.group_range(inst)
-    counts = np.arange(1, top + 1)
-    u = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
-    suffix = np.minimum.accumulate(np.where(np.isnan(u), np.inf, u)[::-1])[::-1]  # min of U over counts >= m
-    fewest = np.asarray(groups, dtype=int)
-    found = (fewest > 0) & (fewest <= top)
-    out = np.full(fewest.shape, np.inf)
-    out[found] = suffix[fewest[found] - 1]
-    return out
 
 
 def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
@@ -260,14 +283,17 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
 
 
 def build(
-    inst: Instance, cache: TableCache | None = None, dominated: bool = False, fewest_groups: bool = False
+    inst: Instance,
+    cache: TableCache | None = None,
+    dominated: bool = False,
+    fewest_groups: bool = False,
+    cover: group_counts.CostCover | None = None,
 ) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
-    the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best). ``fewest_groups``: with start-up counted, each pair keeps only its fewest training-group
-    count that meets the deadline, not every count worth having (:mod:`solver.group_counts`): the rows that
-    answer whether a plan exists when no budget or confidence asks for more (``Planner.fewest_groups_only``),
-    one per pair however many groups the pool holds."""
+    the dominated K too (a staged model, MODEL §12, shares K between stages). With start-up counted,
+    ``fewest_groups``: only each pair's fewest on-time training groups (one row a pair, whatever the pool
+    holds: :func:`solver.group_counts.fewest_rows`); ``cover``: only the group counts a cost search within its
+    cost needs (:func:`solver.group_counts.covered_groups`)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
     env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
@@ -277,22 +303,23 @@ def build(
     demand_tokens = attempts * w.tokens_per_attempt
     best = best_supply(inst, groups, Ks, grid)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
+    spans, fills = d.span, d.startup
+    if inst.counts_startup:  # the fill only where the pools can supply the demand: a fine grid's few entries
+        fills = _fills(inst, d, keep, cache)
+        spans = fills + d.span
+        keep = _cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
     if not dominated:
-        keep &= undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
-
+        keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
-    m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
+    m, span, startup = groups[at], spans[at, k], fills[at, k]
     if inst.counts_startup:
-        # The rate best_supply counts per free training-pool GPU at each K, slowdown and weight sync included:
-        # spare / rate is then exactly the groups the bound can spare (a higher rate would cut counts it admits).
-        sync = goodput.weight_sync_factor(inst, grid) if inst.reliability is not None else np.ones(grid.shape)
-        per_group = pool_rate(inst, inst.training.pool, Ks)[k] * sync[at] * inst.training.gpus_per_group
+        rates = {p.name: pool_rate(inst, p.name, Ks) for p in inst.gpu_pools}
+        most = group_counts.most_groups(inst, rates, cover, grid, at, k, m, demand_tokens[at, k], span)
         spare = best[at, k] - demand_tokens[at, k]
-        rows, m, span = group_counts.rows(
-            inst, groups[at], grid[at], d.startup[at, k], per_group, spare, rejected, fewest_groups
-        )
-        at, k = at[rows], k[rows]
-        startup = d.startup[at, k]
+        counts = group_counts.counts_of(inst, d, at, k, spare, rates[inst.training.pool], fills, most)
+        listing = group_counts.fewest_rows if fewest_groups else group_counts.group_rows
+        at, k, m, span = listing(inst, counts, rejected)
+        startup = fills[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
     a = shape_availability(inst)
@@ -314,6 +341,20 @@ def build(
         grid_points=int(grid.size),
         sandbox_rate=sandbox_rate,
     )
+
+
+def _fills(inst: Instance, d: Demand, keep: np.ndarray, cache: TableCache | None) -> np.ndarray:
+    """(grid, K) the start-up fill of MODEL §8 at each entry of ``keep`` whose attempt rate is finite (inf
+    elsewhere)."""
+    w = inst.workload
+    out = np.full(keep.shape, np.inf)
+    at = keep & np.isfinite(d.attempts)
+    if at.any() and cache is not None:
+        out[at] = cache.fill(inst, d.occupancy, d.attempts[at])
+    elif at.any():
+        corr = inst.freshness.group_correlation
+        out[at] = startup.fill(d.occupancy, d.attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, corr)
+    return out
 
 
 def supply_multipliers(inst: Instance, kept: np.ndarray) -> np.ndarray:

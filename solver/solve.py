@@ -22,6 +22,7 @@ from trainground.solver.assemble import assemble, timings_of
 from trainground.solver.bounds import SandboxLP, hourly_lower_bound
 from trainground.solver.coefficients import global_values, index_of
 from trainground.solver.live import LiveModel
+from trainground.solver.rows import RowCover
 from trainground.solver.search import Search, cheapest_first, pair_by_pair, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
@@ -42,6 +43,7 @@ class Planner:
         confidence: float | None = None,
         allowance: float = 0.0,
         fewest_groups: bool = False,
+        covered: bool = True,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
@@ -50,7 +52,9 @@ class Planner:
         ``fewest_groups``: a planner that only answers whether a plan exists (``solve(feasibility=True)``,
         without a makespan cap or an allowance): each pair keeps its fewest on-time training-group count
         alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its table does not
-        grow with the groups a pool holds."""
+        grow with the groups a pool holds. ``covered``: with start-up counted, list the group counts each solve
+        needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all (a diagnosis's
+        makespan and budgeted re-solves)."""
         if fewest_groups and not fewest_rows_suffice(inst, confidence):
             raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
         self.fewest_groups = fewest_groups
@@ -59,14 +63,17 @@ class Planner:
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
             )
-        self.cache = cache
+        self.cache = cache if cache is not None else pair_tables.TableCache(2)  # this planner's own tables
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
+        alpha = confidence_of.alpha_of(inst, confidence)
+        # start-up counted: the table grows by the group counts each solve needs (solver.rows)
+        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest_groups else None
+        reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, cache, fewest_groups=fewest_groups)
-            alpha = confidence_of.alpha_of(inst, confidence)
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest_groups or self.rows is not None)
             self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             extension = None if self.confidence is None else self.confidence.blocks
@@ -98,14 +105,34 @@ class Planner:
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups)
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
             if not self.live.retarget(inst, pairs):
                 return False
+            if self.rows is not None:
+                self.rows.reset()
             shared = global_values(inst, self.live.model.ix)
             lp = SandboxLP(inst, self.live.model.ix, shared)
             self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
+
+    def every_row(self) -> pair_tables.Pairs:
+        """The table with every row (with start-up counted, every group count worth having of each pair, which
+        a table held for one solve may leave out: :mod:`solver.rows`), for a caller that reads the table itself."""
+        if self.rows is not None:
+            self.rows.cover_every(self)
+        return self.pairs
+
+    def use_pairs(self, pairs: pair_tables.Pairs) -> None:
+        """Point the planner at another table of its own instance (more or fewer group counts per pair,
+        :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
+        with self.build_clock.phase("build"):
+            inst = self.inst
+            if not self.live.retarget(inst, pairs):
+                self.live = LiveModel(inst, pairs, True, self.live.threads, self.build_clock)
+                self._highs_seen = 0.0
+            shared = global_values(inst, self.live.model.ix)
+            self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
 
     def _class_bounds(self) -> np.ndarray:
         """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
@@ -176,11 +203,16 @@ class Planner:
         if allowance > 0:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
-        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost)
-        if feasibility and max_hourly_cost is None and max_total_cost is None:
+        caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
+        restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
+        restrict["max_total_cost"] = max_total_cost
+        budgets = max_hourly_cost is not None or max_total_cost is not None
+        if self.rows is not None:
+            self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
+        candidates = self.candidates(**restrict)
+        if feasibility and not budgets:
             candidates = self.fewest_groups_only(candidates)
         lower = self._lower_bounds(objective, candidates, clock)
-        caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         search = self._search(objective, candidates, lower, caps, clock)
         highs_before, self._highs_seen = (
             self._highs_seen,
@@ -190,14 +222,15 @@ class Planner:
             return self._no_plan(objective, search, clock, highs_before)
         return self._assemble(objective, search, clock, highs_before, allowance)
 
-    def fewest_groups_only(self, candidates: np.ndarray) -> np.ndarray:
+    def fewest_groups_only(self, candidates: np.ndarray, exact_only: bool = True) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
         exists among the candidates iff one exists among these, when the instance has no budget and no
-        confidence. Rows of one pair differ in m alone (MODEL §8 lists each count worth having); every
-        candidate already meets the deadline, each count keeps up (U(m) <= L), and fewer groups leave the
-        pools at least as many GPUs for inference and ask nothing else more."""
+        confidence (``exact_only``: otherwise every candidate is kept). Rows of one pair differ in m alone
+        (MODEL §8 lists each count worth having); every candidate already meets the deadline, each count keeps
+        up (U(m) <= L), and fewer groups leave the pools at least as many GPUs for inference and ask nothing
+        else more."""
         p = self.pairs
-        if self.confidence is not None or not fewest_rows_suffice(self.inst):
+        if exact_only and (self.confidence is not None or not fewest_rows_suffice(self.inst)):
             return candidates
         rows = np.flatnonzero(candidates)
         rows = rows[np.lexsort((p.groups[rows], p.kept[rows], p.cadence[rows]))]

@@ -20,6 +20,7 @@ from tests import reference
 from tests.strategies import instance_of, reliable_instances, small_instances
 from trainground.solver import calculus as calc
 from trainground.solver import pairs as pair_tables
+from trainground.solver.pairs import build
 from trainground.solver.solve import Planner
 
 
@@ -54,6 +55,7 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
     data["schedule"]["count_startup"] = True
     data["planning"] = {"basis": "steady_state"}
     planner = Planner(instance_of(data))
+    planner.solve("makespan")  # a makespan solve holds every row (solver.rows)
     p, every = planner.pairs, planner.candidates()
     kept = planner.fewest_groups_only(every)
     pairs = {(c, k) for c, k in zip(p.cadence[every].tolist(), p.kept[every].tolist())}
@@ -63,6 +65,7 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
         assert p.groups[row] == p.groups[same].min()
     data["limits"] = {"max_total_cost": 1e9}
     budgeted = Planner(instance_of(data))
+    budgeted.solve("makespan")
     assert np.array_equal(budgeted.fewest_groups_only(budgeted.candidates()), budgeted.candidates())
 
 
@@ -104,3 +107,99 @@ def test_many_groups_on_a_long_grid_give_one_row_a_pair():
     assert table.size == len(pairs) > 20_000
     room = inst.pool("main").gpus // inst.training.gpus_per_group
     assert np.all(table.groups >= calc.min_groups_for(inst, table.cadence)) and table.groups.max() < room
+
+
+def _first_rows(p) -> list[tuple[float, int, int, float]]:
+    """(cadence, K, groups, makespan) of each pair's row with the fewest groups, from a full table."""
+    order = np.lexsort((p.groups, p.kept, p.cadence))
+    c, k, g, t = p.cadence[order], p.kept[order], p.groups[order], p.makespan[order]
+    first = np.ones(c.size, dtype=bool)
+    first[1:] = (c[1:] != c[:-1]) | (k[1:] != k[:-1])
+    return sorted(zip(c[first].tolist(), k[first].tolist(), g[first].tolist(), t[first].tolist()))
+
+
+def _fewest_table_matches(inst) -> None:
+    full, fewest = build(inst), build(inst, fewest_groups=True)
+    got = sorted(zip(fewest.cadence.tolist(), fewest.kept.tolist(), fewest.groups.tolist(), fewest.makespan.tolist()))
+    assert got == _first_rows(full)
+    assert fewest.rejected == full.rejected
+    for name in ("attempts", "inflight", "supply_per_replica", "exceedance", "startup"):
+        rows = {key: i for i, key in enumerate(zip(full.cadence.tolist(), full.kept.tolist(), full.groups.tolist()))}
+        at = [rows[key] for key in zip(fewest.cadence.tolist(), fewest.kept.tolist(), fewest.groups.tolist())]
+        assert np.array_equal(getattr(fewest, name), getattr(full, name)[at]), name
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(small_instances() | reliable_instances(), st.sampled_from(["inverse", "amdahl", "table", "rising"]))
+def test_the_fewest_table_is_the_full_tables_first_row_of_each_pair(data, law):
+    """build(fewest_groups=True) finds each pair's fewest on-time group count by one search (or, where U rises with m
+    or goodput enters, from the listed rows): the same rows, values and cut counts as the full table's."""
+    data["schedule"]["count_startup"] = True
+    data["schedule"]["deadline"] *= 1.2
+    update = data["training"]["update_time"]
+    if "reference_time" not in update:
+        law = "as drawn"  # the strategy drew a table law already
+    if law == "amdahl":
+        data["training"]["update_time"] = {**update, "law": "amdahl", "serial_fraction": 0.3}
+    elif law in ("table", "rising"):
+        ref = float(update["reference_time"])
+        ys = [ref * 1.5, ref, ref * (1.2 if law == "rising" else 0.8), ref * 0.5]
+        data["training"]["update_time"] = {
+            "law": "table",
+            "points": [{"gpus": g, "seconds": y} for g, y in zip((2, 4, 8, 16), ys)],
+        }
+    _fewest_table_matches(instance_of(data))
+
+
+def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen_times_larger():
+    root = Path(__file__).resolve().parents[1] / "instances"
+    for name in ("seed-week-75", "seed-two-pools", "two-backends-cloud", "seed-week-spot", "seed-drop-comonotone"):
+        data = yaml.safe_load((root / f"{name}.yaml").read_text())
+        data["planning"] = {"basis": "hold"}
+        _fewest_table_matches(instance_of(data))
+    data = yaml.safe_load((root / "seed-week-75.yaml").read_text())
+    data["gpu_pools"][0]["gpus"] = 16 * 9970  # a diagnosis's loosest pool: 38.7 M rows in the full table
+    fewest = build(instance_of(data), fewest_groups=True)
+    assert fewest.size == len(set(zip(fewest.cadence.tolist(), fewest.kept.tolist()))) > 0
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(small_instances(), st.sampled_from(["inverse", "amdahl", "table", "flat"]), st.sampled_from([1.0, 4.0]))
+def test_the_rows_found_by_search_are_the_rows_listed_pair_by_pair(data, law, pools):
+    """group_rows, where U(m) does not rise, takes each pair's fewest on-time count and every later count at
+    which U drops; listed_rows tests each count of each pair: the same rows, in the same order."""
+    from trainground.solver import group_counts, pairs
+
+    data["schedule"]["count_startup"] = True
+    data["schedule"]["deadline"] *= 1.2
+    for pool in data["gpu_pools"]:
+        pool["gpus"] = int(pool["gpus"] * pools)
+    update = data["training"]["update_time"]
+    if law == "amdahl" and "reference_time" in update:
+        data["training"]["update_time"] = {**update, "law": "amdahl", "serial_fraction": 0.3}
+    elif law in ("table", "flat") and "reference_time" in update:
+        ref = float(update["reference_time"])
+        ys = [ref * 1.5, ref, ref if law == "flat" else ref * 0.8, ref * 0.5]
+        data["training"]["update_time"] = {
+            "law": "table",
+            "points": [{"gpus": g, "seconds": y} for g, y in zip((2, 4, 8, 16), ys)],
+        }
+    inst = instance_of(data)
+    seen = {}
+
+    def capture(inst, c, rejected):
+        seen["counts"] = c
+        return group_counts.listed_rows(inst, c, rejected)
+
+    original = group_counts.group_rows
+    group_counts.group_rows = capture
+    try:
+        pairs.build(inst)
+    finally:
+        group_counts.group_rows = original
+    if "counts" not in seen:
+        return
+    c = seen["counts"]
+    found, listed = group_counts.group_rows(inst, c, {}), group_counts.listed_rows(inst, c, {})
+    for a, b in zip(found, listed):
+        assert np.array_equal(a, b)

@@ -31,3 +31,9 @@ fi
 if wanted scaling; then
     show docs/performance/scaling.txt python bench/scaling.py --repeats 3
 fi
+if wanted finegrid; then
+    show docs/performance/finegrid.txt python bench/hold.py --sections finegrid --repeats 3
+fi
+if wanted hostile; then
+    show docs/performance/hostile.txt python bench/hostile.py
+fi
