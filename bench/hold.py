@@ -1,6 +1,6 @@
 """Plans that hold (MODEL.md §11): what the allowance loop costs, and whether its plans hold in fresh replays.
 
-    python bench/hold.py [--sections timing acceptance] [--repeats 3] [--replications 20] [--seed 1000]
+    python bench/hold.py [--sections timing frontier drivers finegrid acceptance] [--repeats 3] [--replications 20] [--seed 1000]
 
 timing: the whole `trainground solve instances/seed-week-75.yaml --no-levers --json` command on each basis,
 ``--repeats`` runs each, in fresh processes (imports, loading, solving, the replays, printing): the median
@@ -9,6 +9,10 @@ the ratio hold / steady_state.
 
 frontier: the whole `trainground frontier instances/seed-week-75.yaml` on each basis (median wall and CPU
 of ``--repeats`` runs, the points found, the ratio hold / steady_state).
+
+drivers: the whole `sweep` of the seed over four throughputs (each point's plan differs, so under hold each
+point runs its own allowance loop) and the whole `batch` of five seed variants on 2 workers, on each basis
+(median wall and CPU of ``--repeats`` runs, the ratio hold / steady_state).
 
 finegrid: `solve instances/seed-two-pools.yaml --set schedule.cadence.step=0.01s --time-limit 20` on each
 basis, ``--repeats`` runs: wall seconds, peak memory (maximum resident set of the command), the status, the
@@ -105,21 +109,60 @@ def frontier(repeats: int) -> None:
     print(f"hold / steady_state: {medians['hold'] / medians['steady_state']:.2f}x wall")
 
 
-def finegrid(repeats: int) -> None:
-    print("`solve instances/seed-two-pools.yaml --set schedule.cadence.step=0.01s --time-limit 20`")
-    print(f"{'basis':<14} {'wall s':>8} {'peak MB':>8}  status       gap     total cost")
+SWEEP = ["--set", "inference.shapes[*].tokens_per_gpu_s=70,75,80,90"]
+BATCH = [SEED, "instances/seed-two-pools.yaml", "instances/seed-cadence-500.yaml", "instances/seed-intake-80.yaml"]
+BATCH += ["instances/seed-drop-comonotone.yaml"]
+
+
+def drivers(repeats: int) -> None:
+    print(f"whole `sweep {SEED} {' '.join(SWEEP[1:])}` and `batch` of {len(BATCH)} seed variants, medians of", repeats)
+    print(f"{'command':<8} {'basis':<14} {'wall s':>8} {'cpu s':>8}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, command in (
+            ("sweep", ["sweep", SEED, *SWEEP, "--out", scratch, "--json"]),
+            ("batch", ["batch", *BATCH, "--workers", "2", "--out", scratch, "--quiet"]),
+        ):
+            medians = {}
+            for basis in ("steady_state", "hold"):
+                walls, cpus = [], []
+                for _ in range(repeats):
+                    wall, cpu, done = timed([str(TRAINGROUND), *command, "--basis", basis])
+                    if done.returncode not in (0, 3):
+                        sys.exit(f"{name} --basis {basis} failed: {done.stderr.strip()}")
+                    walls.append(wall)
+                    cpus.append(cpu)
+                medians[basis] = statistics.median(walls)
+                print(f"{name:<8} {basis:<14} {medians[basis]:>8.2f} {statistics.median(cpus):>8.2f}")
+            print(f"{name}: hold / steady_state {medians['hold'] / medians['steady_state']:.2f}x wall")
+
+
+def finegrid(repeats: int, time_limit: float = 20.0) -> None:
+    """The fine-grid what-if of issue 21 on each basis, ``repeats`` runs each: the whole command's wall and CPU
+    time (from the command's start, imports included) against the time limit + 2 s, its peak memory, and what
+    it returned (status, MIP gap, the plan's cadence and cost, under hold the rounds and the replays that ran),
+    so that identical runs can be compared."""
+    print(f"`solve instances/seed-two-pools.yaml --set schedule.cadence.step=0.01s --time-limit {time_limit:g}`")
+    print(
+        f"{'basis':<14} {'wall s':>8} {'cpu s':>8} {'peak MB':>8}  status       gap    cadence s     total cost  hold"
+    )
     for basis in ("steady_state", "hold"):
         for _ in range(repeats):
             args = ["/usr/bin/time", "-f", "%M", str(TRAINGROUND), "solve", "instances/seed-two-pools.yaml"]
-            args += ["--set", "schedule.cadence.step=0.01s", "--time-limit", "20", "--no-levers", "--json"]
-            wall, _, done = timed([*args, "--basis", basis])
+            args += ["--set", "schedule.cadence.step=0.01s", "--time-limit", f"{time_limit:g}", "--no-levers", "--json"]
+            wall, cpu, done = timed([*args, "--basis", basis])
             peak = int(done.stderr.strip().splitlines()[-1]) / 1024
             result = json.loads(done.stdout)
-            cost = (result.get("plan") or {}).get("total_cost")
+            plan = result.get("plan") or {}
             gap = result.get("mip_gap")
             gap_text = "—" if gap is None else f"{gap:.2%}"
-            cost_text = "—" if cost is None else f"${cost:,.0f}"
-            print(f"{basis:<14} {wall:>8.2f} {peak:>8.0f}  {result['status']:<12} {gap_text:>6} {cost_text:>14}")
+            cost_text = "—" if plan.get("total_cost") is None else f"${plan['total_cost']:,.0f}"
+            hold = result.get("hold") or {}
+            held = f"{hold['rounds']} rounds, {hold['replays']} replays" if hold else ""
+            print(
+                f"{basis:<14} {wall:>8.2f} {cpu:>8.2f} {peak:>8.0f}  {result['status']:<12} {gap_text:>6} "
+                f"{plan.get('cadence_s', float('nan')):>10.2f} {cost_text:>14}  {held}"
+            )
+    print(f"target: wall <= {time_limit + 2:g} s, peak <= 1,536 MB, the same plan and gap in every run of a basis")
 
 
 def acceptance(replications: int, seed: int) -> None:
@@ -158,7 +201,7 @@ def acceptance(replications: int, seed: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sections = ["timing", "frontier", "finegrid", "acceptance"]
+    sections = ["timing", "frontier", "drivers", "finegrid", "acceptance"]
     parser.add_argument("--sections", nargs="+", default=sections, choices=sections)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--replications", type=int, default=20)
@@ -169,6 +212,8 @@ def main() -> None:
         timing(args.repeats)
     if "frontier" in args.sections:
         frontier(args.repeats)
+    if "drivers" in args.sections:
+        drivers(args.repeats)
     if "finegrid" in args.sections:
         finegrid(args.repeats)
     if "acceptance" in args.sections:

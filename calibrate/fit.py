@@ -10,6 +10,7 @@ from trainground.calibrate import lifetimes as lt
 from trainground.calibrate.figures import Figure, percentile_interval
 from trainground.calibrate.frameworks import AGENT_LOOP, FrameworkSteps
 from trainground.calibrate.logs import Steps, Trajectories
+from trainground.calibrate.stages import StageProposal, propose
 from trainground.calibrate.stepfigures import step_figures
 from trainground.calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
 from trainground.calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
@@ -72,6 +73,7 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     pool_throughput: dict[str, Figure] = field(default_factory=dict)  # tokens/s per GPU of each logged pool
     step_figures: dict[str, Figure] = field(default_factory=dict)  # a framework step log's other figures
+    stages: StageProposal | None = None  # MODEL §12: the trend of tokens per attempt, and stages when it is large
 
     def to_json(self) -> dict:
         def fig(f):
@@ -95,6 +97,7 @@ class Calibration:
             "notes": self.notes,
             "tokens_per_gpu_s_per_pool": {k: v.to_json() for k, v in self.pool_throughput.items()},
             "step_log": {k: v.to_json() for k, v in self.step_figures.items()},
+            "stages": self.stages.to_json() if self.stages is not None else None,
         }
 
     def _loop_occupancy(self) -> dict | None:
@@ -243,6 +246,9 @@ def calibrate(
         total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
         result.step_figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=True)
         result.notes += more
+    result.stages = propose(log, steps, into.workload.iterations if into is not None else None)
+    if result.stages is not None:
+        result.notes.append(result.stages.sentence())
     result.bottleneck = bottleneck(result, into)
     return result
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from trainground.calibrate.guards import check_text
-from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, take
+from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, check_repeats, take
 from trainground.calibrate.tables import FORMATS, UNITS, Table, numbers, read_table, split_unit
 from trainground.models.load import InstanceError, Problem
 
@@ -215,7 +215,9 @@ def read_framework_steps(
     checkpoint = values.get("checkpoint")
     if steps.step_s is not None and checkpoint is not None:  # a save is a rare outlier of its step: taken out
         steps.step_s = steps.step_s - np.nan_to_num(checkpoint)
+    before = steps.rows if keep is None else int(keep.sum())
     steps, rows = take(steps, keep)
+    check_repeats(table, before, rows.size, step_key)
     extra.weight_sync_s, extra.checkpoint_s, extra.wait_s, extra.staleness_mean = (
         values[k][rows] if k in values else None for k in ("weight_sync", "checkpoint", "wait", "staleness_mean")
     )

@@ -236,7 +236,9 @@ def read_steps(
     keep = table.settle(max_bad)
     if keep is not None:
         notes.append(table.skipped_note())
+    kept = steps.rows if keep is None else int(keep.sum())
     steps, _ = take(steps, keep)
+    check_repeats(table, kept, steps.rows, "iteration")
     if steps.boundary is not None:
         back = np.diff(steps.boundary) < 0
         if back.any():
@@ -252,6 +254,21 @@ def read_steps(
             f"longer than a day: milliseconds? declare the unit, e.g. --columns {column}=COLUMN:ms",
         )
     return steps
+
+
+def check_repeats(table: Table, rows: int, distinct: int, column: str) -> None:
+    """A restart re-runs the few iterations since its last checkpoint, so a log repeats some iteration
+    numbers; one in which more rows repeat an earlier number than there are distinct numbers does not count
+    iterations in ``column`` (a constant, an epoch or a mis-mapped column): refused, naming the column."""
+    repeated = rows - distinct
+    if repeated > distinct:
+        table.fail(
+            None,
+            column,
+            f"{repeated:,} of {rows:,} rows repeat an earlier iteration number ({distinct:,} distinct): a restart "
+            "re-runs the iterations since its checkpoint, not most of the log; is this the iteration number? "
+            f"(name the column with --columns iteration=COLUMN)",
+        )
 
 
 def last_rows(iteration: np.ndarray, keep: np.ndarray | None) -> np.ndarray:

@@ -67,6 +67,7 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     if present:
         _reliability(doc["reliability"], cal, fields)
     doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields, written)
+    _stages(doc, cal)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
@@ -283,6 +284,18 @@ def _uncertainty(
         factors.append(_factor(fields, "updates", [path], "normal", cal.update.reference))
     section["factors"] = factors + kept
     return section
+
+
+def _stages(doc: dict, cal: Calibration) -> None:
+    """The stages calibrate proposes (MODEL §12, :mod:`calibrate.stages`), when the logs ask for them and the
+    instance has none of its own; a lifetimes factor then reaches the stages' lifetimes too."""
+    found = cal.stages
+    if found is None or not found.proposed or doc.get("stages"):
+        return
+    doc["stages"] = {"capacity": "fixed", "list": [dict(s) for s in found.stages]}
+    for factor in doc.get("uncertainty", {}).get("factors", []):
+        if factor.get("name") == "lifetimes" and "environment.occupancy.median" in factor.get("paths", []):
+            factor["paths"] = [*factor["paths"], "stages.list[*].occupancy.median", "stages.list[*].occupancy.p99"]
 
 
 def _lifetimes_factor(cal: Calibration, fields: _Fields) -> dict | None:

@@ -14,11 +14,13 @@ from trainground.commands.common import (
     EXIT_INVALID,
     EXIT_OK,
     OBJECTIVE,
+    basis_option,
     console,
     edits_option,
     guarded,
     require_dask,
     show_bar,
+    with_basis,
 )
 from trainground.models.edits import parse_path, split_edit
 from trainground.models.result import STATUSES
@@ -51,9 +53,10 @@ EXIT_INTERRUPTED = 130
 )
 @click.option("--quiet", is_flag=True, help="Print nothing; the exit code tells.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts and summary paths as JSON.")
+@basis_option
 @edits_option
 @guarded
-def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, as_json, edits) -> None:
+def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, as_json, basis, edits) -> None:
     """Solve every instance file in PATH... (files, folders searched recursively, globs), in parallel.
 
     Each instance gets its own result, whatever happens to the others. Exit codes: 0 all
@@ -67,6 +70,7 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
     require_dask(scheduler)
+    edits = with_basis(edits, basis)
     try:
         files = driver.discover(paths, exclude=out)
     except driver.BatchError as exc:

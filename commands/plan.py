@@ -26,18 +26,39 @@ from trainground.render.tables import render_explanation, render_result
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--cadence", type=float, help="Seconds per outer iteration (default: the deadline pace).")
 @click.option("--inference-gpus", type=int, help="Inference card count, for the per-card thresholds.")
+@click.option(
+    "--stage",
+    metavar="NAME",
+    help="A staged instance (docs/model.md §12): the arithmetic of this stage, at its tokens, lifetimes, "
+    "intake and update time, its deadline the run's pro rata.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print docs/model.md §6 keys as JSON.")
 @edits_option
 @guarded
-def explain(instance: str, cadence: float | None, inference_gpus: int | None, as_json: bool, edits) -> None:
+def explain(
+    instance: str, cadence: float | None, inference_gpus: int | None, stage: str | None, as_json: bool, edits
+) -> None:
     """The seed article's arithmetic on INSTANCE, each figure with its formula (no optimisation)."""
     from trainground.solver.explain import explain as run_explain
+    from trainground.solver.explain import explain_stage
 
     if cadence is not None and not cadence > 0:
         raise click.BadParameter(f"must be > 0, got {cadence}", param_hint="--cadence")
     if inference_gpus is not None and inference_gpus <= 0:
         raise click.BadParameter(f"must be > 0, got {inference_gpus}", param_hint="--inference-gpus")
-    result = run_explain(load_with_edits(instance, edits), cadence, inference_gpus)
+    inst = load_with_edits(instance, edits)
+    if stage is None:
+        result = run_explain(inst, cadence, inference_gpus)
+    elif inst.stages is None:
+        raise click.BadParameter(f"{instance} has no stages section (docs/model.md §12)", param_hint="--stage")
+    else:
+        try:
+            result = explain_stage(inst, stage, cadence, inference_gpus)
+        except KeyError:
+            names = ", ".join(s.name for s in inst.stages.list)
+            raise click.BadParameter(
+                f"{stage!r} is not a stage of {instance} (have: {names})", param_hint="--stage"
+            ) from None
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
         return
@@ -183,6 +204,10 @@ def render_answer(found) -> None:
     from trainground.render.levers import render_levers
 
     render_levers(console(), found.levers)
+    if found.stage_levers:
+        from trainground.render.stages import render_stage_levers
+
+        render_stage_levers(console(), found.stage_levers)
     if result.plan is not None:
         from trainground.render.simulate import render_solve_verdict
 

@@ -24,6 +24,14 @@ from trainground.commands.common import (
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds for the solve and its levers.")
 @click.option(
+    "--levers-time",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds all the lever re-solves may take together (within what --time-limit leaves), as solve's.",
+)
+@click.option(
     "--simulate",
     "replications",
     type=click.IntRange(min=1, max=10**4),
@@ -45,15 +53,26 @@ from trainground.commands.common import (
 @click.option(
     "--frontier-basis",
     type=click.Choice(["steady_state", "hold"]),
-    default="steady_state",
-    show_default=True,
-    help="The basis of the frontier's plans (under hold each point replays its plan: minutes, not seconds).",
+    default=None,
+    help="The basis of the frontier's plans (default: the plan's, so the frontier's cheapest point is the plan; "
+    "steady_state walks faster, without replays).",
 )
 @basis_option
 @edits_option
 @guarded
 def report(
-    instance, out, objective, time_limit, replications, alphas, samples, with_frontier, frontier_basis, basis, edits
+    instance,
+    out,
+    objective,
+    time_limit,
+    levers_time,
+    replications,
+    alphas,
+    samples,
+    with_frontier,
+    frontier_basis,
+    basis,
+    edits,
 ) -> None:
     """Write one self-contained HTML page for INSTANCE (no network: plots embedded): the plan, why it holds
     (replays, allowance), levers, risk and the price of certainty (with an uncertainty section), the frontier.
@@ -81,6 +100,7 @@ def report(
             objective,
             clock=clock,
             replications=replications,
+            levers_time=levers_time,
             alphas=confidences,
             samples=samples,
             with_frontier=with_frontier,

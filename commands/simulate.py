@@ -21,6 +21,7 @@ from trainground.commands.common import (
     with_basis,
     write_and_show,
 )
+from trainground.models.errors import InstanceError, Problem
 
 MAX_ITERATIONS = 10**6  # simulate --iterations: a replication holds every attempt of the run it replays
 MAX_REPLICATIONS = 10**4  # simulate --replications, solve/compare/frontier --simulate
@@ -33,6 +34,16 @@ def plan_to_replay(inst, plan_file: str | None):
     optimal plan."""
     from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
 
+    if plan_file is not None and inst.stages is not None:
+        raise InstanceError(
+            plan_file,
+            [
+                Problem(
+                    "plan.stages",
+                    "a staged plan is read from its solve, not a file (its stages' placements are not in the JSON); drop --plan",
+                )
+            ],
+        )
     if plan_file is not None:
         data = read_result(plan_file)
         plan = plan_of(plan_file, data)
@@ -142,8 +153,6 @@ def simulate(
         )
     inst = load_with_edits(instance, with_basis(edits, basis))
     if scenarios and inst.uncertainty is None:
-        from trainground.models.load import InstanceError, Problem
-
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )

@@ -23,6 +23,7 @@ from trainground.commands.common import (
     with_basis,
 )
 from trainground.commands.simulate import simulate_option, simulated_verdicts
+from trainground.models.units import parse_duration
 from trainground.render.tradeoffs import render_comparison, render_frontier, render_sweep
 
 
@@ -156,6 +157,13 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
     "stays at the deadline pace.",
 )
+@click.option(
+    "--switch-time",
+    "switch_time",
+    metavar="DURATION",
+    help="A staged instance: the switch time re-planning per stage is charged (600s, 30m) [default: the "
+    "instance's stages.switch_time].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the columns, figures and deltas as JSON.")
 @simulate_option
 @basis_option
@@ -165,6 +173,7 @@ def compare(
     instance: str,
     baseline_inference_gpus: int | None,
     cadence: float | None,
+    switch_time: str | None,
     as_json: bool,
     replications: int | None,
     basis: str | None,
@@ -181,12 +190,14 @@ def compare(
     sit in (by the fewer-cards plan's shape mix for a given N) and are marked "arithmetic ✗"
     (infeasible as a yardstick) when those cards cannot deliver once drops count. With --simulate [R],
     each plan column is replayed R times (MODEL.md §10) and the table shows its simulated makespan
-    and verdict.
+    and verdict. On a staged instance (MODEL.md §12) a last column holds the cheapest plan under the
+    other capacity, and a line says what re-planning per stage saves against one fixed fleet after
+    its switch costs.
     """
     from trainground.drivers.compare import compare as run_compare
 
     inst = load_with_edits(instance, with_basis(edits, basis))
-    result = run_compare(inst, baseline_inference_gpus, cadence=cadence)
+    result = run_compare(inst, baseline_inference_gpus, cadence=cadence, switch_time=switch_seconds(switch_time))
     if replications:
         plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
         for col, verdict in zip(result.columns, simulated_verdicts(inst, plans, replications, as_json)):
@@ -278,3 +289,16 @@ def sweep(
     else:
         render_sweep(console(), report, files)
     sys.exit(EXIT_INTERNAL if report.counts.get("error") else EXIT_OK)
+
+
+def switch_seconds(text: str | None) -> float | None:
+    """``--switch-time`` in seconds (None: not given); a bad duration is a usage error (exit 2)."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--switch-time") from None
+    if not isinstance(seconds, float):
+        raise click.BadParameter(f"{text!r} is not a duration", param_hint="--switch-time")
+    return seconds

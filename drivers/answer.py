@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from trainground.drivers.hold import ReplayCache
 from trainground.drivers.levers import Levers
+from trainground.drivers.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status
 from trainground.simulate.report import Report
@@ -46,6 +48,7 @@ class Answer:
     simulation: Report | None = None
     startup_estimate_s: float | None = None
     beyond: Beyond | None = None
+    stage_levers: list[StageLever] | None = None  # a staged plan's (MODEL §12): one unit more of what binds
 
     def to_json(self) -> dict:
         """The MODEL §6 result with the optional keys of what was computed beside it."""
@@ -54,6 +57,8 @@ class Answer:
         payload = self.result.to_json()
         if self.levers is not None:
             payload["levers"] = self.levers.to_json()
+        if self.stage_levers is not None:
+            payload["stage_levers"] = [lever.to_json() for lever in self.stage_levers]
         if self.simulation is not None:
             payload["simulation"] = verdict_of(self.simulation)
         if self.startup_estimate_s is not None:
@@ -74,23 +79,28 @@ def answer(
     levers_time: float = LEVERS_SECONDS,
     notes: Sequence[str] = (),
     on_replay: Callable[[int, int], None] | None = None,
+    replays: ReplayCache | None = None,
 ) -> Answer:
     """Solve ``inst`` on its basis (:func:`drivers.hold.solve_planned`; every plan verified), diagnose it when
     infeasible, then attach: the levers (an optimal deterministic plan; their re-solves share ``levers_time``
     seconds and what ``clock``'s time limit leaves), ``replications`` replays of the plan (MODEL §10) and the
     comparison of a confidence plan with the deterministic optimum. ``notes``: the loader's warnings, which
-    lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress."""
+    lead a diagnosis's notes; ``on_replay(done, total)``: the replays' progress; ``replays``: the allowance
+    loop's replays (MODEL §11) kept for a later solve of the same plans (the report's frontier)."""
     from trainground.drivers.hold import solve_planned
 
     clock = clock or Stopwatch()
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
-    result = solve_planned(inst, objective, clock=clock, cache=cache)
-    if inst.stages is not None:  # MODEL §12: the staged plan alone (diagnosis, levers and replays do not play stages)
-        return Answer(inst, result)
+    result = solve_planned(inst, objective, clock=clock, cache=cache, replays=replays)
     if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
         from trainground.drivers.diagnose import diagnosed
 
         result = diagnosed(inst, result, clock=clock, notes=notes)
+    if inst.stages is not None:  # MODEL §12: the staged plan and its stage levers (no replays here yet)
+        found = Answer(inst, result)
+        if with_levers and result.status == Status.OPTIMAL:
+            found.stage_levers = stage_levers(inst, result)
+        return found
     found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
     if replications and result.plan is not None:
         from trainground.simulate.verdicts import simulate_result

@@ -13,7 +13,11 @@ Columns, side by side:
   baseline's cards — the article's own "shorten the cycle to 500 s" figures (17.3 % time
   margin, 8.19 effective trajectories/s, 89.5 tokens/s/GPU on 3,000 cards). The cadence
   is the ``shorter_same_cards`` plan's when it has one, else the pinned cadence, else the
-  fastest admissible one.
+  fastest admissible one;
+- on a staged instance (MODEL.md §12), ``fixed_fleet`` or ``replan_per_stage``: the cheapest plan
+  under the other capacity, and what re-planning saves after its switch costs
+  (:mod:`drivers.compare_stages`). The arithmetic columns are then the instance's own figures
+  (the one-stage run), the plan columns the staged plans (their metrics a sizing stage's).
 
 The columns are built by :mod:`drivers.compare_columns`: the arithmetic ones rate and price
 their inference cards by a shape mix (:mod:`drivers.shape_mix`) and carry a ``yardstick``
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from trainground.drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
+from trainground.drivers.compare_stages import CapacityChoice, capacity_choice
 from trainground.drivers.hold import HoldingPlanner, planner_for
 from trainground.drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
 from trainground.models.instance import Instance
@@ -51,6 +56,7 @@ class Comparison:
     columns: list[Column]
     mix: ShapeMix | None = None
     coincide: list[str] = field(default_factory=list)
+    capacity: CapacityChoice | None = None  # a staged instance: fixed fleet against re-planning per stage
 
     def column(self, key: str) -> Column:
         return next(c for c in self.columns if c.key == key)
@@ -74,18 +80,22 @@ class Comparison:
                 "gpu_hour_cost": self.mix.gpu_hour_cost,
             },
             "coincide": list(self.coincide),
+            "capacity": None if self.capacity is None else self.capacity.to_json(),
             "rows": [{"key": k, "label": label, "format": f} for k, label, f in ROWS],
             "columns": [c.to_json() for c in self.columns],
             "deltas": self.deltas(),
         }
 
 
-def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None) -> Comparison:
+def compare(
+    inst: Instance, baseline_gpus: int | None = None, *, cadence: float | None = None, switch_time: float | None = None
+) -> Comparison:
     """The §4 comparison for ``inst``.
 
     ``cadence`` pins the plans to that one cadence (the grid becomes that single point, as
     ``--set schedule.cadence.min=...,max=...`` would make it), so an infeasible plan's
-    diagnosis is about the pinned run; the baseline stays at the deadline pace.
+    diagnosis is about the pinned run; the baseline stays at the deadline pace. ``switch_time``: a
+    staged instance's re-planning is charged this (s; default the instance's ``stages.switch_time``).
     """
     if cadence is not None:
         inst = pinned(inst, cadence)
@@ -149,6 +159,10 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
             mix,
         )
     )
+    choice = None
+    if inst.stages is not None:
+        choice = capacity_choice(inst, fewer, switch_time)
+        columns.append(_other_capacity(inst, choice))
     return Comparison(
         instance=inst.name or "",
         baseline_gpus=gpus,
@@ -157,7 +171,19 @@ def compare(inst: Instance, baseline_gpus: int | None = None, *, cadence: float 
         columns=columns,
         mix=mix,
         coincide=coinciding(columns),
+        capacity=choice,
     )
+
+
+def _other_capacity(inst: Instance, choice: CapacityChoice) -> Column:
+    """The plan column of the capacity the staged instance does not plan on."""
+    assert inst.stages is not None
+    if inst.stages.capacity == "fixed":
+        minutes = choice.switch_time_s / 60
+        key = ("replan_per_stage", f"re-planned per stage: each stage its own capacity ({minutes:g} min a switch)")
+        return plan_column(inst, (*key, "replan per stage"), choice.replan)
+    key = ("fixed_fleet", "one fixed fleet: one capacity for every stage")
+    return plan_column(inst, (*key, "one fixed fleet"), choice.fixed)
 
 
 def _baseline(inst: Instance, given: int | None, fewer: Result, mix: ShapeMix, training: int) -> tuple[int, str]:
@@ -204,7 +230,7 @@ def pinned(inst: Instance, cadence: float) -> Instance:
 
 
 def _fastest_cadence(inst: Instance, planner: Planner | HoldingPlanner) -> tuple[float, str]:
-    if planner.pairs.size:
+    if inst.stages is None and planner.pairs.size:
         return float(np.min(planner.pairs.cadence)), "the fastest admissible cadence"
     grid = calc.cadence_grid(inst)
     if grid.size:

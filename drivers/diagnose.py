@@ -49,12 +49,18 @@ def diagnosed(
     if result.status != "infeasible":
         return result
     stuck = goodput_conflict(inst)
+    if inst.stages is not None:  # MODEL §12: each stage's admissible pairs and the run's shortest
+        from trainground.drivers.stage_diagnosis import staged_diagnosis
+
+        diagnosis = staged_diagnosis(inst, result)
+        diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
+        return result.model_copy(update={"diagnosis": diagnosis})
     if stuck is not None:
         diagnosis = stuck
     elif inst.uncertainty is not None and inst.uncertainty.confidence is not None:
         diagnosis = confidence_diagnosis(inst, result.objective, depth, clock)
     else:
-        diagnosis = diagnose(inst, build_pairs(inst), result.objective, depth, clock)
+        diagnosis = diagnose(inst, build_pairs(inst, fewest_groups=True), result.objective, depth, clock)
     held = hold_note(inst, result.objective) if inst.holds else None
     diagnosis["notes"] = list(notes) + ([held] if held else []) + list(diagnosis.get("notes", []))
     if notes:
@@ -88,7 +94,7 @@ def confidence_diagnosis(inst: Instance, objective: str, depth: str, clock: Stop
     either, else that its plans are on time too rarely."""
     plain = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
     if Planner(plain).solve(objective).status == "infeasible":
-        return diagnose(plain, build_pairs(plain), objective, depth, clock)
+        return diagnose(plain, build_pairs(plain, fewest_groups=True), objective, depth, clock)
     unc = inst.uncertainty
     return {
         "conflict": f"plans meet every constraint at the nominal values, but none is on time in at least "
@@ -106,7 +112,7 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     without searching their thresholds), "full" (+ each input's threshold and, when no single change
     restores a plan, the cheapest pair of changes).
     """
-    cache = TableCache(8)
+    cache = TableCache(32)  # the screens, probes and pairs of changes share the run's tables
     base = sc.screen(inst, cache)
     cut = base.cut_alone()
     out: dict = {"rejected_pairs": dict(pairs.rejected), "cut_alone": cut}

@@ -32,7 +32,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker: Feasibility, keep: i
     for first in firsts:
         loosest = first.cand.far
         inst_a = edited(inst, edit_of(inst, first.cand, loosest))
-        seconds = _ranked_findings(inst_a, exclude=first.input, keep=SECONDS)
+        seconds = _ranked_findings(inst_a, checker.cache, exclude=first.input, keep=SECONDS)
         for candidate in seconds:
             if checker.spent():
                 return _best(out, keep)
@@ -40,7 +40,7 @@ def cheapest_pairs(inst: Instance, findings: list, checker: Feasibility, keep: i
             if second.value is None:
                 continue
             inst_b = edited(inst, edit_of(inst, second.cand, second.value))
-            again = _ranked_findings(inst_b, only=first.input)
+            again = _ranked_findings(inst_b, checker.cache, only=first.input)
             tightened = _child(checker, inst_b, lambda c, f=again[0]: settle(c, f)) if again else None
             value = tightened.value if tightened is not None and tightened.value is not None else loosest
             ref = tightened if tightened is not None and tightened.value is not None else first
@@ -56,10 +56,10 @@ def cheapest_pairs(inst: Instance, findings: list, checker: Feasibility, keep: i
 
 
 def _ranked_findings(
-    inst: Instance, exclude: str | None = None, keep: int | None = None, only: str | None = None
+    inst: Instance, cache: TableCache, exclude: str | None = None, keep: int | None = None, only: str | None = None
 ) -> list:
-    """The usable findings of ``inst`` best ranked first (their candidates computed only up to ``keep``)."""
-    cache = TableCache(8)
+    """The usable findings of ``inst`` best ranked first (their candidates computed only up to ``keep``);
+    ``cache``: the diagnosis's, whose tables the edited copies share."""
     base = sc.screen(inst, cache)
     found = findings_of(inst, cache, base, base.cut_alone())
     ranked = sorted(
@@ -82,7 +82,7 @@ def _ranked_findings(
 def _child(checker: Feasibility, inst: Instance, run):
     """Run ``run`` over a checker of ``inst`` that spends the parent's remaining solves."""
     left = None if checker.max_solves is None else checker.max_solves - checker.solves
-    child = Feasibility(inst, None, checker.clock, max_solves=left)
+    child = Feasibility(inst, checker.cache, checker.clock, max_solves=left)
     try:
         return run(child)
     finally:

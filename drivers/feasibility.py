@@ -9,14 +9,22 @@ from trainground.models.edits import edited
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError
 from trainground.models.result import Result
+from trainground.solver import calculus as calc
 from trainground.solver.pairs import TableCache
-from trainground.solver.solve import Planner
+from trainground.solver.solve import Planner, fewest_rows_suffice
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.tolerances import TIE_TOL
 
 
 class Feasibility:
     """Re-solves edited copies of one instance, reusing one model while the structure allows, within a
-    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit."""
+    budget of ``max_solves`` solves (None: no budget) and the command's clock, when it has a time limit.
+
+    Two models are kept: one for the questions that need every row (a least cost, a shortest makespan), and
+    one whose table lists only each (cadence, K) pair's fewest on-time training groups, for the questions
+    whether a plan exists at all (``feasibility``), where that reduction is exact
+    (:meth:`solver.solve.Planner.fewest_groups_only`): with start-up counted, a pool raised far above the
+    instance's lists one row per group count it could spare, millions of rows the question never needs."""
 
     def __init__(
         self,
@@ -26,7 +34,7 @@ class Feasibility:
         max_solves: int | None = None,
     ):
         self.base = base
-        self._planner = None
+        self._planners: dict[bool, Planner | None] = {False: None, True: None}
         self.cache = cache or TableCache(8)  # the edited copies share most of the base's pair quantities
         self.clock = clock
         self.max_solves = max_solves
@@ -53,13 +61,79 @@ class Feasibility:
             inst = edited(self.base, changes)
         except InstanceError:
             return None
-        if self._planner is None or not self._planner.retarget(inst):
-            self._planner = Planner(inst, reusable=True, cache=self.cache)
         self.solves += 1
+        fewest = feasibility and allowance == 0 and fewest_rows_suffice(inst)
+        return self._run(inst, objective, fewest, time_limit, allowance, feasibility)
+
+    def shortest(self, changes: dict) -> Result | None:
+        """The plan of the shortest makespan of the edited instance (None as :meth:`solve`), one solve of the
+        budget. With start-up counted, a pool far above what a plan uses lists a row per group count it could
+        spare; so where a plan exists iff one exists among each pair's fewest groups, the shortest makespan
+        among those comes first, and the search over every row then looks only at rows no longer than that
+        plan's (the same grid, the deadline lowered to its makespan): the optimum and its ties are among them."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        self.solves += 1
+        if not fewest_rows_suffice(inst):
+            return self._run(inst, "makespan", False)
+        first = self._run(inst, "makespan", True, feasibility=True)
+        if first.plan is None:
+            return first
+        lowered = {
+            "schedule.deadline": min(inst.schedule.deadline, first.plan.makespan_s * (1 + TIE_TOL)),
+            "schedule.cadence.max": max(calc.cadence_top(inst), inst.schedule.cadence.min),
+        }
+        return self._run(edited(inst, lowered), "makespan", False)
+
+    def cheapest(self, changes: dict, criterion: str) -> Result | None:
+        """The plan of the least ``criterion`` (total_cost or hourly_cost) of the edited instance (None as
+        :meth:`solve`), one solve of the budget. Where a plan exists iff one exists among each pair's fewest
+        groups, the least cost among those comes first, and the search over every row then runs with that
+        cost as its budget (``limits.max_<criterion>``), so that the group counts no plan that cheap can
+        pay for are never listed (:func:`solver.group_counts.budget_groups`): the optimum and its ties are
+        within it."""
+        if self.spent():
+            return None
+        try:
+            inst = edited(self.base, changes)
+        except InstanceError:
+            return None
+        self.solves += 1
+        if not fewest_rows_suffice(inst):
+            return self._run(inst, criterion, False)
+        first = self._run(inst, criterion, True, feasibility=True)  # the least cost among the fewest rows
+        if first.plan is None:
+            return first
+        budget = getattr(first.plan, criterion) * (1 + 4 * TIE_TOL)
+        return self._run(edited(inst, {f"limits.max_{criterion}": budget}), criterion, False)
+
+    def _run(
+        self,
+        inst: Instance,
+        objective: str,
+        fewest: bool,
+        time_limit: float | None = None,
+        allowance: float = 0.0,
+        feasibility: bool = False,
+    ) -> Result:
         left = None if self.clock is None else self.clock.remaining()
         if time_limit is not None:
             left = time_limit if left is None else min(left, time_limit)
-        return self._planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
+        planner = self._planner(inst, fewest)
+        return planner.solve(objective, time_limit=left, allowance=allowance, feasibility=feasibility)
+
+    def _planner(self, inst: Instance, fewest: bool) -> Planner:
+        """The reusable planner of this kind (every row, or each pair's fewest groups) pointed at ``inst``."""
+        planner = self._planners[fewest]
+        if planner is None or not planner.retarget(inst):
+            planner = self._planners[fewest] = Planner(
+                inst, reusable=True, cache=self.cache, fewest_groups=fewest, covered=False
+            )
+        return planner
 
     def feasible(self, changes: dict) -> bool:
         result = self.solve(changes, feasibility=True)

@@ -18,6 +18,10 @@ replays per point would cost a minute per dozen points (a frontier has a point p
 cadence, 79 on the seed), and a faster plan's own replays ask for less, since the lateness
 grows with the run (tests/test_hold.py replays every point of a small frontier against the
 Δ it carries). ``frontier --simulate R`` replays the corners shown.
+
+A staged instance (MODEL.md §12) has no makespan grid to walk (its makespan sums each stage's
+cadence, and with the start-up counted a fill): each cap is the plan's makespan less a relative
+STAGED_GAP, so two plans closer than that in makespan are one point.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.drivers.diagnose import diagnosed
-from trainground.drivers.hold import HoldingPlanner, planner_for
+from trainground.drivers.hold import HoldingPlanner, ReplayCache, base_planner, planner_for
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
 from trainground.solver.calculus import cadence_grid
@@ -37,6 +41,7 @@ from trainground.solver.tolerances import SPAN_TOL, TIE_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
 DAY_S = 86400.0
+STAGED_GAP = 1e-7  # relative: a staged walk's next cap below a plan's makespan (0.06 s on a week)
 
 Progress = Callable[[int, int], None]  # (models solved or skipped so far, upper bound on the total)
 
@@ -207,28 +212,37 @@ def csv_rows(frontiers: Frontiers) -> list[dict]:
 
 
 def frontiers(
-    inst: Instance, criteria: tuple[str, ...] = CRITERIA, *, on_progress: Progress | None = None, diagnose: bool = True
+    inst: Instance,
+    criteria: tuple[str, ...] = CRITERIA,
+    *,
+    on_progress: Progress | None = None,
+    diagnose: bool = True,
+    replays: ReplayCache | None = None,
 ) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
-    expected infeasible solves are never diagnosed).
+    expected infeasible solves are never diagnosed). ``replays``: under hold, replays of plans already
+    replayed (a solve of the same instance just before) are taken from there.
     """
-    planner = planner_for(inst)
-    spans = np.unique(planner.pairs.makespan)
+    planner = planner_for(inst, replays)
+    table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
+    spans = None if inst.stages is not None else np.unique(table.every_row().makespan)
     out = Frontiers(
         instance=inst.name or "",
         deadline_s=inst.schedule.deadline,
         budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost},
     )
-    total = max(1, spans.size) * len(criteria)
+    per = max(1, spans.size) if spans is not None else 1
     grid = cadence_grid(inst)
     fastest_grid = float(grid[0]) if grid.size else 0.0
     for k, criterion in enumerate(criteria):
 
         def step(done: int, k: int = k) -> None:
-            if on_progress is not None:
-                on_progress(k * max(1, spans.size) + done, total)
+            if on_progress is not None and spans is not None:
+                on_progress(k * per + done, per * len(criteria))
+            elif on_progress is not None:  # a staged walk: points found so far, one more to come
+                on_progress(done, done + 1)
 
         out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose)
         out.solves += solves
@@ -238,6 +252,8 @@ def frontiers(
             out.solves += extra
         elif front.points and front.stopped != "grid":
             front.bounded_by = front.stopped
+        elif front.points and spans is None:
+            front.bounded_by = "constraints"  # a staged walk ends when no faster plan exists
         elif front.points and front.fastest.plan.cadence_s > fastest_grid * (1 + SPAN_TOL):
             front.bounded_by = "constraints"  # the faster grid points failed the per-pair checks
     return out
@@ -252,18 +268,20 @@ def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[
     free = inst.model_copy(
         update={"limits": limits.model_copy(update={"max_hourly_cost": None, "max_total_cost": None})}
     )
-    faster = Planner(free).solve(criterion, max_makespan=cap)
+    faster = base_planner(free).solve(criterion, max_makespan=cap)
     return ("budget" if faster.status == "optimal" else "constraints"), 1
 
 
 def walk(
     planner: Planner | HoldingPlanner,
     criterion: str,
-    spans: np.ndarray,
+    spans: np.ndarray | None,
     step: Callable[[int], None],
     diagnose: bool = True,
 ) -> tuple[Frontier, int]:
-    """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took."""
+    """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took.
+    ``spans``: the admissible makespans, each cap the next below; None (a staged instance): each cap is the
+    plan's makespan less STAGED_GAP of it."""
     found: list[Result] = []
     cap: float | None = None
     end: Result | None = None
@@ -283,14 +301,21 @@ def walk(
         if result.status != "optimal":
             end, stopped = result, result.status
             break
-        found.append(result)
         span = result.plan.makespan_s
+        if spans is None:
+            if found and span >= found[-1].plan.makespan_s:
+                break  # no faster plan under the cap
+            found.append(result)
+            step(len(found))
+            cap = span * (1 - STAGED_GAP)
+            continue
+        found.append(result)
         faster = spans[spans < span * (1 - SPAN_TOL)]
         step(int(spans.size - faster.size))
         if not faster.size:
             break
         cap = float(faster[-1])
-    step(int(max(1, spans.size)))
+    step(int(max(1, spans.size)) if spans is not None else len(found))
     points = nondominated(found, criterion)
     corners = hull_corners([r.plan.makespan_s for r in points], [cost_of(r, criterion) for r in points])
     front = Frontier(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.drivers.pace import ReplayPace
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
@@ -58,11 +59,12 @@ class Replays:
 
 def setup_key(setup: Setup) -> tuple:
     """Every field of a setup but the deadline (a replay's makespan and waits do not depend on it), the
-    occupancy law by its parameters or samples."""
+    occupancy law by its parameters or samples (and each stage's, MODEL §12)."""
     occ = setup.occupancy
     law = (occ.mu, occ.sigma) if occ.samples is None else (occ.samples.size, occ.samples.tobytes())
+    special = {"occupancy": law, "stages": tuple(stage.key() for stage in setup.stages)}
     return tuple(
-        law if f.name == "occupancy" else getattr(setup, f.name)
+        special[f.name] if f.name in special else getattr(setup, f.name)
         for f in dataclasses.fields(setup)
         if f.name != "deadline"
     )
@@ -165,7 +167,7 @@ class HoldingPlanner:
     def __init__(self, inst: Instance, replays: ReplayCache | None = None, **planner_options):
         """``planner_options``: those of :class:`~solver.solve.Planner`; its ``clock`` (a command's stopwatch)
         then bounds the first solve's rounds together."""
-        self.planner = Planner(inst, **planner_options)
+        self.planner = base_planner(inst, **planner_options)
         self.cache = replays or ReplayCache()
         self._steady: Planner | None = None
         self._options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence")}
@@ -193,9 +195,12 @@ class HoldingPlanner:
         inst = self.inst
         count, k = self.replay_count()
         allowance, rounds, last, why = 0.0, 0, None, "rounds"
-        planner = self.planner
+        planner, pace = self.planner, ReplayPace(clock, self.cache.threads)
         spent = Timings()
         while rounds < ROUNDS:
+            if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
+                why = "time"
+                break
             result = planner.solve(
                 objective, time_limit=clock.remaining(), allowance=allowance, confidence_report=False, **restrictions
             )
@@ -207,7 +212,7 @@ class HoldingPlanner:
                 break
             rounds += 1
             clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
-            replays = self._replays(planner, result, count, clock.expired)
+            replays = self._replays(planner, result, count, pace)
             if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
                 if last is None:
@@ -231,7 +236,8 @@ class HoldingPlanner:
         alpha = None if planner.confidence is None else planner.confidence.alpha
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
-        planner.report_confidence(result, used)
+        if planner.confidence is not None:  # a staged planner has no confidence solve (refused before)
+            planner.report_confidence(result, used)
         if result.confidence is not None:
             result.confidence = result.confidence.model_copy(update=replayed_costs(result.hold, used))
         if not converged:
@@ -267,7 +273,7 @@ class HoldingPlanner:
             steady = self.inst.model_copy(
                 update={"planning": self.inst.planning.model_copy(update={"basis": "steady_state"})}
             )
-            self._steady = Planner(steady, **self._options)
+            self._steady = base_planner(steady, **self._options)
         return self._steady.solve(objective, time_limit=clock.remaining(), confidence_report=False, **restrictions)
 
 
@@ -360,16 +366,23 @@ def hold_report(
     )
 
 
-def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:
-    """The planner of ``inst``'s basis: a plain Planner under steady_state, a HoldingPlanner under hold; a
-    staged instance's (MODEL §12, steady_state only) is a StagedPlanner."""
+def base_planner(inst: Instance, **options) -> Planner:
+    """The solver's planner of ``inst`` on the rows of its basis: a Planner, or for a staged instance (MODEL
+    §12) the staged MIP's StagedPlanner (which takes ``threads`` and ``confidence`` of the options)."""
     if inst.stages is not None:
         from trainground.solver.stages import StagedPlanner
 
-        return StagedPlanner(inst, threads=options.get("threads", 1))  # type: ignore[return-value]
+        kept = {k: v for k, v in options.items() if k in ("threads", "confidence")}
+        return StagedPlanner(inst, **kept)  # type: ignore[return-value]
+    return Planner(inst, **options)
+
+
+def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:
+    """The planner of ``inst``'s basis: its base planner under steady_state (:func:`base_planner`), a
+    HoldingPlanner around it under hold."""
     if inst.holds:
         return HoldingPlanner(inst, replays, **options)
-    return Planner(inst, **options)
+    return base_planner(inst, **options)
 
 
 def solve_planned(

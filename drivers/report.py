@@ -19,10 +19,11 @@ from trainground.models.result import Status
 from trainground.solver.stopwatch import Stopwatch
 
 ALPHAS = (0.5, 0.8, 0.9, 0.95)  # the confidences of the price-of-certainty curve unless told
-FRONTIER_BASIS = "steady_state"
-"""The basis the report walks the frontier on unless told: under hold every point of the walk runs the allowance
-loop (16 replays of its plan a round), which on the seed instance takes over ten minutes where the steady-state
-walk takes seconds."""
+FRONTIER_BASIS: str | None = None
+"""The basis the report walks the frontier on unless told: None, the instance's own, the plan's. The frontier's
+cheapest point is then the plan the page opens with (walked on steady_state under a hold plan, it showed a
+cheaper "cheapest plan" than the plan itself). Under hold only the cheapest point runs the allowance loop;
+every faster point carries its allowance, so the walk costs about one more hold solve, not one per point."""
 
 
 @dataclass
@@ -55,21 +56,28 @@ def gather(
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
     from trainground.drivers.certainty import curve
     from trainground.drivers.frontier import frontiers
+    from trainground.drivers.hold import ReplayCache
     from trainground.drivers.risk import assess
     from trainground.solver.confidence_table import Unsupported
 
     step = on_step or (lambda _text: None)
     step("solving")
-    found = Findings(answer(inst, objective, clock=clock, replications=replications, levers_time=levers_time))
+    replays = ReplayCache()  # the solve's replays, which the frontier's cheapest plan (the same plan) reuses
+    found = Findings(
+        answer(inst, objective, clock=clock, replications=replications, levers_time=levers_time, replays=replays)
+    )
     result = found.answer.result
     if with_frontier:
         step("the frontier")
         basis = frontier_basis or inst.planning.basis
         walked = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": basis})})
-        found.frontier = frontiers(walked)
+        found.frontier = frontiers(walked, replays=replays)
         found.frontier_basis = basis
     if inst.uncertainty is None:
-        found.notes.append("no uncertainty section: no risk and no price of certainty (docs/model.md §9)")
+        found.notes.append(
+            "no uncertainty section, so no risk and no price of certainty: add one (docs/model.md §9; "
+            "instances/seed-week-75-uncertain.yaml has an example) to see how likely the plan is to finish on time"
+        )
         return found
     if result.status == Status.OPTIMAL and result.plan is not None:
         step("the plan's risk")

@@ -1,7 +1,8 @@
 """`risk` (MODEL.md §9): a fixed plan run through N scenarios of the instance's uncertainty factors.
 
 The plan's capacity is fixed; :func:`solver.scenarios.evaluate` gives its realised cadence,
-makespan, cost and on-time verdict in every scenario at once. This module turns those arrays
+makespan, cost and on-time verdict in every scenario at once (a staged plan's, MODEL §12, stage by
+stage: :func:`solver.scenario_stages.evaluate_staged`). This module turns those arrays
 into the report: the on-time probability with its Wilson 95 % interval, percentiles of the
 makespan and the realised cost, the expected lateness, a one-at-a-time sensitivity per factor,
 and (on request) a replay of the first scenarios by the trajectory-level simulator of §10.
@@ -17,10 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.models.instance import Instance
-from trainground.models.load import InstanceError
+from trainground.models.load import InstanceError, Problem
 from trainground.models.result import Metrics, Plan
 from trainground.solver import scenarios as sc
 from trainground.solver.calculus import wilson
+from trainground.solver.scenario_stages import evaluate_any
 
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -116,7 +118,7 @@ def assess(inst: Instance, plan: Plan, samples: int = SAMPLES, seed: int | None 
     uncertainty section's); a scenario is on time iff ``T_s + allowance <= deadline`` (``allowance``: the
     plan's Δ when it was sized under hold, MODEL §11, so the run's variance is counted beside the inputs')."""
     scen = sc.draw(inst, samples, seed)
-    outcome = sc.evaluate(inst, plan, scen, allowance)
+    outcome = evaluate_any(inst, plan, scen, allowance)
     effects, median = sensitivity(inst, plan, allowance)
     return Risk(
         instance=inst.name or "",
@@ -140,7 +142,7 @@ def sensitivity(inst: Instance, plan: Plan, allowance: float = 0.0) -> tuple[lis
             row = median.copy()
             row[j] = f.quantile(p)
             rows.append(row)
-    out = sc.evaluate(inst, plan, sc.from_draws(inst, np.array(rows)), allowance)
+    out = evaluate_any(inst, plan, sc.from_draws(inst, np.array(rows)), allowance)
     effects = []
     for j, f in enumerate(factors):
         lo, hi = 1 + 2 * j, 2 + 2 * j
@@ -160,6 +162,11 @@ def sensitivity(inst: Instance, plan: Plan, allowance: float = 0.0) -> tuple[lis
 
 # ---------------------------------------------------------------- the simulator beside the analysis (MODEL §10)
 
+STAGED_SCENARIOS = Problem(
+    "stages",
+    "replays in scenarios (risk --simulate, simulate --scenarios) are not available with stages yet; "
+    "`simulate` replays the staged plan at its nominal values",
+)  # the analytic risk of a staged plan is solver.scenario_stages's
 REPLAY_ITERATIONS = 100
 """Iterations a replay simulates by default (the deadline pro rata, as `simulate --iterations` does): a
 scenario whose sandboxes cannot hold the plan's launches queues without bound, and a full run of such a
@@ -177,19 +184,18 @@ def replay(
 ) -> list[dict]:
     """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once, over
     ``iterations`` (default :data:`REPLAY_ITERATIONS`, at most n; the deadline pro rata): the
-    scenario's fields, group launches at the plan's attempt rate but at most what the fleet's token
-    supply sustains in the scenario (MODEL §10), the scenario's update time. One row per scenario:
+    scenario's fields, group launches at the plan's attempt rate at its realised cadence in the scenario
+    (:func:`simulate.scenarios.setup_in`, MODEL §10), the scenario's update time. One row per scenario:
     analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
     their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
     reason and not replayed)."""
     from trainground.simulate.engine import replicate
-    from trainground.simulate.setup import setup_of
+    from trainground.simulate.scenarios import setup_in
     from trainground.simulate.summary import summarize
 
+    if inst.stages is not None:
+        raise InstanceError(inst.name or "instance", [STAGED_SCENARIOS])
     scen = sc.draw(inst, risk.samples, risk.seed)
-    values = sc.values_of(inst, scen)
-    supply = sc.token_supply(inst, plan, values, plan.versions_kept)
-    update = sc.update_time(inst, scen, plan.training_gpus)
     rows = []
     count = min(count, scen.size)
     n = inst.workload.iterations
@@ -205,14 +211,10 @@ def replay(
             "analytic_on_time": bool(out.on_time[s]),
         }
         try:
-            here = sc.instance_of(inst, scen, s)
+            setup = setup_in(inst, plan, metrics, scen, s, out, iterations=short)
         except InstanceError as exc:
             rows.append(row | {"simulated_makespan_s": None, "simulated_on_time": None, "skipped": exc.message})
             continue
-        setup = setup_of(here, plan, metrics, iterations=short)
-        setup = dataclasses.replace(
-            setup, attempts_per_s=min(metrics.attempts_per_s, supply[s] / values.tokens[s]), update_s=float(update[s])
-        )
         summary = summarize(setup, replicate(setup, [risk.seed, s]))
         rows.append(
             row

@@ -104,7 +104,7 @@ def screen(inst: Instance, cache: TableCache, widen: dict | None = None, judge: 
     d = cache.demand(opened)
     w = inst.workload
     occ = calc.occupancy_of(opened.environment.occupancy)
-    gap = mean_gaps(opened, occ, d.w_use, d.grid, d.kept.size, consumed=inst.holds)
+    gap = mean_gaps(opened, occ, d.w_use, d.grid, d.kept.size, consumed=inst.holds, cache=cache)
     span = np.asarray(d.span)
     if inst.counts_startup:  # (n-1)·L + extra_time: a lower bound on fill + (n-1)·L + U(m) + extra_time
         span = span - d.grid[:, None]

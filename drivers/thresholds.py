@@ -136,7 +136,7 @@ class Probe:
         if self.budget is None:
             return self.checker.feasible(self.edit(value))
         path, criterion, limit = self.budget
-        result = self.checker.solve(self.edit(value) | {path: None}, criterion)
+        result = self.checker.cheapest(self.edit(value) | {path: None}, criterion)
         if result is None:
             return False
         cost = np.inf if result.plan is None else float(getattr(result.plan, criterion))
@@ -189,8 +189,19 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
         first = float(cand.values[0])
         widened = [first * (1 + 4 * REL * 4**k) for k in range(EARLY_STEPS + 1)] if inst.counts_startup else []
         tries = [first] + [d for d in widened if d < cand.top] + tries
+    below = cand.current  # a deadline known to have no plan
     for deadline in tries:
-        result = checker.solve(edit_of(inst, cand, deadline))
+        if inst.counts_startup and deadline == cand.top:
+            # the loosest deadline's table lists every group count of a far longer grid (MODEL §8): first
+            # close in on the threshold by feasibility probes, each pair's fewest groups alone, then solve there
+            narrowed = _narrow_deadline(checker, cand, below, deadline)
+            if narrowed is None:
+                return f
+            below, deadline = narrowed
+            if checker.spent():
+                f.bracket = (below, deadline)
+                return f
+        result = checker.shortest(edit_of(inst, cand, deadline))
         if result is None or result.plan is None:
             continue
         if deadline == tries[0] and len(tries) > 1 and cand.exact_values:
@@ -200,20 +211,35 @@ def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
     return f
 
 
+NARROW = 16 * REL  # a deadline bracket this narrow (relative) holds a table about as small as the widened tries'
+
+
+def _narrow_deadline(checker: Feasibility, cand, below: float, top: float) -> tuple[float, float] | None:
+    """(no plan, a plan) deadlines, ``top`` narrowed towards ``below`` by bisection over feasibility probes until
+    within NARROW of each other (or the budget ends it); None when ``top`` has no plan either."""
+    inst = checker.base
+    if not checker.feasible(edit_of(inst, cand, top)):
+        return None
+    while top - below > NARROW * top and not checker.spent():
+        mid = (below + top) / 2
+        below, top = (below, mid) if checker.feasible(edit_of(inst, cand, mid)) else (mid, top)
+    return below, top
+
+
 def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
     """A node or VM cap (one more, else a bisection up to the count a plan uses with it lifted) or a budget
     (exact: the least cost of any plan once it is lifted)."""
     cand = f.cand
     if cand.path.startswith("limits."):
         criterion = cand.input.removeprefix("max_")
-        result = checker.solve({cand.path: None}, criterion)
+        result = checker.cheapest({cand.path: None}, criterion)
         if result is None or result.plan is None:
             return f
         return _found(f, getattr(result.plan, criterion), True, f"least {criterion} with the budget lifted")
     edit = lambda value: edit_of(checker.base, cand, value)  # noqa: E731
     if search and checker.feasible(edit(cand.current + 1)):
         return _found(f, cand.current + 1, True, "one more, confirmed by one solve")
-    result = checker.solve({cand.path: None})
+    result = checker.shortest({cand.path: None})
     if result is None or result.plan is None:
         return f
     name = cand.input.split("[")[1].rstrip("]")

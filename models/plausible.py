@@ -146,12 +146,20 @@ CAPS: dict[str, tuple[float, str]] = {
     "reliability.weight_sync_time": (YEAR, SECONDS),
     "limits.max_hourly_cost": (1e12, "$ per hour"),
     "limits.max_total_cost": (1e15, "$"),
+    "planning.replays": (1e4, "replays (each a whole simulated run)"),
+    "planning.seed": (1e18, "(a seed)"),
+    "stages.switch_time": (10 * YEAR, SECONDS),
+    "stages.list[*].iterations": (MOST, "iterations"),
+    "stages.list[*].tokens_per_attempt": (1e9, "tokens"),
+    "stages.list[*].update_time_scale": (1e3, "(a factor on the update time)"),
+    **{f"stages.list[*].occupancy.{p}": (10 * YEAR, SECONDS) for p in ("median", "p99", "mean", "samples[*]")},
+    "stages.list[*].occupancy.sigma": (10.0, "(p99/median up to 1e10)"),
     "uncertainty.samples": (1e5, "scenarios"),
     "uncertainty.seed": (1e18, "(a seed)"),
     **{f"uncertainty.factors[*].{p}": (1e3, "(a multiplier)") for p in ("mean", "sd", "median", "low", "mode", "high")},
     "uncertainty.factors[*].sigma": (10.0, "(sigma of a log-multiplier)"),
 }
-LIST_CAPS = {"environment.occupancy.samples": MAX_SAMPLES}
+LIST_CAPS = {"environment.occupancy.samples": MAX_SAMPLES, "stages.list[*].occupancy.samples": MAX_SAMPLES}
 
 
 class Huge(int):
@@ -307,6 +315,8 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
                 "cadence.min..max",
             )
         )
+    if getattr(inst, "stages", None) is not None:
+        out += _stage_grid_errors(inst, kept)
     t = inst.training
     fit = next(p.gpus for p in inst.gpu_pools if p.name == t.pool) // t.gpus_per_group
     counts = max(0, (fit if t.max_groups is None else min(t.max_groups, fit)) - t.min_groups + 1)
@@ -321,3 +331,28 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+def _stage_grid_errors(inst: Any, kept: int) -> list[tuple[str, str]]:
+    """A staged instance (docs/model.md §12) tabulates each stage's cadence grid, whose top defaults to the
+    stage's own deadline pace (deadline - extra_time)/iterations: a short stage's grid reaches far. The stages'
+    grids together, times K, are held to the table cap; the error names the stage with the most points."""
+    sched, c = inst.schedule, inst.schedule.cadence
+    points = []
+    for stage in inst.stages.list:
+        top = c.max if c.max is not None else (sched.deadline - sched.extra_time) / stage.iterations
+        points.append(math.floor((top - c.min) / c.step * (1 + 1e-12) + 1e-9) + 1 if top >= c.min else 0)
+    if sum(points) * kept <= TABLE_ENTRIES:
+        return []
+    most = max(range(len(points)), key=points.__getitem__)
+    name = inst.stages.list[most].name
+    return [
+        (
+            f"stages.list[{most}].iterations",
+            f"the {len(points):,} stages' cadence grids hold {sum(points):,} points, times K = {kept:,} versions "
+            f"kept {sum(points) * kept:,} (cadence, K) entries, above the {TABLE_ENTRIES:,} a solve tabulates; "
+            f"stage {name!r} alone has {points[most]:,} (its grid's top defaults to its deadline pace, "
+            f"(deadline - extra_time)/{inst.stages.list[most].iterations:,} iterations): set schedule.cadence.max, "
+            "a coarser step or fewer stages",
+        )
+    ]

@@ -9,7 +9,7 @@ from trainground.models.stages import Stage
 
 def stage_errors(inst: Instance) -> list[Problem]:
     """Rules of MODEL §12 that need the whole instance: iterations that sum to the workload's, unique names,
-    and the combinations the planner does not play stages in (each names the field to change)."""
+    and the sections the planner does not play stages with (each names the field to change)."""
     stages = inst.stages
     if stages is None:
         return []
@@ -35,20 +35,11 @@ def stage_errors(inst: Instance) -> list[Problem]:
 
 
 def _unsupported(inst: Instance) -> list[Problem]:
-    """Staged plans are solved on the steady-state basis without start-up (MODEL §12, §2–§4); the hold basis,
-    the start-up of §8, uncertainty and reliability do not play stages yet, so a staged instance refuses them."""
+    """Confidence solves (MODEL §9) and reliability (§13) do not play stages yet, so a staged instance refuses
+    them (its uncertainty factors serve ``risk``)."""
     found = []
-    if inst.planning.basis == "hold":
-        found.append(
-            Problem(
-                "planning.basis",
-                "a staged instance is planned on planning.basis: steady_state (replays that play the stages in "
-                "order are not available yet); set planning: {basis: steady_state}",
-            )
-        )
     for where, value in (
-        ("schedule.count_startup", inst.schedule.count_startup),
-        ("uncertainty", inst.uncertainty is not None),
+        ("uncertainty.confidence", inst.uncertainty is not None and inst.uncertainty.confidence is not None),
         ("reliability", inst.reliable),
     ):
         if value:
@@ -59,7 +50,8 @@ def _unsupported(inst: Instance) -> list[Problem]:
 def stage_instance(inst: Instance, stage: Stage) -> Instance:
     """The instance stage ``stage`` runs as: its iterations and the figures it sets, everything else the
     instance's (the cadence grid's top then defaults to the stage's deadline pace); no stages, no budgets
-    (budgets bound the whole run, so the staged model holds them)."""
+    (budgets bound the whole run, so the staged model holds them) and no uncertainty section (its paths
+    name the run's fields: :mod:`solver.scenario_stages` maps a scenario onto each stage)."""
     workload = inst.workload.model_copy(
         update={
             "iterations": stage.iterations,
@@ -79,6 +71,7 @@ def stage_instance(inst: Instance, stage: Stage) -> Instance:
             "training": training,
             "limits": limits,
             "stages": None,
+            "uncertainty": None,
         }
     )
 
@@ -92,3 +85,22 @@ def _scaled(law, stage: Stage):
         points = [p.model_copy(update={"seconds": p.seconds * scale}) for p in law.points]
         return law.model_copy(update={"points": points})
     return law.model_copy(update={"reference_time": law.reference_time * scale})
+
+
+def stage_rows_instance(inst: Instance, stage: Stage) -> Instance:
+    """The instance whose rows a stage must meet (MODEL §12: rows 2, 3, 5, 6 and 7 per stage, the deadline
+    the run's): :func:`stage_instance` with its cadence grid's top pinned where it defaults and, when the
+    start-up is counted (§8, and under hold), no deadline of its own. A stage's own start-up
+    ``fill + (n_p - 1)·L_p + U`` is no part of the run's makespan, so it must not cut a cadence the run can
+    use; without the start-up, ``n_p·L_p + extra_time`` is part of it and the deadline stays."""
+    si = stage_instance(inst, stage)
+    if not si.counts_startup:
+        return si
+    sched = si.schedule
+    top = sched.cadence.max
+    if top is None:
+        top = (sched.deadline - sched.extra_time) / stage.iterations
+    schedule = sched.model_copy(
+        update={"deadline": float("inf"), "cadence": sched.cadence.model_copy(update={"max": top})}
+    )
+    return si.model_copy(update={"schedule": schedule})

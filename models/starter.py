@@ -136,7 +136,7 @@ def optional_sections() -> dict[str, Any]:
     """Sections `init` writes commented out, ready to uncomment: the reliability of MODEL §13 at the sourced
     figures (Llama 3's 419 interruptions in 54 days on 16,384 GPUs, about 50,000 GPU-hours between failures;
     checkpoint-engine's 16 s for Kimi-K2 to 16 instances on 256 GPUs), and the stages of MODEL §12 (the seed
-    week with responses growing from 16k to 48k tokens per attempt; planned on planning.basis: steady_state)."""
+    week with responses growing from 16k to 48k tokens per attempt)."""
     return {
         "reliability": {
             "gpu_mtbf": "50000h",

@@ -1,4 +1,6 @@
-"""Durations: numbers are seconds; strings carry a unit (``600s``, ``10m``, ``168h``, ``7d``, ``2w``)."""
+"""Durations: numbers are seconds; strings carry a unit (``600s``, ``10m``, ``168h``, ``7d``, ``2w``). Spaces
+around the unit are read as none: ``7 d`` is seven days (a planner writing a deadline as the outputs print
+it means that), while a unit word (``7 days``) or two units (``1h 30m``) are refused with the rule."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ commands' own text for the same objects, then the plots. No computation: every f
 
 from __future__ import annotations
 
-from trainground.render.report_html import figures, image, money, note, page, seconds, section, share, terminal
+from trainground.render.report_html import figures, lead, money, note, page, seconds, section, share, terminal
+from trainground.render.report_tradeoffs import certainty_section, frontier_section, risk_section
 
 
 def report_html(findings, source: str) -> str:
@@ -32,18 +33,51 @@ def report_html(findings, source: str) -> str:
     return page(f"trainground report: {answer.result.instance}", sections, data)
 
 
+BASES = {
+    "hold": "hold: sized to finish on time when the run is replayed trajectory by trajectory (docs/model.md §11)",
+    "steady_state": "steady_state: sized on the average rates, as the seed article computes them (docs/model.md §2-§8)",
+}
+
+
+def headline(answer) -> str:
+    """One sentence: what the plan runs, what it costs, how long it takes, and whether it holds."""
+    result, inst = answer.result, answer.inst
+    plan = result.plan
+    if plan is None:
+        return f"No plan: {result.status}." + (f" {result.message.splitlines()[0]}" if result.message else "")
+    parts = [f"{r.replicas:,} {r.shape} replicas (pool {r.pool})" for r in plan.inference if r.replicas]
+    parts.append(f"{plan.training_groups:,} training groups ({plan.training_gpus:,} GPUs)")
+    parts += [f"{c.count:,} {c.type} nodes" for c in plan.local_nodes if c.count]
+    parts += [f"{c.count:,} {c.type} VMs" for c in plan.cloud_vms if c.count]
+    text = (
+        f"The {'fastest' if result.objective == 'makespan' else 'cheapest'} plan: {', '.join(parts)}; "
+        f"{money(plan.total_cost)} over {plan.makespan_s / 86400:.2f} days ({plan.cadence_s:,.6g} s an iteration) "
+        f"against a deadline of {inst.schedule.deadline / 86400:.2f} days."
+    )
+    hold = result.hold
+    if hold is not None:
+        verdict = "It holds" if hold.allowance_converged else "It does NOT hold"
+        text += (
+            f" {verdict}: on time in {hold.on_time_share:.0%} of its {hold.replays} replays, with "
+            f"{hold.allowance_s:,.0f} s kept for run variance; expected cost {money(hold.expected_total_cost)}."
+        )
+    return text
+
+
 def summary(answer, payload: dict, source: str) -> str:
     result = answer.result
     value = result.objective_value
     shown = "n/a" if value is None else (f"{value:,.0f} s" if result.objective == "makespan" else money(value))
+    basis = payload.get("basis")
     rows = [
         ["status", ("solve.status", payload["status"], str(result.status))],
         ["objective", ("solve.objective", result.objective, result.objective)],
         ["objective value", ("solve.objective_value", value, shown)],
-        ["basis", ("solve.basis", payload.get("basis"), str(payload.get("basis")))],
+        ["basis", ("solve.basis", basis, BASES.get(str(basis), str(basis)))],
     ]
     parts = [
-        note(f"instance file: {source}; the numbers below are those of `trainground solve --json` on it."),
+        lead(headline(answer)),
+        note(f"instance file: `{source}`; the numbers below are those of `trainground solve --json` on it."),
         figures(["", "value"], rows),
     ]
     if result.message:
@@ -56,7 +90,7 @@ def plan_section(answer) -> str:
 
     plan = answer.result.plan
     if plan is None:
-        return section("plan", "The plan", note("no plan"), terminal(lambda c: render_result(c, answer.result)))
+        return section("plan", "The plan", note("no plan"), terminal(lambda c: render_result(c, answer.result), None))
     p = "solve.plan"
     rows = [
         ["cadence", (f"{p}.cadence_s", plan.cadence_s, f"{plan.cadence_s:,.6g} s")],
@@ -89,7 +123,13 @@ def plan_section(answer) -> str:
     rows.append(["hourly cost", (f"{p}.hourly_cost", plan.hourly_cost, money(plan.hourly_cost))])
     rows.append(["total cost", (f"{p}.total_cost", plan.total_cost, money(plan.total_cost))])
     return section(
-        "plan", "The plan", figures(["decision", "value"], rows), terminal(lambda c: render_result(c, answer.result))
+        "plan",
+        "The plan",
+        figures(["decision", "value"], rows),
+        terminal(
+            lambda c: render_result(c, answer.result),
+            "what trainground solve prints: costs, throughput, sandboxes, freshness",
+        ),
     )
 
 
@@ -111,8 +151,8 @@ def hold_section(answer) -> str:
                 ),
             ],
             ["run-variance allowance Δ", (f"{h}.allowance_s", hold.allowance_s, seconds(hold.allowance_s))],
-            ["rounds", (f"{h}.rounds", hold.rounds, str(hold.rounds))],
-            ["replays", (f"{h}.replays", hold.replays, str(hold.replays))],
+            ["solve-and-replay rounds", (f"{h}.rounds", hold.rounds, str(hold.rounds))],
+            ["replays of the final plan", (f"{h}.replays", hold.replays, str(hold.replays))],
             ["on time in the replays", (f"{h}.on_time_share", hold.on_time_share, share(hold.on_time_share))],
             [
                 "95 % interval, low",
@@ -122,7 +162,10 @@ def hold_section(answer) -> str:
                 "95 % interval, high",
                 (f"{h}.on_time_interval[1]", hold.on_time_interval[1], share(hold.on_time_interval[1])),
             ],
-            ["lateness D_(k)", (f"{h}.lateness_s", hold.lateness_s, seconds(hold.lateness_s))],
+            [
+                f"replay lateness that sets Δ (the {hold.order}th smallest)",
+                (f"{h}.lateness_s", hold.lateness_s, seconds(hold.lateness_s)),
+            ],
         ]
         for q in ("p50", "p90", "max"):
             rows.append(
@@ -142,7 +185,7 @@ def hold_section(answer) -> str:
             ],
             ["p90 total cost", (f"{h}.p90_total_cost", hold.p90_total_cost, money(hold.p90_total_cost))],
             [
-                "steady-state optimum",
+                "steady-state optimum (the seed's arithmetic)",
                 (f"{h}.steady_state_total_cost", hold.steady_state_total_cost, money(hold.steady_state_total_cost)),
             ],
         ]
@@ -190,12 +233,12 @@ def hold_section(answer) -> str:
         if result.plan is not None:
             render_solve_verdict(console, answer.inst.counts_startup, answer.startup_estimate_s, answer.simulation)
 
-    parts.append(terminal(draw))
+    parts.append(terminal(draw, None))
     return section("hold", "Why it holds", *parts)
 
 
 def levers_section(answer) -> str:
-    from trainground.render.levers import render_levers, value_text
+    from trainground.render.levers import render_levers, unfinished_note, value_text
 
     found = answer.levers
     if found is None:
@@ -210,125 +253,35 @@ def levers_section(answer) -> str:
                 (f"{k}.before", lv.before, value_text(lv.before, lv.kind)),
                 (f"{k}.after", lv.after, value_text(lv.after, lv.kind)),
                 (f"{k}.status", lv.status, lv.status),
-                (f"{k}.saving", lv.saving, "n/a" if lv.saving is None else f"{lv.saving:,.2f}"),
+                (f"{k}.saving", lv.saving, "n/a" if lv.saving is None else saving_text(lv.saving, found.objective)),
                 (f"{k}.saving_share", lv.saving_share, share(lv.saving_share)),
             ]
+        )
+    unfinished = unfinished_note(found)  # why some have no figure, and how to get one (report takes the options too)
+    notes = [note(unfinished)] if unfinished else []
+    if answer.result.hold is not None:
+        notes.append(
+            note(
+                "On the hold basis each lever re-solves with this plan's run-variance allowance kept, without "
+                "replays of its own: a saving is read against the plan's allowance (`trainground solve` with the "
+                "edit replays it)."
+            )
         )
     return section(
         "levers",
         "Levers",
         figures(["limit", "before", "after", "re-solve", f"saving ({found.objective})", "share"], rows),
+        *notes,
         terminal(lambda c: render_levers(c, found)),
     )
 
 
-def risk_section(risk, data: dict) -> str:
-    from trainground.render.risk import render_risk, risk_pngs
+def saving_text(saving: float, objective: str) -> str:
+    """A lever's saving in the objective's unit, signed: "$920,087", "-$1,203", "3.1 h"."""
+    from trainground.render.levers import amount_text
 
-    rows = [
-        [
-            "on-time probability",
-            ("risk.on_time_probability", data["on_time_probability"], share(data["on_time_probability"])),
-        ],
-        [
-            "95 % interval, low",
-            ("risk.on_time_interval[0]", data["on_time_interval"][0], share(data["on_time_interval"][0])),
-        ],
-        [
-            "95 % interval, high",
-            ("risk.on_time_interval[1]", data["on_time_interval"][1], share(data["on_time_interval"][1])),
-        ],
-        [
-            "expected lateness",
-            ("risk.expected_lateness_s", data["expected_lateness_s"], seconds(data["expected_lateness_s"])),
-        ],
-    ]
-    for q in ("p50", "p90", "p99"):
-        rows.append([f"makespan {q}", (f"risk.makespan_s.{q}", data["makespan_s"][q], seconds(data["makespan_s"][q]))])
-        rows.append([f"total cost {q}", (f"risk.total_cost.{q}", data["total_cost"][q], money(data["total_cost"][q]))])
-    plots = [image(png, name) for name, png in risk_pngs(risk).items()]
-    return section(
-        "risk",
-        f"Risk over {risk.samples:,} scenarios",
-        figures(["", "value"], rows),
-        terminal(lambda c: render_risk(c, risk)),
-        *plots,
-    )
-
-
-def certainty_section(found, rows_data: list[dict]) -> str:
-    from trainground.render.confidence import curve_png
-
-    rows = []
-    for i, row in enumerate(rows_data):
-        k = f"certainty.rows[{i}]"
-        alpha = "deterministic" if row["confidence"] is None else f"{row['confidence']:.0%}"
-        rows.append(
-            [
-                alpha,
-                (f"{k}.status", row["status"], row["status"]),
-                (f"{k}.total_cost", row["total_cost"], money(row["total_cost"])),
-                (
-                    f"{k}.inference_gpus",
-                    row["inference_gpus"],
-                    "n/a" if row["inference_gpus"] is None else f"{row['inference_gpus']:,}",
-                ),
-                (
-                    f"{k}.training_gpus",
-                    row["training_gpus"],
-                    "n/a" if row["training_gpus"] is None else f"{row['training_gpus']:,}",
-                ),
-                (f"{k}.out_of_sample", row["out_of_sample"], share(row["out_of_sample"])),
-            ]
-        )
-    table = figures(
-        ["confidence", "status", "total cost", "inference GPUs", "training GPUs", "on time out of sample"], rows
-    )
-    return section("certainty", "The price of certainty", table, image(curve_png(found), "price of certainty"))
-
-
-def frontier_section(found, basis: str, source: str) -> str:
-    from trainground.drivers.frontier import csv_rows, pools_of
-    from trainground.render.plots import frontier_png
-
-    pools = pools_of(found)
-    pools = pools if len(pools) > 1 else []  # one pool: its GPUs are the inference and training columns
-    rows = []
-    for i, row in enumerate(csv_rows(found)):
-        if not row["corner"]:
-            continue
-        k = f"frontier.rows[{i}]"
-        rows.append(
-            [
-                row["frontier"],
-                (f"{k}.makespan_s", row["makespan_s"], seconds(row["makespan_s"])),
-                (f"{k}.cost", row["cost"], money(row["cost"])),
-                (f"{k}.cadence_s", row["cadence_s"], f"{row['cadence_s']:,.6g} s"),
-                (f"{k}.inference_gpus", row["inference_gpus"], f"{row['inference_gpus']:,}"),
-                (f"{k}.training_gpus", row["training_gpus"], f"{row['training_gpus']:,}"),
-                *((f"{k}.gpus[{p}]", row.get(f"gpus[{p}]"), f"{row.get(f'gpus[{p}]') or 0:,}") for p in pools),
-            ]
-        )
-    walked = note(
-        f"Walked on the {basis} basis, as `trainground frontier {source} --basis {basis}` walks it: every plan no "
-        "other beats on both makespan and cost; the table lists the corners (where the slope changes)."
-    )
-    if not rows:
-        return section("frontier", "The frontier", walked, note("no feasible plan: no frontier"))
-    header = [
-        "frontier",
-        "makespan",
-        "cost",
-        "cadence",
-        "inference GPUs",
-        "training GPUs",
-        *(f"GPUs in {p}" for p in pools),
-    ]
-    table = figures(header, rows)
-    return section(
-        "frontier",
-        "The frontier: makespan against cost (its corners)",
-        walked,
-        table,
-        image(frontier_png(found), "frontier"),
-    )
+    if objective == "total_cost":
+        text = money(abs(saving))
+    else:
+        text = amount_text(saving, objective)
+    return ("-" if saving < 0 else "") + text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
@@ -15,11 +16,12 @@ body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 2em auto; 
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 table.figures { border-collapse: collapse; margin: .6em 0; }
 table.figures th, table.figures td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
-table.figures th { background: #f4f4f4; } table.figures td.name, table.figures th.name { text-align: left; }
+table.figures td { white-space: nowrap; } table.figures th { background: #f4f4f4; } table.figures td.name, table.figures th.name { text-align: left; }
 pre.term { font-family: monospace; font-size: 12px; background: #fbfbfb; border: 1px solid #eee; padding: .6em;
   overflow-x: auto; line-height: 1.25; }
 img.plot { max-width: 100%; border: 1px solid #eee; }
-p.note { color: #555; }
+p.note { color: #555; } p.lead { font-size: 1.15em; }
+details { margin: .6em 0; } summary { cursor: pointer; color: #555; }
 """
 TERMINAL_COLUMNS = 140  # the width the commands' text is laid out at
 
@@ -42,7 +44,13 @@ def section(anchor: str, heading: str, *parts: str) -> str:
 
 
 def note(text: str) -> str:
-    return f'<p class="note">{escape(text)}</p>'
+    """A paragraph of prose; a `span in backticks` (a command, a path, a field) shows as code."""
+    return '<p class="note">' + re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text)) + "</p>"
+
+
+def lead(text: str) -> str:
+    """The page's opening sentence: what to run, what it costs, whether it holds."""
+    return f'<p class="lead">{escape(text)}</p>'
 
 
 Cell = tuple[str, Any, str]  # (data key, value, text shown); key "" for a cell that carries no number
@@ -68,13 +76,17 @@ def figures(header: Sequence[str], rows: Sequence[Sequence[Cell | str]]) -> str:
     )
 
 
-def terminal(draw: Callable[[Any], None]) -> str:
-    """What ``draw(console)`` prints, as the terminal shows it (colours inline, no stylesheet)."""
+def terminal(draw: Callable[[Any], None], what: str | None = "the command's own output") -> str:
+    """What ``draw(console)`` prints, as the terminal shows it (colours inline, no stylesheet), folded under
+    ``what`` (the tables above it carry the key numbers; None: shown open, where the text is the answer)."""
     from rich.console import Console
 
     console = Console(record=True, width=TERMINAL_COLUMNS, file=io.StringIO(), color_system="truecolor")
     draw(console)
-    return console.export_html(inline_styles=True, code_format='<pre class="term">{code}</pre>')
+    text = console.export_html(inline_styles=True, code_format='<pre class="term">{code}</pre>')
+    if what is None:
+        return text
+    return f"<details>\n<summary>{escape(what)}</summary>\n{text}\n</details>"
 
 
 def image(png: bytes, alt: str) -> str:

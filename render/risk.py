@@ -133,8 +133,8 @@ def _render_replays(console, risk: Risk) -> None:
         console.print(
             f"on time in the {s['replayed']} replayed scenarios: analytic {s['analytic_on_time_share']:.0%}, "
             f"simulated {s['simulated_on_time_share']:.0%}; verdicts differ in {s['disagree']}. The simulation "
-            "keeps launching at the plan's attempt rate (at most what the token supply sustains) and adds the "
-            "start-up, the last update, sandbox queues and stale groups that the steady analysis leaves out."
+            "launches at the plan's attempt rate at its realised cadence and adds what the analysis averages "
+            "away: the start-up, the last update, sandbox queues and stale groups as they fall."
         )
 
 

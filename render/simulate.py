@@ -131,8 +131,34 @@ def render_simulation(console, report: Report) -> None:
     hist = sim.get("version_gap_histogram") or {}
     if hist:
         console.print("consumed version gaps: " + ", ".join(f"{k}: {v:.1%}" for k, v in hist.items()), markup=False)
+    if sim.get("stages"):
+        fitted(console, _stage_table(sim["stages"], pred.get("stages") or {}))
     for sentence in failure_lines(sim, pred) + partings(report):
         console.print(sentence, markup=False)
+
+
+def _stage_table(simulated: dict, predicted: dict):
+    """Per stage of a staged replay (MODEL §12): its iterations' mean length, in flight and launches, simulated
+    beside the stage's closed forms."""
+    from rich.table import Table
+
+    table = Table(title="Stages, simulated / model", title_justify="left", show_edge=False, pad_edge=False)
+    for column in ("stage", "iters", "iteration mean", "in flight mean", "attempts/s"):
+        table.add_column(column, justify="left" if column == "stage" else "right", no_wrap=True)
+    for name, mine in simulated.items():
+        model = predicted.get(name, {})
+
+        def pair(key: str, kind: str, mine=mine, model=model) -> str:
+            return f"{_fmt(mine.get(key), kind)} / {_fmt(model.get(key), kind)}"
+
+        table.add_row(
+            name,
+            f"{int(mine.get('iterations') or 0):,}",
+            pair("iteration_mean_s", "time"),
+            pair("inflight_mean", "count"),
+            pair("attempts_per_s", "gap"),
+        )
+    return table
 
 
 def _share_line(report: Report) -> str:

@@ -47,3 +47,21 @@ def render_stages(console, result) -> None:
     console.print(table)
     console.print(f"* {sizing_sentence(plan)}", markup=False)
     console.print("cadence above: the stages' mean; metrics below: a sizing stage's", markup=False)
+
+
+def render_stage_levers(console, levers) -> None:
+    """One line per stage lever: "stage late: throughput binds: +1 tp8 replica (+$16/h) buys 400 s"."""
+    if not levers:
+        return
+    console.print("[bold]Stage levers[/bold] (one unit more of what binds in a stage; that stage's n·ΔL)")
+    for lv in levers:
+        head = f"stage {lv.stage}: {lv.row} binds: {lv.change} (+${lv.hourly_cost:,.2f}/h)"
+        if lv.buys_s is None:
+            console.print(f"  {head}: does not fit (its pool, or a cap, is full)", markup=False)
+        elif lv.buys_s <= 0:
+            console.print(f"  {head}: buys nothing (another row binds at {lv.cadence_s:,.6g} s)", markup=False)
+        else:
+            console.print(
+                f"  {head} buys {lv.buys_s:,.0f} s (cadence {lv.cadence_s:,.6g} → {lv.faster_cadence_s:,.6g} s)",
+                markup=False,
+            )

@@ -46,6 +46,12 @@ def render_explanation(console, result) -> None:
         for line in (ln for ln in result.lines if ln.section == section):
             table.add_row(line.key, _fmt(line.value, line.unit), line.unit, line.formula)
         console.print(table)
+    if result.stages and result.stage is None:
+        console.print(
+            f"stages: {', '.join(result.stages)}: these figures are the instance's own (one stage); "
+            "explain --stage NAME gives each stage's",
+            markup=False,
+        )
 
 
 def money(x: float) -> str:

@@ -188,6 +188,8 @@ def render_comparison(console, result) -> None:
             console.print(f"    ✗ infeasible as a yardstick: {col.yardstick}", markup=False)
     for sentence in result.coincide:
         console.print(sentence, markup=False)
+    if result.capacity is not None:
+        console.print(result.capacity.sentence(), markup=False)
     console.print("[bold]Against the baseline[/bold]")
     for key, phrases in result.deltas().items():
         n = next(i for i, col in enumerate(result.columns, start=1) if col.key == key)

@@ -20,6 +20,7 @@ import numpy as np
 from trainground.simulate.failures import Injection
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import Setup
+from trainground.simulate.stages import StagePlayer, readmit, restore, snapshot
 
 WINDOW_ATTEMPTS = 1 << 19  # attempts launched per window (about 0.5 M: ~13 MB per float column)
 WINDOWS_PER_HORIZON = 80  # short runs: a window is at most a quarter of the predicted run (horizon / 80)
@@ -62,20 +63,22 @@ class Run:
 
 
 class _Launcher:
-    """Group launch times, window by window: evenly spaced at g/R_raw from 0, or a Poisson process."""
+    """Group launch times, window by window: evenly spaced at g/R_raw from 0, or a Poisson process; a staged
+    replay restarts it at each stage's start with that stage's rate (:meth:`restart`)."""
 
     def __init__(self, setup: Setup, rng: np.random.Generator):
         self.spacing = setup.group_size / setup.attempts_per_s
         self.poisson = setup.launch == "poisson"
         self.rng = rng
+        self.origin = 0.0
         self.next_index = 0
         self.carry = np.empty(0)
         self.last = 0.0
 
     def until(self, t1: float) -> np.ndarray:
         if not self.poisson:
-            stop = max(self.next_index, math.ceil(t1 / self.spacing))
-            times = np.arange(self.next_index, stop) * self.spacing
+            stop = max(self.next_index, math.ceil((t1 - self.origin) / self.spacing))
+            times = self.origin + np.arange(self.next_index, stop) * self.spacing
             self.next_index = stop
             return times
         chunks = [self.carry]
@@ -89,13 +92,25 @@ class _Launcher:
         self.carry = times[cut:]
         return times[:cut]
 
+    def next_time(self) -> float:
+        """The evenly spaced launch after the last one returned."""
+        return self.origin + self.next_index * self.spacing
+
+    def restart(self, setup: Setup, at: float) -> None:
+        """Launch at ``setup``'s rate from ``at`` on: evenly spaced from ``at``, or a Poisson process after it."""
+        self.spacing = setup.group_size / setup.attempts_per_s
+        self.origin, self.next_index = at, 0
+        self.carry, self.last = np.empty(0), at
+
 
 class _Buffer:
     """Completed groups waiting in FIFO order (by completion), and the boundaries they decide."""
 
-    def __init__(self, setup: Setup, inject: Injection | None = None):
+    def __init__(self, setup: Setup, inject: Injection | None = None, spacing: np.ndarray | None = None):
+        """``spacing``: the update before each boundary j (a staged replay's, :mod:`simulate.stages`); None: U."""
         self.setup = setup
         self.inject = inject
+        self.spacing = spacing
         self.comp = np.empty(0)
         self.launch = np.empty(0)
         self.eff = np.empty(0, dtype=np.int64)
@@ -143,7 +158,8 @@ class _Buffer:
             if e >= look:
                 return
             if self.inject is None:
-                b = float(self.comp[e]) if j == 0 else max(self.boundaries[-1] + s.update_s, float(self.comp[e]))
+                update = s.update_s if self.spacing is None else float(self.spacing[j])
+                b = float(self.comp[e]) if j == 0 else max(self.boundaries[-1] + update, float(self.comp[e]))
             else:
                 b = self.inject.batch_taken(float(self.comp[e]), s.update_s)
             self.boundaries.append(b)
@@ -159,37 +175,62 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
 
     ``record=False`` keeps only what the makespan and the sandbox waits need (MODEL §11's replays): the
     per-attempt columns are left empty and each group keeps its count of members that waited. The random
-    draws, the queues and the batches are the same, so the makespan is the recorded run's."""
+    draws, the queues and the batches are the same, so the makespan is the recorded run's. A staged setup
+    (MODEL §12) plays its stages in order (:mod:`simulate.stages`): a window is drawn at the stage that
+    launches now, and one drawn past the next stage's start is cut back to it."""
     rng = np.random.default_rng(seed)
     g = setup.group_size
-    launcher = _Launcher(setup, rng)
-    queues = [SandboxQueue(c) for c in setup.capacity]
+    player = StagePlayer(setup) if setup.stages else None
+    now = setup if player is None else player.current
+    launcher = _Launcher(now, rng)
+    queues = [SandboxQueue(c) for c in now.capacity]
     inject = None if setup.failures is None else Injection(setup.failures, seed, setup.occupancy, setup.horizon)
-    buffer = _Buffer(setup, inject)
-    window = min(WINDOW_ATTEMPTS / setup.attempts_per_s, setup.horizon / WINDOWS_PER_HORIZON)
-    if inject is not None and inject.fleet is not None:
-        window = min(window, inject.window)
+    buffer = _Buffer(setup, inject, None if player is None else player.spacing)
+    window = _window(now, setup, inject)
     columns = ("launch", "comp", "eff", "start", "end", "backend", "ok") if record else ("launch", "waited")
     parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
     groups = 0
     t0 = 0.0
     while len(buffer.boundaries) < setup.iterations and t0 < setup.horizon:
         t1 = t0 + window
+        change = None if player is None else player.starts_at(buffer.boundaries)
+        if change is not None and change <= t0:  # the next stage starts now: launch at its values
+            now, window = _next_stage(player, launcher, queues, setup, change, launcher.next_time())
+            continue
+        if change is not None:
+            t1 = min(t1, change)
+        before = None if player is None else snapshot(buffer, queues, groups)
         launch = launcher.until(t1)
-        start, end, backend, ok, arrival, launch = _attempts(setup, rng, queues, launch, inject, (t0, t1))
+        start, end, backend, ok, arrival, launch, life = _attempts(now, rng, queues, launch, inject, (t0, t1))
         comp = _group_max(end, g)
-        eff = ok.reshape(-1, g).sum(axis=1) if setup.intake < 1 else np.full(launch.size, g, dtype=np.int64)
+        eff = ok.reshape(-1, g).sum(axis=1) if now.intake < 1 else np.full(launch.size, g, dtype=np.int64)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
-        groups += launch.size
+        buffer.place(t1)
+        kept = launch.size
+        change = None if player is None else player.starts_at(buffer.boundaries)
+        if change is not None and change < t1:  # drawn past the next stage's start: keep what launched before it
+            assert before is not None
+            kept = int(np.searchsorted(launch, change, side="left"))
+            restore(before, buffer, queues)
+            readmit(queues, arrival[: kept * g], life[: kept * g], backend[: kept * g])
+            buffer.add(comp[:kept], launch[:kept], eff[:kept], np.arange(groups, groups + kept))
+            buffer.place(change)
+            following = float(launch[kept]) if kept < launch.size else launcher.next_time()
+            now, window = _next_stage(player, launcher, queues, setup, change, following)
+            t1 = change
+        groups += kept
+        a = kept * g
         if record:
-            window_parts = dict(launch=launch, comp=comp, eff=eff, start=start, end=end, backend=backend, ok=ok)
+            window_parts = dict(
+                launch=launch[:kept], comp=comp[:kept], eff=eff[:kept], start=start[:a], end=end[:a],
+                backend=backend[:a], ok=ok[:a],
+            )  # fmt: skip
         else:
-            late = None if start is arrival else start > arrival
-            waited = np.zeros(launch.size, dtype=np.int64) if late is None else late.reshape(-1, g).sum(axis=1)
-            window_parts = dict(launch=launch, waited=waited)
+            late = None if start is arrival else start[:a] > arrival[:a]
+            waited = np.zeros(kept, dtype=np.int64) if late is None else late.reshape(-1, g).sum(axis=1)
+            window_parts = dict(launch=launch[:kept], waited=waited)
         for key, value in window_parts.items():
             parts[key].append(value)
-        buffer.place(t1)
         t0 = t1
         if on_progress:
             on_progress(len(buffer.boundaries), setup.iterations)
@@ -200,10 +241,32 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     return run
 
 
+def _window(now: Setup, setup: Setup, inject) -> float:
+    """Launch time one window spans: WINDOW_ATTEMPTS at the launching stage's rate, at most horizon / 80."""
+    window = min(WINDOW_ATTEMPTS / now.attempts_per_s, setup.horizon / WINDOWS_PER_HORIZON)
+    if inject is not None and inject.fleet is not None:
+        window = min(window, inject.window)
+    return window
+
+
+def _next_stage(player, launcher: _Launcher, queues: list[SandboxQueue], setup: Setup, change: float, following: float):
+    """Move the replay to the next stage, which starts at ``change``: its sandbox capacities, its launches at
+    its rate from the next launch (``following``; no sooner than its switch time after ``change``, and from
+    there for a Poisson process). Returns the stage's view and its window."""
+    stage = player.advance()
+    now = player.current
+    at = change + stage.switch_s if launcher.poisson else max(following, change + stage.switch_s)
+    launcher.restart(now, at)
+    for queue, capacity in zip(queues, now.capacity):
+        queue.capacity = capacity
+    return now, _window(now, setup, None)
+
+
 def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue], launch: np.ndarray, inject, span):
     """Draw one window's attempts (g per group, in launch order) and queue them for sandboxes: their starts,
-    ends, backends, intake, arrivals and the groups' launches (the planned ones, or under MODEL §13's fleet
-    terms when the fleet's supply lets them launch, with each member's relaunches in its occupancy)."""
+    ends, backends, intake, arrivals, the groups' launches (the planned ones, or under MODEL §13's fleet
+    terms when the fleet's supply lets them launch, with each member's relaunches in its occupancy) and the
+    attempts' lifetimes."""
     g = setup.group_size
     n = launch.size * g
     per_group = setup.correlation == "comonotone"
@@ -220,14 +283,16 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
         launch = inject.fleet.launches(launch, work, *span)
     arrival = np.repeat(launch, g)
     if len(queues) == 1:
-        start = queues[0].admit(arrival, life)  # ``arrival`` itself when no attempt waits
-    else:
-        start = np.empty(n)
-        for b, queue in enumerate(queues):
-            mine = np.flatnonzero(backend == b)
-            start[mine] = queue.admit(arrival[mine], life[mine])
-    life += start
-    return start, life, backend, ok, arrival, launch
+        end = arrival + life
+        start = queues[0].admit(arrival, life, end)  # ``arrival`` itself when no attempt waits
+        if start is not arrival:
+            np.add(start, life, out=end)
+        return start, end, backend, ok, arrival, launch, life
+    start = np.empty(n)
+    for b, queue in enumerate(queues):
+        mine = np.flatnonzero(backend == b)
+        start[mine] = queue.admit(arrival[mine], life[mine])
+    return start, start + life, backend, ok, arrival, launch, life
 
 
 def _group_max(end: np.ndarray, g: int) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup
+from trainground.simulate.stage_report import realised_cost, staged_prediction
 from trainground.solver import calculus as calc
 from trainground.solver import startup
 
@@ -60,9 +61,14 @@ class Report:
         }
 
 
-def predict(setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool) -> dict:
+def predict(
+    setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool, stages: list[Metrics] | None = None
+) -> dict:
     """The model's value of each figure (None where it has none): §2 steady state, §8 start-up, the trainer-paced
-    part divided by §13's training goodput when the replay injects failures."""
+    part divided by §13's training goodput when the replay injects failures; a staged replay's from its stages'
+    ``stages`` metrics (:func:`simulate.stage_report.staged_prediction`)."""
+    if setup.stages and stages is not None:
+        return staged_prediction(setup, plan, stages, count_startup)
     L, n = plan.cadence_s, setup.iterations
     fill = float(
         startup.fill(
@@ -140,7 +146,10 @@ def costed(summary: dict, plan: Plan) -> dict:
     """Add GPU-hours and the realised cost (the plan's hourly cost over the simulated makespan)."""
     span = summary["makespan_s"]
     summary["gpu_hours"] = None if span is None else (plan.inference_gpus + plan.training_gpus) * span / 3600
-    summary["realised_cost"] = None if span is None else plan.hourly_cost * span / 3600
+    if span is None:
+        summary["realised_cost"] = None
+    else:
+        summary["realised_cost"] = realised_cost(plan, span) if plan.stages else plan.hourly_cost * span / 3600
     return summary
 
 
@@ -184,10 +193,16 @@ def _mean_histogram(hists: list[dict]) -> dict:
     return {k: float(np.mean([h.get(k, 0.0) for h in hists])) for k in gaps}
 
 
-def model_gap_histogram(setup: Setup, cadence: float, top: int) -> dict[int, float]:
-    """P(gap = k) per trajectory in the model (each its own lifetime, no drops): P(gap > k-1) - P(gap > k)."""
+def model_gap_histogram(setup: Setup, cadence: float, top: int, plan: Plan | None = None) -> dict[int, float]:
+    """P(gap = k) per trajectory in the model (each its own lifetime, no drops): P(gap > k-1) - P(gap > k); a
+    staged ``plan``'s (MODEL §12) the stages' laws at their cadences, weighed by their iterations."""
     k = np.arange(top + 1)
-    above = calc.exceedance(setup.occupancy, cadence, k)
+    if setup.stages and plan is not None and plan.stages:
+        weights = np.array([row.iterations for row in plan.stages], dtype=float)
+        laws = [calc.exceedance(s.occupancy, row.cadence_s, k) for s, row in zip(setup.stages, plan.stages)]
+        above = np.dot(weights, np.array(laws)) / weights.sum()
+    else:
+        above = calc.exceedance(setup.occupancy, cadence, k)
     shares = np.concatenate(([1.0], above[:-1])) - above
     shift = 1 if setup.convention == "post_publish" else 0
     return {int(g + shift): float(s) for g, s in zip(k, shares) if s > 0}

@@ -25,11 +25,13 @@ from trainground.simulate.engine import Run, replicate
 from trainground.simulate.processes import THREAD_VARS, one_line
 from trainground.simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
 from trainground.simulate.setup import Setup, setup_of
+from trainground.simulate.stages import stage_metrics
 from trainground.simulate.summary import curve, summarize
 from trainground.simulate.trace import write_trace
 from trainground.solver.metrics import plan_metrics
 from trainground.solver.verify import verify_plan
 from trainground.solver.verify_metrics import metric_differences
+from trainground.solver.verify_stages import verify_staged
 
 
 class SchedulerUnavailable(Exception):
@@ -89,7 +91,14 @@ def basis_of(file: str, data: dict) -> tuple[str, float]:
 
 def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:
     """The model's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row), checked
-    by the verifier; InstanceError naming each broken rule if it does not fit."""
+    by the verifier (a staged plan's by the staged verifier: its sizing stage's metrics); InstanceError naming
+    each broken rule if it does not fit."""
+    if inst.stages is not None:
+        staged = verify_staged(inst, plan, allowance)
+        if staged.ok and staged.metrics is not None:
+            return staged.metrics
+        problems = [Problem("plan", f"does not fit {inst.name or 'the instance'}: {v}") for v in staged.violations]
+        raise InstanceError(label, problems or [Problem("plan", "does not fit the instance")])
     check = verify_plan(inst, plan, allowance)
     if check.ok and check.metrics is not None:
         metrics = plan_metrics(inst, plan, allowance)
@@ -143,11 +152,12 @@ def simulate_plan(
     runs = [costed(results[r][0], plan) for r in range(replications)]
     series = results[0][1]
     simulated, spread = combine(runs, setup.deadline)
-    predicted = predict(setup, plan, metrics, inst.counts_startup)
+    stages = stage_metrics(inst, plan) if inst.stages is not None else None
+    predicted = predict(setup, plan, metrics, inst.counts_startup, stages)
     paced = plan.cadence_s / (predicted.get("training_goodput") or 1.0)  # MODEL §13: L/γ per batch
     parts = makespan_parts(simulated, predicted, paced, setup.iterations, inst.counts_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
-    series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top)
+    series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top, plan)
     return Report(
         instance=inst.name or "",
         plan=plan.model_dump(mode="json"),

@@ -9,10 +9,14 @@ arrivals by a monotone fixed-point iteration: ``s ← cummax(max(a, τ(s)))`` fr
 rises to the solution, and stops exactly once no start changes (each start is an arrival,
 the previous start or a departure, so a chain of at most chunk-length steps).
 
-Where no attempt waits (the common case), one sort of the window's departures proves it
-and the starts are the arrivals; the iteration runs only from the first attempt that
-finds every sandbox taken, and the queue returns to the fast path once every attempt
-still holding a sandbox started on arrival.
+Where no attempt waits (the common case), a count by time bins proves it without a sort: with
+nobody waiting when the first of them arrives and every earlier one started on arrival, an arrival
+in bin ``k`` finds at most ``P + A_k - D_{k-1}`` sandboxes taken (``P`` held before, ``A_k``
+arrivals up to the end of bin ``k``, ``D_{k-1}`` departures before bin ``k`` starts), and where that
+stays within ``c`` nobody in the bin waits. From the first bin the count cannot clear, while no
+attempt holding a sandbox waited, one sort of the departures says exactly who is first to find
+every sandbox taken (the no-wait schedule, a few chunks at a time); the iteration runs only from
+there, and the count is tried again once nobody is waiting.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import numpy as np
 
 CHUNK_MIN = 1024  # arrivals per fixed-point chunk, at least; at most the capacity (see _chunk)
 CHUNK_MAX = 1 << 16
+ARRIVALS_PER_BIN = 4  # the bin count's resolution: its bound exceeds the exact count by about a bin's traffic
+RETRY_CHUNKS = 4  # after a bin count that clears less than a chunk, chunks solved before it is tried again
+SCHEDULE_CHUNKS = 4  # arrivals one no-wait schedule covers, in chunks (a schedule sorts their departures)
 
 
 class SandboxQueue:
@@ -39,45 +46,85 @@ class SandboxQueue:
     def unlimited(self) -> bool:
         return not math.isfinite(self.capacity)
 
-    def admit(self, arrivals: np.ndarray, lifetimes: np.ndarray) -> np.ndarray:
+    def admit(self, arrivals: np.ndarray, lifetimes: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
         """Start times of the next arrivals (non-decreasing, after every earlier one) holding a
         sandbox for ``lifetimes`` seconds: ``arrivals`` itself (not a copy) when none of them waits, so a
-        caller that changes the starts must copy them first."""
+        caller that changes the starts must copy them first. ``ends``: ``arrivals + lifetimes``, when the
+        caller has it (the departures if nobody waits)."""
         if self.unlimited or arrivals.size == 0:
             return arrivals
         c = int(self.capacity)
         if c <= 0:
             return np.full(arrivals.shape, math.inf)
+        if ends is None:
+            ends = arrivals + lifetimes
         starts = arrivals  # copied once an attempt waits: a window where none does returns its arrivals
-        i = 0
-        late = None
-        while i < arrivals.size:
+        n = arrivals.size
+        i, late, late_end, retry = 0, None, 0, 0
+        while i < n:
+            scheduled = late is not None and i < late_end and self.waited_until <= self.frontier
+            if not scheduled and i >= retry and self.frontier <= arrivals[i]:
+                # Nobody is waiting now: the bin count proves who starts on arrival, up to the first bin it
+                # cannot clear (after a short proof, it is tried again some chunks later).
+                clear = i + self._clear(arrivals[i:], ends[i:], c)
+                self._absorb_on_arrival(arrivals[i:clear], ends[i:clear])
+                if clear - i < _chunk(c):
+                    retry = clear + RETRY_CHUNKS * _chunk(c)
+                i = clear
+                if i == n:
+                    break
             if self.waited_until <= self.frontier:
                 # No attempt holding a sandbox waited: the state is the one where nobody waited, so the
-                # no-wait schedule (computed once per window) says who is first to find the sandboxes full.
+                # no-wait schedule of the next arrivals says who is first to find the sandboxes full.
                 gone = None
-                if late is None:
-                    late, gone = self._late(arrivals[i:], lifetimes[i:], c)
+                if late is None or i >= late_end:
+                    late_end = min(n, i + SCHEDULE_CHUNKS * _chunk(c))
+                    late, gone = self._late(arrivals[i:late_end], lifetimes[i:late_end], c)
                     late += i
                 ahead = late[np.searchsorted(late, i) :]
-                first = int(ahead[0]) if ahead.size else arrivals.size
-                # Nobody late from i on: the departures _late sorted are the state's after this chunk.
+                first = int(ahead[0]) if ahead.size else late_end
+                # Nobody late from i on: the departures _late sorted are the state's after these arrivals.
                 self._absorb(
-                    arrivals[i:first],
-                    lifetimes[i:first],
-                    arrivals[i:first],
-                    gone if first == arrivals.size else None,
-                    on_arrival=True,
+                    arrivals[i:first], lifetimes[i:first], arrivals[i:first], gone if first == late_end else None, True
                 )
                 i = first
-                if i == arrivals.size:
-                    break
-            stop = min(arrivals.size, i + _chunk(c))
+                if i == n or i == late_end:
+                    continue
+            stop = min(n, i + _chunk(c))
             if starts is arrivals:
                 starts = arrivals.copy()
             starts[i:stop] = self._solve_chunk(arrivals[i:stop], lifetimes[i:stop], c)
             i = stop
         return starts
+
+    def _clear(self, arrivals, ends, c: int) -> int:
+        """How many leading arrivals the bin count proves to start on arrival (nobody waiting when the first
+        arrives: the last start is no later): all of those in the bins before the first whose bound
+        ``P + A_k - D_{k-1}`` exceeds ``c``. A time's bin is ``int((t - t0)·scale)``, non-decreasing in ``t``,
+        so a departure in an earlier bin than an arrival's is before it; a departure of these arrivals is after
+        t0, and one held before the window that is before t0 counts as before every bin."""
+        n = arrivals.size
+        span = float(arrivals[-1] - arrivals[0])
+        if n < 2 * ARRIVALS_PER_BIN or not span > 0:
+            return 0
+        t0, scale = float(arrivals[0]), n / (span * ARRIVALS_PER_BIN)
+        bins = int(span * scale) + 1
+        arrived = np.cumsum(np.bincount(((arrivals - t0) * scale).astype(np.int64), minlength=bins))
+        at = np.subtract(ends, t0)
+        at *= scale
+        np.minimum(at, bins, out=at)
+        counts = np.bincount(at.astype(np.int64), minlength=bins + 1)
+        before = 0
+        if self.pending.size:
+            held = (self.pending - t0) * scale
+            before = int(np.count_nonzero(held < 0))
+            counts += np.bincount(np.minimum(held[before:], bins).astype(np.int64), minlength=bins + 1)
+        departed = np.empty(bins, dtype=np.int64)  # D_{k-1}: departures before bin k
+        departed[0] = before
+        np.cumsum(counts[: bins - 1], out=departed[1:])
+        departed[1:] += before
+        over = np.flatnonzero(self.pending.size + arrived - departed > c)
+        return n if over.size == 0 else (int(arrived[over[0] - 1]) if over[0] > 0 else 0)
 
     def _late(self, arrivals, lifetimes, c: int) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices of arrivals that would find every sandbox taken if none of them waited (the state
@@ -109,6 +156,15 @@ class SandboxQueue:
             starts = new
         self._absorb(arrivals, lifetimes, starts)
         return starts
+
+    def _absorb_on_arrival(self, arrivals, ends) -> None:
+        """Add attempts that started on arrival and leave at ``ends``: keep the departures after the last start."""
+        if arrivals.size == 0:
+            return
+        self.frontier = max(self.frontier, float(arrivals[-1]))
+        ahead = ends[ends > self.frontier]
+        pending = self.pending[self.pending > self.frontier]
+        self.pending = np.sort(np.concatenate((pending, ahead)) if pending.size else ahead)
 
     def _absorb(self, arrivals, lifetimes, starts, gone: np.ndarray | None = None, on_arrival: bool = False) -> None:
         """Add started attempts to the state: keep departures after the last start, which every

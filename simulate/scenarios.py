@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup, setup_of
@@ -24,18 +25,32 @@ def scenario_setup(
     inst: Instance, plan: Plan, metrics: Metrics, seed: int, launch: str = "even", iterations: int | None = None
 ) -> Setup:
     """The replay of ``plan`` in the scenario drawn with ``seed`` (raises models.load.InstanceError when the
-    scaled fields do not form a valid instance). MODEL §13's failures, preemptions and weight sync are injected
-    at the scenario's figures (:mod:`simulate.failures`), so the launch cap reads the supply before them."""
-    scen = sc.draw(inst, 1, seed)
-    here = sc.instance_of(inst, scen, 0)
+    scaled fields do not form a valid instance)."""
+    return setup_in(inst, plan, metrics, sc.draw(inst, 1, seed), 0, launch=launch, iterations=iterations)
+
+
+def setup_in(
+    inst: Instance,
+    plan: Plan,
+    metrics: Metrics,
+    scen: sc.Scenarios,
+    s: int,
+    outcome: sc.Outcome | None = None,
+    launch: str = "even",
+    iterations: int | None = None,
+) -> Setup:
+    """The replay of ``plan`` in scenario ``s`` of ``scen`` (``outcome``: the plan evaluated over ``scen``,
+    when the caller has it). MODEL §13's failures, preemptions and weight sync are injected at the scenario's
+    figures (:mod:`simulate.failures`), so the launch cap reads the supply before them."""
+    here = sc.instance_of(inst, scen, s)
     values = sc.values_of(inst, scen)
     if inst.reliable:  # the injection takes availability a_s and weight sync out of the fleet itself
         whole = values.availability[:, None].repeat(values.shape_availability.shape[1], axis=1)
         values = dataclasses.replace(values, shape_availability=whole)
-    supply = float(sc.token_supply(inst, plan, values, plan.versions_kept)[0]) / float(values.tokens[0])
-    update = float(sc.update_time(inst, scen, plan.training_gpus)[0])
+    supply = float(sc.token_supply(inst, plan, values, plan.versions_kept)[s]) / float(values.tokens[s])
+    update = float(sc.update_time(inst, scen, plan.training_gpus)[s])
     setup = setup_of(here, plan, metrics, launch=launch, iterations=iterations)
-    realised = float(sc.evaluate(inst, plan, scen).attempts[0])
+    realised = float((outcome or sc.evaluate(inst, plan, scen)).attempts[s])
     rate = min(realised if math.isfinite(realised) else metrics.attempts_per_s, supply)
     return dataclasses.replace(setup, attempts_per_s=rate, update_s=update)
 
@@ -49,5 +64,16 @@ def scenario_setups(
     launch: str = "even",
     iterations: int | None = None,
 ) -> list[Setup]:
-    """One scenario setup per replication r (seed + r)."""
+    """One scenario setup per replication r (seed + r); refused for a staged instance (MODEL §12)."""
+    if inst.stages is not None:
+        raise InstanceError(
+            inst.name or "instance",
+            [
+                Problem(
+                    "stages",
+                    "replays in scenarios (simulate --scenarios, risk --simulate) are not available with stages "
+                    "yet; `simulate` replays the staged plan at its nominal values",
+                )
+            ],
+        )
     return [scenario_setup(inst, plan, metrics, seed + r, launch, iterations) for r in range(replications)]

@@ -20,6 +20,7 @@ from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.failures import FailurePlan, failure_plan
+from trainground.simulate.stages import StageSetup, staged_setup
 from trainground.solver import calculus as calc
 from trainground.solver import holding
 
@@ -53,6 +54,7 @@ class Setup:
     inference_gpus: int
     training_gpus: int
     failures: FailurePlan | None = None  # MODEL §13's injection (simulate.failures), None without its terms
+    stages: tuple[StageSetup, ...] = ()  # MODEL §12: the stages played in order (simulate.stages); () one stage
 
     @property
     def capacity(self) -> tuple[float, ...]:
@@ -73,13 +75,19 @@ def setup_of(
     ``capacity`` replaces the derived sandboxes of the backends it names (local, no cloud):
     what a what-if on sandbox capacity changes. ``iterations`` replaces n; the deadline is
     then pro rata, ``extra_time + (deadline - extra_time)·N/n``, so that the steady model's
-    verdict is the full run's.
+    verdict is the full run's. A staged plan (MODEL §12) is replayed stage by stage
+    (:func:`simulate.stages.staged_setup`; each stage's own plan, from its solve).
     """
     if inst.stages is not None:
-        raise InstanceError(
-            inst.name or "instance",
-            [Problem("stages", "simulate does not play stages yet (MODEL §12); remove stages to replay the plan")],
-        )
+        if capacity:
+            raise InstanceError(
+                inst.name or "instance",
+                [Problem("stages", "a sandbox capacity what-if is not available with stages; remove one")],
+            )
+        try:
+            return staged_setup(setup_of, inst, plan, launch, iterations)
+        except ValueError as exc:
+            raise InstanceError(inst.name or "instance", [Problem("plan.stages", str(exc))]) from None
     env, w, fr = inst.environment, inst.workload, inst.freshness
     local, cloud = sandbox_capacity(inst, plan, metrics)
     for name, value in (capacity or {}).items():

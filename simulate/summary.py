@@ -15,6 +15,7 @@ import numpy as np
 
 from trainground.simulate.engine import UNCONSUMED, Run
 from trainground.simulate.setup import Setup
+from trainground.simulate.stage_report import stage_figures
 
 CURVE_STEP_S = 1.0  # in-flight is sampled at least this often (coarser only past 2^21 samples)
 CURVE_POINTS = 2000  # points of the plotted in-flight curve (each the max and mean of its bucket)
@@ -38,6 +39,8 @@ def summarize(setup: Setup, run: Run) -> dict:
     out.update(accounting(setup, run))
     if run.failures is not None:
         out.update(run.failures)
+    if setup.stages:
+        out.update(stage_figures(setup, run))
     lateness = run.makespan - setup.deadline
     out["on_time"] = bool(lateness <= 0)
     out["lateness_s"] = _num(lateness)

@@ -9,6 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def undominated_where(keep: np.ndarray, attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None) -> np.ndarray:
+    """:func:`undominated` of the entries of ``keep`` (the others inadmissible), computed on the cadences that
+    keep any: a fine grid whose pools cut most cadences compares K only where it has to."""
+    rows = np.flatnonzero(keep.any(axis=1))
+    out = np.zeros(keep.shape, dtype=bool)
+    if rows.size:
+        rated = np.where(keep[rows], attempts[rows], np.inf)
+        out[rows] = undominated(rated, mult, None if span is None else span[rows])
+    return out
+
+
 def undominated(attempts: np.ndarray, mult: np.ndarray, span: np.ndarray | None = None) -> np.ndarray:
     """Mask of (grid, K) entries not dominated by another admissible K at the same cadence.
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trainground.models.instance import Instance
+from trainground.models.stage_rules import stage_instance
 from trainground.solver import calculus as calc
 from trainground.solver import goodput, startup
 
@@ -29,17 +30,22 @@ class Explanation:
     cadence_s: float
     inference_gpus: int | None
     lines: list[Line] = field(default_factory=list)
+    stage: str | None = None  # the stage explained (MODEL §12), None for the whole instance
+    stages: list[str] = field(default_factory=list)  # a staged instance's stages, for `explain --stage NAME`
 
     def values(self) -> dict[str, object]:
         return {line.key: line.value for line in self.lines}
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "instance": self.instance,
             "cadence_s": self.cadence_s,
             "inference_gpus": self.inference_gpus,
             **self.values(),
         }
+        if self.stage is not None or self.stages:
+            out |= {"stage": self.stage, "stages": list(self.stages)}
+        return out
 
 
 SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness", "Goodput")
@@ -67,6 +73,29 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     _freshness(inst, L, occ, w_use, add)
     if inst.reliable:
         _goodput(inst, L, occ, add)
+    if inst.stages is not None:
+        out.stages = [st.name for st in inst.stages.list]
+    return out
+
+
+def explain_stage(inst: Instance, name: str, cadence: float | None = None, inference_gpus: int | None = None):
+    """The seed's arithmetic for stage ``name`` of a staged instance (MODEL §12): :func:`explain` on the
+    instance that stage runs as (its tokens, lifetimes, intake and update time), its deadline the run's
+    pro rata (``extra_time + (deadline - extra_time)·n_p/n``), so its deadline pace is the run's
+    ``(deadline - extra_time)/n`` and its time margin that of its share of the deadline. Raises KeyError
+    for a name that is not a stage."""
+    assert inst.stages is not None
+    stage = next((s for s in inst.stages.list if s.name == name), None)
+    if stage is None:
+        raise KeyError(name)
+    si = stage_instance(inst, stage)
+    sched = inst.schedule
+    share = sched.extra_time + (sched.deadline - sched.extra_time) * stage.iterations / inst.workload.iterations
+    si = si.model_copy(update={"schedule": si.schedule.model_copy(update={"deadline": share})})
+    out = explain(si, cadence, inference_gpus)
+    out.instance = f"{inst.name or ''} (stage {name}: {stage.iterations:,} iterations)"
+    out.stage = name
+    out.stages = [st.name for st in inst.stages.list]
     return out
 
 

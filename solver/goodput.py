@@ -98,7 +98,7 @@ def pair_spans(inst: Instance, grid: np.ndarray, groups: np.ndarray, keep: np.nd
     """MODEL §13: cut the cadences where the weight sync takes the whole cadence (L <= weight_sync_time) and
     those whose fewest groups make no progress (γ <= 0: more groups only fail more often); the makespan
     n·L/γ(m) + extra_time at the fewest groups m, with its deadline cut (without start-up: see
-    :func:`solver.pairs._with_startup` for T with it)."""
+    :func:`solver.group_counts.steady_spans` for T with it)."""
     w, sched = inst.workload, inst.schedule
     cut(weight_sync_factor(inst, grid) > 0, "weight_sync")
     factor = progress(inst, np.maximum(groups, 1))

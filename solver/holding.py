@@ -18,6 +18,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
 from trainground.solver import startup
+from trainground.solver.tolerances import QUANTILE_TOL
 
 
 def pair_min_mean(occ: calc.Occupancy) -> float:
@@ -125,7 +126,7 @@ def consumed_gaps(inst, occ: calc.Occupancy, cadence: float, kept: int) -> tuple
             top *= 2
     tails = gap_tails(occ, cadence, kept, g, fr.group_correlation)[0]
     kept_share = 1.0 - tails[kept]
-    reached = np.flatnonzero(1.0 - tails[: kept + 1] >= 0.99 * kept_share * (1 - 1e-12))
+    reached = np.flatnonzero(1.0 - tails[: kept + 1] >= 0.99 * kept_share * (1 - QUANTILE_TOL))
     return mean, float(reached[0] if reached.size else kept) + post
 
 

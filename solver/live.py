@@ -81,7 +81,7 @@ class LiveModel:
         return True
 
     def set_caps(self, caps: list) -> None:
-        """This solve's extra restrictions, (kind, limit) with kind hourly | total | cards; None limits skip."""
+        """This solve's extra restrictions, (kind, limit) with kind hourly | total | cards | nodes; None limits skip."""
         self._caps = [(kind, limit) for kind, limit in caps if limit is not None]
 
     @contextmanager
@@ -192,6 +192,9 @@ class LiveModel:
                     self._cap_rows.append(m.caps.add(m.hourly_cost <= limit))
                 elif kind == "total":
                     self._cap_rows.append(m.caps.add(m.total_cost <= limit))
+                elif kind == "nodes":
+                    nodes = sum(b.N[k] for b in self.blocks.values() for k in m.ix.nodes)
+                    self._cap_rows.append(m.caps.add(nodes <= limit))
                 else:
                     cards = sum(s.gpus_per_replica * b.x[s.name] for b in self.blocks.values() for s in shapes)
                     self._cap_rows.append(m.caps.add(cards <= limit))

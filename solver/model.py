@@ -200,7 +200,7 @@ def add_update_time(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.3: U(m) <= L [s]. No row: the pair table holds it, in ``solver.pairs._demand`` (the cut
     named ``update_time``: grid points where no admissible group count has U <= L are never pairs) and
     in the pair's key, whose training is the fewest groups with U <= L (``calculus.min_groups_for``;
-    with start-up counted, ``solver.pairs._group_counts`` gives each count that still shortens U(m) its own
+    with start-up counted, ``solver.group_counts.group_rows`` gives each count that still shortens U(m) its own
     pair, every one with U <= L).
 
     More groups only take pool GPUs and cost more, so fixing m at that minimum loses no
@@ -212,7 +212,7 @@ def add_update_time(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
 def add_deadline(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """MODEL §3.4: T = n·L + extra_time <= deadline [s]. No row: the pair table holds it, in
     ``solver.pairs._demand`` (the cut named ``deadline``; with start-up counted, after the fill is known,
-    and per training-group count in ``solver.pairs._group_counts``): pairs past it are never built, and a
+    and per training-group count in ``solver.group_counts``): pairs past it are never built, and a
     diagnosis counts them by this name."""
 
 

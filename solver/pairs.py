@@ -22,9 +22,9 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
-from trainground.solver import goodput, holding, startup
-from trainground.solver.dominance import undominated
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver import goodput, group_counts, holding, startup
+from trainground.solver.dominance import undominated_where
+from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,19 @@ class TableCache:
 
     Keys: the run's :class:`Demand` by every input it reads (:func:`demand_inputs`, compared by
     equality: they hold pydantic models with lists); the exceedance table q(L, K) by (occupancy spec
-    as JSON, the grid's bytes, max K). At most ``size`` entries of each are kept, oldest dropped first.
+    as JSON, the grid's bytes, max K); the consumed mean gaps of the hold basis by (occupancy spec as JSON,
+    group size, correlation, gap convention, overrun policy), with the grid and max K they cover; the start-up fills
+    by (occupancy spec as JSON, batch, group size, intake, correlation), each holding the fills of every
+    attempt rate met so far (a rate's fill is a function of the rate alone, so a re-solve that moves a pool
+    size, a price or a limit reuses them). At most ``size`` entries of each are kept, oldest dropped first.
     """
 
     def __init__(self, size: int = 4):
         self.size = size
         self._demand: list[tuple[tuple, Demand]] = []
         self._exceedance: list[tuple[tuple, np.ndarray]] = []
+        self._gaps: list[tuple[tuple, tuple[np.ndarray, np.ndarray]]] = []
+        self._fills: list[tuple[tuple, list[np.ndarray]]] = []
 
     def demand(self, inst: Instance) -> Demand:
         key = demand_inputs(inst)
@@ -83,6 +89,50 @@ class TableCache:
             table = exceedance_table(occ, grid, kept)
             self._keep(self._exceedance, key, table)
         return table
+
+    def consumed_gaps(self, inst: Instance, occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.ndarray:
+        """:func:`solver.holding.consumed_mean_gap` over ``grid`` × 1..``kept`` (read-only). Column K reads
+        the gap's tails up to K alone and a grid widened to a later top keeps its first points, so a table
+        kept for a longer grid and more K serves a shorter one by slicing."""
+        fr = inst.freshness
+        key = (
+            inst.environment.occupancy.model_dump_json(),
+            inst.workload.group_size,
+            fr.group_correlation,
+            fr.gap_convention,
+            fr.overrun_policy,
+        )
+        found = self._find(self._gaps, key)
+        if found is not None:
+            wide, table = found
+            if wide.size >= grid.size and table.shape[1] >= kept and np.array_equal(wide[: grid.size], grid):
+                return table[: grid.size, :kept]
+        table = holding.consumed_mean_gap(occ, grid, kept, inst)
+        table.setflags(write=False)
+        self._keep(self._gaps, key, (np.array(grid, dtype=float), table))
+        return table
+
+    def fill(self, inst: Instance, occ: calc.Occupancy, rates: np.ndarray) -> np.ndarray:
+        """:func:`solver.startup.fill` of ``inst``'s run at attempt rates ``rates``, computed for the rates not
+        met before."""
+        w, corr = inst.workload, inst.freshness.group_correlation
+        key = (inst.environment.occupancy.model_dump_json(), w.batch_trajectories, w.group_size, w.intake_rate, corr)
+        known = self._find(self._fills, key)
+        if known is None:
+            known = [np.zeros(0), np.zeros(0)]
+            self._keep(self._fills, key, known)
+        seen, fills = known
+        at = np.minimum(np.searchsorted(seen, rates), max(seen.size - 1, 0))
+        hit = (seen[at] == rates) if seen.size else np.zeros(rates.shape, dtype=bool)
+        new = np.unique(rates[~hit])
+        if new.size:
+            found = startup.fill(occ, new, w.batch_trajectories, w.group_size, w.intake_rate, corr)
+            every = np.concatenate([seen, new])
+            order = np.argsort(every, kind="stable")
+            known[0], known[1] = every[order], np.concatenate([fills, np.atleast_1d(found)])[order]
+            seen, fills = known
+            at = np.searchsorted(seen, rates)
+        return fills[at]
 
     @staticmethod
     def _find(store: list, key):
@@ -132,8 +182,9 @@ class Demand:
     grid: np.ndarray  # cadence grid, s
     kept: np.ndarray  # 1..max_versions_kept
     w_use: float  # the occupancy Little's law uses, s
-    span: np.ndarray  # (grid, K) makespan T, s (MODEL §2, or §8 with count_startup)
-    startup: np.ndarray  # (grid, K) pipeline fill before the first batch, s (0 unless count_startup)
+    span: np.ndarray  # (grid, K) makespan T, s (MODEL §2; with count_startup, T less the fill: see build)
+    startup: np.ndarray  # (grid, K) zeros: with count_startup, build computes the fill of the entries it keeps
+    occupancy: calc.Occupancy
     groups: np.ndarray  # (grid,) fewest training groups with U <= L
     exceedance: np.ndarray
     drop: np.ndarray
@@ -164,7 +215,7 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     if failing:
         span = goodput.pair_spans(inst, grid, groups, keep, cut)
     if fr.max_mean_gap is not None:
-        gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds)
+        gap = mean_gaps(inst, occ, w_use, grid, fr.max_versions_kept, inst.holds, cache)
         cut(gap <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
     q = (
         exceedance_table(occ, grid, fr.max_versions_kept)
@@ -175,23 +226,22 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
     intake = w.intake_rate * (1.0 - drop)
     cut(intake > 0, "effective_intake")
     if fr.max_exceedance is not None:
-        cut(q <= fr.max_exceedance * (1 + REL_TOL) + 1e-15, "max_exceedance")
+        cut(q <= fr.max_exceedance * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_exceedance")
     if fr.max_group_drop is not None:
-        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + 1e-15, "max_group_drop")
+        cut(drop <= fr.max_group_drop * (1 + REL_TOL) + ZERO_SHARE_TOL, "max_group_drop")
     with np.errstate(divide="ignore"):
         attempts = np.where(
             intake > 0, w.batch_trajectories / (grid[:, None] * np.where(intake > 0, intake, 1.0)), np.inf
         )
-    startup = np.zeros(keep.shape)
-    if inst.counts_startup:
-        startup, span = _with_startup(inst, occ, grid, groups, attempts, keep)
-        cut(span <= sched.deadline * (1 + REL_TOL), "deadline")
+    if inst.counts_startup:  # T less the fill, which build computes for the entries the pools can supply
+        span = np.broadcast_to(group_counts.steady_spans(inst, grid, groups)[:, None], keep.shape)
     found = Demand(
         grid=grid,
         kept=Ks,
         w_use=w_use,
         span=np.array(span),
-        startup=startup,
+        startup=np.zeros(keep.shape),
+        occupancy=occ,
         groups=groups,
         exceedance=q,
         drop=drop,
@@ -205,49 +255,22 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
 
 
 def mean_gaps(
-    inst: Instance, occ: calc.Occupancy, w_use: float, grid: np.ndarray, kept: int, consumed: bool
+    inst: Instance,
+    occ: calc.Occupancy,
+    w_use: float,
+    grid: np.ndarray,
+    kept: int,
+    consumed: bool,
+    cache: TableCache | None = None,
 ) -> np.ndarray:
     """(grid, K = 1..kept) the mean version gap constraint 7 limits: W_use/L (MODEL §2), or with ``consumed``
     (the hold basis) the consumed gap's, which depends on K (§11 item 3); ``inst`` gives the conventions."""
     if consumed and grid.size:
+        if cache is not None:
+            return cache.consumed_gaps(inst, occ, grid, kept)
         return holding.consumed_mean_gap(occ, grid, kept, inst)
     steady = calc.mean_version_gap(w_use, grid, inst.freshness.gap_convention)
     return np.broadcast_to(np.asarray(steady)[:, None], (grid.size, kept))
-
-
-def _with_startup(
-    inst: Instance, occ: calc.Occupancy, grid: np.ndarray, groups: np.ndarray, attempts: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """MODEL §8: the pipeline fill before the first batch, and the shortest T = fill + (n-1)·L + U(m) +
-    extra_time any admissible group count m gives, per (grid, K) entry (inf where not admissible).
-    More groups than the fewest that keep up shorten U(m) in T; :func:`build` lists each count."""
-    w = inst.workload
-    fill = np.full(keep.shape, np.inf)
-    at = keep & np.isfinite(attempts)
-    if at.any():
-        fill[at] = startup.fill(
-            occ, attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, inst.freshness.group_correlation
-        )
-    if inst.reliability is not None:
-        trainer = goodput.shortest_trainer_time(inst, grid, groups)
-    else:
-        trainer = (w.iterations - 1) * grid + _shortest_updates(inst, groups)
-    steady = trainer + inst.schedule.extra_time
-    return fill, fill + steady[:, None]
-
-
-def _shortest_updates(inst: Instance, groups: np.ndarray) -> np.ndarray:
-    """Per cadence, the shortest update time of any admissible group count from its fewest (``groups``; 0:
-    none) up: the minimum of U over counts m..max_groups, read off one suffix minimum over every count."""
-    _, top = calc.group_range(inst)
-    counts = np.arange(1, top + 1)
-    u = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
-    suffix = np.minimum.accumulate(np.where(np.isnan(u), np.inf, u)[::-1])[::-1]  # min of U over counts >= m
-    fewest = np.asarray(groups, dtype=int)
-    found = (fewest > 0) & (fewest <= top)
-    out = np.full(fewest.shape, np.inf)
-    out[found] = suffix[fewest[found] - 1]
-    return out
 
 
 def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
@@ -259,34 +282,50 @@ def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, in
     return keep & mask
 
 
-def build(inst: Instance, cache: TableCache | None = None, dominated: bool = False, every_count: bool = False) -> Pairs:
+def build(
+    inst: Instance,
+    cache: TableCache | None = None,
+    dominated: bool = False,
+    fewest_groups: bool = False,
+    cover: group_counts.CostCover | None = None,
+    every_count: bool = False,
+) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
-    the dominated K too (a staged model, MODEL §12, shares K between stages: one stage's dominated K can be
-    another's best). ``every_count``: one pair per training-group count worth having even where the makespan
-    does not count the update time (a confidence solve: a scenario's slower update may ask for more groups
-    than the fewest that keep up at the nominal values, and with MODEL §13's goodput they change T)."""
+    the dominated K too (a staged model, MODEL §12, shares K between stages). With start-up counted,
+    ``fewest_groups``: only each pair's fewest on-time training groups (one row a pair, whatever the pool
+    holds: :func:`solver.group_counts.fewest_rows`); ``cover``: only the group counts a cost search within its
+    cost needs (:func:`solver.group_counts.covered_groups`). ``every_count``: one pair per training-group count
+    worth having even where the makespan does not count the update time (a confidence solve: a scenario's
+    slower update may ask for more groups than the fewest that keep up at the nominal values, and with MODEL
+    §13's goodput they change T)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
-    env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
     rejected = dict(d.rejected)
-    shapes = inst.inference.shapes
     mult = supply_multipliers(inst, Ks)
-    demand_tokens = attempts * w.tokens_per_attempt
+    demand_tokens = attempts * inst.workload.tokens_per_attempt
     best = best_supply(inst, groups, Ks, grid)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
+    spans, fills = d.span, d.startup
+    if inst.counts_startup:  # the fill only where the pools can supply the demand: a fine grid's few entries
+        fills = _fills(inst, d, keep, cache)
+        spans = fills + d.span
+        keep = _cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
     if not dominated:
-        keep &= undominated(np.where(keep, attempts, np.inf), mult, d.span if inst.counts_startup else None)
-
+        keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
-    m, span, startup = groups[at], d.span[at, k], d.startup[at, k]
+    m, span, startup = groups[at], spans[at, k], fills[at, k]
     if inst.counts_startup or every_count:
-        at, k, m, span = _group_counts(inst, d, at, k, best[at, k] - demand_tokens[at, k], rejected)
-        startup = d.startup[at, k]
+        rates = {p.name: pool_rate(inst, p.name, Ks) for p in inst.gpu_pools}
+        most = group_counts.most_groups(inst, rates, cover, grid, at, k, m, demand_tokens[at, k], span)
+        spare = best[at, k] - demand_tokens[at, k]
+        counts = group_counts.counts_of(inst, d, at, k, spare, rates[inst.training.pool], fills, most)
+        listing = group_counts.fewest_rows if fewest_groups else group_counts.group_rows
+        at, k, m, span = listing(inst, counts, rejected)
+        startup = fills[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
-    a = shape_availability(inst)
-    sync = goodput.weight_sync_factor(inst, grid[at])
-    per_replica = np.array([a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(shapes)])
+    availability = zip(shape_availability(inst), inst.inference.shapes)
+    per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in availability])
     return Pairs(
         cadence=grid[at],
         kept=Ks[k],
@@ -297,12 +336,26 @@ def build(inst: Instance, cache: TableCache | None = None, dominated: bool = Fal
         drop=d.drop[at, k],
         attempts=pair_attempts,
         inflight=inflight,
-        peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * mult[k] * sync[:, None],
+        peak=inflight * inst.environment.peak_to_mean,
+        supply_per_replica=per_replica[None, :] * mult[k] * goodput.weight_sync_factor(inst, grid[at])[:, None],
         rejected=rejected,
         grid_points=int(grid.size),
         sandbox_rate=sandbox_rate,
     )
+
+
+def _fills(inst: Instance, d: Demand, keep: np.ndarray, cache: TableCache | None) -> np.ndarray:
+    """(grid, K) the start-up fill of MODEL §8 at each entry of ``keep`` whose attempt rate is finite (inf
+    elsewhere)."""
+    w = inst.workload
+    out = np.full(keep.shape, np.inf)
+    at = keep & np.isfinite(d.attempts)
+    if at.any() and cache is not None:
+        out[at] = cache.fill(inst, d.occupancy, d.attempts[at])
+    elif at.any():
+        corr = inst.freshness.group_correlation
+        out[at] = startup.fill(d.occupancy, d.attempts[at], w.batch_trajectories, w.group_size, w.intake_rate, corr)
+    return out
 
 
 def supply_multipliers(inst: Instance, kept: np.ndarray) -> np.ndarray:
@@ -333,53 +386,3 @@ def pool_rate(inst: Instance, pool: str, kept: np.ndarray) -> np.ndarray:
     mult = supply_multipliers(inst, kept)
     rates = [a[i] * s.tokens_per_gpu_s * mult[:, i] for i, s in enumerate(shapes) if s.pool == pool]
     return np.max(rates, axis=0) if rates else np.zeros(np.asarray(kept).size)
-
-
-def _group_counts(
-    inst: Instance, d: Demand, at: np.ndarray, k: np.ndarray, spare_tokens: np.ndarray, rejected: dict[str, int]
-) -> tuple[np.ndarray, ...]:
-    """With start-up counted (MODEL §8), U(m) is part of the makespan, so each (cadence, K) pair becomes one
-    row per group count m worth having: from the fewest that keep up, while each more group still
-    shortens U(m), the pool capacity bound still holds with the GPUs it takes (``spare_tokens``: the
-    pair's best-shape supply beyond demand at the fewest groups), and T meets the deadline. Without start-up
-    (a confidence solve, :func:`build`'s ``every_count``) T = n·L/γ(m) + extra_time (γ = 1 without §13)."""
-    t, w = inst.training, inst.workload
-    lo, hi = calc.group_range(inst)
-    counts = np.arange(lo, hi + 1)
-    update = calc.update_time(t.update_time, counts * t.gpus_per_group)
-    # The rate best_supply counts per free training-pool GPU at each K, slowdown included: spare / rate is then
-    # exactly the GPUs the bound can spare (a higher rate would cut group counts the bound admits).
-    rate = pool_rate(inst, t.pool, d.kept)
-    sync = goodput.weight_sync_factor(inst, d.grid) if inst.reliability is not None else np.ones(d.grid.shape)
-    factor = goodput.progress(inst, counts)
-    rows_at, rows_k, rows_m, rows_span = [], [], [], []
-    for i, j, spare in zip(at.tolist(), k.tolist(), spare_tokens.tolist()):
-        fewest = int(d.groups[i])
-        per_group = rate[j] * sync[i] * t.gpus_per_group
-        extra = np.inf if per_group == 0 else spare / per_group  # groups the pool could still give up
-        options = counts[(counts >= fewest) & (counts <= fewest + extra * (1 + REL_TOL))]
-        u = update[options - lo]
-        best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
-        useful = (
-            np.isfinite(u) & (u <= d.grid[i] * (1 + REL_TOL)) & (u < best_before) & np.isfinite(factor[options - lo])
-        )
-        if inst.counts_startup:
-            trainer = (w.iterations - 1) * d.grid[i] + u[useful]
-        else:
-            trainer = np.full(int(useful.sum()), w.iterations * d.grid[i])
-        if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
-            trainer = trainer * factor[options - lo][useful]
-        span = d.startup[i, j] + trainer + inst.schedule.extra_time
-        on_time = span <= inst.schedule.deadline * (1 + REL_TOL)
-        rows_at += [i] * int(on_time.sum())
-        rows_k += [j] * int(on_time.sum())
-        rows_m += options[useful][on_time].tolist()
-        rows_span += span[on_time].tolist()
-        if not on_time.any():
-            rejected["deadline"] = rejected.get("deadline", 0) + 1
-    return (
-        np.array(rows_at, dtype=int),
-        np.array(rows_k, dtype=int),
-        np.array(rows_m, dtype=int),
-        np.array(rows_span, dtype=float),
-    )

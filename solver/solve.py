@@ -25,11 +25,12 @@ from trainground.solver.coefficients import global_values, index_of
 from trainground.solver.confidence_search import PairModels, cheapest, shortest
 from trainground.solver.confidence_table import ScenarioTable
 from trainground.solver.live import LiveModel
+from trainground.solver.rows import RowCover
 from trainground.solver.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
 
-__all__ = ["Planner", "solve_instance"]
+__all__ = ["Planner", "fewest_rows_suffice", "solve_instance"]
 
 
 class Planner:
@@ -44,26 +45,40 @@ class Planner:
         clock: Stopwatch | None = None,
         confidence: float | None = None,
         table: ScenarioTable | None = None,
+        fewest_groups: bool = False,
+        covered: bool = True,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
         probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic); each
         solve's allowance Δ (MODEL §11) then holds in its scenarios too (on time iff T_s + Δ <= deadline).
         ``table``: the needs of the instance's scenario set, when the caller keeps them for several α (a
-        price-of-certainty curve)."""
+        price-of-certainty curve). ``fewest_groups``: a planner that only answers whether a plan exists
+        (``solve(feasibility=True)``, without a makespan cap or an allowance): each pair keeps its fewest on-time
+        training-group count alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its
+        table does not grow with the groups a pool holds. ``covered``: with start-up counted, list the group
+        counts each solve needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all
+        (a diagnosis's makespan and budgeted re-solves)."""
+        if fewest_groups and not fewest_rows_suffice(inst, confidence):
+            raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
+        self.fewest_groups = fewest_groups
         if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
             )
-        self.cache = cache
+        self.cache = cache if cache is not None else pair_tables.TableCache(2)  # this planner's own tables
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
+        alpha = confidence_of.alpha_of(inst, confidence)
+        # start-up counted: the table grows by the group counts each solve needs (solver.rows)
+        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest_groups else None
+        reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            alpha = confidence_of.alpha_of(inst, confidence)
-            pairs = pair_tables.build(inst, cache, every_count=alpha is not None)
+            fewest = fewest_groups or self.rows is not None
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest, every_count=alpha is not None)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             self.confidence: confidence_of.Confidence | None = None
             self.live: LiveModel | PairModels
@@ -98,17 +113,40 @@ class Planner:
             or index_of(inst) != live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
+            or (self.fewest_groups and not fewest_rows_suffice(inst))
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache)
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
             if not live.retarget(inst, pairs):
                 return False
+            if self.rows is not None:
+                self.rows.reset()
             shared = global_values(inst, live.model.ix)
             lp = SandboxLP(inst, live.model.ix, shared)
             self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
+
+    def every_row(self) -> pair_tables.Pairs:
+        """The table with every row (with start-up counted, every group count worth having of each pair, which
+        a table held for one solve may leave out: :mod:`solver.rows`), for a caller that reads the table itself."""
+        if self.rows is not None:
+            self.rows.cover_every(self)
+        return self.pairs
+
+    def use_pairs(self, pairs: pair_tables.Pairs) -> None:
+        """Point the planner at another table of its own instance (more or fewer group counts per pair,
+        :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
+        live = self.live
+        assert isinstance(live, LiveModel), "a confidence solve keeps its table"
+        with self.build_clock.phase("build"):
+            inst = self.inst
+            if not live.retarget(inst, pairs):
+                self.live = LiveModel(inst, pairs, True, live.threads, self.build_clock)
+                self._highs_seen = 0.0
+            shared = global_values(inst, self.live.model.ix)
+            self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
 
     def candidates(
         self,
@@ -149,6 +187,11 @@ class Planner:
             return self.hourly_lb
         return np.maximum(self.hourly_lb, self.confidence.at(allowance).hourly)
 
+    def lower_bounds(self, objective: str, allowance: float = 0.0) -> np.ndarray:
+        """Each pair's lower bound on a cost criterion: the hourly bound (a confidence solve's with the allowance
+        ``allowance``), times the pair's makespan in hours for total cost."""
+        return self._hourly_bound(allowance) * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
+
     def solve(
         self,
         objective: str | None = None,
@@ -170,6 +213,14 @@ class Planner:
         :meth:`fewest_groups_only` keeps. ``confidence_report``: a confidence solve checks its plan in its
         scenarios and in fresh ones (:meth:`report_confidence`; False for a caller that reports later or not)."""
         objective = objective or self.inst.objective
+        if self.fewest_groups and not (
+            feasibility
+            and max_hourly_cost is None
+            and max_total_cost is None
+            and max_makespan is None
+            and not allowance
+        ):  # a cap on the makespan or budgets can ask for a pair's faster rows, with more groups
+            raise ValueError("a fewest_groups planner answers feasibility without budgets or a makespan cap only")
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         clock = self._clock_for(time_limit)
@@ -179,11 +230,16 @@ class Planner:
         if isinstance(self.live, PairModels):
             with clock.phase("build"):
                 self.live.use(allowance)
-        candidates = self.candidates(max_makespan, cadence, max_hourly_cost, max_total_cost, allowance)
-        if feasibility and max_hourly_cost is None and max_total_cost is None:
-            candidates = self.fewest_groups_only(candidates)
-        lower = self._hourly_bound(allowance) * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
+        restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
+        restrict["max_total_cost"] = max_total_cost
+        budgets = max_hourly_cost is not None or max_total_cost is not None
+        if self.rows is not None:
+            self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
+        candidates = self.candidates(**restrict, allowance=allowance)
+        if feasibility and not budgets:
+            candidates = self.fewest_groups_only(candidates)
+        lower = self.lower_bounds(objective, allowance)
         search = self._search(objective, candidates, lower, caps, clock)
         highs_before, self._highs_seen = (
             self._highs_seen,
@@ -196,14 +252,15 @@ class Planner:
             self.report_confidence(result, allowance, clock)
         return result
 
-    def fewest_groups_only(self, candidates: np.ndarray) -> np.ndarray:
+    def fewest_groups_only(self, candidates: np.ndarray, exact_only: bool = True) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
         exists among the candidates iff one exists among these, when the instance has no budget and no
-        confidence. Rows of one pair differ in m alone (MODEL §8 lists each count worth having); every
-        candidate already meets the deadline, each count keeps up (U(m) <= L), and fewer groups leave the
-        pools at least as many GPUs for inference and ask nothing else more."""
-        limits, p = self.inst.limits, self.pairs
-        if self.confidence is not None or limits.max_hourly_cost is not None or limits.max_total_cost is not None:
+        confidence (``exact_only``: otherwise every candidate is kept). Rows of one pair differ in m alone
+        (MODEL §8 lists each count worth having); every candidate already meets the deadline, each count keeps
+        up (U(m) <= L), and fewer groups leave the pools at least as many GPUs for inference and ask nothing
+        else more."""
+        p = self.pairs
+        if exact_only and (self.confidence is not None or not fewest_rows_suffice(self.inst)):
             return candidates
         rows = np.flatnonzero(candidates)
         rows = rows[np.lexsort((p.groups[rows], p.kept[rows], p.cadence[rows]))]
@@ -289,6 +346,17 @@ class Planner:
         start = time.perf_counter()
         result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
         result.timings.verify += time.perf_counter() - start
+
+
+def fewest_rows_suffice(inst: Instance, confidence: float | None = None) -> bool:
+    """Whether each pair's fewest training-group row answers "is there a plan?" (``Planner.fewest_groups_only``):
+    yes unless a budget or a confidence solve (``confidence``, else the instance's) can ask for more groups."""
+    limits = inst.limits
+    return (
+        confidence_of.alpha_of(inst, confidence) is None
+        and limits.max_hourly_cost is None
+        and limits.max_total_cost is None
+    )
 
 
 def solve_instance(

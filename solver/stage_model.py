@@ -1,10 +1,10 @@
 """The staged planning MIP of MODEL.md §12: one cadence per stage on its grid, K shared, one capacity or one per stage.
 
-Each stage is the single-stage model of :mod:`solver.model` over every admissible (cadence, K) pair of
-the instance the stage runs as (:func:`models.stage_rules.stage_instance`), dominated K included
-(K is shared, so a K one stage would never pick can be the one another needs): its pair blocks,
-their rows of MODEL §3 (2, 3, 5, 6, 7 per stage, at the stage's values) and one selected pair
-per stage. The stage models are sub-blocks of one model whose rows span them:
+Each stage is the single-stage model of :mod:`solver.model` over the admissible pairs of the instance the
+stage's rows run as (:mod:`solver.stage_tables`, dominated K included: K is shared, so a K one stage would
+never pick can be the one another needs): its pair blocks, their rows of MODEL §3 (2, 3, 5, 6, 7 per
+stage, at the stage's values; E^hold sandboxes and consumed gaps under hold) and one selected pair per
+stage. The stage models are sub-blocks of one model whose rows span them:
 
 - ``same_kept``: Σ_{pairs of stage p with K} z = Σ_{pairs of stage 1 with K} z, for every K and p > 1;
 - every pair block gets ``extra_groups``, the groups beyond the pair's fewest, and host caps that are the
@@ -13,9 +13,12 @@ per stage. The stage models are sub-blocks of one model whose rows span them:
   = G per stage;
 - ``replan``: a switch binary δ_p per pair of consecutive stages, 1 when any count differs
   (|x_{s,p} - x_{s,p+1}| <= cap·δ_p, the same for groups, nodes and VMs);
-- ``deadline``: T = Σ_p n_p·L_p + extra_time + switch_time·Σ δ_p <= deadline;
-- the costs of §12: ``fixed`` bills hourly·T/3600; ``replan`` each stage's hourly over n_p·L_p, the
-  extra time at the last stage's rate and a switch at the rate of the stage after it (σ_p >=
+- the makespan T = Σ_p part_p + extra_time + switch_time·Σ δ_p, each pair's part its stage's share
+  (n_p·L_p; with the start-up counted the first stage's fill, :mod:`solver.stage_tables`), plus the last
+  stage's final update at its groups (``final_on``, :func:`add_final_update`); the deadline row
+  T + Δ <= deadline is added per solve;
+- the costs of §12: each stage's hourly cost over its part (``fixed``: one hourly cost, so hourly·T/3600),
+  the extra time at the last stage's rate and a switch at the rate of the stage after it (σ_p >=
   hourly_{p+1} - H·(1 - δ_p), σ_p >= 0, H an upper bound of any stage's hourly cost);
 - the objectives of §4 (under ``replan`` hourly_cost is the largest stage's) and the budgets of §3.8.
 
@@ -24,18 +27,18 @@ Every row is linear; each stage's pair blocks are the convex hull of its cadence
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyomo.core as pyo
 
 from trainground.models.instance import OBJECTIVES, Instance
-from trainground.models.stage_rules import stage_instance
 from trainground.solver import calculus as calc
 from trainground.solver import pairs as pair_tables
 from trainground.solver.coefficients import PairValues, index_of
 from trainground.solver.model import add_pair, build_model, refresh_globals
+from trainground.solver.stage_tables import StageTables, stage_tables
 from trainground.solver.tolerances import REL_TOL
 
 
@@ -75,6 +78,7 @@ class StagedModel:
     inst: Instance
     stage_insts: list[Instance]
     pairs: list[pair_tables.Pairs]
+    parts: list[np.ndarray]  # per stage, per pair: its part of the run's makespan (solver.stage_tables), s
     subs: list[pyo.ConcreteModel]
     model: pyo.ConcreteModel
     criteria: dict[str, Any]  # pyomo expressions
@@ -82,21 +86,19 @@ class StagedModel:
     empty: str | None = None  # why no plan exists when a stage has no admissible pair (then nothing is built)
 
 
-def build_staged(inst: Instance) -> StagedModel:
-    """The staged MIP of ``inst`` (which has ``stages``), every stage's pairs built."""
+def build_staged(inst: Instance, found: StageTables | None = None) -> StagedModel:
+    """The staged MIP of ``inst`` (which has ``stages``) over its stage tables ``found`` (default built here),
+    every stage's pairs built."""
     assert inst.stages is not None, "a staged model needs stages"
-    insts = [stage_instance(inst, s) for s in inst.stages.list]
-    if len(insts) == 1:  # one stage: the instance's own pair table (its K dominance holds)
-        tables = [pair_tables.build(insts[0])]
-    else:
-        tables = prune(inst, insts, [pair_tables.build(si, dominated=True) for si in insts])
-    extension = SharedTraining(_top_groups(inst, insts), _host_caps(insts, tables))
+    found = found or stage_tables(inst)
+    insts, tables = found.insts, found.tables
+    extension = SharedTraining(found.top, _host_caps(insts, tables))
     top = pyo.ConcreteModel(name=inst.name)
     for stage, table in zip(inst.stages.list, tables):
         if table.size == 0:
             cut = ", ".join(f"{name} ({count})" for name, count in sorted(table.rejected.items())) or "none"
             why = f"stage {stage.name}: no cadence on its grid meets its rows with any K (cut by: {cut})"
-            return StagedModel(inst, insts, tables, [], top, {}, [], empty=why)
+            return StagedModel(inst, insts, tables, found.parts, [], top, {}, [], empty=why)
     subs = []
     for i, (si, table) in enumerate(zip(insts, tables)):
         sub = build_model(si, table, extension=extension)
@@ -107,111 +109,16 @@ def build_staged(inst: Instance) -> StagedModel:
             sub.del_component(f"objective_{name}")
         top.add_component(f"stage_{i}", sub)
         subs.append(sub)
-    staged = StagedModel(inst, insts, tables, subs, top, {}, [sub.hourly_cost for sub in subs])
+    staged = StagedModel(inst, insts, tables, found.parts, subs, top, {}, [sub.hourly_cost for sub in subs])
     add_same_kept(staged)
     if inst.stages.capacity == "fixed":
         add_shared_counts(staged)
     else:
         add_switches(staged)
+    if found.final is not None:
+        add_final_update(staged, *found.final)
     add_run_rows(staged)
     return staged
-
-
-def prune(inst: Instance, insts: list[Instance], tables: list[pair_tables.Pairs]) -> list[pair_tables.Pairs]:
-    """The pairs a staged plan may use, with no optimum lost: K that some other K dominates in every stage
-    at every cadence are dropped (:func:`dominated_kept`), then each stage's cadences past the deadline
-    left by the other stages at their shortest admissible cadence, repeated until nothing changes:
-    n_p·L_p <= deadline - extra_time - Σ_{q != p} n_q·min L_q."""
-    assert inst.stages is not None
-    gone = dominated_kept(inst, tables)
-    rows = [~np.isin(t.kept, gone) for t in tables]
-    n = [s.iterations for s in inst.stages.list]
-    room = inst.schedule.deadline - inst.schedule.extra_time
-    while True:
-        shortest = [float(t.cadence[r].min()) if r.any() else np.inf for t, r in zip(tables, rows)]
-        if not np.all(np.isfinite(shortest)):
-            break
-        spent = sum(k * L for k, L in zip(n, shortest))
-        new = [
-            r & (n_p * t.cadence <= (room - spent + n_p * L) * (1 + REL_TOL))
-            for t, r, n_p, L in zip(tables, rows, n, shortest)
-        ]
-        if all(np.array_equal(a, b) for a, b in zip(new, rows)):
-            break
-        rows = new
-    out = []
-    for t, r in zip(tables, rows):
-        cut = int(np.count_nonzero(~r))
-        rejected = {**t.rejected, "deadline with the other stages": cut} if cut else t.rejected
-        out.append(replace(_subset(t, r), rejected=rejected))
-    return out
-
-
-def dominated_kept(inst: Instance, tables: list[pair_tables.Pairs]) -> list[int]:
-    """The K another K' beats in every stage at every cadence: K' admissible wherever K is, with an attempt
-    rate no higher and every shape's supply multiplier no lower (among exact equals the smaller K stays)."""
-    Ks = np.arange(1, inst.freshness.max_versions_kept + 1)
-    mult = pair_tables.supply_multipliers(inst, Ks)
-    blocks = []
-    for t in tables:
-        cadences, at = np.unique(np.round(t.cadence, 9), return_inverse=True)
-        table = np.full((cadences.size, Ks.size), np.inf)
-        table[at, t.kept - 1] = t.attempts
-        blocks.append(table)
-    attempts = np.vstack(blocks) if blocks else np.zeros((0, Ks.size))
-    gone = []
-    for k in range(Ks.size):
-        for k2 in range(Ks.size):
-            if k2 == k or k2 in gone or not np.all(mult[k2] >= mult[k]):
-                continue
-            no_worse = np.all(attempts[:, k2] <= attempts[:, k])
-            equal = np.array_equal(attempts[:, k2], attempts[:, k]) and np.array_equal(mult[k2], mult[k])
-            if no_worse and (not equal or k2 < k):
-                gone.append(k)
-                break
-    return [int(Ks[k]) for k in gone]
-
-
-def _subset(t: pair_tables.Pairs, rows: np.ndarray) -> pair_tables.Pairs:
-    """The pair table ``t`` restricted to ``rows`` (a mask)."""
-    columns = ("cadence", "kept", "makespan", "startup", "groups", "exceedance", "drop", "attempts", "inflight", "peak")
-    update = {name: getattr(t, name)[rows] for name in columns}
-    update["supply_per_replica"] = t.supply_per_replica[rows]
-    if t.sandbox_rate is not None:
-        update["sandbox_rate"] = t.sandbox_rate[rows]
-    return replace(t, **update)
-
-
-def _top_groups(inst: Instance, insts: list[Instance]) -> int:
-    """The most training groups a shared G may take: the pool's (or max_groups), and for a table law no
-    more than its measured range. Refused when a stage's update time is not non-increasing over a
-    contiguous range of counts (one G must keep up in every stage: any G from a pair's fewest up does
-    only then)."""
-    lo, hi = calc.group_range(inst)
-    counts = np.arange(lo, hi + 1)
-    top = hi
-    for si in insts:
-        u = calc.update_time(si.training.update_time, counts * si.training.gpus_per_group)
-        finite = np.flatnonzero(np.isfinite(u))
-        if finite.size == 0:
-            continue
-        run = u[finite[0] : finite[-1] + 1]
-        if finite.size != run.size or np.any(np.diff(run) > REL_TOL * run[:-1]):
-            raise StagedUnsupported(
-                "training.update_time",
-                "a table law whose update time rises with more GPUs (or has holes) cannot be planned with "
-                "stages: one training count may serve several stages; use a non-increasing table",
-            )
-        top = min(top, int(counts[finite[-1]]))
-    return top
-
-
-class StagedUnsupported(Exception):
-    """A staged instance this model cannot plan exactly: the field and the rule (exit 2, not a bug)."""
-
-    def __init__(self, where: str, rule: str):
-        super().__init__(rule)
-        self.where, self.rule = where, rule
 
 
 def _host_caps(insts: list[Instance], tables: list[pair_tables.Pairs]) -> dict[str, dict[str, int]]:
@@ -316,26 +223,74 @@ def hourly_bound(s: StagedModel, caps: dict[tuple[str, str], float]) -> float:
     return gpus + nodes + vms + 1.0
 
 
+def add_final_update(s: StagedModel, lo: int, update) -> None:
+    """The last stage's final update U_P(G_P) with the start-up counted (MODEL §8, §12), at the groups G_P
+    that stage has, kept linear in T and in the cost by one small block per count g = lo..top: a binary
+    ``final_on[g]`` (exactly one on, Σ_g g·final_on[g] = G_P) and a copy of the last stage's replicas,
+    nodes and VMs that is theirs when g is on (0 otherwise; Σ_g copy = the stage's count). T gains
+    Σ_g U_P(g)·final_on[g] and the cost Σ_g U_P(g)/3600·hourly_g, hourly_g the copy's hourly cost
+    (the last stage's when g is on). [s, $]"""
+    m, last, inst = s.model, s.subs[-1], s.inst
+    gs = list(range(lo, lo + len(update)))
+    seconds = {g: float(u) for g, u in zip(gs, update)}
+    counts, caps = _counts(last), count_caps(s)
+    kinds = [key for key in counts if key[0] != "G"]
+    m.final_on = pyo.Var(gs, domain=pyo.Binary)
+    m.final_count = pyo.Var(gs, kinds, domain=pyo.NonNegativeReals)
+    m.final_one = pyo.Constraint(expr=sum(m.final_on[g] for g in gs) == 1)
+    m.final_groups = pyo.Constraint(expr=sum(g * m.final_on[g] for g in gs) == counts["G", ""])
+    m.final_off = pyo.Constraint(
+        gs, kinds, rule=lambda _, g, kind, name: m.final_count[g, kind, name] <= caps[kind, name] * m.final_on[g]
+    )
+    m.final_copy = pyo.Constraint(
+        kinds, rule=lambda _, kind, name: sum(m.final_count[g, kind, name] for g in gs) == counts[kind, name]
+    )
+    k, ix = last.k, last.ix
+    shapes = {sh.name: sh for sh in inst.inference.shapes}
+    per_group = k["gpu_price"][ix.training_pool] * inst.training.gpus_per_group
+
+    def hourly(g: int):
+        copy = m.final_count
+        return (
+            sum(k["gpu_price"][shapes[n].pool] * shapes[n].gpus_per_replica * copy[g, "x", n] for n in ix.shapes)
+            + sum(k["node_price"][n] * copy[g, "N", n] for n in ix.nodes)
+            + sum(k["vm_price"][v] * copy[g, "V", v] for v in ix.vms)
+            + (per_group * g + k["reserved_cost"][None]) * m.final_on[g]
+        )
+
+    m.final_update = pyo.Expression(expr=sum(seconds[g] * m.final_on[g] for g in gs))
+    m.final_cost = pyo.Expression(expr=sum(seconds[g] / 3600.0 * hourly(g) for g in gs))
+
+
 def add_run_rows(s: StagedModel) -> None:
-    """The run's makespan, costs, deadline, budgets and the three objectives (MODEL §12, §3.4, §3.8, §4)."""
+    """The run's makespan and costs (MODEL §12), the budgets of §3.8 and the three objectives of §4. The
+    deadline row ``T + Δ <= deadline`` is added per solve with its allowance Δ (§11 item 4) by
+    :class:`solver.stages.StagedPlanner`.
+
+    ``T = Σ_p part_p + extra_time + switch_time·Σ δ_p``, each pair's part a constant of the pair
+    (:mod:`solver.stage_tables`). Each stage is billed over its part at its own hourly cost
+    (Σ_pairs part·hourly_pair, linear: a pair's hourly cost is 0 unless it is selected), the extra time and
+    the final update (:func:`add_final_update`) at the last stage's and a switch at the stage's after it;
+    under ``fixed`` every stage's hourly cost is one, so this is hourly·T/3600."""
     inst, m, subs = s.inst, s.model, s.subs
     assert inst.stages is not None
     P, extra = len(subs), inst.schedule.extra_time
     switches = sum(m.switch[p] for p in range(P - 1)) if P > 1 and hasattr(m, "switch") else 0
+    pairs = [(float(part[i]), blk) for sub, part in zip(subs, s.parts) for i, blk in enumerate(_blocks(sub))]
+    final, final_cost = (m.final_update, m.final_cost) if hasattr(m, "final_update") else (0, 0)
     m.makespan = pyo.Expression(
-        expr=sum(sub.makespan for sub in subs) - (P - 1) * extra + inst.stages.switch_time * switches
+        expr=sum(part * blk.z for part, blk in pairs) + final + extra + inst.stages.switch_time * switches
     )
+    billed = sum(part / 3600.0 * blk.hourly_cost for part, blk in pairs) + final_cost + extra / 3600.0 * s.hourly[-1]
     if hasattr(m, "switch"):
         switch_cost = inst.stages.switch_time / 3600.0 * sum(m.switch_rate[p] for p in range(P - 1))
-        early = extra / 3600.0 * sum(s.hourly[p] for p in range(P - 1))
-        m.total_cost = pyo.Expression(expr=sum(sub.total_cost for sub in subs) - early + switch_cost)
+        m.total_cost = pyo.Expression(expr=billed + switch_cost)
         m.peak_hourly = pyo.Var(domain=pyo.NonNegativeReals)
         m.peak_row = pyo.Constraint(range(P), rule=lambda _, p: m.peak_hourly >= s.hourly[p])
         m.hourly_cost = pyo.Expression(expr=m.peak_hourly)
     else:
-        m.total_cost = pyo.Expression(expr=sum(sub.total_cost for sub in subs) - (P - 1) * extra / 3600.0 * s.hourly[0])
+        m.total_cost = pyo.Expression(expr=billed)
         m.hourly_cost = pyo.Expression(expr=s.hourly[0])
-    m.deadline = pyo.Constraint(expr=m.makespan <= inst.schedule.deadline * (1 + REL_TOL))
     limits = inst.limits
     if limits.max_hourly_cost is not None:
         m.max_hourly_cost = pyo.Constraint(expr=m.hourly_cost <= limits.max_hourly_cost * (1 + REL_TOL))

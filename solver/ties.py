@@ -1,9 +1,11 @@
 """The last tie-breaks of an optimum: after MODEL.md §4's order, the fewest GPUs, then the fewest nodes.
 
 Plans the §4 order cannot tell apart cost the same (within TIE_TOL) and take as long (the same
-makespan). They are looked for in two places: the other pairs of the candidate set with the chosen
-plan's makespan, one HiGHS run each cut off at the tied cost, and, inside each pair holding a tied
-plan, plans on fewer inference cards (a cap on cards, bisected; a pair's training GPUs are fixed).
+makespan). They are looked for in three places: the other pairs of the candidate set with the chosen
+plan's makespan, one HiGHS run each cut off at the tied cost; inside each pair holding a tied plan,
+plans on fewer inference cards (a cap on cards, bisected; a pair's training GPUs are fixed); and inside
+each pair holding a tied plan on the fewest GPUs, plans on as many cards and fewer sandbox nodes (a cap
+on nodes, bisected), where node types can trade at one price (two types, or a free one).
 Every plan compared ties on cost by construction, so no optimum's cost changes: only which of the
 equals is returned, and the count of equals found is reported with it.
 """
@@ -85,6 +87,14 @@ def cards_can_tie(inst: Instance) -> bool:
     return any(p.billing == "reserved" for p in billed) or len(prices) > 1 or prices == {0.0}
 
 
+def nodes_can_tie(inst: Instance) -> bool:
+    """Whether two plans of one pair on the same cards can cost the same on different node counts: when there
+    are two node types (a type twice as dense at twice the price, say) or a node costs nothing. (A node
+    traded for cloud VMs of exactly its price is not looked for.)"""
+    types = inst.environment.node_types
+    return len(types) > 1 or any(k.hour_cost == 0 for k in types)
+
+
 def break_ties(
     live: LiveModel, criterion: str, bound: float, rows: list[int], best: Tied, clock
 ) -> tuple[Tied, Ties, int]:
@@ -104,6 +114,12 @@ def break_ties(
     if cards_can_tie(live.inst):
         for plan in list(found):
             fewer, spent = _fewest_cards(live, criterion, bound, plan, clock)
+            runs += spent
+            found += fewer
+    if nodes_can_tie(live.inst):
+        least = min(t.gpus for t in found)
+        for plan in [t for t in found if t.gpus == least and t.nodes > 0]:
+            fewer, spent = _fewest_nodes(live, criterion, bound, plan, clock)
             runs += spent
             found += fewer
     winner = min(found, key=lambda t: (t.gpus, t.nodes))  # stable: the first found among equals
@@ -141,4 +157,28 @@ def _fewest_cards(live: LiveModel, criterion: str, bound: float, plan: Tied, clo
             break  # not even one card fewer: ``plan`` has this pair's fewest
         else:
             low = limit
+    return found, runs
+
+
+def _fewest_nodes(live: LiveModel, criterion: str, bound: float, plan: Tied, clock) -> tuple[list[Tied], int]:
+    """Plans of ``plan``'s pair tied with it on at most its cards and fewer sandbox nodes, down to the fewest
+    (a bisection over a cap on nodes beside a cap on cards at ``plan``'s), in the order found; with the runs."""
+    row = live.block_rows[live.selected(plan.values).key]
+    found: list[Tied] = []
+    runs, low, high = 0, -1, plan.nodes  # no tied plan of this pair has <= low nodes; one has ``high``
+    with live.extra_cap("cards", plan.cards):
+        while high - low > 1 and not clock.expired():
+            limit = high - 1 if not found else (low + high) // 2
+            with live.extra_cap("nodes", limit):
+                outcome = live.run(criterion, [row], bound)
+            runs += outcome.runs
+            value = outcome.objective_value
+            if outcome.values is not None and value is not None and value <= bound:
+                tied = tied_plan(live, outcome.values, value)
+                found.append(tied)
+                high = tied.nodes
+            elif not found:
+                break  # not even one node fewer: ``plan`` has this pair's fewest on its cards
+            else:
+                low = limit
     return found, runs

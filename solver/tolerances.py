@@ -1,5 +1,8 @@
 """Every numerical tolerance of the solve layer, named once, each with why it has its value.
 
+The independent verifier (solver/verify*.py) names its own at the top of its modules: it shares no code
+and no reading with the model it checks, tolerances included.
+
 Quantities are in the model's units (seconds, attempts/s, environments, GPUs, $/h);
 "relative" means relative to the larger of 1 and the quantity's magnitude.
 """
@@ -16,8 +19,8 @@ and the tie-break decides between them."""
 SPAN_TOL = 1e-12
 """Two makespans (or cadences) closer than this relative distance are the same grid point:
 n·(min + j·step) is computed in floating point, so equal points can differ in the last bits.
-(The verifier's own makespan tolerance, 1e-9 in solver/verify.py, is another quantity: how far a
-reported makespan may sit from the verifier's recomputation of n·L + extra_time.)"""
+(The verifier's MAKESPAN_TOL, 1e-9 in solver/verify.py, is another quantity: how far a reported
+makespan may sit from the verifier's recomputation of n·L + extra_time.)"""
 
 ZERO_SHARE_TOL = 1e-15
 """An exceedance or group-drop limit admits a share this far above it (absolute): REL_TOL scales
@@ -37,6 +40,10 @@ can fall a hair short of a whole number when top is itself a grid point. (The ve
 NEWTON_STEP_TOL = 1e-12
 """The start-up fill's Newton iteration (MODEL.md §8) stops when every step is below this share of
 its iterate: the fill is then exact to about 12 digits, far inside what the verifier checks (1e-6)."""
+
+QUANTILE_TOL = 1e-12
+"""A consumed gap's conditional CDF (MODEL.md §11 item 3) reaches 0.99 when it is this close below it
+(relative): the CDF is a sum of integrals, so a gap whose share is exactly 0.99 can land a few ulps short."""
 
 PRINT_TOL = 1e-9
 """A threshold rounded for print in the direction that keeps it feasible moves one printed unit only

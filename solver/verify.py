@@ -3,9 +3,9 @@ hold rows of §11, re-checked from a plan's decisions and its instance alone.
 
 It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
 no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
-quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its
-own cadence grid, its own resource rows
-(:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading) and its own cost formula. One function per
+quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its own
+cadence grid, resource rows (:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading), cost formula
+and tolerances (below: the model's are in solver/tolerances.py, none shared). One function per
 constraint family, each naming its section. A violation is a bug in the model, never a
 result to show: :mod:`solver.solve` rejects a plan that fails here.
 """
@@ -27,7 +27,9 @@ ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for ro
 COST_TOL = 1e-7  # relative: a reported cost against its recomputation
 REL_TOL = 1e-9  # MODEL §4's relative tolerance, for limits compared with quantities of the instance alone
 GRID_TOL = 1e-6  # a cadence is on the grid when (L - min)/step is this close to a whole number
-SPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
+MAKESPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
+BINDING_TOL = 1e-6  # relative: this close to its limit (a budget, the cloud share), a quantity is binding
+COUNT_TOL = 1e-9  # in hosts: a node type binds when its fullest row needs more than count - 1 + this
 FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
 
 
@@ -227,7 +229,7 @@ def check_deadline(inst: Instance, plan: Plan, run: laws.Run, allowance: float, 
     sched = inst.schedule
     counted = laws.startup_counted(inst)
     fill_slack = FILL_TOL * (run.startup or 0.0) if counted else 0.0
-    if not abs(run.makespan - plan.makespan_s) <= SPAN_TOL * run.makespan + fill_slack:
+    if not abs(run.makespan - plan.makespan_s) <= MAKESPAN_TOL * run.makespan + fill_slack:
         how = "fill + (n-1)·L + U(m) + extra_time" if counted else "n·L + extra_time"
         out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {how} = {run.makespan!r}")
     if plan.startup_s is not None and not abs(plan.startup_s - run.startup) <= FILL_TOL * run.startup:
@@ -309,7 +311,7 @@ def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float],
         share = eligible.get(b, 0.0)
         if not _leq(cloud, share * need):
             out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
-        if share > 0 and cloud > 0 and cloud >= share * need * (1 - 1e-6):
+        if share > 0 and cloud > 0 and cloud >= share * need * (1 - BINDING_TOL):
             out.binding.append(f"cloud_eligible[{b}]")
 
 
@@ -331,7 +333,7 @@ def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
             ),
             default=0.0,
         )
-        if fullest > count - 1 + 1e-9:
+        if fullest > count - 1 + COUNT_TOL:
             out.binding.append(f"sandbox_nodes[{k.name}]")
         if k.max_nodes is not None and count == k.max_nodes:
             out.binding.append(f"max_nodes[{k.name}]")
@@ -394,5 +396,5 @@ def check_budgets(inst: Instance, hourly: float, total: float, out: Check) -> No
             continue
         if not value <= limit * (1 + REL_TOL):
             out.violations.append(f"{name}: {value:.6g} > {limit:g}")
-        if value >= limit * (1 - 1e-6):
+        if value >= limit * (1 - BINDING_TOL):
             out.binding.append(name)

@@ -19,6 +19,7 @@ from trainground.models.instance import Instance
 from trainground.solver import verify_laws as laws
 
 _NORMAL = NormalDist()
+P99_TOL = 1e-12  # relative: a consumed gap's CDF this close below 0.99 reaches its p99 (rounding in the sums)
 
 
 def min_of_two_mean(law: laws.Law) -> float:
@@ -106,14 +107,14 @@ def consumed_gaps(inst: Instance, law: laws.Law, cadence: float, kept: int) -> t
         reached = 0.0
         for k, p in enumerate(mass):
             reached += p
-            if reached >= 0.99 * kept_share * (1 - 1e-12):
+            if reached >= 0.99 * kept_share * (1 - P99_TOL):
                 return mean + post, k + post
         return mean + post, kept + post
     # E[G] = E[floor(u + M/L)] = E[M]/L: E[M] = ∫ S_M(t) dt, by quadrature over z = (ln t - mu)/sigma (or the
     # empirical law's steps); the p99 from P(G > k), term by term until it falls to 1 %.
     mean = _completion_mean(law, members) / cadence
     k = 0
-    while _gap_tail(law, cadence, k, members) > 0.01 * (1 + 1e-12):
+    while _gap_tail(law, cadence, k, members) > 0.01 * (1 + P99_TOL):
         k += 1
     return mean + post, k + post
 

@@ -1,12 +1,15 @@
 """The independent check of a staged plan (MODEL.md §12), written from MODEL.md on its own.
 
-Each stage's decisions are checked as a one-stage plan of the instance that stage runs as by
+Each stage's decisions are checked as a one-stage plan of the instance that stage's rows run as by
 :func:`solver.verify.verify_plan` (rows 1–7 and the stage's costs at its cadence, with the
-verifier's own laws); what spans the stages is recomputed here from the plan alone: the stages
-named and counted as the instance lists them, one K, the shared counts under ``fixed``, the run's
-makespan ``T = Σ_p n_p·L_p + extra_time (+ switch_time per change of capacity under replan)``
-against the deadline, the run's costs and budgets. Binding rows name their stage
-(``throughput[late]``).
+verifier's own laws; under hold E^hold and the consumed gap at the stage's values; the deadline is
+the run's, so a stage is held to none of its own when the start-up is counted); what spans the stages
+is recomputed here from the plan alone: the stages named and counted as the instance lists them, one
+K, the shared counts under ``fixed``, the run's makespan
+``T = Σ_p n_p·L_p + extra_time (+ switch_time per change of capacity under replan)``, with the start-up
+counted (§8, and under hold) ``+ fill_1 - L_1 + U_P``, the first stage's fill and the last stage's update
+read by this module's own laws, against the deadline with the allowance Δ of §11 (T + Δ <= deadline),
+the run's costs and budgets. Binding rows name their stage (``throughput[late]``).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from dataclasses import dataclass, field
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
-from trainground.models.stage_rules import stage_instance
+from trainground.models.stage_rules import stage_rows_instance
+from trainground.solver import verify_laws as laws
 from trainground.solver.tolerances import REL_TOL
-from trainground.solver.verify import COST_TOL, SPAN_TOL, verify_plan
+from trainground.solver.verify import COST_TOL, FILL_TOL, MAKESPAN_TOL, verify_plan
 
 CAPACITY_ROWS = ("throughput", "pool_capacity")
 """Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
@@ -45,8 +49,9 @@ def _capacity(plan: Plan) -> tuple:
     )
 
 
-def verify_staged(inst: Instance, plan: Plan) -> StagedCheck:
-    """Every check of a staged plan; ``stages`` holds each stage's figures for the plan's rows."""
+def verify_staged(inst: Instance, plan: Plan, allowance: float = 0.0) -> StagedCheck:
+    """Every check of a staged plan; ``stages`` holds each stage's figures for the plan's rows. ``allowance``:
+    the run-variance allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline."""
     out = StagedCheck()
     spec = inst.stages
     rows = plan.stages or []
@@ -57,20 +62,21 @@ def verify_staged(inst: Instance, plan: Plan) -> StagedCheck:
     if any(p is None for p in parts):
         out.violations.append("stages: a stage carries no plan of its own")
         return out
-    checks = []
+    checks, insts = [], []
     for stage, row, part in zip(spec.list, rows, parts):
         assert part is not None
-        si = stage_instance(inst, stage)
+        si = stage_rows_instance(inst, stage)
+        insts.append(si)
         check = verify_plan(si, part)
         out.violations += [f"stage {stage.name}: {v}" for v in check.violations]
-        if abs(row.cadence_s - part.cadence_s) > SPAN_TOL * part.cadence_s:
+        if abs(row.cadence_s - part.cadence_s) > MAKESPAN_TOL * part.cadence_s:
             out.violations.append(f"stages[{stage.name}].cadence_s: {row.cadence_s!r} is not its plan's")
         checks.append(check)
     if out.violations:
         return out
     _check_shared(inst, plan, parts, out)  # type: ignore[arg-type]
-    T = _check_run(inst, plan, parts, out)  # type: ignore[arg-type]
-    _stage_rows(inst, checks, T, out)
+    T = _check_run(inst, insts, plan, parts, allowance, out)  # type: ignore[arg-type]
+    _stage_rows(inst, checks, T + allowance, out)
     return out
 
 
@@ -85,22 +91,45 @@ def _check_shared(inst: Instance, plan: Plan, parts: list[Plan], out: StagedChec
                 out.violations.append(f"stage {stage.name}: capacity: fixed, but its counts are not the plan's")
 
 
-def _check_run(inst: Instance, plan: Plan, parts: list[Plan], out: StagedCheck) -> float:
-    """MODEL §12's makespan, deadline and costs, and the budgets of §3.8 (replan: the largest stage hourly
-    cost); returns the recomputed makespan T."""
+def _durations(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[list[float], float]:
+    """Each stage's part of the run (n_p·L_p; with the start-up counted, the first stage's fill less one
+    cadence and the last stage's update at its groups added) and the first stage's fill (0 when not
+    counted), read by :mod:`solver.verify_laws`."""
+    assert inst.stages is not None
+    durations = [s.iterations * p.cadence_s for s, p in zip(inst.stages.list, parts)]
+    if not laws.startup_counted(inst):
+        return durations, 0.0
+    first, last = parts[0], parts[-1]
+    law = laws.law_of(insts[0].environment.occupancy)
+    fill = laws.run_at(insts[0], law, first.cadence_s, first.versions_kept, first.training_groups, True).startup
+    t = insts[-1].training
+    update = laws.update_time(t.update_time, last.training_groups * t.gpus_per_group)
+    durations[0] += (fill if fill is not None else math.inf) - first.cadence_s
+    durations[-1] += update
+    return durations, fill or 0.0
+
+
+def _check_run(
+    inst: Instance, insts: list[Instance], plan: Plan, parts: list[Plan], allowance: float, out: StagedCheck
+) -> float:
+    """MODEL §12's makespan, deadline (with the allowance Δ) and costs, and the budgets of §3.8 (replan: the
+    largest stage hourly cost); returns the recomputed makespan T."""
     assert inst.stages is not None
     spec, sched = inst.stages, inst.schedule
-    durations = [s.iterations * p.cadence_s for s, p in zip(spec.list, parts)]
+    durations, fill = _durations(inst, insts, parts)
     switches = 0
     if spec.capacity == "replan":
         switches = sum(1 for a, b in zip(parts, parts[1:]) if _capacity(a) != _capacity(b))
     T = math.fsum(durations) + sched.extra_time + spec.switch_time * switches
-    if abs(T - plan.makespan_s) > SPAN_TOL * T:
-        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed Σ n_p·L_p (+ switches) = {T!r}")
-    if T > sched.deadline * (1 + REL_TOL):
-        out.violations.append(f"deadline: makespan {T:g} s > {sched.deadline:g} s")
+    if not abs(T - plan.makespan_s) <= MAKESPAN_TOL * T + FILL_TOL * fill:
+        out.violations.append(
+            f"makespan_s: plan says {plan.makespan_s!r}, recomputed Σ_p part_p (+ switches) + extra_time = {T!r}"
+        )
+    if not T + allowance <= sched.deadline * (1 + REL_TOL):
+        with_allowance = f" + allowance {allowance:g} s" if allowance else ""
+        out.violations.append(f"deadline: makespan {T:g} s{with_allowance} > {sched.deadline:g} s")
     step = sched.cadence.step
-    if T + min(s.iterations for s in spec.list) * step > sched.deadline * (1 + REL_TOL):
+    if T + allowance + min(s.iterations for s in spec.list) * step > sched.deadline * (1 + REL_TOL):
         out.binding.append("deadline")
     hourly_of = [p.hourly_cost for p in parts]  # each checked against its counts by verify_plan
     if spec.capacity == "fixed":
@@ -122,10 +151,10 @@ def _check_run(inst: Instance, plan: Plan, parts: list[Plan], out: StagedCheck) 
     return T
 
 
-def _stage_rows(inst: Instance, checks: list, T: float, out: StagedCheck) -> None:
+def _stage_rows(inst: Instance, checks: list, held: float, out: StagedCheck) -> None:
     """Each stage's figures and binding rows (named with the stage), which stage sizes the fleet, and the
     run's metrics: those of the first stage that sizes it (else the one with the largest token demand),
-    with the run's time margin."""
+    with the run's time margin (deadline - T - Δ)/deadline (``held``: T + Δ)."""
     assert inst.stages is not None
     sizing = None
     for stage, check in zip(inst.stages.list, checks):
@@ -149,4 +178,4 @@ def _stage_rows(inst: Instance, checks: list, T: float, out: StagedCheck) -> Non
     if sizing is None:
         sizing = max((c.metrics for c in checks), key=lambda m: m.token_demand_per_s)
     deadline = inst.schedule.deadline
-    out.metrics = sizing.model_copy(update={"time_margin": (deadline - T) / deadline})
+    out.metrics = sizing.model_copy(update={"time_margin": (deadline - held) / deadline})

@@ -1,7 +1,8 @@
 """A corpus of hostile inputs to ``trainground solve``, written into a folder on demand (never committed):
 numbers beyond every field's plausibility cap, whole numbers of more digits than Python converts, nesting
 and YAML alias bombs, lists and files beyond their caps, cadence grids and scenario tables too large to
-build, the same through ``--set``, samples CSVs that cannot be used, and output paths that cannot be written.
+build, the same through ``--set``, samples CSVs that cannot be used, output paths that cannot be written, the
+optional sections (stages, planning, reliability) and calibrate's logs.
 
 Every case must exit 2 with one message naming what to blame (the file, a ``--set`` option or the size
 variable) and the field or place, never 1 ("internal error"). ``tests/test_hostile_inputs.py`` runs it
@@ -25,6 +26,7 @@ from trainground.models.plausible import CAPS, FILE_CAP_VARIABLE, FLOOR, MAX_ITE
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 UNCERTAIN = ROOT / "instances" / "seed-week-75-uncertain.yaml"
+STAGED = ROOT / "instances" / "seed-week-stages.yaml"
 TOML_SEED = ROOT / "instances" / "seed-week-75.toml"
 DIGITS = 5001  # more than Python's 4,300-digit limit on converting a whole number
 INT_FIELDS = {
@@ -83,7 +85,7 @@ def build(folder: Path, big: bool = True) -> list[Case]:
     folder.mkdir(parents=True, exist_ok=True)
     cases = _caps(folder) + _digits(folder) + _nesting(folder) + _aliases(folder) + _lists(folder, big)
     cases += _files(folder, big) + _grids(folder) + _edits(folder) + _samples_csv(folder, big) + _outputs(folder)
-    cases += _bundled(folder)
+    cases += _bundled(folder) + _sections(folder) + _calibrate(folder)
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -108,8 +110,12 @@ def _concrete(norm: str) -> str:
 
 
 def _base_for(path: str) -> dict[str, Any]:
-    """The uncertain seed, with a table law or empirical samples where ``path`` needs them."""
-    doc = _doc()
+    """The uncertain seed (the staged seed for a stages field), with a table law or empirical samples where
+    ``path`` needs them."""
+    doc = _doc(STAGED if path.startswith("stages.") else UNCERTAIN)
+    if path.startswith("stages.") and ".samples[" in path:
+        doc["stages"]["list"][0]["occupancy"] = {"distribution": "empirical", "samples": [600, 1200, 3000]}
+        return doc
     if ".points[" in path:
         doc["training"]["update_time"] = {"law": "table", "points": [{"gpus": 1000, "seconds": 300}] * 2}
     if ".samples[" in path:
@@ -415,6 +421,130 @@ def _bundled(folder: Path) -> list[Case]:
             name = f"bundled-{path.stem}-{label}"
             file = _write(folder, name, apply_edit(copy.deepcopy(doc), where, value), ".yaml")
             cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
+    return cases
+
+
+def _sections(folder: Path) -> list[Case]:
+    """The optional sections beyond the caps: stages whose cadence grids together are too large to tabulate,
+    replays beyond their cap, a reliability section and a planning section of the wrong shape."""
+    cases = []
+    staged = _doc(STAGED)
+    staged["stages"]["list"] = [{"name": f"s{i}", "iterations": 1} for i in range(1000)]
+    file = _write(folder, "stages-1000-of-one", staged, ".yaml")
+    cases.append(Case("stages-1000-of-one", _solve(file), file, "stages.list[0].iterations: ", "cadence grids"))
+    staged = _doc(STAGED)
+    staged["stages"]["list"] = [{"name": "a", "iterations": 995}, {"name": "b", "iterations": 5}]
+    staged["schedule"]["cadence"]["step"] = "0.1s"
+    file = _write(folder, "stages-short-fine", staged, ".yaml")
+    cases.append(Case("stages-short-fine", _solve(file), file, "stages.list[1].iterations: ", "cadence grids"))
+    for name, where, value, fragment in (
+        ("planning-replays-1e9", "planning.replays", 10**9, AT_MOST),
+        ("planning-replays-digits", "planning.replays", int("9" * 40), AT_MOST),
+        ("planning-list", "planning", [1, 2], "mapping"),
+        ("reliability-mtbf-1e300", "reliability.gpu_mtbf", 1e300, AT_MOST),
+        ("reliability-restart-10y", "reliability.restart_time", "4000d", AT_MOST),
+    ):
+        file = _write(folder, name, apply_edit(_doc(SEED), where, value), ".yaml")
+        cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
+    return cases
+
+
+# The calibrate cases: (name, file name, content, the row or column named, the rule's fragment, --steps: the
+# step log given with a good trajectory log)
+TRAJECTORIES = "start,end,output_tokens\n" + "".join(f"{i * 10},{i * 10 + 100 + 7 * i},50\n" for i in range(200))
+CALIBRATE = (
+    (
+        "nested-100000",
+        "t.jsonl",
+        '{"start": 0, "end": 10, "output_tokens": 5}\n{"start": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+        "line 2: ",
+        "nests objects or arrays",
+        False,
+    ),
+    (
+        "nested-cell",
+        "t.jsonl",
+        "".join(f'{{"start": [{i}, 1], "end": {i + 50}, "output_tokens": 5}}\n' for i in range(20)),
+        "row 1 (line 1), column 'start': ",
+        "nested values",
+        False,
+    ),
+    (
+        "not-utf8",
+        "t.csv",
+        b"start,end,output_tokens\n0,100,5\n10,120,\xff5\n",
+        "row 2 (line 3), column 'output_tokens': ",
+        "not UTF-8",
+        False,
+    ),
+    (
+        "header-twice",
+        "t.csv",
+        "start,end,output_tokens,end\n" + "".join(f"{i},{i + 9},5,{i + 9}\n" for i in range(20)),
+        "column 'end': ",
+        "appears twice",
+        False,
+    ),
+    (
+        "end-is-start",
+        "t.csv",
+        "start,end,output_tokens\n" + "".join(f"{i},{i},5\n" for i in range(30)),
+        "column 'end': ",
+        "ends at its start",
+        False,
+    ),
+    (
+        "milliseconds",
+        "t.csv",
+        "start,end,output_tokens\n" + "".join(f"{1.7e12 + i * 1e3},{1.7e12 + i * 1e3 + 9e5},5\n" for i in range(30)),
+        "column 'start': ",
+        "milliseconds?",
+        False,
+    ),
+    (
+        "iteration-repeated",
+        "s.csv",
+        "iteration,update_s,training_gpus\n" + "".join(f"0,{100 + i},64\n" for i in range(50)),
+        "column 'iteration': ",
+        "repeat an earlier iteration",
+        True,
+    ),
+    (
+        "iteration-cycles",
+        "s.csv",
+        "iteration,update_s,training_gpus\n" + "".join(f"{i % 5},{100 + i},64\n" for i in range(50)),
+        "column 'iteration': ",
+        "repeat an earlier iteration",
+        True,
+    ),
+    (
+        "update-in-ms",
+        "s.csv",
+        "iteration,update_s,training_gpus\n" + "".join(f"{i},{300000 + i},64\n" for i in range(50)),
+        "column 'update_s': ",
+        "milliseconds?",
+        True,
+    ),
+)
+
+
+def _calibrate(folder: Path) -> list[Case]:
+    """calibrate's logs (issue 21): deep nesting, a nested cell, a byte that is not UTF-8, a header naming a
+    column twice, lifetimes of zero, times in milliseconds, a step log whose iteration numbers repeat more than
+    a restart does, and an output folder that cannot be written."""
+    cases = []
+    good = folder / "calibrate-good-trajectories.csv"
+    good.write_text(TRAJECTORIES)
+    for name, file_name, content, where, fragment, steps in CALIBRATE:
+        path = folder / f"calibrate-{name}-{file_name}"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        log = ("--trajectories", str(good), "--steps", str(path)) if steps else ("--trajectories", str(path))
+        cases.append(
+            Case(f"calibrate-{name}", ("calibrate", *log, "--inference-gpus", "8"), str(path), where, fragment)
+        )
+    target = str(folder / "a-file" / "out.yaml")
+    args = ("calibrate", "--trajectories", str(good), "--inference-gpus", "8", "--into", str(SEED), "-o", target)
+    cases.append(Case("calibrate-out", args, target, None, "cannot write"))
     return cases
 
 

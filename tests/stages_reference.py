@@ -1,7 +1,11 @@
-"""Test-only brute force for staged plans (MODEL.md §12 over §2–§4), sharing nothing with solver/.
+"""Test-only brute force for staged plans (MODEL.md §12 over §2–§4, §8 and §11), sharing nothing with solver/.
 
 Instances are small and plain: one pool billed by use, one backend, one node type and at most one
-VM type stating densities only, ``steady_state``. Every capacity (training groups, a replica count
+VM type stating densities only, ``steady_state`` (with or without the start-up of §8) or ``hold`` (the
+start-up, E^hold sandboxes of §11 item 2 and a given allowance Δ in the deadline row; no freshness
+limits, so the consumed gap of item 3 plays no part). With the start-up counted the run's makespan is
+fill_1 + Σ_p n_p·L_p - L_1 + U_P(m_P) + extra_time: the first stage's fill grows with its cadence, so
+the shortest cadence is still each stage's best at a capacity. Every capacity (training groups, a replica count
 per shape, nodes, VMs) within the pool and the host bounds is enumerated for each K; a stage at a
 capacity takes its shortest grid cadence that meets its rows (throughput, update time, steady and
 peak sandboxes): with the capacity fixed, a longer cadence only lengthens the run. ``fixed`` then
@@ -17,7 +21,7 @@ import itertools
 import math
 
 import numpy as np
-from scipy import special
+from scipy import integrate, optimize, special
 
 from tests.reference import Law, grid, update_time
 from trainground.models.instance import Instance
@@ -63,8 +67,55 @@ def exceedance(law: Law, L: np.ndarray, K: int) -> np.ndarray:
     return (limited_mean(law, (K + 1) * L) - limited_mean(law, K * L)) / L
 
 
+def min_of_two(law: Law) -> float:
+    """E[min(W, W')] = ∫_0^inf S(t)² dt of a lognormal W, integrated over z = (ln t - mu)/sigma."""
+
+    def integrand(z: float) -> float:
+        return law.sigma * math.exp(law.mu + law.sigma * z) * special.ndtr(-z) ** 2
+
+    cuts = [-40.0, -4.0, 0.0, 4.0, 40.0]  # past ±40 the integrand is below 1e-300 of the rest (or e^(mu-40σ))
+    head = math.exp(law.mu + law.sigma * cuts[0])
+    return head + sum(
+        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-12, limit=200)[0] for a, b in zip(cuts, cuts[1:])
+    )
+
+
+def halfin_whitt(wait: float) -> float:
+    """β with 1/(1 + β·Φ(β)/φ(β)) = wait."""
+
+    def share(beta: float) -> float:
+        return 1.0 / (1.0 + beta * special.ndtr(beta) / (math.exp(-beta * beta / 2) / math.sqrt(2 * math.pi)))
+
+    return optimize.brentq(lambda b: share(b) - wait, 0.0, 10.0, xtol=1e-14)
+
+
+def environments(si: Instance, law: Law, attempts: np.ndarray) -> np.ndarray:
+    """Environments rows 5 size for: R·W_use (MODEL §2), or under hold R·mean(W) + β·sqrt(V) with one backend
+    (share 1): V = R·(mean - E[min]) independent, g·R·(mean - E[min]) comonotone (§11 item 2)."""
+    if si.planning.basis != "hold":
+        w_use = law.mean if si.environment.littles_law_uses == "mean" else law.median
+        return attempts * w_use
+    spread = law.mean - min_of_two(law)
+    if si.freshness.group_correlation == "comonotone":
+        spread *= si.workload.group_size
+    beta = halfin_whitt(si.planning.sandbox_wait)
+    finite = np.where(np.isfinite(attempts), attempts, 0.0)
+    loads = finite * law.mean + beta * np.sqrt(finite * spread)
+    return np.where(np.isfinite(attempts), loads, np.inf)
+
+
+def fills(si: Instance, law: Law, attempts: np.ndarray) -> np.ndarray:
+    """MODEL §8's fill per cadence: the smallest t with p·R·∫_0^t F_grp >= B."""
+    w = si.workload
+    power = w.group_size if si.freshness.group_correlation == "independent" else 1
+    return np.array(
+        [law.fill(w.batch_trajectories / (w.intake_rate * r), power) if np.isfinite(r) else np.inf for r in attempts]
+    )
+
+
 def stage_tables(inst: Instance, K: int):
-    """Per stage: grid, attempts R_raw(L, K), steady and peak environments, and its instance."""
+    """Per stage: grid, attempts R_raw(L, K), steady and peak environments, its instance, and with the
+    start-up counted the first stage's fill per cadence."""
     out = []
     for stage in inst.stages.list:
         si = stage_instance(inst, stage)
@@ -80,15 +131,17 @@ def stage_tables(inst: Instance, K: int):
             drop = q
         intake = w.intake_rate * (1 - drop)
         attempts = np.where(intake > 0, w.batch_trajectories / (L * np.maximum(intake, 1e-300)), np.inf)
-        w_use = law.mean if si.environment.littles_law_uses == "mean" else law.median
-        steady = attempts * w_use
-        out.append((si, L, attempts, steady, steady * si.environment.peak_to_mean))
+        steady = environments(si, law, attempts)
+        counted = si.schedule.count_startup or si.planning.basis == "hold"
+        fill = fills(si, law, attempts) if counted and not out else None
+        out.append((si, L, attempts, steady, steady * si.environment.peak_to_mean, fill))
     return out
 
 
 def stage_cadences(table, caps: dict[str, np.ndarray], K: int) -> np.ndarray:
-    """Per capacity, the shortest grid cadence at which the stage's rows hold (inf: none)."""
-    si, L, attempts, steady, peak = table
+    """Per capacity, the shortest grid cadence at which the stage's rows hold (inf: none), or with the
+    first stage's fill its part fill + (n_1 - 1)·L (the shortest cadence has the shortest)."""
+    si, L, attempts, steady, peak, _ = table
     env, shapes = si.environment, si.inference.shapes
     m, x, N, V = caps["m"], caps["x"], caps["N"], caps["V"]
     rate = np.array(
@@ -111,7 +164,7 @@ def stage_cadences(table, caps: dict[str, np.ndarray], K: int) -> np.ndarray:
         & (peak[None, :] * (1 - TOL) <= local[:, None] + np.minimum(cloud[:, None], share * peak[None, :]) + 1e-9)
     )
     first = np.argmax(ok, axis=1)
-    return np.where(ok.any(axis=1), L[first], np.inf)
+    return np.where(ok.any(axis=1), L[first], np.inf), first
 
 
 def hourly_of(inst: Instance, caps: dict[str, np.ndarray]) -> np.ndarray:
@@ -123,24 +176,39 @@ def hourly_of(inst: Instance, caps: dict[str, np.ndarray]) -> np.ndarray:
     return pool.gpu_hour_cost * gpus + caps["N"] * inst.environment.node_types[0].hour_cost + vm
 
 
-def candidates(inst: Instance, host_top: int, vm_top: int) -> list[dict]:
-    """Every plan the order must choose among, as {total, makespan, hourly}."""
+def candidates(inst: Instance, host_top: int, vm_top: int, allowance: float = 0.0) -> list[dict]:
+    """Every plan the order must choose among, as {total, makespan, hourly}; ``allowance``: Δ in the
+    deadline row T + Δ <= deadline."""
     caps = capacities(inst, host_top, vm_top)
     hourly = hourly_of(inst, caps)
     n = [s.iterations for s in inst.stages.list]
-    extra, deadline = inst.schedule.extra_time, inst.schedule.deadline
     found = []
     for K in range(1, inst.freshness.max_versions_kept + 1):
         tables = stage_tables(inst, K)
-        L = np.stack([stage_cadences(t, caps, K) for t in tables], axis=1)  # (caps, stages)
+        parts = np.stack([stage_part(inst, p, t, caps, K) for p, t in enumerate(tables)], axis=1)
         if inst.stages.capacity == "fixed":
-            T = L @ np.array(n, dtype=float) + extra
+            T = parts.sum(axis=1) + inst.schedule.extra_time
             for h, span in zip(hourly, T):
-                if span <= deadline * (1 + TOL):
+                if span + allowance <= inst.schedule.deadline * (1 + TOL):
                     found.append({"total": h * span / 3600, "makespan": float(span), "hourly": float(h)})
         else:
-            found += _replans(inst, L, hourly, n)
+            found += _replans(inst, parts, hourly, n, allowance)
     return found
+
+
+def stage_part(inst: Instance, p: int, table, caps: dict[str, np.ndarray], K: int) -> np.ndarray:
+    """Per capacity, stage p's part of the run at its shortest cadence: n_p·L_p, with the start-up counted
+    the first stage's fill less one cadence and the last stage's final update U_P(m) added."""
+    si, fill = table[0], table[-1]
+    L, first = stage_cadences(table, caps, K)
+    part = si.workload.iterations * L
+    counted = inst.schedule.count_startup or inst.planning.basis == "hold"
+    if counted and p == 0:
+        part = part + np.where(np.isfinite(L), fill[first], np.inf) - np.where(np.isfinite(L), L, 0.0)
+    if counted and p == len(inst.stages.list) - 1:
+        t = si.training
+        part = part + np.array([update_time(t.update_time, m * t.gpus_per_group) for m in caps["m"].tolist()])
+    return part
 
 
 def _pareto(h: np.ndarray, d: np.ndarray) -> list[tuple[float, float]]:
@@ -155,7 +223,7 @@ def _pareto(h: np.ndarray, d: np.ndarray) -> list[tuple[float, float]]:
     return front
 
 
-def _replans(inst: Instance, L: np.ndarray, hourly: np.ndarray, n: list[int]) -> list[dict]:
+def _replans(inst: Instance, parts: np.ndarray, hourly: np.ndarray, n: list[int], allowance: float) -> list[dict]:
     P = len(n)
     extra, deadline, switch = inst.schedule.extra_time, inst.schedule.deadline, inst.stages.switch_time
     out = []
@@ -166,10 +234,10 @@ def _replans(inst: Instance, L: np.ndarray, hourly: np.ndarray, n: list[int]) ->
                 blocks.append(range(start, i))
                 start = i
         blocks.append(range(start, P))
-        fronts = [_pareto(hourly, sum(n[p] * L[:, p] for p in b)) for b in blocks]
+        fronts = [_pareto(hourly, sum(parts[:, p] for p in b)) for b in blocks]
         for choice in itertools.product(*fronts):
             span = sum(d for _, d in choice) + extra + switch * (len(blocks) - 1)
-            if span > deadline * (1 + TOL):
+            if span + allowance > deadline * (1 + TOL):
                 continue
             paid = sum(h * d for h, d in choice) + choice[-1][0] * extra
             paid += sum(h * switch for h, _ in choice[1:])

@@ -207,6 +207,18 @@ def test_exit_code_is_the_most_severe_outcome(tmp_path):
     assert report["counts"]["optimal"] == 1 and report["counts"]["infeasible"] == 1 and report["exit_code"] == 3
 
 
+def test_basis_option_plans_every_file_on_that_basis(tmp_path):
+    """--basis is one more edit (planning.basis), as on solve, frontier, compare and sweep (MODEL §11)."""
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        main, ["batch", str(SEED), "--out", str(out), "--workers", "1", "--quiet", "--basis", "steady_state"]
+    )
+    assert done.exit_code == 0, done.output
+    result = json.loads((out / "seed-week-75.json").read_text())
+    assert result["basis"] == "steady_state" and result.get("hold") is None
+    assert result["plan"]["makespan_s"] == 604000.0  # the seed's n·L at its optimal cadence of 604 s
+
+
 def test_discover_walks_folders_globs_and_files_once(tmp_path):
     for rel in ("a/x.yaml", "a/deep/y.yml", "b/x.toml", "b/z.json", "a/.hidden/h.yaml", "a/skip.txt", "out/r.json"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -144,3 +144,26 @@ def test_a_throughput_sweep_reuses_the_demand():
     assert not np.array_equal(first.supply_per_replica[0], faster.supply_per_replica[0])
     longer = build(validate(apply_edit(document, "schedule.deadline", "8d"), str(file), file.parent), cache)
     assert len(cache._demand) == 2 and longer.grid_points > first.grid_points
+
+
+def test_the_cache_fills_each_attempt_rate_once_and_as_the_fill_does(monkeypatch):
+    """TableCache.fill keeps every rate's start-up fill (MODEL §8): a re-solve that moves a pool size or a
+    limit reads them back, and only rates not met before reach startup.fill."""
+    from trainground.solver import calculus as calc
+    from trainground.solver import startup
+
+    inst = validate(read_document(ROOT / "instances" / "seed-week-75.yaml"), "seed", ROOT)
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    cache, asked = TableCache(), []
+    real = startup.fill
+    monkeypatch.setattr(
+        startup, "fill", lambda occ, rates, *rest: asked.append(np.size(rates)) or real(occ, rates, *rest)
+    )
+    first = np.array([9.0, 11.5, 10.455, 12.0])
+    second = np.array([12.0, 10.455, 14.25, 9.0, 14.25])
+    a = cache.fill(inst, occ, first)
+    b = cache.fill(inst, occ, second)
+    assert asked == [4, 1]  # the second call met one new rate
+    assert np.array_equal(a, startup.run_fill(inst, first))
+    assert np.array_equal(b, startup.run_fill(inst, second))
+    assert b[0] == a[3] and b[1] == a[2] and b[2] == b[4]

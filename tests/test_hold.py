@@ -19,6 +19,7 @@ from trainground.simulate.setup import setup_of
 from trainground.solver import calculus as calc
 from trainground.solver import holding, verify_hold
 from trainground.solver import verify_laws as laws
+from trainground.solver.solve import Planner
 from trainground.solver.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -436,6 +437,71 @@ def test_a_time_limit_that_runs_out_during_the_replays_stops_them_and_says_so():
     assert result.hold.replays == 0 and result.hold.sandbox_wait_share is None
     assert "ran out during round 1's replays (0 run)" in result.message
     assert result.hold.steady_state_total_cost is None and not result.hold.allowance_converged
+
+
+def test_a_round_that_cannot_end_within_the_time_limit_is_not_started(monkeypatch):
+    """With a time limit, round 2 starts only when what is left is at least what round 1 took: otherwise the
+    plan of round 1 (whose replays all ran) is returned as time_limit, the same plan whenever the limit falls
+    inside round 2, where a round cut short would depend on where the clock stopped it."""
+    from trainground.solver.stopwatch import Stopwatch
+
+    class NoRoomAfterRoundOne(Stopwatch):
+        replayed = False
+
+        def __init__(self):
+            super().__init__(time_limit=3600.0)
+
+        def note(self, text: str) -> None:
+            self.replayed = self.replayed or ": round 1," in text
+
+        def remaining(self) -> float:
+            return 1e-9 if self.replayed else 3600.0
+
+    import trainground.drivers.hold
+
+    inst = small()
+    free = solve_planned(inst)
+    assert free.hold.rounds == 2  # this run needs a second round
+    import trainground.drivers.pace
+
+    # each replay asks the clock alone (this clock leaves no room once round 1 is said, its replays included)
+    monkeypatch.setattr(trainground.drivers.pace.ReplayPace, "__call__", lambda self: self.clock.expired())
+    result = HoldingPlanner(inst, clock=NoRoomAfterRoundOne()).solve()
+    assert result.status == "time_limit" and result.hold.rounds == 1 and result.hold.replays == 16
+    assert "the time limit ran out after 1 rounds" in result.message
+    assert result.plan == Planner(inst).solve().plan  # round 1's plan, solved with no allowance
+
+
+def test_no_replay_starts_that_would_end_past_the_time_limit(monkeypatch):
+    """ReplayPace, asked before each replay starts (two at a time here): after the first replay has ended, a
+    replay takes two threads' time over the replays ended; one is refused when the clock leaves less."""
+    import trainground.drivers.pace as pace
+    from trainground.solver.stopwatch import Stopwatch
+
+    now = [0.0]
+    monkeypatch.setattr(pace.time, "perf_counter", lambda: now[0])
+
+    class Left(Stopwatch):
+        left = 1000.0
+
+        def remaining(self) -> float:
+            return self.left
+
+        def expired(self) -> bool:
+            return self.left <= 0
+
+    clock = Left()
+    stop = pace.ReplayPace(clock, threads=2)
+    assert not stop() and not stop()  # two start at t = 0
+    now[0] = 10.0
+    assert not stop()  # the first ended at 10 s: nothing measured yet
+    now[0] = 20.0
+    clock.left = 39.0
+    assert stop()  # one replay ended per 20 s on 2 threads: 40 s each, 39 s left
+    clock.left = 41.0
+    assert not stop()
+    clock.left = 0.0
+    assert stop()
 
 
 @pytest.mark.parametrize("sigma", [0.05, 0.3, 1.13, 2.5, 3.5])

@@ -39,9 +39,8 @@ def corpus(tmp_path_factory) -> list[Case]:
 def test_the_corpus_is_varied(corpus):
     kinds = Counter(case.name.split("-")[0] for case in corpus)
     assert len(corpus) >= 250, len(corpus)
-    assert {"cap", "digits", "nested", "alias", "list", "file", "grid", "scenarios", "set", "samples", "out"} <= set(
-        kinds
-    ), kinds
+    kinds_needed = {"cap", "digits", "nested", "alias", "list", "file", "grid", "scenarios", "set", "samples", "out"}
+    assert kinds_needed | {"calibrate", "stages", "planning", "reliability"} <= set(kinds), kinds
     capped = {case.args[1] for case in corpus if case.name.startswith("cap-")}
     assert len(capped) >= 4 * len(CAPS)  # every capped field, at least four ways
     suffixes = {Path(case.args[1]).suffix for case in corpus if case.args[0] == "solve"}

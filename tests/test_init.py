@@ -115,16 +115,14 @@ def test_init_refuses_bad_options(args, message, tmp_path):
     assert result.exit_code == 2 and message in result.output
 
 
-def test_the_optional_stages_block_uncommented_plans_three_stages_on_the_steady_state_basis():
+def test_the_optional_stages_block_uncommented_plans_three_stages_on_the_default_basis():
     text = init()
     assert "stages" not in yaml.safe_load(text)
     document = yaml.safe_load(uncommented(text, "stages"))
-    with pytest.raises(InstanceError, match="planning.basis: .*steady_state"):
-        validate(document, "starter.yaml")
-    document["planning"]["basis"] = "steady_state"
-    with pytest.raises(InstanceError, match="uncertainty: is not available with stages"):
-        validate(document, "starter.yaml")
-    del document["uncertainty"]
     inst = validate(document, "starter.yaml")
+    assert inst.holds  # staged plans hold (MODEL §12 under §11)
     assert [s.tokens_per_attempt for s in inst.stages.list] == [16384, None, 49152]
+    document["uncertainty"]["confidence"] = 0.9
+    with pytest.raises(InstanceError, match="uncertainty.confidence: is not available with stages"):
+        validate(document, "starter.yaml")
     assert sum(s.iterations for s in inst.stages.list) == inst.workload.iterations

@@ -256,7 +256,8 @@ def test_seed_tightening_never_costs_less(seed, seed_result, name, edit):
 
 
 def test_seed_infeasible_stays_infeasible(seed):
-    # 3,000 GPUs cannot carry the seed's plan, 8,048 GPUs in a week (docs/commands/solve.txt).
+    # 3,000 GPUs cannot carry the seed's plan, 8,048 GPUs in a week on the steady_state basis the suite runs on
+    # (docs/api/cell-2.txt: 'gpus[main]': 8048).
     tight = apply_edit(seed, "gpu_pools[0].gpus", 3000)
     base = solve(tight, "total_cost")
     assert base.status == "infeasible"

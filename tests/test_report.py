@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from trainground.render.tradeoffs import CORNER_ROWS, shown_corners
+
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 UNCERTAIN = ROOT / "instances" / "seed-week-75-uncertain.yaml"
@@ -161,6 +163,19 @@ def test_every_number_shown_is_solve_jsons(seed_report):
     assert any(k.startswith("solve.levers.items[") for k in checked)
     shown = {key: text for key, _, text in page.cells}
     assert shown["solve.plan.total_cost"] == f"${solved['plan']['total_cost']:,.0f}"
+    first = solved["levers"]["items"][0]
+    assert shown["solve.levers.items[0].saving"] == f"${first['saving']:,.0f}"  # money, as the cost it saves
+
+
+def test_the_page_opens_with_the_plan_in_one_sentence(seed_report):
+    text, solved = seed_report
+    opening = re.search(r'<p class="lead">(.*?)</p>', text).group(1)
+    plan = solved["plan"]
+    replicas = plan["inference"][0]
+    assert opening.startswith("The cheapest plan: ")
+    assert f"{replicas['replicas']:,} {replicas['shape']} replicas" in opening
+    assert f"{plan['training_groups']:,} training groups" in opening and f"${plan['total_cost']:,.0f}" in opening
+    assert "sized on the average rates" in text  # the basis said in words, not only its name
 
 
 def test_the_frontier_rows_are_the_frontier_commands(seed_report, tmp_path):
@@ -173,7 +188,11 @@ def test_the_frontier_rows_are_the_frontier_commands(seed_report, tmp_path):
     expected = [(name, p["makespan_s"], p["cost"]) for name, f in walked.items() for p in f["points"]]
     assert [(r["frontier"], r["makespan_s"], r["cost"]) for r in rows] == expected
     corners = [key for key, _, _ in page.cells if key.startswith("frontier.") and key.endswith(".cost")]
-    assert len(corners) == sum(len(f["corners"]) for f in walked.values())
+    shown = [shown_corners(f["corners"]) for f in walked.values()]  # at most 12 a frontier, both ends kept
+    assert len(corners) == sum(len(c) for c in shown) and all(len(c) <= CORNER_ROWS for c in shown)
+    cheapest = [r for r in rows if r["frontier"] == "total_cost"][-1]  # walked on the plan's basis: the plan
+    assert f"frontier.rows[{rows.index(cheapest)}].cost" in corners
+    assert same(cheapest["cost"], json.loads(page.json_text)["solve"]["plan"]["total_cost"])
     for key, value, _ in page.cells:
         if key.startswith("frontier."):
             index, column = re.fullmatch(r"frontier\.rows\[(\d+)\]\.(.+)", key).groups()
@@ -234,3 +253,99 @@ def test_bad_input_is_one_message_and_exit_2(tmp_path):
     done = run("report", str(bad), "--out", str(tmp_path / "r.html"))
     assert done.returncode == 2 and "Traceback" not in done.stderr and "bad.yaml" in done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_frontier_is_walked_on_the_plans_basis_unless_told(monkeypatch):
+    """Walked on another basis than the plan's, the frontier's cheapest point is not the plan the page opens with
+    (a steady-state frontier under a hold plan showed a cheaper plan than the plan)."""
+    from trainground.drivers import answer as answer_module
+    from trainground.drivers import frontier as frontier_module
+    from trainground.drivers import report as driver
+    from trainground.models.edits import load_edited
+
+    walked: list[str] = []
+    monkeypatch.setattr(driver, "answer", lambda inst, *a, **k: answer_module.Answer(inst, None))  # no solve
+    monkeypatch.setattr(frontier_module, "frontiers", lambda inst, **k: walked.append(inst.planning.basis))
+    for basis, told, expected in (
+        ("hold", None, "hold"),
+        ("steady_state", None, "steady_state"),
+        ("hold", "steady_state", "steady_state"),
+    ):
+        inst = load_edited(SEED, [f"planning.basis={basis}"])
+        found = driver.gather(inst, frontier_basis=told) if told else driver.gather(inst)
+        assert walked[-1] == expected == found.frontier_basis
+
+
+def test_the_api_passes_the_frontier_basis_on(monkeypatch, tmp_path):
+    import trainground
+    from trainground.drivers import report as driver
+
+    told: dict = {}
+
+    def gather(inst, objective=None, **options):
+        told.update(options)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(driver, "gather", gather)
+    with pytest.raises(RuntimeError, match="stop here"):
+        trainground.report(SEED, frontier_basis="hold", basis="steady_state")
+    assert told["frontier_basis"] == "hold"
+
+
+def test_levers_without_a_figure_are_explained_on_the_page(tmp_path):
+    out = tmp_path / "r.html"
+    done = run(
+        "report", str(SEED), "--out", str(out), "--basis", "steady_state", "--no-frontier", "--levers-time", "1e-9"
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    read_page(text)
+    levers = text.split('<section id="levers">')[1].split("</section>")[0]
+    opened = levers.split("<details>")[0]  # said in the open, not only in the folded command text
+    assert "without a figure" in opened and "--levers-time" in opened
+
+
+# A run of 40 iterations of 64 trajectories on the default basis, hold (tests/test_hold.py's small run): its
+# replays take milliseconds, so the page's hold numbers and its frontier on the plan's basis can be checked.
+SMALL_HOLD = {
+    "planning.basis": "hold",
+    "workload.iterations": "40",
+    "workload.batch_trajectories": "64",
+    "workload.group_size": "4",
+    "schedule.deadline": "6h",
+    "schedule.cadence.min": "300s",
+    "schedule.cadence.step": "2s",
+    "gpu_pools[0].gpus": "400",
+    "training.update_time.reference_gpus": "64",
+    "training.update_time.reference_time": "120s",
+    "environment.occupancy.median": "300s",
+    "environment.occupancy.p99": "3000s",
+    "environment.node_types[0].density.container": "40",
+    "environment.cloud.vm_types[0].max_vms": "0",
+    "freshness.max_versions_kept": "3",
+}
+
+
+def test_a_hold_page_is_solve_jsons_and_its_frontier_ends_at_the_plan(tmp_path):
+    sets = [a for path, value in SMALL_HOLD.items() for a in ("--set", f"{path}={value}")]
+    out = tmp_path / "hold.html"
+    done = run("report", str(SEED), "--out", str(out), *sets)
+    assert done.returncode == 0, done.stderr
+    solved = run("solve", str(SEED), "--json", *sets)
+    assert solved.returncode == 0, solved.stderr
+    expected = json.loads(solved.stdout)
+    text = out.read_text(encoding="utf-8")
+    page = read_page(text)
+    data = json.loads(page.json_text)
+    assert expected["basis"] == "hold" and without_clocks(data["solve"]) == without_clocks(expected)
+    held = [key for key, value, _ in page.cells if key.startswith("solve.hold.")]
+    assert {"solve.hold.allowance_s", "solve.hold.on_time_share", "solve.hold.expected_total_cost"} <= set(held)
+    for key, value, _ in page.cells:
+        if key.startswith("solve."):
+            assert same(value, at(expected, key[len("solve.") :])), key
+    cheapest = [r for r in data["frontier"]["rows"] if r["frontier"] == "total_cost"][-1]
+    assert same(cheapest["cost"], expected["plan"]["total_cost"]) and cheapest["allowance_from"] == "replays"
+    assert "Walked on the hold basis" in text
+    assert "run-variance allowance kept, without replays of its own" in text  # the levers under hold: not replayed
+    verdict = "It holds" if expected["hold"]["allowance_converged"] else "It does NOT hold"
+    assert verdict in re.search(r'<p class="lead">(.*?)</p>', text).group(1)

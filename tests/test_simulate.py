@@ -72,6 +72,28 @@ def test_sandbox_queue_matches_a_heap_reference(seed):
     assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_sandbox_queue_matches_the_heap_near_capacity(seed):
+    """Long runs whose in-flight count hovers near the capacity, with heavy-tailed lifetimes (an attempt that
+    waited keeps its sandbox long after the queue empties) and, in some, arrivals and lifetimes on one grid
+    (departures tie with arrivals and with the bin count's edges): the bin count, the no-wait schedule and
+    the fixed point together give the heap's starts."""
+    rng = np.random.default_rng(1000 + seed)
+    groups, g = int(rng.integers(200, 1500)), int(rng.choice([1, 4, 8]))
+    rate = rng.uniform(0.5, 4.0)  # groups per second
+    launch = np.arange(groups) / rate
+    lifetimes = rng.lognormal(2.0, rng.uniform(0.5, 1.5), groups * g)
+    if seed % 2 == 0:
+        launch, lifetimes = np.round(launch * 4) / 4, np.ceil(lifetimes * 4) / 4
+    arrivals = np.repeat(launch, g)
+    mean_inflight = rate * g * float(np.mean(lifetimes))
+    c = max(1, int(mean_inflight * rng.uniform(0.9, 1.3)))
+    queue = SandboxQueue(c)
+    windows = np.split(np.arange(arrivals.size), np.sort(rng.integers(0, arrivals.size, 2)))
+    starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w]) for w in windows])
+    assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
+
+
 def test_inflight_counts_and_max_match_an_event_sweep():
     rng = np.random.default_rng(7)
     start = np.sort(rng.uniform(0, 100, 500))

@@ -47,8 +47,7 @@ def staged(capacity: str = "fixed", **changes) -> dict:
         (lambda d: d["stages"]["list"][0].update(colour=1), "stages.list[0].colour", "unknown key"),
         (lambda d: d["stages"]["list"][2].update(name="early"), "stages.list[2].name", "duplicate name"),
         (lambda d: d["stages"].update(switch_time="30m"), "stages.switch_time", "replan only"),
-        (lambda d: d.update(planning={"basis": "hold"}), "planning.basis", "steady_state"),
-        (lambda d: d["schedule"].update(count_startup=True), "schedule.count_startup", "not available"),
+        (lambda d: d.update(reliability={"gpu_mtbf": "50000h"}), "reliability", "not available"),
         (
             lambda d: d["stages"]["list"][0].update(occupancy={"distribution": "lognormal", "median": 10}),
             "stages.list[0].occupancy",
@@ -130,7 +129,7 @@ def test_the_staged_verifier_rejects_a_broken_plan_on_that_row(seed_stages, brea
     assert not check.ok and any(v.startswith(row) for v in check.violations), check.violations
 
 
-def test_solve_json_carries_the_stages_and_other_commands_refuse_by_name(tmp_path):
+def test_solve_json_carries_the_stages_simulate_plays_them_and_a_plan_file_is_refused(tmp_path):
     data = yaml.safe_load((ROOT / "instances" / "seed-week-stages.yaml").read_text())
     data["schedule"]["cadence"] = {"min": "400s", "max": "900s", "step": "10s"}
     path = tmp_path / "staged.yaml"
@@ -143,7 +142,12 @@ def test_solve_json_carries_the_stages_and_other_commands_refuse_by_name(tmp_pat
     assert "plan" not in plan["stages"][0]
     human = CliRunner().invoke(main, ["solve", str(path)])
     assert human.exit_code == 0 and "Stages" in human.output and "the fleet" in human.output
-    for command in (["simulate", str(path)], ["frontier", str(path)]):
+    simulated = CliRunner().invoke(main, ["simulate", str(path), "--json"])
+    assert simulated.exit_code == 0, simulated.output
+    assert set(json.loads(simulated.output)["simulated"]["stages"]) == {"early", "mid", "late"}
+    saved = tmp_path / "plan.json"
+    saved.write_text(out.output)
+    for command in (["simulate", str(path), "--plan", str(saved)],):
         refused = CliRunner().invoke(main, command)
         assert refused.exit_code == 2, (command, refused.output)
         assert "stages" in refused.output and "Traceback" not in refused.output

@@ -127,7 +127,7 @@ def test_a_sweep_over_bounds_changes_the_answer():
     assert by_edits[("10000", "200", "null")]["status"] == "optimal"
     assert (
         by_edits[("8000", "200", "null")]["status"] == "infeasible"
-    )  # the seed plan uses 8,048 (docs/commands/solve.txt)
+    )  # the seed's steady_state plan uses 8,048 (docs/api/cell-2.txt: 'gpus[main]': 8048)
 
 
 def test_workers_give_the_same_rows():

@@ -73,3 +73,38 @@ def test_solve_says_the_tie():
     assert run.exit_code == 0, run.output
     words = " ".join(run.output.split())
     assert "ties: at least" in words and "this one has the fewest GPUs" in words
+
+
+def _two_node_types(first_double: bool) -> dict:
+    """The seed with a second node type twice as dense, with twice the cores and memory, at twice the price:
+    20 standard nodes and 10 double ones hold its sandboxes at the same cost."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "instances" / "seed-week-75.yaml").read_text(encoding="utf-8"))
+    data["planning"] = {"basis": "steady_state"}
+    std = data["environment"]["node_types"][0]
+    double = dict(
+        std,
+        name="double",
+        cores=2 * std["cores"],
+        memory_gb=2 * std["memory_gb"],
+        density={b: 2 * d for b, d in std["density"].items()},
+        hour_cost=2 * std["hour_cost"],
+    )
+    data["environment"]["node_types"] = [double, std] if first_double else [std, double]
+    return data
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_node_types_that_trade_at_one_price_go_to_the_fewest_nodes_whatever_their_order(objective):
+    plans = []
+    for first_double in (False, True):
+        result = solve_instance(validate(_two_node_types(first_double), "two-node-types.yaml"), objective)
+        plans.append(result.plan)
+        counts = {n.type: n.count for n in result.plan.local_nodes}
+        if result.ties:  # said when the equal plan on more nodes was the one found first
+            assert result.ties["decided_by"].endswith("fewest nodes")
+        assert counts["standard"] == 0 and counts["double"] > 0, counts  # a standard pair costs what a double does
+    one, other = plans
+    assert {n.type: n.count for n in one.local_nodes} == {n.type: n.count for n in other.local_nodes}
+    assert one.total_cost == pytest.approx(other.total_cost, rel=1e-12) and one.inference == other.inference

@@ -5,6 +5,7 @@ a closed pipe ends a command quietly with its own exit code."""
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,35 @@ def test_a_fine_grid_does_not_stop_the_diagnosis_from_raising_the_deadline():
         solve_instance(edited(inst, {"schedule.deadline": change["value"] - 20 * inst.schedule.cadence.step})).status
         == "infeasible"
     )
+
+
+# The same question on the default basis, hold (docs/model.md §11), where start-up is counted and every
+# (cadence, K) pair lists each training-group count worth having (§8): the diagnosis's probes at a loose value
+# (16 times the pool's 3,000 GPUs: 48,000, room for 6,000 groups of 8) listed up to 6,000 rows for each of the
+# ~27,000 pairs of the 60 s..30,000 s grid at a 10 s step, ~10^8 rows, and ran out of memory.
+HOLD = [*FINE_GRID, "schedule.deadline=600000", "schedule.cadence.step=10s", "planning.basis=hold"]
+MEMORY = 4 * 2**30  # bytes of address space the command may take: ample for a diagnosis, far short of the rows
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+@pytest.mark.parametrize("gpus", [3000, 3100])  # 3000: no pair passes; 3100: pairs pass, whole plans are cut
+def test_under_hold_the_diagnosis_of_a_bare_deadline_fits_in_memory_and_finds_the_deadline(gpus):
+    from trainground.models.edits import load_edited
+    from trainground.solver.solve import Planner
+
+    edits = [*HOLD, f"gpu_pools[0].gpus={gpus}"]
+    argv = [str(TRAINGROUND), "solve", str(SEED), "--no-levers", "--json", *(a for e in edits for a in ("--set", e))]
+    done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=_limit_memory, timeout=600)
+    assert done.returncode == 3, done.stderr  # infeasible, diagnosed (an internal error is exit 1)
+    diagnosis = json.loads(done.stdout)["diagnosis"]
+    assert "deadline" not in diagnosis["cannot_help"]
+    change = next(c for c in diagnosis["changes"] if c["input"] == "deadline")
+    assert change["exact"] and change["value"] > 600000
+    # exact on the hold rows the diagnosis reads (the replays then set the allowance): the shortest makespan
+    at = Planner(load_edited(SEED, [*edits, f"schedule.deadline={change['value']}"])).solve("makespan")
+    assert at.plan is not None and at.plan.makespan_s == pytest.approx(change["value"], rel=1e-9)
+    short = Planner(load_edited(SEED, [*edits, f"schedule.deadline={change['value'] * (1 - 1e-6)}"])).solve()
+    assert short.plan is None

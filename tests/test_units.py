@@ -23,6 +23,7 @@ from trainground.models.units import format_duration, parse_duration
         (".5h", 1800.0),
         ("600", 600.0),
         (" 10 m ", 600.0),
+        ("7 d", 604800.0),  # as the outputs print a deadline: a planner means seven days
         ("1e3s", 1000.0),
         ("0s", 0.0),
         (600, 600.0),

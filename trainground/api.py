@@ -262,21 +262,30 @@ def report(
     edits: Sequence[str] = (),
     basis: str | None = None,
     simulate: int | None = None,
+    levers_time: float = 10.0,
     confidences: Sequence[float] = (0.5, 0.8, 0.9, 0.95),
     samples: int = 10_000,
     with_frontier: bool = True,
-    frontier_basis: str | None = "steady_state",
+    frontier_basis: str | None = None,
 ) -> str:
-    """`report`'s self-contained HTML page (written to ``out`` when given): the plan and why it holds, levers,
+    """`report`'s self-contained HTML page (written to ``out`` when given): the plan and why it holds, levers
+    (their re-solves within ``levers_time`` seconds),
     risk and the price of certainty at ``confidences`` (with an uncertainty section), the frontier (walked on
-    ``frontier_basis``; None: the instance's)."""
+    ``frontier_basis``; None: the plan's, as `report --frontier-basis`)."""
     from trainground.drivers.report import gather
     from trainground.render.report import report_html
     from trainground.simulate.output import write_atomic_bytes
 
     inst = load(source, edits, basis=basis)
     found = gather(
-        inst, objective, replications=simulate, alphas=confidences, samples=samples, with_frontier=with_frontier
+        inst,
+        objective,
+        replications=simulate,
+        levers_time=levers_time,
+        alphas=confidences,
+        samples=samples,
+        with_frontier=with_frontier,
+        frontier_basis=frontier_basis,
     )
     text = report_html(found, str(source) if isinstance(source, (str, Path)) else inst.name or DICT_SOURCE)
     if out is not None:

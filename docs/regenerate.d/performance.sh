@@ -25,6 +25,15 @@ fi
 if wanted simulate; then
     show docs/performance/simulate.txt python bench/simulate.py --repeats 3 --iterations 1000 --replications 16
 fi
+if wanted stages; then
+    show docs/performance/stages.txt python bench/stages.py --repeats 3 --hold --replan 1,2
+fi
 if wanted scaling; then
     show docs/performance/scaling.txt python bench/scaling.py --repeats 3
+fi
+if wanted finegrid; then
+    show docs/performance/finegrid.txt python bench/hold.py --sections finegrid --repeats 3
+fi
+if wanted hostile; then
+    show docs/performance/hostile.txt python bench/hostile.py
 fi

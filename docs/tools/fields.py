@@ -17,7 +17,8 @@ Every field of an instance file (YAML, TOML or JSON), section by section: its pa
 items of a list; a field of one kind of a tagged union shows the tag it belongs to), its type and what
 it means, with its unit, typical values, the value in the seed article's baseline
 (`instances/seed-week-75.yaml`) and its default, or *Required*. Durations are seconds when given as a
-bare number, or a string with one unit: `600s`, `10m`, `168h`, `7d`, `2w`.
+bare number, or a string with one unit: `600s`, `10m`, `168h`, `7d`, `2w`; spaces around the unit are
+allowed (`7 d` is seven days, as the outputs print durations).
 
 `trainground init` writes a starter instance with every field present and these descriptions as
 comments; `trainground schema` prints the same descriptions as a JSON Schema for editors.
@@ -69,7 +70,8 @@ def caps() -> list[str]:
         f"{', '.join(sorted(p.FLOOR_EXEMPT))} may be smaller): a plan whose numbers span more orders of magnitude "
         "than the solver's tolerances cannot be checked;",
         f"- the cadence grid (cadence.min to cadence.max, or the deadline pace, in steps of cadence.step) times "
-        f"the versions kept K has more than {p.TABLE_ENTRIES:,} (cadence, K) entries;",
+        f"the versions kept K has more than {p.TABLE_ENTRIES:,} (cadence, K) entries; with `stages`, so do the",
+        "  stages' grids together (each stage's top defaults to its own deadline pace: a short stage reaches far);",
         f"- with an `uncertainty` section, its samples times the training-group counts exceed {p.SCENARIO_ENTRIES:,}.",
         "",
         "These are checked as the file is read, before anything is built; copies the program makes itself (a",

@@ -1,0 +1,60 @@
+"""MODEL.md §12 with the start-up counted (§8) and under hold (§11: start-up, E^hold sandboxes, an allowance Δ in
+the deadline row): the staged MIP's optimum equals a brute-force enumeration (tests/stages_reference.py) on small
+random staged instances, both capacities and all three objectives, tie-breaks included; every plan passes the
+staged verifier, and the start-up really enters the optimum."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from tests import stages_reference as ref
+from tests.test_stages_bruteforce import VALUE, _close, _host_top, random_staged
+from trainground.models.load import validate
+from trainground.solver.stages import StagedPlanner
+
+INSTANCES = 80
+
+
+def _variant(seed: int) -> tuple[dict, float]:
+    """Instance ``seed`` of the steady-state brute force with the start-up counted or under hold (every other
+    block of four seeds, so each chunk has both; with an allowance), its deadline widened for the fill."""
+    data = random_staged(seed)
+    rng = random.Random(10_000 + seed)
+    data["schedule"]["deadline"] = int(data["schedule"]["deadline"] * 1.5)
+    if (seed // 4) % 2:
+        data["planning"] = {"basis": "hold", "sandbox_wait": rng.choice((0.01, 0.05)), "replays": 16}
+        data["freshness"]["group_correlation"] = rng.choice(("independent", "comonotone"))
+        return data, float(rng.choice((0, 40, 150)))
+    data["schedule"]["count_startup"] = True
+    return data, 0.0
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_staged_startup_and_hold_match_brute_force(chunk):
+    seen = {(basis, capacity): set() for basis in ("hold", "steady_state") for capacity in ("fixed", "replan")}
+    counted = 0
+    for seed in range(chunk, INSTANCES, 4):
+        data, allowance = _variant(seed)
+        inst = validate(data, "random.yaml")
+        vms = inst.environment.cloud.vm_types
+        found = ref.candidates(inst, _host_top(inst), vms[0].max_vms if vms else 0, allowance)
+        planner = StagedPlanner(inst)
+        for objective in VALUE:
+            expected = ref.best(found, objective)
+            result = planner.solve(objective, allowance=allowance)
+            if expected is None:
+                assert result.status == "infeasible", (seed, objective, result.plan)
+                continue
+            seen[inst.planning.basis, inst.stages.capacity].add(objective)
+            assert result.status == "optimal", (seed, objective, result.status, expected)
+            plan = result.plan
+            got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
+            for key in ref.ORDER[objective]:
+                assert _close(got[key], expected[key]), (seed, objective, key, got, expected)
+            steady = sum(s.iterations * s.cadence_s for s in plan.stages) + inst.schedule.extra_time
+            counted += not math.isclose(plan.makespan_s, steady, rel_tol=1e-9, abs_tol=1e-6)
+    assert all(len(s) == 3 for s in seen.values()), seen  # both bases and capacities, every objective, with plans
+    assert counted > 0
