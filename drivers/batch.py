@@ -200,14 +200,14 @@ class _LocalPool:
         return self.executor
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.executor.shutdown(wait=True)
-            return
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        for process in multiprocessing.active_children():
-            if process not in self._before:
-                process.terminate()
-        self.executor.shutdown(wait=True)
+        # On an interrupt the workers are ended first: the pool's manager thread then finds the
+        # pool broken, fails what is pending and ends, and the shutdown joins it. A manager left
+        # running past the interpreter's exit races its own teardown ("Bad file descriptor").
+        if exc_type is not None:
+            for process in multiprocessing.active_children():
+                if process not in self._before:
+                    process.terminate()
+        self.executor.shutdown(wait=True, cancel_futures=exc_type is not None)
 
 
 def run_local(

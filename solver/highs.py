@@ -27,7 +27,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 from pyomo.core.expr.visitor import identify_mutable_parameters
 
 from trainground.models.result import Status
-from trainground.solver.tolerances import FEASIBILITY_TOL
+from trainground.solver.tolerances import COST_CHECK_TOL, FEASIBILITY_TOL
 
 # Tuned on the bundled seed instances (bench/solve.py): these models are small and their LP
 # relaxation is the convex hull of the cadence choice, so HiGHS's primal heuristics and extra
@@ -104,7 +104,10 @@ def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
     status = highs.getModelStatus()
     info = highs.getInfo()
     has_solution = info.primal_solution_status == 2
-    if status == highspy.HighsModelStatus.kOptimal and has_solution:
+    col_value = highs.getSolution().col_value if has_solution else None
+    if has_solution and not _solution_has_objective(highs, info.objective_function_value, col_value):
+        mapped, has_solution = Status.ERROR, False
+    elif status == highspy.HighsModelStatus.kOptimal and has_solution:
         mapped = Status.OPTIMAL
     elif status in _NO_PLAN:
         mapped = Status.INFEASIBLE
@@ -117,8 +120,21 @@ def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
         objective_value=info.objective_function_value if has_solution else None,
         bound=info.mip_dual_bound if info.mip_node_count >= 0 else None,
         highs_seconds=float(highs.getRunTime()),
-        values=Solution(columns, highs.getSolution().col_value) if has_solution else None,
+        values=Solution(columns, col_value) if has_solution else None,
     )
+
+
+def _solution_has_objective(highs: highspy.Highs, objective: float, col_value) -> bool:
+    """Whether the solution HiGHS returns has the objective value it reports. HiGHS 1.16 can, after a
+    presolve of a model changed in place, report an optimum the solution does not reach while returning the
+    previous run's solution (seen on a least hourly cost whose model a total-cost search had just run): that
+    run is a solve error, which the caller repeats without presolve (:meth:`solver.live.LiveModel.run`)."""
+    n = highs.getNumCol()
+    if n == 0:
+        return True
+    costs = highs.getCols(n, np.arange(n, dtype=np.int32))[2]
+    value = float(np.dot(costs, np.asarray(col_value))) + highs.getObjectiveOffset()[1]
+    return abs(value - objective) <= COST_CHECK_TOL * max(1.0, abs(objective))
 
 
 def new_highs() -> highspy.Highs:

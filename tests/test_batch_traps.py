@@ -180,3 +180,16 @@ def test_infeasible_rows_carry_the_top_fix_and_unit_warnings(tmp_path, deadline,
     row = driver.summary_row(driver.plan_tasks([folder / "x.yaml"])[0], payload)
     assert row["message"].startswith("no plan meets every constraint; ")
     assert expected in row["message"]
+
+
+def test_an_interrupted_pool_leaves_no_manager_thread_running():
+    # A manager thread still running when the interpreter exits races its own teardown and prints
+    # "Exception ignored ... Bad file descriptor" after a SIGTERM: the pool's exit must join it.
+    with pytest.raises(KeyboardInterrupt):
+        with driver._LocalPool(1) as executor:
+            future = executor.submit(time.sleep, 60)
+            while not future.running():
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+    managers = [t for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"]
+    assert managers == []

@@ -123,3 +123,16 @@ def test_highs_holds_what_a_fresh_load_holds_after_blocks_are_rekeyed():
     assert all(blk.key == key for key, blk in planner.live.blocks.items())
     fresh = Planner(target).solve("makespan")
     assert result.plan == fresh.plan and result.objective_value == fresh.objective_value
+
+
+def test_a_run_whose_solution_lacks_its_reported_objective_is_repeated_without_presolve():
+    """On this instance HiGHS 1.16, after a makespan search changed the model in place, reported a least
+    hourly cost of 4 with the previous run's solution (cost 8): the adapter checks a solution's cost against
+    the reported value, and the search's plan is a fresh model's."""
+    inst = load_instance(Path(__file__).parent / "data" / "highs-stale-solution.yaml")
+    fresh = Planner(inst).solve("hourly_cost")
+    planner = Planner(inst, reusable=True, fewest_groups=True, covered=False)
+    planner.solve("makespan", feasibility=True)
+    again = planner.solve("hourly_cost", feasibility=True)
+    assert again.plan is not None and fresh.plan is not None
+    assert again.plan.hourly_cost == fresh.plan.hourly_cost and again.objective_value == fresh.objective_value
