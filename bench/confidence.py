@@ -1,19 +1,21 @@
-"""Confidence solves (MODEL.md §9): the whole `solve --confidence α` command with S = 1,000 scenarios on
-both bundled uncertain instances (seed-week-75-uncertain: one GPU pool; seed-3000-cards-uncertain: two)
-for α = 0.5 ... 0.99, medians of wall and CPU time, and the four-level `frontier --confidence-curve`;
-then how the MIP grows with S (100, 300, 1,000): scenario groups, rows and columns HiGHS holds, pairs
-built, HiGHS runs and seconds.
+"""Confidence solves (MODEL.md §9, under hold §11's last paragraphs): the whole `solve --confidence α` command
+with S = 1,000 scenarios on both bundled uncertain instances (seed-week-75-uncertain: one GPU pool;
+seed-3000-cards-uncertain: two) for α = 0.5 ... 0.99 on both bases, medians of wall and CPU time, and of the
+seconds the allowance loop spent replaying (hold); the four-level `frontier --confidence-curve` likewise; then
+how the solve grows with S (100, 300, 1,000): scenario groups, pairs, pairs whose model HiGHS ran, seconds.
 
-    PYTHONPATH=. python bench/confidence.py [--repeat 3] [--root DIR] [--skip-growth] [--args "..."]
+    PYTHONPATH=. python bench/confidence.py [--repeat 3] [--root DIR] [--bases hold,steady_state] [--skip-growth]
 
-``--root`` times another checkout's cli.py (e.g. the commit before a change) on this tree's instances;
-``--args`` adds options to every command (e.g. ``--basis steady_state`` where that is not the default).
-The machine's other load inflates wall time; CPU time of the child process is printed beside it.
+``--root`` times another checkout's cli.py (e.g. the commit before a change) on this tree's instances.
+The machine's other load inflates wall time; CPU time of the child process is printed beside it, and the
+load average before and after the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import statistics
 import subprocess
@@ -24,67 +26,107 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = [ROOT / "instances" / "seed-week-75-uncertain.yaml", ROOT / "instances" / "seed-3000-cards-uncertain.yaml"]
-INSTANCE = INSTANCES[0]
 ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 CURVE = "0.5,0.8,0.9,0.95"
 
 
-EXTRA: list[str] = []  # options added to every command (--args)
-
-
-def timed(root: Path, args: list[str], repeat: int) -> tuple[float, float, str]:
-    """Median wall and CPU seconds of `cli.py ARGS` in ``root``, and its first output line."""
-    walls, cpus, first = [], [], ""
+def timed(root: Path, args: list[str], repeat: int) -> tuple[float, float, float | None, dict]:
+    """Median wall and CPU seconds of `cli.py ARGS --json` in ``root``, the median of the replay seconds its JSON
+    reports (None: no replays), and the last run's JSON."""
+    walls, cpus, replays, payload = [], [], [], {}
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, str(root / "cli.py"), *args, *EXTRA],
+            [sys.executable, str(root / "cli.py"), *args, "--json"],
             capture_output=True,
             text=True,
             cwd=root,
-            env={"PYTHONPATH": str(root)},
+            env={**os.environ, "PYTHONPATH": str(root)},
         )
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        text = done.stdout or done.stderr
-        first = text.splitlines()[0] if text else f"exit {done.returncode}"
-    return statistics.median(walls), statistics.median(cpus), first
+        try:
+            payload = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            payload = {"status": f"exit {done.returncode}"}
+        seconds = replay_seconds(payload)
+        if seconds is not None:
+            replays.append(seconds)
+    return statistics.median(walls), statistics.median(cpus), statistics.median(replays) if replays else None, payload
 
 
-def alpha_table(root: Path, repeat: int) -> None:
-    print(f"instance | alpha | wall s | CPU s | first line   (median of {repeat}, S = 1,000)")
-    for inst in INSTANCES:
-        for alpha in ALPHAS:
-            wall, cpu, first = timed(root, ["solve", str(inst), "--confidence", str(alpha)], repeat)
-            print(f"{inst.stem} | {alpha} | {wall:.2f} | {cpu:.2f} | {first.split(': ', 1)[-1]}", flush=True)
-    with tempfile.TemporaryDirectory() as out:
+def replay_seconds(payload: dict) -> float | None:
+    """The wall seconds a solve's allowance loops replayed (a curve's summed over its points)."""
+    results = [payload]
+    if "points" in payload:
+        results = [payload["deterministic"], *(p["result"] for p in payload["points"])]
+    found = [(r.get("hold") or {}).get("replay_seconds") for r in results]
+    found = [s for s in found if s is not None]
+    return sum(found) if found else None
+
+
+def outcome(payload: dict) -> str:
+    status = payload.get("status", "?")
+    value = payload.get("objective_value")
+    return status if value is None else f"{status}, total_cost = ${value:,.2f}"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def alpha_table(root: Path, repeat: int, bases: list[str]) -> None:
+    print(f"load average {load()}")
+    print(
+        f"instance | basis | alpha | wall s | CPU s | replays s | wall s less replays | result   (median of {repeat})"
+    )
+    for basis in bases:
         for inst in INSTANCES:
-            wall, cpu, _ = timed(root, ["frontier", str(inst), "--confidence-curve", CURVE, "--out", out], repeat)
-            print(f"{inst.stem} | frontier --confidence-curve {CURVE} | {wall:.2f} | {cpu:.2f} |", flush=True)
+            for alpha in ALPHAS:
+                args = ["solve", str(inst), "--confidence", str(alpha), "--basis", basis]
+                wall, cpu, replays, payload = timed(root, args, repeat)
+                rest = wall - (replays or 0.0)
+                shown = "" if replays is None else f"{replays:.2f}"
+                print(
+                    f"{inst.stem} | {basis} | {alpha} | {wall:.2f} | {cpu:.2f} | {shown} | {rest:.2f} | {outcome(payload)}",
+                    flush=True,
+                )
+    with tempfile.TemporaryDirectory() as out:
+        for basis in bases:
+            for inst in INSTANCES:
+                args = ["frontier", str(inst), "--confidence-curve", CURVE, "--out", out, "--basis", basis]
+                wall, cpu, replays, _ = timed(root, args, repeat)
+                shown = "" if replays is None else f"{replays:.2f}"
+                rest = wall - (replays or 0.0)
+                print(
+                    f"{inst.stem} | {basis} | curve {CURVE} | {wall:.2f} | {cpu:.2f} | {shown} | {rest:.2f} |",
+                    flush=True,
+                )
+    print(f"load average {load()}")
 
 
-def growth(samples: int) -> dict:
-    """One confidence solve at S = ``samples`` (the bundled instance), in process: sizes and times."""
+def growth(samples: int, basis: str) -> dict:
+    """One confidence solve at S = ``samples`` (the first instance, α = 0.9, no allowance loop), in process."""
     from trainground.models.edits import load_edited
     from trainground.solver.solve import Planner
 
-    inst = load_edited(INSTANCE, [f"uncertainty.samples={samples}", "uncertainty.confidence=0.9"])
+    edits = [f"uncertainty.samples={samples}", "uncertainty.confidence=0.9", f"planning.basis={basis}"]
+    inst = load_edited(INSTANCES[0], edits)
     start, cpu = time.perf_counter(), time.process_time()
     planner = Planner(inst)
     result = planner.solve()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    blocks = planner.confidence.blocks
     size = result.model_size or {}
     return {
+        "basis": basis,
         "S": samples,
-        "groups": int(blocks.req.weight.size),
-        "columns": size.get("variables"),
-        "rows": size.get("rows"),
-        "pairs built": size.get("pairs_built"),
+        "groups": planner.confidence.groups if planner.confidence else None,
+        "pairs": size.get("pairs"),
+        "pairs run": size.get("pairs_built"),
         "HiGHS runs": size.get("highs_runs"),
-        "HiGHS wall s": round(result.timings.highs, 2),
+        "HiGHS s": round(result.timings.highs, 2),
         "solve wall s": round(seconds, 2),
         "solve CPU s": round(cpu, 2),
         "status": str(result.status),
@@ -96,14 +138,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose cli.py is timed")
+    parser.add_argument("--bases", default="hold,steady_state", help="bases to time, comma-separated")
     parser.add_argument("--skip-growth", action="store_true")
-    parser.add_argument("--args", default="", help="options added to every command")
     args = parser.parse_args()
-    EXTRA.extend(args.args.split())
-    alpha_table(args.root.resolve(), args.repeat)
+    bases = [b for b in args.bases.split(",") if b]
+    alpha_table(args.root.resolve(), args.repeat, bases)
     if args.skip_growth:
         return
-    rows = [growth(s) for s in (100, 300, 1000)]
+    rows = [growth(s, basis) for basis in bases for s in (100, 300, 1000)]
     print(" | ".join(rows[0]))
     for row in rows:
         print(" | ".join(str(v) for v in row.values()))

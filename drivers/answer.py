@@ -129,11 +129,14 @@ def startup_estimate(inst: Instance, result: Result) -> float | None:
 
 
 def beyond_deterministic(inst: Instance, result: Result, objective: str | None) -> Beyond:
-    """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve)."""
-    from trainground.solver.confidence import what_drove
+    """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve, with
+    the confidence plan's run-variance allowance under hold: the comparison prices the inputs' uncertainty), and
+    which need binds in its worst scenarios, each on time iff T_s + Δ <= deadline (MODEL §11)."""
+    from trainground.solver.confidence_report import what_drove
     from trainground.solver.scenarios import draw
     from trainground.solver.solve import Planner
 
+    allowance = result.hold.allowance_s if result.hold is not None else 0.0
     deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
-    base = Planner(deterministic).solve(objective).plan
-    return Beyond(base, what_drove(inst, result.plan, base, draw(inst)))
+    base = Planner(deterministic).solve(objective, allowance=allowance).plan
+    return Beyond(base, what_drove(inst, result.plan, base, draw(inst), allowance=allowance))

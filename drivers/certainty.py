@@ -1,8 +1,12 @@
 """The price of certainty (MODEL.md §9): the best plan for each confidence α of a list, one confidence
 solve per α over the same scenario set, with the deterministic optimum as the reference point.
 
-Each point is a full MODEL.md §6 result with its ``confidence`` object; a higher α never gives a
-cheaper plan (the plans for α are feasible for every smaller α), which :func:`curve` checks.
+Each point is a full MODEL.md §6 result with its ``confidence`` object, planned on the instance's basis: under
+hold (MODEL §11) each runs its allowance loop, whose replays draw a scenario each, so a point carries its
+allowance and its replays' realised cost. The points share the work that does not depend on α: the pair
+table (:class:`solver.pairs.TableCache`), the scenario set's needs (:class:`solver.confidence_table.ScenarioTable`)
+and the replays of plans already replayed (:class:`drivers.hold.ReplayCache`). With one allowance for every α
+(steady_state: none), a higher α never gives a cheaper plan: its plans are feasible for every smaller α.
 """
 
 from __future__ import annotations
@@ -10,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from trainground.drivers.hold import ReplayCache, planner_for
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver.solve import Planner
+from trainground.solver import scenarios as sc
+from trainground.solver.confidence_table import ScenarioTable
+from trainground.solver.pairs import TableCache
 
 CSV_COLUMNS = (
     "confidence",
@@ -30,6 +37,9 @@ CSV_COLUMNS = (
     "out_of_sample",
     "out_of_sample_low",
     "out_of_sample_high",
+    "allowance_s",
+    "expected_total_cost",
+    "p90_total_cost",
 )
 
 
@@ -68,6 +78,13 @@ class CertaintyCurve:
                     out_of_sample_low=c.out_of_sample_interval[0],
                     out_of_sample_high=c.out_of_sample_interval[1],
                 )
+            if r.hold is not None:
+                h = r.hold
+                row.update(
+                    allowance_s=h.allowance_s,
+                    expected_total_cost=h.expected_total_cost,
+                    p90_total_cost=h.p90_total_cost,
+                )
             out.append(row)
         return out
 
@@ -90,18 +107,24 @@ def curve(
     alphas: Sequence[float],
     objective: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    replays: ReplayCache | None = None,
 ) -> CertaintyCurve:
-    """The deterministic optimum, then the confidence plan for each α (sorted ascending)."""
+    """The deterministic optimum, then the confidence plan for each α (sorted ascending), each on the
+    instance's basis (``replays``: whose replays the points may reuse; a new cache by default)."""
     if inst.uncertainty is None:
         raise ValueError(f"{inst.name}: the price of certainty needs an uncertainty section (docs/model.md §9)")
     objective = objective or inst.objective
     total = len(alphas) + 1
-    base = Planner(with_alpha(inst, None)).solve(objective)
+    replays = replays or ReplayCache()
+    cache = TableCache(8)
+    base = planner_for(with_alpha(inst, None), replays, cache=cache).solve(objective)
+    table = ScenarioTable(inst, sc.draw(inst)) if alphas else None
     points = []
     for k, alpha in enumerate(sorted(alphas), start=1):
         if on_progress is not None:
             on_progress(k, total)
-        points.append((alpha, Planner(with_alpha(inst, alpha)).solve(objective)))
+        planner = planner_for(with_alpha(inst, alpha), replays, cache=cache, table=table)
+        points.append((alpha, planner.solve(objective)))
     if on_progress is not None:
         on_progress(total, total)
     return CertaintyCurve(instance=inst.name or "", objective=objective, deterministic=base, points=points)

@@ -201,12 +201,9 @@ class HoldingPlanner:
             if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
                 why = "time"
                 break
-            if planner.confidence is not None and planner.confidence.allowance != allowance:
-                clock.note(f"{inst.name}: scenario table with allowance {allowance:,.0f} s")
-                planner = Planner(
-                    inst, **{**self._options, "confidence": planner.confidence.alpha}, allowance=allowance
-                )
-            result = planner.solve(objective, time_limit=clock.remaining(), allowance=allowance, **restrictions)
+            result = planner.solve(
+                objective, time_limit=clock.remaining(), allowance=allowance, confidence_report=False, **restrictions
+            )
             spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
             if result.plan is None:
                 if last is None:
@@ -239,6 +236,8 @@ class HoldingPlanner:
         alpha = None if planner.confidence is None else planner.confidence.alpha
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
+        if planner.confidence is not None:  # a staged planner has no confidence solve (refused before)
+            planner.report_confidence(result, used)
         if result.confidence is not None:
             result.confidence = result.confidence.model_copy(update=replayed_costs(result.hold, used))
         if not converged:
@@ -275,7 +274,7 @@ class HoldingPlanner:
                 update={"planning": self.inst.planning.model_copy(update={"basis": "steady_state"})}
             )
             self._steady = base_planner(steady, **self._options)
-        return self._steady.solve(objective, time_limit=clock.remaining(), **restrictions)
+        return self._steady.solve(objective, time_limit=clock.remaining(), confidence_report=False, **restrictions)
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:
@@ -287,7 +286,7 @@ def passes(planner: Planner, result: Result, lateness: float) -> bool:
     conf = planner.confidence
     if conf is None:
         return True
-    return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.blocks.needed
+    return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.needed
 
 
 def replayed_costs(hold: HoldReport, allowance: float) -> dict:

@@ -9,9 +9,10 @@ from trainground.render.tables import money
 def render_confidence(console, result, deterministic, drove: dict) -> None:
     c = result.confidence
     lo, hi = c.out_of_sample_interval
+    held = f", each with the {c.allowance_s:,.0f} s allowance" if c.allowance_s > 0 else ""
     console.print(
         f"confidence: planned for {c.target:.0%} of {c.scenarios:,} scenarios (on time in "
-        f"≥ {c.needed:,}); on time in {c.in_sample:.1%} of them and in {c.out_of_sample:.1%} of "
+        f"≥ {c.needed:,}{held}); on time in {c.in_sample:.1%} of them and in {c.out_of_sample:.1%} of "
         f"{c.check_samples:,} fresh ones (95 % interval {lo:.1%}–{hi:.1%}, seed {c.check_seed})"
     )
     if deterministic is not None:
@@ -50,10 +51,13 @@ def binding_phrase(drove: dict) -> str:
 
 
 def render_curve(console, found, files) -> None:
-    """The price of certainty as a table: each confidence's plan, its cost over the deterministic one."""
+    """The price of certainty as a table: each confidence's plan, its cost over the deterministic one; under
+    hold (MODEL §11) each plan's allowance and its replays' expected cost beside."""
     from rich.table import Table
 
     base = found.deterministic.plan
+    rows = found.rows()
+    held = any(row["allowance_s"] is not None for row in rows)
     table = Table(
         title=f"{found.instance}: price of certainty ({found.objective})",
         title_justify="left",
@@ -69,12 +73,13 @@ def render_curve(console, found, files) -> None:
         "nodes",
         "in sample",
         "out of sample (95 % interval)",
+        *(("allowance", "expected (replays)") if held else ()),
     ):
         table.add_column(col, justify="left" if col == "confidence" else "right")
-    for row in found.rows():
+    for row in rows:
         alpha = "deterministic" if row["confidence"] is None else f"{row['confidence']:.0%}"
         if row["total_cost"] is None:
-            table.add_row(alpha, row["status"], "", "", "", "", "", "")
+            table.add_row(alpha, row["status"], *[""] * (len(table.columns) - 2))
             continue
         extra = "" if base is None or row["confidence"] is None else f"{row['total_cost'] / base.total_cost - 1:+.1%}"
         shares = (
@@ -85,6 +90,13 @@ def render_curve(console, found, files) -> None:
                 f"{row['out_of_sample']:.1%} ({row['out_of_sample_low']:.1%}–{row['out_of_sample_high']:.1%})",
             )
         )
+        replayed = ()
+        if held:
+            expected = row["expected_total_cost"]
+            replayed = (
+                "" if row["allowance_s"] is None else f"{row['allowance_s']:,.0f} s",
+                "" if expected is None else f"${expected:,.0f}",
+            )
         table.add_row(
             alpha,
             f"${row['total_cost']:,.0f}",
@@ -93,6 +105,7 @@ def render_curve(console, found, files) -> None:
             f"{row['training_gpus']:,}",
             f"{row['nodes']:,}",
             *shares,
+            *replayed,
         )
     console.print(table)
     console.print("wrote " + ", ".join(str(f) for f in files))

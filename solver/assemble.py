@@ -9,6 +9,7 @@ import pyomo.core as pyo
 
 from trainground.models.instance import Instance
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
+from trainground.solver.confidence_search import PairModels
 from trainground.solver.live import LiveModel
 from trainground.solver.metrics import plan_metrics
 from trainground.solver.search import Search
@@ -25,7 +26,7 @@ class ObjectiveMismatch(Exception):
     """HiGHS's objective differs from the cost the plan reports: a bug, never a result."""
 
 
-def extract_plan(live: LiveModel, values) -> Plan:
+def extract_plan(live: LiveModel | PairModels, values) -> Plan:
     """The selected pair's decisions (integer counts rounded from HiGHS's values) and the costs its
     named cost terms give at those counts."""
     blk = live.selected(values)
@@ -112,7 +113,12 @@ def objective_of(plan: Plan, objective: str) -> float:
 
 
 def assemble(
-    live: LiveModel, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float = 0.0
+    live: LiveModel | PairModels,
+    objective: str,
+    search: Search,
+    clock: Stopwatch,
+    highs_before: float,
+    allowance: float = 0.0,
 ) -> Result:
     """The result of a search that found a plan: extracted, checked against HiGHS's objective, verified
     (with the run-variance allowance ``allowance`` of MODEL §11 in the deadline row)."""

@@ -36,11 +36,16 @@ def hourly_lower_bound(
 
 
 def sandbox_lower_bound(
-    inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None, lp: SandboxLP | None = None
+    inst: Instance,
+    pairs: Pairs,
+    shared: dict[str, dict] | None = None,
+    lp: SandboxLP | None = None,
+    curve: SandboxCurve | None = None,
 ) -> np.ndarray:
     """A valid lower bound on the nodes' and VMs' $/h of any plan at each pair that holds the pair's
     in-flight and peak loads (``pairs.inflight``, ``pairs.peak``, ``pairs.attempts`` for the LP curve;
-    ``lp``: the instance's sandbox LP, when the caller keeps one)."""
+    ``lp``: the instance's sandbox LP, when the caller keeps one; ``curve``: its curve sampled over the
+    rates asked, when the caller keeps one, else sampled over these pairs' rates)."""
     env = inst.environment
     if shared is None:
         shared = global_values(inst, index_of(inst))
@@ -80,7 +85,7 @@ def sandbox_lower_bound(
     if lp is None:
         lp = SandboxLP(inst, index_of(inst), shared)
     rates = pairs.attempts if pairs.sandbox_rate is None else pairs.sandbox_rate
-    sandbox = np.maximum(sandbox, SandboxCurve(lp, rates)(rates))
+    sandbox = np.maximum(sandbox, (SandboxCurve(lp, rates) if curve is None else curve)(rates))
     return sandbox
 
 

@@ -1,24 +1,21 @@
-"""The chance constraint of MODEL.md §9 as an extension of the disaggregated model (sample average approximation).
+"""One pair's confidence model (MODEL.md §9, sample average approximation): the pair's block and the scenario
+rows, given to HiGHS as arrays (:class:`solver.highs.ArrayModel`).
 
-One binary ``w_g`` per scenario group ``g`` (scenarios that ask the same of every plan, weight
-``n_g``) says the plan is on time in it; ``Σ_g n_g·w_g >= ceil(α·S)``. Inside each pair block
-``p`` (selection ``z_p``), every need of :mod:`solver.confidence_table` is a level the block's
-decisions reach — token supply ``Σ_i supply_i·x_i``, training groups ``m_p·z_p + e_p`` (``e_p``
-extra groups beyond the fewest that keep up at the nominal cadence), and the environments a
-second split of the sandbox load over the same hosts holds (``ℓ``, ``ℓ'`` for steady and peak)
-— and scenario ``g`` asks ``level >= r_g`` when ``w_g = z_p = 1``:
+The pair block is the model's own (:func:`solver.model.add_pair`, read by :mod:`solver.block_arrays`), its
+selection fixed on (a confidence solve has a pair per training-group count, so the pair's count is the plan's),
+with :class:`PairExtension`'s part: a second sandbox split over the same hosts holding ``ℓ`` (steady) and
+``ℓ'`` (peak) environments spread by the backends' shares. On it, with the uncertain groups of
+:class:`solver.confidence_pair.PairNeeds`:
 
-    level >= η·z_p + (r_g - η)·(w_g + z_p - 1)        for r_g > η   (per-pair big-M r_g - η)
-    level >= η·z_p + Σ_j (r_(j) - r_(j+1))·(w_(j) + z_p - 1)        (the sorted chain, one row)
+    level_f >= floor_f                                     (a column bound; f = supply, steady, peak)
+    level_f >= floor_f + (r_gf - floor_f)·w_g              (per uncertain group g whose need r_gf is above it)
+    level_f >= floor_f + Σ_j (r_(j)f - r_(j+1)f)·w_(j)     (the sorted chain, r_(U+1)f = floor_f)
+    Σ_g n_g·w_g >= count                                   (ceil(α·S) less the free groups' weight)
+    a·levels >= β                                          (the hull rows, solver/confidence_cuts.py)
+    Σ_i share_gi·c_i·x_i >= r_g,supply·w_g                 (where shapes' multipliers differ)
 
-Exact reductions: at most ``q_p = S - ceil(α·S) - (scenarios the pair cannot meet at all)`` scenarios
-may be late at pair ``p``, so each level is at least ``η``, the requirement after the top ``q_p``
-(weighted): rows exist only for the scenarios above it; a scenario the pair cannot meet at all
-(cadence past its deadline pace, freshness, no group count keeps up) gets ``w_g + z_p <= 1``;
-a pair with more such scenarios than allowed is never opened (:meth:`ConfidenceBlocks.possible`).
-The relaxation of those rows lets a fractional ``w`` buy every level at a fraction of its price;
-each K class's levels also meet the facets of the convex hull of the level vectors that are on
-time often enough (:mod:`solver.confidence_cuts`), which closes most of that gap.
+with ``level_supply <= Σ_i c_i·x_i`` (c_i the block's per-replica supply) and the sandbox levels the copy's
+``ℓ``, ``ℓ'``. Budgets, a card cap and the objective are the block's cost terms.
 """
 
 from __future__ import annotations
@@ -28,103 +25,32 @@ import math
 import numpy as np
 import pyomo.core as pyo
 
-from trainground.models.instance import Instance
-from trainground.solver.confidence_cuts import CUT_FAMILIES, corner_points, hull_cuts, minimal
-from trainground.solver.confidence_table import Requirements
-from trainground.solver.pairs import Pairs
-from trainground.solver.tolerances import INTEGER_TOL, REL_TOL
+from trainground.solver.block_arrays import BlockArrays
+from trainground.solver.confidence_pair import PairNeeds
+from trainground.solver.highs import ArrayModel
 
-FAMILIES = ("supply", "groups", "steady", "peak")
+INF = np.inf
 
 
-def needed(alpha: float, scenarios: int) -> int:
-    """ceil(α·S), read so that α·S landing a hair above an integer in floating point does not add one."""
-    return int(math.ceil(alpha * scenarios * (1 - INTEGER_TOL)))
+class PairExtension:
+    """The confidence part of a pair block (see :func:`solver.model.build_model`): raised host caps and the
+    sandbox copy. ``levels(row)`` gives the largest steady and peak level a scenario asks of the pair."""
 
-
-class ConfidenceBlocks:
-    """The scenario binaries, the count row, each K class's levels and hull rows, and each pair block's levels."""
-
-    def __init__(self, inst: Instance, pairs: Pairs, req: Requirements, alpha: float):
-        self.inst, self.pairs, self.req, self.alpha = inst, pairs, req, alpha
-        self.needed = needed(alpha, req.scenarios)
-        self.allowed = req.scenarios - self.needed  # scenarios that may be late
-        self.top_groups = _top_groups(inst)
-        self._possible: np.ndarray | None = None
-        self._levels: dict[int, dict] = {}
-        self._corners: dict[int, np.ndarray] = {}
-
-    # -- per pair, no pyomo ----------------------------------------------------------
-
-    def unmet(self, row: int) -> np.ndarray:
-        """(G,) scenario groups pair ``row`` cannot meet whatever its counts."""
-        r, j = self.req, self.req.column(int(self.pairs.kept[row]))
-        return (
-            (self.pairs.cadence[row] > r.pace[:, j] * (1 + REL_TOL))
-            | ~r.fresh[:, j]
-            | ~np.isfinite(r.groups[:, j])
-            | (r.groups[:, j] > self.top_groups)
-        )
-
-    def possible(self) -> np.ndarray:
-        """(pairs,) pairs whose unmeetable scenarios fit in the lateness allowed."""
-        if self._possible is None:
-            self._possible = np.array(
-                [self.req.weight[self.unmet(p)].sum() <= self.allowed for p in range(self.pairs.size)], dtype=bool
-            )
-        return self._possible
-
-    def levels(self, row: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
-        """Per need: (η, groups above it, their requirements), the groups sorted hardest first."""
-        if row not in self._levels:
-            self._levels[row] = self._levels_of(row)
-        return self._levels[row]
-
-    def _levels_of(self, row: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
-        return self._levels_over(self.req.column(int(self.pairs.kept[row])), self.unmet(row))
-
-    def _levels_over(self, j: int, excluded: np.ndarray) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
-        """Per need at K column ``j``: at most ``allowed`` minus the weight of ``excluded`` (late anyway) of
-        the other groups may be late, so the level reaches η, the need after the hardest of that weight."""
-        r = self.req
-        budget = self.allowed - r.weight[excluded].sum()
-        values = {"supply": r.supply[:, j], "groups": r.groups[:, j], "steady": r.steady[:, j], "peak": r.peak[:, j]}
-        live = np.flatnonzero(~excluded)
-        out = {}
-        for name, value in values.items():
-            order = live[np.argsort(-value[live], kind="stable")]
-            spent = np.cumsum(r.weight[order])
-            cut = int(np.searchsorted(spent, budget, side="right"))  # the first group past the budget
-            eta = float(value[order[cut]]) if cut < order.size else 0.0
-            above = order[:cut][value[order[:cut]] > eta]
-            out[name] = (eta, above, value[above])
-        return out
-
-    def lower_levels(self) -> dict[str, np.ndarray]:
-        """(pairs,) per need the level η every plan of the pair reaches (for cost bounds)."""
-        rows = [self.levels(p) if ok else None for p, ok in enumerate(self.possible())]
-        return {name: np.array([np.inf if lv is None else lv[name][0] for lv in rows]) for name in FAMILIES}
-
-    # -- the pyomo parts -------------------------------------------------------------
+    def __init__(self, levels):
+        self.levels = levels
 
     def declare_globals(self, m: pyo.ConcreteModel) -> None:
-        """w_g binaries and Σ_g n_g·w_g >= ceil(α·S) [scenarios]."""
-        groups = range(self.req.weight.size)
-        m.on_time = pyo.Var(groups, domain=pyo.Binary)
-        m.on_time_count = pyo.Constraint(
-            expr=sum(float(n) * m.on_time[g] for g, n in enumerate(self.req.weight)) >= self.needed
-        )
-        self._declare_levels(m)
+        """Nothing global: the scenario rows are the model's arrays (:func:`pair_model`)."""
 
     def adjust(self, values: dict[str, dict], row: int) -> None:
         """Raise the pair's host caps (hosts worth having, from its nominal peak) to the largest peak a
         scenario asks of it; the instance's max_nodes and max_vms still hold."""
-        peak = float(self.pairs.peak[row].sum())
-        eta, _, asked = self.class_levels(int(self.pairs.kept[row]))["peak"]
-        top = float(asked.max(initial=eta))
+        inst, pairs = self.levels.inst, self.levels.pairs
+        peak = float(pairs.peak[row].sum())
+        _, top = self.levels(row)
         if not peak > 0 or top <= peak:
             return
-        env = self.inst.environment
+        env = inst.environment
         limits = {("node_cap", k.name): k.max_nodes for k in env.node_types}
         limits |= {("vm_cap", v.name): v.max_vms for v in env.cloud.vm_types}
         for table in ("node_cap", "vm_cap"):
@@ -134,142 +60,22 @@ class ConfidenceBlocks:
                 values[table][name] = raised if limit is None else min(raised, limit)
 
     def declare(self, m: pyo.ConcreteModel, blk: pyo.Block, row: int) -> None:
-        """The pair's extra training groups e_p <= (top - m_p)·z_p (read by the pool and GPU cost rows)."""
-        room = max(0, self.top_groups - int(self.pairs.groups[row]))
-        blk.extra_groups = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, room))
-        blk.extra_groups_off = pyo.Constraint(expr=blk.extra_groups <= room * blk.z)
+        """No decision beside the block's before its rows: the pair's training groups are its own."""
 
     def add_rows(self, m: pyo.ConcreteModel, blk: pyo.Block, row: int, host_rows) -> None:
-        """The pair's unmeetable scenarios (w_g + z_p <= 1) and its sandbox copy at levels ℓ, ℓ'."""
-        z, w = blk.z, m.on_time
-        blk.late = pyo.Constraint(np.flatnonzero(self.unmet(row)).tolist(), rule=lambda b, g: w[g] + z <= 1)
-        _sandbox_copy(m, blk, self.class_levels(int(self.pairs.kept[row])), host_rows)
-        blk.row = row
-
-    def refresh(self, m: pyo.ConcreteModel) -> tuple[list, list]:
-        """The rows tying each K's level variables to the built pairs of that K (rebuilt when pairs are
-        added; the scenario rows on the levels stay); returns the (removed, added) rows. A K's levels
-        sum its pairs' (at most one is selected): selection Σ_p z_p, supply Σ_p Σ_i supply_i·x_pi,
-        groups Σ_p (m_p·z_p + e_p), environments Σ_p ℓ_p and Σ_p ℓ'_p."""
-        removed = list(m.level_link.values())
-        m.del_component(m.level_link)
-        by_kept: dict[int, list] = {K: [] for K in m.kinds}
-        for blk in m.blocks.values():
-            by_kept[int(self.pairs.kept[blk.row])].append(blk)
-
-        def link(_, name: str, kept: int):
-            blocks = by_kept[kept]
-            if name == "on":
-                return m.class_on[kept] == sum(b.z for b in blocks)
-            level = {
-                "supply": lambda: sum(b.k["supply"][s] * b.x[s] for b in blocks for s in m.ix.shapes),
-                "groups": lambda: sum(float(self.pairs.groups[b.row]) * b.z + b.extra_groups for b in blocks),
-                "steady": lambda: sum(b.level_steady for b in blocks),
-                "peak": lambda: sum(b.level_peak for b in blocks),
-            }[name]()
-            return m.class_level[name, kept] <= level
-
-        m.level_link = pyo.Constraint(["on", *self.families(m)], m.kinds, rule=link)
-        return removed, list(m.level_link.values())
-
-    def families(self, m: pyo.ConcreteModel) -> tuple[str, ...]:
-        """The needs with rows: the steady split only exists beside cloud capacity (MODEL §3.5)."""
-        return tuple(f for f in FAMILIES if f != "steady" or m.ix.steady_split)
-
-    def _declare_levels(self, m: pyo.ConcreteModel) -> None:
-        """Per K, a selection share and a level per need, with each need's scenario rows on them."""
-        m.kinds = sorted({int(K) for K in self.pairs.kept[self.possible()]})
-        m.class_on = pyo.Var(m.kinds, bounds=(0, 1))
-        m.class_level = pyo.Var(FAMILIES, m.kinds, domain=pyo.NonNegativeReals)
-        m.level_link = pyo.Constraint([])
-        for kept in m.kinds:
-            levels = self.class_levels(kept)
-            self._declare_hull(m, kept)
-            for name in self.families(m):
-                eta, above, values = levels[name]
-                _level_rows(
-                    m,
-                    f"level_{name}_{kept}",
-                    m.class_level[name, kept],
-                    eta,
-                    above,
-                    values,
-                    m.class_on[kept],
-                    m.on_time,
-                )
-
-    def corners(self, kept: int) -> np.ndarray:
-        """(points, 3) the class's corner points on (supply, groups, peak), the dominated ones left out: the
-        levels of every plan keeping ``kept`` versions lie above one (:mod:`solver.confidence_cuts`)."""
-        if kept not in self._corners:
-            r, j = self.req, self.req.column(kept)
-            live = ~self._never(j)
-            levels = self.class_levels(kept)
-            points = corner_points(
-                r.supply[live, j],
-                r.groups[live, j],
-                r.peak[live, j],
-                r.weight[live],
-                float(self.needed),
-                [levels[name][0] for name in CUT_FAMILIES],
-            )
-            self._corners[kept] = minimal(points)
-        return self._corners[kept]
-
-    def _declare_hull(self, m: pyo.ConcreteModel, kept: int) -> None:
-        """The class's valid inequalities on (supply, groups, peak) (:mod:`solver.confidence_cuts`)."""
-        cuts = hull_cuts(self.corners(kept))
-        level = [m.class_level[name, kept] for name in CUT_FAMILIES]
-        rule = lambda _, c: (  # noqa: E731
-            sum(float(a) * v for a, v in zip(cuts[c][0], level) if a > 0) >= cuts[c][1] * m.class_on[kept]
-        )
-        m.add_component(f"hull_{kept}", pyo.Constraint(range(len(cuts)), rule=rule))
-
-    def _never(self, j: int) -> np.ndarray:
-        """(G,) groups no pair at K column ``j`` can meet (freshness, update time)."""
-        r = self.req
-        return ~r.fresh[:, j] | ~np.isfinite(r.groups[:, j]) | (r.groups[:, j] > self.top_groups)
-
-    def class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
-        """Memoised :meth:`_class_levels`."""
-        if -kept not in self._levels:
-            self._levels[-kept] = self._class_levels(kept)
-        return self._levels[-kept]
-
-    def _class_levels(self, kept: int) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
-        """:meth:`levels` valid for every pair keeping ``kept`` versions: only the scenarios no such pair
-        can meet (freshness, update time) are left out, so η is at most any of those pairs' own."""
-        j = self.req.column(kept)
-        return self._levels_over(j, self._never(j))
+        """The pair's sandbox copy at levels ℓ, ℓ'."""
+        steady, peak = self.levels(row)
+        _sandbox_copy(m, blk, steady, peak, host_rows)
 
 
-def _level_rows(m, name: str, level, eta: float, above: np.ndarray, values: np.ndarray, z, w) -> list:
-    """level >= η·z, one row per group above η, and the sorted chain (docs/confidence.md); returns the rows."""
-    groups = above.tolist()
-    need = dict(zip(groups, values.tolist()))
-    floor = pyo.Constraint(expr=level >= eta * z)
-    m.add_component(f"{name}_floor", floor)
-    each = pyo.Constraint(groups, rule=lambda _, g: level >= eta * z + (need[g] - eta) * (w[g] + z - 1))
-    m.add_component(f"{name}_scenario", each)
-    rows = [floor, each]
-    if len(groups) > 1:
-        ext = np.append(values, eta)
-        steps = ext[:-1] - ext[1:]  # r_(j) - r_(j+1), with r_(t+1) = η
-        chain = pyo.Constraint(expr=level >= eta * z + sum(float(d) * (w[g] + z - 1) for g, d in zip(groups, steps)))
-        m.add_component(f"{name}_chain", chain)
-        rows.append(chain)
-    return rows
-
-
-def _sandbox_copy(m, blk, levels: dict, host_rows) -> None:
+def _sandbox_copy(m, blk, steady: float, peak: float, host_rows) -> None:
     """A second steady and peak split over the pair's own hosts N, V, holding ℓ (steady) and ℓ' (peak)
     environments spread by the backends' shares; same rows as MODEL §3.5-3.6."""
     ix, inst = m.ix, m.inst
     share = {b.name: b.share for b in inst.environment.backends}
     eligible = inst.environment.cloud.eligible_share
-    top = {name: float(max(levels[name][2].max(initial=0.0), levels[name][0])) for name in ("steady", "peak")}
-    blk.level_steady = pyo.Var(domain=pyo.NonNegativeReals, bounds=(0, top["steady"]))
-    blk.level_peak = pyo.Var(domain=pyo.NonNegativeReals, bounds=(0, top["peak"]))
+    blk.level_steady = pyo.Var(domain=pyo.NonNegativeReals, bounds=(0, steady))
+    blk.level_peak = pyo.Var(domain=pyo.NonNegativeReals, bounds=(0, peak))
     blk.yc = pyo.Var(ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
     blk.yc_peak = pyo.Var(ix.node_backends, domain=pyo.NonNegativeReals)
     blk.cc = pyo.Var(ix.vm_backends, domain=pyo.NonNegativeReals)
@@ -301,12 +107,116 @@ def _sandbox_copy(m, blk, levels: dict, host_rows) -> None:
     host_rows(m, blk, "vm", blk.V, blk.cc, "level_cloud_vms")
 
 
-def _top_groups(inst: Instance) -> int:
-    """The most training groups the nominal update law admits (a table's measured range ends somewhere)."""
-    from trainground.solver import calculus as calc
+class _Rows:
+    """Rows being gathered (row-wise sparse) over columns being added."""
 
-    lo, hi = calc.group_range(inst)
-    counts = np.arange(lo, hi + 1)
-    u = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
-    finite = np.flatnonzero(np.isfinite(u))
-    return int(counts[finite[-1]]) if finite.size else 0
+    def __init__(self, columns: int):
+        self.columns = columns
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.starts: list[int] = [0]
+        self.index: list[np.ndarray] = []
+        self.value: list[np.ndarray] = []
+
+    def add(self, cols, coefs, lower: float, upper: float = INF) -> None:
+        cols, coefs = np.asarray(cols, dtype=np.int64), np.asarray(coefs, dtype=float)
+        keep = coefs != 0
+        self.index.append(cols[keep])
+        self.value.append(coefs[keep])
+        self.starts.append(self.starts[-1] + int(keep.sum()))
+        self.lower.append(lower)
+        self.upper.append(upper)
+
+    def new_columns(self, count: int) -> np.ndarray:
+        first = self.columns
+        self.columns += count
+        return np.arange(first, first + count)
+
+
+def pair_model(blk, arrays: BlockArrays, needs: PairNeeds, objective: str, caps: list[tuple[str, float]]) -> ArrayModel:
+    """The MIP of one pair: its block (selection fixed on), the scenario rows of ``needs``, ``caps`` ((kind,
+    limit): hourly | total | cards) and the block's cost term ``objective`` as the objective."""
+    rows = _Rows(len(arrays.variables))
+    col = arrays.columns
+    level = {}
+    supply = {s: (col[id(blk.x[s])], c) for s, c in blk.k["supply"].items()}
+    level["supply"] = rows.new_columns(1)[0]
+    rows.add([j for j, _ in supply.values()] + [level["supply"]], [c for _, c in supply.values()] + [-1.0], 0.0)
+    if "steady" in needs.floors:
+        level["steady"] = col[id(blk.level_steady)]
+    level["peak"] = col[id(blk.level_peak)]
+    w = rows.new_columns(needs.groups.size)
+    _scenario_rows(rows, level, w, needs)
+    if needs.share is not None:
+        _exact_supply_rows(rows, supply, w, needs.needs["supply"], needs.share)
+    for coef, beta in needs.cuts:
+        rows.add([level[f] for f in coef], list(coef.values()), beta)
+    _cap_rows(rows, blk, arrays, caps)
+    return _assemble(arrays, rows, blk, level, w, needs, objective)
+
+
+def _scenario_rows(rows: _Rows, level: dict, w: np.ndarray, needs: PairNeeds) -> None:
+    """The count row, and per family each uncertain group's row and the sorted chain."""
+    rows.add(w, needs.weight, needs.count)
+    for f, floor in needs.floors.items():
+        values = needs.needs[f]
+        above = np.flatnonzero(values > floor)
+        for g in above.tolist():
+            rows.add([level[f], w[g]], [1.0, -(values[g] - floor)], floor)
+        if above.size > 1:
+            order = above[np.argsort(-values[above], kind="stable")]
+            steps = values[order] - np.append(values[order[1:]], floor)
+            rows.add(np.concatenate(([level[f]], w[order])), np.concatenate(([1.0], -steps)), floor)
+
+
+def _exact_supply_rows(rows: _Rows, supply: dict, w: np.ndarray, needs: np.ndarray, share: np.ndarray) -> None:
+    """Σ_i share_gi·c_i·x_i >= r_g·w_g where the shapes' multipliers differ (the level row takes the largest)."""
+    cols = [j for j, _ in supply.values()]
+    coefs = np.array([c for _, c in supply.values()])
+    for g, r in enumerate(needs.tolist()):
+        rows.add(cols + [w[g]], list(share[g] * coefs) + [-r], 0.0)
+
+
+def _cap_rows(rows: _Rows, blk, arrays: BlockArrays, caps: list[tuple[str, float]]) -> None:
+    """This solve's budgets and card cap as rows on the block's cost terms (z = 1)."""
+    cols = np.arange(len(arrays.variables))
+    z = arrays.columns[id(blk.z)]
+    for kind, limit in caps:
+        if kind in ("hourly", "total"):
+            dense, constant = arrays.costs["hourly_cost" if kind == "hourly" else "total_cost"]
+            fixed = dense[z]  # the selection's own term: a constant with z = 1
+            rows.add(cols, np.where(cols == z, 0.0, dense), -INF, limit - constant - fixed)
+        else:
+            shapes = blk.model().inst.inference.shapes
+            rows.add(
+                [arrays.columns[id(blk.x[s.name])] for s in shapes], [s.gpus_per_replica for s in shapes], -INF, limit
+            )
+
+
+def _assemble(arrays: BlockArrays, rows: _Rows, blk, level: dict, w: np.ndarray, needs: PairNeeds, objective: str):
+    n = rows.columns
+    lower = np.concatenate([arrays.col_lower, np.zeros(n - len(arrays.variables))])
+    upper = np.concatenate([arrays.col_upper, np.full(n - len(arrays.variables), INF)])
+    integer = np.concatenate([arrays.integer, np.zeros(n - len(arrays.variables), dtype=bool)])
+    z = arrays.columns[id(blk.z)]
+    lower[z] = upper[z] = 1.0
+    for f, j in level.items():
+        lower[j] = max(lower[j], needs.floors[f])
+    upper[w], integer[w] = 1.0, True
+    dense, constant = arrays.costs[objective]
+    cost = np.concatenate([dense, np.zeros(n - len(arrays.variables))])
+    starts = np.concatenate([arrays.starts, arrays.starts[-1] + np.array(rows.starts[1:], dtype=np.int64)])
+    index = np.concatenate([arrays.index, *rows.index]) if rows.index else arrays.index
+    value = np.concatenate([arrays.value, *rows.value]) if rows.value else arrays.value
+    return ArrayModel(
+        cost=cost,
+        offset=constant,
+        col_lower=lower,
+        col_upper=upper,
+        integer=integer,
+        row_lower=np.concatenate([arrays.row_lower, rows.lower]),
+        row_upper=np.concatenate([arrays.row_upper, rows.upper]),
+        starts=starts,
+        index=index,
+        value=value,
+    )

@@ -1,22 +1,23 @@
-"""What each scenario of a confidence solve asks of a plan (MODEL.md §9), as levels per (scenario, K). No pyomo.
+"""What each scenario of a confidence solve asks of a plan (MODEL.md §9), as levels per scenario group. No pyomo.
 
-A plan keeping ``K`` versions at cadence ``L`` is on time in scenario ``s`` iff, at the scenario's
-deadline pace ``L_dl[s, K]`` (:func:`solver.scenario_deadline.deadline_pace`: with start-up counted and MODEL
-§11's allowance, it depends on K through the pipeline fill): ``L <= L_dl[s, K]``, the freshness limits
-hold (``fresh[s, K]``), its update time keeps up, its token supply meets the demand and its hosts hold
-the in-flight load. With every factor outside the host fields, each of the last three is one number the
-plan must reach:
+A plan keeping ``K`` versions at cadence ``L`` with ``m`` training groups is on time in scenario ``s`` iff, at
+the scenario's deadline pace ``L_dl`` (:func:`solver.scenario_deadline.deadline_pace`, with MODEL §11's
+allowance): ``L <= L_dl``, the freshness limits hold, the update time of ``m`` groups keeps up, the token
+supply meets the demand and the hosts hold the in-flight load. Each of the last two is one number the plan's
+capacity must reach (:class:`Needs`):
 
-- **supply**: ``Σ_i x_i·supply_i(K) >= supply[s, K]`` in the model's own units (attempts/s at
-  nominal per-replica supply): the scenario's token demand over its throughput multiplier
-  (one multiplier for every shape, else :class:`Unsupported`);
-- **groups**: ``m >= groups[s, K]``, the fewest training groups whose scenario update time keeps up
-  with ``L_dl[s, K]`` (the update law must not get slower with more groups);
-- **sandbox**: the hosts hold ``steady[s, K]`` and ``peak[s, K]`` environments spread over the
-  backends by their shares (the host fields themselves unscaled): Little's law's load, or under hold
-  the level that holds every backend's E^hold (§11 item 2).
+- **supply**: ``Σ_i x_i·c_i >= supply[s]`` in the model's own units (``c_i`` the pair's per-replica supply in
+  attempts/s): the scenario's attempts over its throughput multiplier (``share``: when shapes' multipliers
+  differ, the largest, with each shape's share of it for the exact row);
+- **sandbox**: the hosts hold ``steady[s]`` and ``peak[s]`` environments spread over the backends by their
+  shares (the host fields themselves unscaled): Little's law's load, or under hold the level that holds every
+  backend's E^hold (§11 item 2).
 
-Scenarios that ask the same of every plan are one group with a weight (:attr:`Requirements.weight`).
+``L_dl`` depends on ``m`` where the makespan does (start-up counted: U(m); §13: the goodput γ(m)), so
+:meth:`ScenarioTable.needs` gives the needs of one count exactly, with ``groups[s]`` that count where its
+update time keeps up (inf where not); without a count, those at the largest pace any count has (U = 0,
+γ = 1), each then a lower bound, with ``groups[s]`` the fewest count whose update time keeps up there (the
+update law must not get slower with more groups). Scenarios with equal draws are one group with a weight.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
-from trainground.solver.scenario_deadline import at_deadline
-from trainground.solver.scenarios import Scenarios, update_time
+from trainground.solver.pairs import shape_availability, supply_multipliers
+from trainground.solver.scenario_deadline import Pace, at_deadline
+from trainground.solver.scenarios import Scenarios, from_draws, update_time, values_of
 from trainground.solver.tolerances import REL_TOL
 
 HOST_FIELDS = ("environment.node_types", "environment.cloud", "environment.backends", "environment.utilisation_cap")
@@ -44,31 +46,98 @@ class Unsupported(ValueError):
 
 
 @dataclass(frozen=True)
-class Requirements:
-    """Per scenario group (axis 0, merged scenarios) and K (axis 1, ``kept``): what an on-time plan needs."""
+class Needs:
+    """Per scenario group (axis 0): what an on-time plan keeping one K (and, exactly, with one count of
+    training groups) needs. A group with ``fresh`` False can never be on time."""
 
-    kept: np.ndarray  # (K,) versions kept, 1..max_versions_kept
-    weight: np.ndarray  # (G,) scenarios in each group
-    members: np.ndarray  # (S,) group of each scenario
-    pace: np.ndarray  # (G, K) L_dl, s
-    fresh: np.ndarray  # (G, K) freshness holds at L_dl and the attempt rate is finite
-    supply: np.ndarray  # (G, K) attempts/s the nominal per-replica supply must reach
-    groups: np.ndarray  # (G, K) fewest training groups (inf: none keeps up)
-    steady: np.ndarray  # (G, K) in-flight environments, all backends
-    peak: np.ndarray  # (G, K) peak environments, all backends
-    draws: np.ndarray  # (G, F) the factors' multipliers of one member of each group
+    pace: np.ndarray  # (G,) L_dl, s
+    fresh: np.ndarray  # (G,) freshness holds at L_dl and the attempt rate is finite
+    groups: np.ndarray  # (G,) the count given where it keeps up, or the fewest that keep up (inf: none does)
+    supply: np.ndarray  # (G,) attempts/s the nominal per-replica supply must reach, before the pair's weight sync
+    steady: np.ndarray  # (G,) in-flight environments, all backends
+    peak: np.ndarray  # (G,) peak environments, all backends
+    share: np.ndarray | None = None  # (G, shapes) each shape's multiplier over the largest (None: all equal)
+
+
+class ScenarioTable:
+    """A confidence solve's scenarios merged into groups (equal draws) and their needs, computed on first use
+    and kept by (K, allowance, training groups): the one cache of these numbers, owned by the solve's
+    :class:`solver.confidence.Confidence` (its rounds of MODEL §11 ask again at other allowances)."""
+
+    def __init__(self, inst: Instance, scen: Scenarios):
+        _check(inst, scen)
+        _, first, members, weight = np.unique(
+            scen.draws, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        self.inst = inst
+        self.scen = from_draws(inst, scen.draws[first], scen.seed)  # one member of each group
+        self.values = values_of(inst, self.scen)
+        self.weight = weight.astype(float)
+        self.members = members.reshape(-1)
+        self._kept = np.arange(1, inst.freshness.max_versions_kept + 1)
+        self._nominal = _nominal_supply(inst, self._kept)
+        self._counts, self._updates = _update_table(inst, self.scen)
+        self._needs: dict[tuple[int, float, int | None], Needs] = {}
+        self._paces: dict[tuple[int, float], Pace] = {}  # the paces without groups, by (K, allowance)
 
     @property
     def scenarios(self) -> int:
         return int(self.weight.sum())
 
-    def column(self, kept: int) -> int:
-        return int(np.searchsorted(self.kept, kept))
+    def needs(self, kept: int, allowance: float = 0.0, groups: int | None = None) -> Needs:
+        """The needs at ``kept`` versions with the allowance ``allowance``: exact for ``groups`` training groups,
+        lower bounds for every count without them."""
+        key = (int(kept), float(allowance), None if groups is None else int(groups))
+        if key not in self._needs:
+            self._needs[key] = self._compute(*key)
+        return self._needs[key]
+
+    def _compute(self, kept: int, allowance: float, groups: int | None) -> Needs:
+        inst = self.inst
+        start = None if groups is None else self._paces.get((kept, allowance))
+        if groups is not None and start is None:  # the paces without groups start the root's search
+            self.needs(kept, allowance)
+            start = self._paces.get((kept, allowance))
+        at = at_deadline(inst, self.scen, [kept], allowance, groups, self.values, start)
+        if groups is None and at.paces is not None:
+            self._paces[(kept, allowance)] = at.paces
+        live = self._nominal[kept - 1] > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            theta = at.supply_per_replica[:, 0, :] / self._nominal[kept - 1][None, :]  # (G, shapes)
+        top = np.max(np.where(live[None, :], theta, 0.0), axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(live[None, :], theta / np.where(top > 0, top, 1.0)[:, None], 0.0)
+            supply = np.where(
+                top > 0, at.attempts[:, 0] * self.values.tokens / inst.workload.tokens_per_attempt / top, np.inf
+            )
+        uniform = np.all(np.abs(share[:, live] - 1.0) <= SUPPLY_TOL)
+        fresh = at.fresh[:, 0] & np.isfinite(supply)
+        slack = 1.0 - REL_TOL  # demands carry MODEL §4's tolerance, as the nominal rows do
+        if groups is None or at.keeps_up is None:
+            need = self._fewest(at.pace[:, 0])
+        else:
+            need = np.where(at.keeps_up[:, 0], float(groups), np.inf)
+        return Needs(
+            pace=at.pace[:, 0],
+            fresh=fresh,
+            groups=need,
+            supply=np.where(fresh, supply * slack, 0.0),
+            steady=np.where(fresh, at.level[:, 0] * slack, 0.0),
+            peak=np.where(fresh, at.peak[:, 0] * slack, 0.0),
+            share=None if uniform else share,
+        )
+
+    def _fewest(self, pace: np.ndarray) -> np.ndarray:
+        """(G,) the fewest admissible training groups whose update time keeps up with ``pace`` (inf: none)."""
+        if self._counts.size == 0:
+            return np.full(pace.shape, np.inf)
+        ok = self._updates <= pace[:, None] * (1 + REL_TOL)  # U never rises with the count: the first that keeps up
+        first = np.argmax(ok, axis=1)
+        return np.where(ok.any(axis=1), self._counts[first].astype(float), np.inf)
 
 
-def requirements(inst: Instance, scen: Scenarios, allowance: float = 0.0) -> Requirements:
-    """The levels of every scenario of ``scen`` with the run-variance allowance ``allowance`` (MODEL §11:
-    on time iff T_s + Δ <= deadline), scenarios asking the same merged (exact equality)."""
+def _check(inst: Instance, scen: Scenarios) -> None:
+    """Unsupported for the uncertainty a confidence solve cannot turn into levels (the field named)."""
     if inst.holds and inst.freshness.max_mean_gap is not None:
         raise Unsupported(
             "freshness.max_mean_gap",
@@ -81,67 +150,25 @@ def requirements(inst: Instance, scen: Scenarios, allowance: float = 0.0) -> Req
             raise Unsupported(
                 path,
                 "a confidence solve takes factors on demand, throughput, lifetimes, update "
-                "time and schedule; host and backend fields cannot be scaled",
+                "time, schedule and reliability; host and backend fields cannot be scaled",
             )
-    at = at_deadline(inst, scen, allowance=allowance)
-    slack = 1.0 - REL_TOL  # demands carry MODEL §4's tolerance, as the nominal rows do
-    theta = _throughput_multiplier(inst, at)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        supply = np.where(np.isfinite(at.attempts), at.token_demand / inst.workload.tokens_per_attempt / theta, np.inf)
-    fresh = at.fresh & np.isfinite(supply)
-    supply = np.where(fresh, supply * slack, 0.0)
-    steady = np.where(fresh, at.level * slack, 0.0)
-    peak = np.where(fresh, at.peak * slack, 0.0)
-    groups = _fewest_groups(inst, scen, at.pace)
-    table = np.column_stack([at.pace, groups, fresh, supply, steady, peak])
-    _, first, members, weight = np.unique(table, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    members = members.reshape(-1)
-    return Requirements(
-        kept=at.kept,
-        weight=weight.astype(float),
-        members=members,
-        pace=at.pace[first],
-        fresh=fresh[first],
-        supply=supply[first],
-        groups=groups[first],
-        steady=steady[first],
-        peak=peak[first],
-        draws=scen.draws[first],
-    )
 
 
-def _throughput_multiplier(inst: Instance, at) -> np.ndarray:
-    """(S, K) the one multiplier of every shape's per-replica supply against its nominal value."""
-    shapes = inst.inference.shapes
-    a = inst.inference.availability
-    nominal = np.stack(
-        [
-            a * s.gpus_per_replica * s.tokens_per_gpu_s * calc.supply_multiplier(s.version_slowdown, at.kept)
-            for s in shapes
-        ],
-        axis=1,
-    )  # (K, shapes)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = at.supply_per_replica / nominal[None, :, :]
-    live = nominal[None, :, :] > 0
-    ratio = np.where(live, ratio, np.nan)
-    top, bottom = np.nanmax(ratio, axis=2), np.nanmin(ratio, axis=2)
-    if np.any(top - bottom > SUPPLY_TOL * np.maximum(1.0, np.abs(top))):
-        raise Unsupported(
-            "inference.shapes",
-            "a confidence solve needs every shape's throughput scaled by one "
-            "factor (per-shape factors change which shape is cheapest per scenario)",
-        )
-    return np.where(np.isfinite(top), top, 1.0)
+def _nominal_supply(inst: Instance, kept: np.ndarray) -> np.ndarray:
+    """(K, shapes) tokens/s one replica delivers at the nominal values, before weight sync (MODEL §2, §13)."""
+    a = shape_availability(inst)
+    per = np.array([a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(inst.inference.shapes)])
+    return supply_multipliers(inst, kept) * per[None, :]
 
 
-def _fewest_groups(inst: Instance, scen: Scenarios, pace: np.ndarray) -> np.ndarray:
-    """(S, K) the fewest admissible training groups whose update time keeps up with ``pace`` (inf: none)."""
+def _update_table(inst: Instance, scen: Scenarios) -> tuple[np.ndarray, np.ndarray]:
+    """(counts,) the admissible training-group counts and (G, counts) their update time in every scenario group
+    (inf outside a table's range); Unsupported when a table's update time rises with more groups."""
     lo, hi = calc.group_range(inst)
     if hi < lo:
-        return np.full(pace.shape, np.inf)
+        return np.zeros(0, dtype=int), np.zeros((scen.size, 0))
     counts = np.arange(lo, hi + 1)
-    u = update_time(inst, scen, counts * inst.training.gpus_per_group)  # (S, counts)
+    u = update_time(inst, scen, counts * inst.training.gpus_per_group)  # (G, counts)
     u = np.where(np.isnan(u), np.inf, u)
     finite = np.isfinite(u)
     rises = np.diff(np.where(finite, u, -np.inf), axis=1) > REL_TOL * np.abs(u[:, 1:]).clip(1.0)
@@ -151,9 +178,4 @@ def _fewest_groups(inst: Instance, scen: Scenarios, pace: np.ndarray) -> np.ndar
             "a confidence solve needs an update time that never grows with "
             "more groups (the table's measured points rise)",
         )
-    out = np.full(pace.shape, np.inf)
-    for j in range(pace.shape[1]):  # u never rises with the count: the first that keeps up
-        ok = u <= pace[:, j : j + 1] * (1 + REL_TOL)
-        first = np.argmax(ok, axis=1)
-        out[:, j] = np.where(ok.any(axis=1), counts[first].astype(float), np.inf)
-    return out
+    return counts, u

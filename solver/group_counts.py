@@ -5,6 +5,10 @@ takes and T meets the deadline. :func:`group_rows` lists them all (what a cost o
 :func:`fewest_rows` only the fewest on-time count of each pair (what a feasibility question needs: fewer
 groups leave the pools more GPUs and ask nothing else more), found without listing the others.
 
+A confidence solve lists the rows of every count worth having without start-up too (``pairs.build``'s
+``every_count``: a scenario's slower update may ask for more groups; T = n·L/γ(m) + extra_time there), pair by
+pair.
+
 No pyomo here; :mod:`solver.pairs` calls these on its (cadence, K) entries.
 """
 
@@ -211,7 +215,10 @@ def _pair_rows(inst: Instance, c: Counts, i: int) -> tuple[np.ndarray, np.ndarra
     u = c.update[options - lo]
     best_before = np.minimum.accumulate(np.concatenate(([np.inf], u[:-1])))
     useful = np.isfinite(u) & (u <= L * (1 + REL_TOL)) & (u < best_before) & np.isfinite(c.factor[options - lo])
-    trainer = (w.iterations - 1) * L + u[useful]
+    if inst.counts_startup:
+        trainer = (w.iterations - 1) * L + u[useful]
+    else:  # a confidence solve's rows per count (solver.pairs.build every_count): T = n·L + extra_time
+        trainer = np.full(int(useful.sum()), w.iterations * L)
     if inst.reliability is not None:  # MODEL §13: the trainer-paced part divided by γ(m)
         trainer = trainer * c.factor[options - lo][useful]
     span = c.startup[i] + trainer + inst.schedule.extra_time
@@ -226,7 +233,7 @@ def group_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.
     (:func:`fewest_rows`) and each later count up to what the pool can spare at which U(m) drops (every
     later count keeps up and is on time); otherwise each pair's rows are listed (:func:`listed_rows`)."""
     key, head = _update_key(c)
-    if head is None or inst.reliability is not None:
+    if head is None or inst.reliability is not None or not inst.counts_startup:
         return listed_rows(inst, c, rejected)
     lo = int(c.counts[0])
     first, ok = _first_on_time(inst, c, key, head)
@@ -272,7 +279,7 @@ def fewest_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np
     and the time the deadline leaves the last update. Otherwise (a table law that rises, goodput), each
     pair's rows are listed and the first kept."""
     key, head = _update_key(c)
-    if head is None or inst.reliability is not None:
+    if head is None or inst.reliability is not None or not inst.counts_startup:
         return _first_of_each(inst, c, rejected)
     m, ok = _first_on_time(inst, c, key, head)
     _count_lost(rejected, ok)

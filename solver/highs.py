@@ -304,6 +304,66 @@ class HighsModel:
         return readers
 
 
+@dataclass(frozen=True)
+class ArrayModel:
+    """A MIP given to HiGHS whole: minimise ``cost·x + offset`` subject to ``row_lower <= A x <= row_upper``
+    (``A`` row-wise sparse: ``starts``, ``index``, ``value``), column bounds and integrality."""
+
+    cost: np.ndarray
+    offset: float
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    integer: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    starts: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+
+
+class ArrayRunner:
+    """One HiGHS object that solves a sequence of :class:`ArrayModel` (a confidence solve's per-pair MIPs,
+    solver/confidence_model.py), each passed whole, with the options of :data:`OPTIONS` and the run's own."""
+
+    def __init__(self, threads: int = 1):
+        self._threads = threads
+        self._highs: highspy.Highs | None = None
+        self._options_set: dict = {}
+        self.size = (0, 0)  # (columns, rows) of the last model
+
+    def run(self, model: ArrayModel, columns: dict[int, int], options: dict, time_limit: float | None) -> Outcome:
+        """One HiGHS run of ``model``; ``columns``: id of each pyomo variable the solution is read by -> column."""
+        if self._highs is None:
+            self._highs = new_highs()
+        highs = self._highs
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = model.cost.size, model.row_lower.size
+        lp.col_cost_, lp.offset_ = model.cost, model.offset
+        lp.col_lower_, lp.col_upper_ = model.col_lower, model.col_upper
+        lp.row_lower_, lp.row_upper_ = model.row_lower, model.row_upper
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = model.starts.astype(np.int32)
+        lp.a_matrix_.index_ = model.index.astype(np.int32)
+        lp.a_matrix_.value_ = model.value
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        lp.integrality_ = [kinds[int(flag)] for flag in model.integer]
+        highs.passModel(lp)
+        self.size = (lp.num_col_, lp.num_row_)
+        wanted = {
+            **OPTIONS,
+            **options,
+            "threads": self._threads,
+            "time_limit": time_limit if time_limit is not None else float("inf"),
+        }
+        for key, value in wanted.items():
+            if self._options_set.get(key, self) != value:
+                highs.setOptionValue(key, value)
+                self._options_set[key] = value
+        highs.HandleKeyboardInterrupt = True
+        highs.run()
+        return outcome_of(highs, columns)
+
+
 def pass_lp(highs: highspy.Highs, cost: np.ndarray, A: np.ndarray, upper: np.ndarray, bounds) -> None:
     """Give ``highs`` the dense LP min cost·x subject to A x <= upper, ``bounds`` per column ((lower, upper or None))."""
     lp = highspy.HighsLp()

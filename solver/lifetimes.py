@@ -8,7 +8,7 @@ nominal law's. Every method takes ``t`` of shape (S,) (or broadcasting against i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +31,10 @@ class Lifetimes:
     sigma: np.ndarray | None = None
     base: calc.Occupancy | None = None  # empirical: the nominal law, scaled by ``scale``
     scale: np.ndarray | None = None
+    # The fill's panel sums per scenario (:func:`_panel_sums`), by group members (1 or g): they depend on sigma
+    # alone, so every fill of these laws (a deadline pace's fixed point, a plan in every scenario) reads them
+    # once. Filled on first use; :meth:`take` passes on the rows it keeps.
+    _panels: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def take(self, rows: np.ndarray) -> Lifetimes:
         """The laws of the scenarios ``rows`` alone."""
@@ -43,6 +47,7 @@ class Lifetimes:
             sigma=pick(self.sigma),
             base=self.base,
             scale=pick(self.scale),
+            _panels={members: table[rows] for members, table in self._panels.items()},
         )
 
     def limited_mean(self, t) -> np.ndarray:
@@ -80,7 +85,9 @@ class Lifetimes:
             return self.scale * startup.fill(self.base, R * self.scale, batch, group_size, intake, correlation)
         c = np.exp(self.mu)
         members = 1 if correlation == "comonotone" else group_size
-        return c * _unit_fill(self.sigma, batch / (intake * R * c), members)
+        if members not in self._panels:
+            self._panels[members] = _panel_sums(self.sigma, members)
+        return c * _unit_fill(self.sigma, batch / (intake * R * c), members, self._panels[members])
 
 
 # ∫_0^t F(s)^g ds of the median-1 lognormal of each scenario's sigma, over z = ln(s)/sigma: 16-point
@@ -99,32 +106,40 @@ def _mass(sigma: np.ndarray, members: int, lo: np.ndarray, hi: np.ndarray) -> np
     return (f * _WEIGHTS).sum(axis=1) * half
 
 
-def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int) -> np.ndarray:
-    """Per scenario the smallest t >= 0 with ∫_0^t F(s)^g ds >= target, F the median-1 lognormal of
-    ``sigma``: Newton from t0 = target + E[group completion], monotone onto the root of this convex
-    increasing function (as :func:`solver.calculus.fill`, vectorised over sigma)."""
+def _panel_sums(sigma: np.ndarray, members: int) -> np.ndarray:
+    """(S, edges) ∫ from _Z_FLOOR to each panel edge of the integrand of :func:`_mass`, per scenario."""
     distinct, which = np.unique(sigma, return_inverse=True)  # the panel sums depend on sigma alone
+    lo = np.repeat(_EDGES[None, :-1], distinct.size, axis=0).ravel()
+    hi = np.repeat(_EDGES[None, 1:], distinct.size, axis=0).ravel()
+    mass = _mass(np.repeat(distinct, _EDGES.size - 1), members, lo, hi)
     cum = np.zeros((distinct.size, _EDGES.size))
-    for j in range(_EDGES.size - 1):
-        lo, hi = np.full(distinct.size, _EDGES[j]), np.full(distinct.size, _EDGES[j + 1])
-        cum[:, j + 1] = cum[:, j] + _mass(distinct, members, lo, hi)
-    cum = cum[which]
-    top = np.exp(sigma * _Z_TOP)
-    rows = np.arange(sigma.size)
+    cum[:, 1:] = np.cumsum(mass.reshape(distinct.size, -1), axis=1)
+    return cum[which.reshape(-1)]
 
-    def completed(t: np.ndarray) -> np.ndarray:
-        z = np.log(t) / sigma
+
+def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndarray) -> np.ndarray:
+    """Per scenario the smallest t >= 0 with ∫_0^t F(s)^g ds >= target, F the median-1 lognormal of
+    ``sigma`` (``cum``: its :func:`_panel_sums`): Newton from t0 = target + E[group completion], monotone onto
+    the root of this convex increasing function (as :func:`solver.calculus.fill`, vectorised over sigma)."""
+    top = np.exp(sigma * _Z_TOP)
+
+    def completed(t: np.ndarray, at: np.ndarray) -> np.ndarray:
+        s = sigma[at]
+        z = np.log(t) / s
         zc = np.clip(z, _Z_FLOOR, _Z_TOP)
         i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), _EDGES.size - 2)
-        inside = cum[rows, i] + _mass(sigma, members, _EDGES[i], zc)
-        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[:, -1] + t - top, inside))
+        inside = cum[at, i] + _mass(s, members, _EDGES[i], zc)
+        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[at, -1] + t - top[at], inside))
 
     t = target + (top - cum[:, -1])
+    at = np.arange(sigma.size)  # the scenarios whose Newton steps have not settled
     for _ in range(100):
-        slope = ndtr(np.log(t) / sigma) ** members
-        step = (completed(t) - target) / np.maximum(slope, 1e-300)
-        t = np.maximum(t - np.maximum(step, 0.0), target)
-        if np.all(step <= NEWTON_STEP_TOL * t):
+        here = t[at]
+        slope = ndtr(np.log(here) / sigma[at]) ** members
+        step = (completed(here, at) - target[at]) / np.maximum(slope, 1e-300)
+        t[at] = np.maximum(here - np.maximum(step, 0.0), target[at])
+        at = at[step > NEWTON_STEP_TOL * here]
+        if at.size == 0:
             break
     return t
 

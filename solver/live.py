@@ -34,15 +34,12 @@ class LiveModel:
         reusable: bool = False,
         threads: int = 1,
         clock: Stopwatch | None = None,
-        extension=None,
     ):
-        """``extension``: decisions and rows added to the model (see :func:`solver.model.build_model`);
-        a model with one is never retargeted."""
         self.clock = clock or Stopwatch()
-        self.reusable = reusable and extension is None
+        self.reusable = reusable
         self.threads = threads
         with self.clock.phase("build"):
-            self.model = build_model(inst, pairs, self.reusable, extension)
+            self.model = build_model(inst, pairs, self.reusable)
         self.inst, self.pairs = inst, pairs
         self.keys = pairs.keys()
         self.row_of = {key: row for row, key in enumerate(self.keys)}

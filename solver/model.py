@@ -49,7 +49,7 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=
 
     ``reusable`` makes every coefficient a mutable Param so the model can be retargeted (sweeps).
     ``extension`` adds its own decisions and rows (the chance constraint of MODEL §9,
-    :class:`solver.confidence_model.ConfidenceBlocks`): its globals now, its part of each pair block
+    :class:`solver.confidence_model.PairExtension`): its globals now, its part of each pair block
     in :func:`add_pair`.
     """
     m = pyo.ConcreteModel(name=inst.name)

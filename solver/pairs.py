@@ -288,19 +288,21 @@ def build(
     dominated: bool = False,
     fewest_groups: bool = False,
     cover: group_counts.CostCover | None = None,
+    every_count: bool = False,
 ) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an instance: the model's index. ``dominated`` keeps
     the dominated K too (a staged model, MODEL §12, shares K between stages). With start-up counted,
     ``fewest_groups``: only each pair's fewest on-time training groups (one row a pair, whatever the pool
     holds: :func:`solver.group_counts.fewest_rows`); ``cover``: only the group counts a cost search within its
-    cost needs (:func:`solver.group_counts.covered_groups`)."""
+    cost needs (:func:`solver.group_counts.covered_groups`). ``every_count``: one pair per training-group count
+    worth having even where the makespan does not count the update time (a confidence solve: a scenario's
+    slower update may ask for more groups than the fewest that keep up at the nominal values, and with MODEL
+    §13's goodput they change T)."""
     d = cache.demand(inst) if cache is not None else _demand(inst, None)
-    env, w = inst.environment, inst.workload
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
     rejected = dict(d.rejected)
-    shapes = inst.inference.shapes
     mult = supply_multipliers(inst, Ks)
-    demand_tokens = attempts * w.tokens_per_attempt
+    demand_tokens = attempts * inst.workload.tokens_per_attempt
     best = best_supply(inst, groups, Ks, grid)
     keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
     spans, fills = d.span, d.startup
@@ -312,7 +314,7 @@ def build(
         keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
     m, span, startup = groups[at], spans[at, k], fills[at, k]
-    if inst.counts_startup:
+    if inst.counts_startup or every_count:
         rates = {p.name: pool_rate(inst, p.name, Ks) for p in inst.gpu_pools}
         most = group_counts.most_groups(inst, rates, cover, grid, at, k, m, demand_tokens[at, k], span)
         spare = best[at, k] - demand_tokens[at, k]
@@ -322,9 +324,8 @@ def build(
         startup = fills[at, k]
     pair_attempts = attempts[at, k]
     inflight, sandbox_rate = holding.sandbox_loads(inst, pair_attempts, d.w_use)
-    a = shape_availability(inst)
-    sync = goodput.weight_sync_factor(inst, grid[at])
-    per_replica = np.array([a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(shapes)])
+    availability = zip(shape_availability(inst), inst.inference.shapes)
+    per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in availability])
     return Pairs(
         cadence=grid[at],
         kept=Ks[k],
@@ -335,8 +336,8 @@ def build(
         drop=d.drop[at, k],
         attempts=pair_attempts,
         inflight=inflight,
-        peak=inflight * env.peak_to_mean,
-        supply_per_replica=per_replica[None, :] * mult[k] * sync[:, None],
+        peak=inflight * inst.environment.peak_to_mean,
+        supply_per_replica=per_replica[None, :] * mult[k] * goodput.weight_sync_factor(inst, grid[at])[:, None],
         rejected=rejected,
         grid_points=int(grid.size),
         sandbox_rate=sandbox_rate,

@@ -67,7 +67,7 @@ class RowCover:
         candidates = planner.fewest_groups_only(planner.candidates(**restrict["candidates"]), exact_only=False)
         if not candidates.any():
             return None
-        lower = planner._lower_bounds(objective, candidates, clock)
+        lower = planner.lower_bounds(objective)
         search = planner._search(objective, candidates, lower, restrict["caps"], clock)
         return None if search is None or search.values is None else float(search.value)
 

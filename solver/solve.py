@@ -9,6 +9,7 @@ the blocks as well as every HiGHS run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -21,9 +22,11 @@ from trainground.solver import pairs as pair_tables
 from trainground.solver.assemble import assemble, timings_of
 from trainground.solver.bounds import SandboxLP, hourly_lower_bound
 from trainground.solver.coefficients import global_values, index_of
+from trainground.solver.confidence_search import PairModels, cheapest, shortest
+from trainground.solver.confidence_table import ScenarioTable
 from trainground.solver.live import LiveModel
 from trainground.solver.rows import RowCover
-from trainground.solver.search import Search, cheapest_first, pair_by_pair, shortest_first
+from trainground.solver.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
 
@@ -41,20 +44,21 @@ class Planner:
         cache: pair_tables.TableCache | None = None,
         clock: Stopwatch | None = None,
         confidence: float | None = None,
-        allowance: float = 0.0,
+        table: ScenarioTable | None = None,
         fewest_groups: bool = False,
         covered: bool = True,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
-        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic);
-        ``allowance``: the run-variance allowance Δ its scenarios carry (§11: on time iff T_s + Δ <= deadline).
-        ``fewest_groups``: a planner that only answers whether a plan exists (``solve(feasibility=True)``,
-        without a makespan cap or an allowance): each pair keeps its fewest on-time training-group count
-        alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its table does not
-        grow with the groups a pool holds. ``covered``: with start-up counted, list the group counts each solve
-        needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all (a diagnosis's
-        makespan and budgeted re-solves)."""
+        probability (MODEL §9; default the instance's ``uncertainty.confidence``, None: deterministic); each
+        solve's allowance Δ (MODEL §11) then holds in its scenarios too (on time iff T_s + Δ <= deadline).
+        ``table``: the needs of the instance's scenario set, when the caller keeps them for several α (a
+        price-of-certainty curve). ``fewest_groups``: a planner that only answers whether a plan exists
+        (``solve(feasibility=True)``, without a makespan cap or an allowance): each pair keeps its fewest on-time
+        training-group count alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its
+        table does not grow with the groups a pool holds. ``covered``: with start-up counted, list the group
+        counts each solve needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all
+        (a diagnosis's makespan and budgeted re-solves)."""
         if fewest_groups and not fewest_rows_suffice(inst, confidence):
             raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
         self.fewest_groups = fewest_groups
@@ -73,17 +77,23 @@ class Planner:
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
-            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest_groups or self.rows is not None)
-            self.confidence = None if alpha is None else confidence_of.setup(inst, pairs, alpha, allowance)
+            fewest = fewest_groups or self.rows is not None
+            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest, every_count=alpha is not None)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
-            extension = None if self.confidence is None else self.confidence.blocks
-            self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock, extension)
-            shared = global_values(inst, self.live.model.ix)
-            self.sandbox_lp = SandboxLP(inst, self.live.model.ix, shared)  # kept across retargets while its key holds
+            self.confidence: confidence_of.Confidence | None = None
+            self.live: LiveModel | PairModels
+            if alpha is None:
+                self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock)
+                ix = self.live.model.ix
+            else:
+                ix = index_of(inst)
+            shared = global_values(inst, ix)
+            self.sandbox_lp = SandboxLP(inst, ix, shared)  # kept across retargets while its key holds
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
-            if self.confidence is not None:
-                self.hourly_lb = np.maximum(self.hourly_lb, confidence_of.lower_bound(inst, pairs, self.confidence))
-        self._class_lb: np.ndarray | None = None
+            if alpha is not None:
+                self.build_clock.note(f"{inst.name}: scenarios of the confidence solve")
+                self.confidence = confidence_of.Confidence(inst, pairs, alpha, shared, self.sandbox_lp, table)
+                self.live = PairModels(inst, pairs, self.confidence, threads, self.build_clock)
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
 
     @property
@@ -96,9 +106,11 @@ class Planner:
 
     def retarget(self, inst: Instance) -> bool:
         """Point a reusable planner at another instance of the same structure (False: build a new one)."""
+        live = self.live
         if (
-            not self.live.reusable
-            or index_of(inst) != self.live.model.ix
+            not isinstance(live, LiveModel)
+            or not live.reusable
+            or index_of(inst) != live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
             or (self.fewest_groups and not fewest_rows_suffice(inst))
@@ -106,12 +118,12 @@ class Planner:
             return False
         with self.build_clock.phase("build"):
             pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
-            if not self.live.retarget(inst, pairs):
+            if not live.retarget(inst, pairs):
                 return False
             if self.rows is not None:
                 self.rows.reset()
-            shared = global_values(inst, self.live.model.ix)
-            lp = SandboxLP(inst, self.live.model.ix, shared)
+            shared = global_values(inst, live.model.ix)
+            lp = SandboxLP(inst, live.model.ix, shared)
             self.sandbox_lp = self.sandbox_lp if lp.key == self.sandbox_lp.key else lp
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
         return True
@@ -126,20 +138,15 @@ class Planner:
     def use_pairs(self, pairs: pair_tables.Pairs) -> None:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
         :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
+        live = self.live
+        assert isinstance(live, LiveModel), "a confidence solve keeps its table"
         with self.build_clock.phase("build"):
             inst = self.inst
-            if not self.live.retarget(inst, pairs):
-                self.live = LiveModel(inst, pairs, True, self.live.threads, self.build_clock)
+            if not live.retarget(inst, pairs):
+                self.live = LiveModel(inst, pairs, True, live.threads, self.build_clock)
                 self._highs_seen = 0.0
             shared = global_values(inst, self.live.model.ix)
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
-
-    def _class_bounds(self) -> np.ndarray:
-        """A confidence solve's hourly bounds from one run per K (computed once, before any cap)."""
-        assert self.confidence is not None, "class bounds belong to a confidence solve"
-        if self._class_lb is None:
-            self._class_lb = confidence_of.class_bounds(self.live, self.confidence)
-        return self._class_lb
 
     def candidates(
         self,
@@ -147,28 +154,43 @@ class Planner:
         cadence: float | None = None,
         max_hourly_cost: float | None = None,
         max_total_cost: float | None = None,
+        allowance: float = 0.0,
     ) -> np.ndarray:
         """Pairs a plan under these restrictions may use; budgets close every pair whose cost bound
         already breaks them, and a pair whose bound is infinite (no fleet within the node and VM caps,
-        or no pool mix, can hold it) holds no plan (exact: the bound is valid)."""
+        or no pool mix, can hold it) holds no plan (exact: the bound is valid). A confidence solve's bounds
+        are those of its scenarios with the allowance ``allowance`` (MODEL §11)."""
         pairs, limits = self.pairs, self.inst.limits
-        keep = np.isfinite(self.hourly_lb)
+        hourly_lb = self._hourly_bound(allowance)
+        keep = np.isfinite(hourly_lb)
         if max_makespan is not None:
             keep &= pairs.makespan <= max_makespan * (1 + SPAN_TOL)
         if cadence is not None:
             keep &= np.abs(pairs.cadence - cadence) <= REL_TOL * cadence
         if self.confidence is not None:  # pairs that cannot meet enough scenarios whatever their counts
-            keep &= self.confidence.blocks.possible()
-        total_lb = self.hourly_lb * pairs.makespan / 3600.0
+            keep &= self.confidence.at(allowance).possible
+        total_lb = hourly_lb * pairs.makespan / 3600.0
         for limit, bound in (
-            (limits.max_hourly_cost, self.hourly_lb),
-            (max_hourly_cost, self.hourly_lb),
+            (limits.max_hourly_cost, hourly_lb),
+            (max_hourly_cost, hourly_lb),
             (limits.max_total_cost, total_lb),
             (max_total_cost, total_lb),
         ):
             if limit is not None:
                 keep &= bound <= limit * (1 + REL_TOL)
         return keep
+
+    def _hourly_bound(self, allowance: float) -> np.ndarray:
+        """Each pair's lower bound on the hourly cost: the nominal one, raised in a confidence solve by its
+        scenarios' with the allowance ``allowance``."""
+        if self.confidence is None:
+            return self.hourly_lb
+        return np.maximum(self.hourly_lb, self.confidence.at(allowance).hourly)
+
+    def lower_bounds(self, objective: str, allowance: float = 0.0) -> np.ndarray:
+        """Each pair's lower bound on a cost criterion: the hourly bound (a confidence solve's with the allowance
+        ``allowance``), times the pair's makespan in hours for total cost."""
+        return self._hourly_bound(allowance) * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
 
     def solve(
         self,
@@ -182,12 +204,14 @@ class Planner:
         max_inference_gpus: int | None = None,
         allowance: float = 0.0,
         feasibility: bool = False,
+        confidence_report: bool = True,
     ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
         no diagnosis: drivers.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
         of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline. ``feasibility``: the question is
         only whether a plan exists; the plan returned is verified but optimal only among the rows
-        :meth:`fewest_groups_only` keeps."""
+        :meth:`fewest_groups_only` keeps. ``confidence_report``: a confidence solve checks its plan in its
+        scenarios and in fresh ones (:meth:`report_confidence`; False for a caller that reports later or not)."""
         objective = objective or self.inst.objective
         if self.fewest_groups and not (
             feasibility
@@ -203,16 +227,19 @@ class Planner:
         if allowance > 0:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
+        if isinstance(self.live, PairModels):
+            with clock.phase("build"):
+                self.live.use(allowance)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
         restrict["max_total_cost"] = max_total_cost
         budgets = max_hourly_cost is not None or max_total_cost is not None
         if self.rows is not None:
             self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
-        candidates = self.candidates(**restrict)
+        candidates = self.candidates(**restrict, allowance=allowance)
         if feasibility and not budgets:
             candidates = self.fewest_groups_only(candidates)
-        lower = self._lower_bounds(objective, candidates, clock)
+        lower = self.lower_bounds(objective, allowance)
         search = self._search(objective, candidates, lower, caps, clock)
         highs_before, self._highs_seen = (
             self._highs_seen,
@@ -220,7 +247,10 @@ class Planner:
         )
         if search is None or search.values is None:
             return self._no_plan(objective, search, clock, highs_before)
-        return self._assemble(objective, search, clock, highs_before, allowance)
+        result = self._assemble(objective, search, clock, highs_before, allowance)
+        if confidence_report:
+            self.report_confidence(result, allowance, clock)
+        return result
 
     def fewest_groups_only(self, candidates: np.ndarray, exact_only: bool = True) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan
@@ -249,15 +279,6 @@ class Planner:
         self.build_clock = self.live.clock = clock
         return clock
 
-    def _lower_bounds(self, objective: str, candidates: np.ndarray, clock: Stopwatch) -> np.ndarray:
-        """Each pair's lower bound on a cost criterion: the hourly bound (raised, in a confidence solve, by
-        the class bounds, computed before any cap), times the pair's makespan in hours for total cost."""
-        hourly_lb = self.hourly_lb
-        if self.confidence is not None and objective != "makespan" and candidates.any():
-            with clock.phase("solve"):
-                hourly_lb = np.maximum(hourly_lb, self._class_bounds())
-        return hourly_lb * (self.pairs.makespan / 3600.0 if objective == "total_cost" else 1.0)
-
     def _search(
         self,
         objective: str,
@@ -272,11 +293,19 @@ class Planner:
         search = None
         try:
             with clock.phase("solve"):
-                if candidates.any() and objective == "makespan":
-                    search = shortest_first(self.live, candidates, clock)
-                elif candidates.any():
-                    run = cheapest_first if self.confidence is None else pair_by_pair
-                    search = run(self.live, objective, candidates, lower, clock)
+                live = self.live
+                if not candidates.any():
+                    pass
+                elif isinstance(live, PairModels):
+                    if objective == "makespan":
+                        total = self._hourly_bound(live.allowance) * self.pairs.makespan / 3600.0
+                        search = shortest(live, candidates, total, clock)
+                    else:
+                        search = cheapest(live, objective, candidates, lower, clock)
+                elif objective == "makespan":
+                    search = shortest_first(live, candidates, clock)
+                else:
+                    search = cheapest_first(live, objective, candidates, lower, clock)
         finally:
             self.live.end_solve()
         return search
@@ -303,16 +332,20 @@ class Planner:
     def _assemble(
         self, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float
     ) -> Result:
-        """The verified result of the plan ``search`` found; a confidence solve's also checks the plan in its
-        scenarios and fresh ones (verification time)."""
+        """The verified result of the plan ``search`` found."""
         result = assemble(self.live, objective, search, clock, highs_before, allowance)
-        if self.confidence is not None and result.plan is not None:
-            start = clock.elapsed()
-            result.confidence = confidence_of.report(self.inst, result.plan, self.confidence)
-            result.timings.verify += clock.elapsed() - start
-            if result.model_size is not None:
-                result.model_size["scenario_groups"] = int(self.confidence.req.weight.size)
+        if self.confidence is not None and result.model_size is not None:
+            result.model_size["scenario_groups"] = self.confidence.groups
         return result
+
+    def report_confidence(self, result: Result, allowance: float, clock: Stopwatch | None = None) -> None:
+        """A confidence solve's plan checked in its scenarios and in fresh ones, each on time iff T_s +
+        ``allowance`` <= deadline (MODEL §9, §11): ``result.confidence``, its time counted as verification."""
+        if self.confidence is None or result.plan is None:
+            return
+        start = time.perf_counter()
+        result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
+        result.timings.verify += time.perf_counter() - start
 
 
 def fewest_rows_suffice(inst: Instance, confidence: float | None = None) -> bool:

@@ -123,12 +123,13 @@ class StagedPlanner:
         allowance: float = 0.0,
         cadence: float | None = None,
         feasibility: bool = False,
+        confidence_report: bool = True,
     ) -> Result:
         """The optimal staged plan under ``objective`` (default the instance's), verified, under this call's
         restrictions (those of :meth:`solver.solve.Planner.solve`: a makespan cap, budgets, a card cap that
         every stage's inference meets, and the allowance Δ of MODEL §11 in the deadline row T + Δ <= deadline;
-        ``feasibility`` asks nothing less of a staged solve). A pinned cadence is refused by name: each stage
-        has its own."""
+        ``feasibility`` asks nothing less of a staged solve; ``confidence_report`` is the Planner's, and a staged
+        instance has no confidence solve). A pinned cadence is refused by name: each stage has its own."""
         if cadence is not None:
             raise InstanceError(
                 self.inst.name or "instance",

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
+from tests.confidence_reference import brute_force, small_instance
 from trainground.models.edits import load_edited
 from trainground.models.load import validate
 from trainground.solver import scenarios as sc
-from trainground.solver.confidence import CHECK_SAMPLES
-from trainground.solver.confidence_model import needed
+from trainground.solver.confidence import CHECK_SAMPLES, needed
 from trainground.solver.solve import Planner
 from trainground.solver.verify import verify_plan
 
@@ -116,122 +114,6 @@ def test_seed_plan_for_ninety_percent_is_on_time_out_of_sample_and_verified():
 
 
 # ---------------------------------------------------------------- brute force on small instances
-
-
-def small_instance(seed: int, alpha: float, samples: int = 10):
-    rng = np.random.default_rng(seed)
-    data = {
-        "schema_version": 1,
-        "name": f"small-{seed}",
-        "workload": {
-            "iterations": 10,
-            "batch_trajectories": 4,
-            "group_size": 2,
-            "tokens_per_attempt": 8,
-            "intake_rate": 1.0,
-        },
-        "schedule": {"deadline": 400.0, "extra_time": 0.0, "cadence": {"min": 30.0, "step": 5.0}},
-        "gpu_pools": [{"name": "main", "gpus": 16, "gpu_hour_cost": 1.0}],
-        "inference": {
-            "availability": 1.0,
-            "shapes": [
-                {
-                    "name": "s0",
-                    "pool": "main",
-                    "gpus_per_replica": 1,
-                    "tokens_per_gpu_s": float(rng.choice([0.8, 1.2, 1.6])),
-                    "version_slowdown": 0.0,
-                }
-            ],
-        },
-        "training": {
-            "pool": "main",
-            "gpus_per_group": 2,
-            "update_time": {"law": "inverse", "reference_gpus": 4, "reference_time": float(rng.choice([25, 40, 60]))},
-        },
-        "environment": {
-            "occupancy": {"distribution": "lognormal", "median": float(rng.choice([10, 20, 40])), "sigma": 0.6},
-            "backends": [{"name": "c", "share": 1.0}],
-            "node_types": [
-                {"name": "n", "density": {"c": float(rng.choice([1, 2, 3]))}, "hour_cost": 0.7, "max_nodes": 5}
-            ],
-            "cloud": {"eligible_share": {}, "vm_types": []},
-        },
-        "freshness": {"max_versions_kept": 2, "overrun_policy": "drop", "group_correlation": "independent"},
-        "uncertainty": {
-            "samples": samples,
-            "seed": seed,
-            "confidence": alpha,
-            "factors": [
-                {
-                    "name": "throughput",
-                    "paths": ["inference.shapes[*].tokens_per_gpu_s"],
-                    "dist": "normal",
-                    "mean": 1.0,
-                    "sd": 0.15,
-                },
-                {
-                    "name": "lifetimes",
-                    "paths": ["environment.occupancy.median"],
-                    "dist": "lognormal",
-                    "median": 1.0,
-                    "sigma": 0.3,
-                },
-                {
-                    "name": "updates",
-                    "paths": ["training.update_time.reference_time"],
-                    "dist": "uniform",
-                    "low": 0.8,
-                    "high": 1.4,
-                },
-            ],
-        },
-    }
-    return validate(data, f"small-{seed}.yaml")
-
-
-def brute_force(inst) -> float:
-    """The cheapest total cost over every (cadence, K, groups, nodes, replicas) plan that meets MODEL §3 at
-    nominal values (the scenario evaluator with every multiplier 1: realised cadence = planned) and is
-    on time in at least ceil(α·S) of the scenarios (solver.scenarios.evaluate); replicas by bisection
-    (both checks only get easier with more). Shares nothing with the confidence MIP."""
-    unc = inst.uncertainty
-    scen = sc.draw(inst)
-    both = sc.from_draws(inst, np.vstack([np.ones((1, len(unc.factors))), scen.draws]))  # nominal first
-    k = needed(unc.confidence, scen.size)
-    pool, gpg = inst.gpu_pools[0].gpus, inst.training.gpus_per_group
-    n, node = inst.workload.iterations, inst.environment.node_types[0]
-    best = math.inf
-
-    def plan(L, K, m, N, x):
-        return SimpleNamespace(
-            cadence_s=L,
-            versions_kept=K,
-            training_gpus=m * gpg,
-            inference=[SimpleNamespace(shape="s0", pool="main", replicas=x, gpus=x)],
-            local_nodes=[SimpleNamespace(type=node.name, count=N)],
-            cloud_vms=[],
-        )
-
-    def ok(L, K, m, N, x) -> bool:
-        out = sc.evaluate(inst, plan(L, K, m, N, x), both)
-        return out.cadence[0] <= L * (1 + 1e-9) and int(out.on_time[1:].sum()) >= k
-
-    for L in np.arange(30.0, 40.0 + 1e-9, 5.0):
-        hours = n * L / 3600.0
-        for K in (1, 2):
-            for m in range(1, pool // gpg + 1):
-                for N in range(0, node.max_nodes + 1):
-                    fixed = m * gpg * 1.0 + N * node.hour_cost
-                    top = pool - m * gpg
-                    if fixed * hours >= best or top < 0 or not ok(L, K, m, N, top):
-                        continue
-                    lo, hi = -1, top  # ok(hi) holds; find the fewest replicas that pass
-                    while hi - lo > 1:
-                        mid = (lo + hi) // 2
-                        lo, hi = (lo, mid) if ok(L, K, m, N, mid) else (mid, hi)
-                    best = min(best, (fixed + hi * 1.0) * hours)
-    return best
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
-"""The confidence solve's corner points and hull rows (solver/confidence_cuts.py) against a brute force:
-every level vector a plan on time in enough scenarios can have lies above a corner and meets every row."""
+"""The confidence solve's corners and hull rows (solver/confidence_cuts.py, solver/confidence_pair.py) against a
+brute force: every level vector a plan on time in enough scenarios can have needs at least a cell of the class
+grid; with the training groups fixed, the corners are exactly the least such vectors and their rows bound any
+positive cost of the levels by the corners' least."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from trainground.solver import confidence_cuts as cuts
+from trainground.solver.confidence_pair import corners as pair_corners
 
 
 def feasible_levels(req: np.ndarray, weight: np.ndarray, needed: float) -> np.ndarray:
@@ -30,51 +33,51 @@ def random_case(seed: int, n: int):
 
 
 @pytest.mark.parametrize("seed,n,grid", [(0, 10, 40), (1, 12, 40), (2, 12, 4), (3, 13, 3), (4, 11, 40)])
-def test_every_feasible_level_vector_is_above_a_corner_and_meets_every_row(seed, n, grid, monkeypatch):
+def test_every_feasible_level_vector_needs_at_least_a_cell_of_the_grid(seed, n, grid, monkeypatch):
+    """A plan with groups level m and peak level p, on time in a set of enough weight, lies in the grid's row of
+    the least groups threshold at or above m: some cell of that row at or below p needs no more supply than the
+    plan has (what the screen's bound reads)."""
     monkeypatch.setattr(cuts, "GRID", grid)  # small grids thin the thresholds: still valid, only looser
     req, weight, needed = random_case(seed, n)
     levels = feasible_levels(req, weight, needed)
     floors = levels.min(axis=0)  # every plan's levels are at least these (the solver's η)
-    corners = cuts.minimal(cuts.corner_points(req[:, 0], req[:, 1], req[:, 2], weight, needed, floors))
-    assert corners.shape[0] > 0
-    tol = 1e-9 * np.abs(levels).max(axis=0)
-    above = np.all(levels[:, None, :] >= corners[None, :, :] - tol, axis=2)
-    assert above.any(axis=1).all()
-    rows = cuts.hull_cuts(corners)
-    for a, beta in rows:
-        assert np.all(a >= 0) and a.max() == pytest.approx(1.0)
-        assert np.all(levels @ a >= beta - 1e-9 * max(1.0, abs(beta)))
+    g_up, _, p_low, q = cuts.frontier_grid(req[:, 0], req[:, 1], req[:, 2], weight, needed, floors)
+    for supply, groups, peak in levels:
+        i = min(int(np.searchsorted(g_up, groups, side="left")), g_up.size - 1)
+        reachable = (p_low <= peak * (1 + 1e-12)) & (q[i] <= supply * (1 + 1e-12))
+        assert reachable.any(), (supply, groups, peak)
 
 
-def test_the_rows_reach_the_least_level_sum_when_no_threshold_is_thinned():
-    """With every requirement a threshold, a row along (1, 1, 1)-like directions is as tight as the corners:
-    the least of a·L over the corners equals its least over the rows' polyhedron's vertices, the corners
-    themselves; so the rows bound a positive linear cost within the corners' own minimum."""
-    req, weight, needed = random_case(8, 12)  # eight corners, three facets with a >= 0
-    levels = feasible_levels(req, weight, needed)
-    corners = cuts.minimal(cuts.corner_points(req[:, 0], req[:, 1], req[:, 2], weight, needed, levels.min(axis=0)))
-    rows = cuts.hull_cuts(corners)
-    assert rows, "a corner set spread in three needs has facets"
-    scale = 1.0 / levels.max(axis=0)
-    cost = scale  # one unit of each need's range
-    best_corner = float((corners @ cost).min())
-    best_feasible = float((levels @ cost).min())
-    assert best_corner <= best_feasible * (1 + 1e-12)
-    # the rows alone: the least cost over {L >= floors, a·L >= β} is within the corners' least (an LP bound)
+def least_levels_2d(req: np.ndarray, weight: np.ndarray, needed: float) -> np.ndarray:
+    """The least (supply, peak) level vectors of plans on time in groups of weight >= needed, by enumeration."""
+    levels = np.unique(
+        feasible_levels(np.column_stack([req[:, 0], np.zeros(req.shape[0]), req[:, 1]]), weight, needed)[:, [0, 2]],
+        axis=0,
+    )
+    below = np.all(levels[:, None, :] <= levels[None, :, :], axis=2) & ~np.eye(levels.shape[0], dtype=bool)
+    return levels[~below.any(axis=0)]  # those no other vector is at or below
+
+
+@pytest.mark.parametrize("seed,n", [(0, 9), (1, 11), (5, 12), (6, 13)])
+def test_with_the_groups_fixed_the_corners_are_the_least_level_vectors(seed, n):
+    req, weight, needed = random_case(seed, n)
+    found = pair_corners(req[:, 0], req[:, 2], weight, needed)
+    expected = least_levels_2d(req[:, [0, 2]], weight, needed)
+    assert sorted(map(tuple, found.tolist())) == sorted(map(tuple, expected.tolist()))
+
+
+@pytest.mark.parametrize("seed", [2, 3, 8])
+def test_the_rows_of_fixed_groups_bound_a_positive_cost_by_the_corners_least(seed):
+    """In two levels the rows are the whole hull of the corners plus the orthant: the least of a positive
+    linear cost over the rows is at a vertex, a corner; so the rows lose nothing of the corners' bound."""
     from scipy.optimize import linprog
 
-    out = linprog(
-        cost,
-        A_ub=-np.array([a for a, _ in rows]),
-        b_ub=-np.array([b for _, b in rows]),
-        bounds=[(lo, None) for lo in corners.min(axis=0)],
-    )
-    assert out.status == 0
-    assert out.fun <= best_corner * (1 + 1e-9)
-    assert out.fun >= best_corner * (1 - 1e-6)  # the cost's least over a polyhedron is at a vertex: a corner
-
-
-def test_minimal_keeps_one_of_equal_points_and_drops_dominated_ones():
-    points = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [2.0, 2.0, 3.0], [0.5, 5.0, 3.0], [1.0, 1.0, 4.0]])
-    kept = cuts.minimal(points)
-    assert kept.tolist() == [[1.0, 2.0, 3.0], [0.5, 5.0, 3.0], [1.0, 1.0, 4.0]]
+    req, weight, needed = random_case(seed, 12)
+    corners = pair_corners(req[:, 0], req[:, 2], weight, needed)
+    rows = cuts.hull_2d(corners)
+    assert len(rows) >= 2 and corners.shape[0] >= 2
+    for cost in (np.array([1.0, 1.0]) / corners.max(axis=0), np.array([3.0, 0.2]) / corners.max(axis=0)):
+        out = linprog(cost, A_ub=-np.array([[a, b] for a, b, _ in rows]), b_ub=-np.array([beta for *_, beta in rows]))
+        assert out.status == 0
+        best = float((corners @ cost).min())
+        assert best * (1 - 1e-6) <= out.fun <= best * (1 + 1e-9)

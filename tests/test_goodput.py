@@ -130,15 +130,23 @@ def test_weight_sync_longer_than_every_cadence_is_diagnosed(tmp_path):
     assert "weight sync" in result["diagnosis"]["conflict"]
 
 
-def test_confidence_with_reliability_is_refused_with_exit_2_and_risk_counts_it(tmp_path):
+def test_a_confidence_solve_counts_reliability_as_risk_does(tmp_path):
+    """MODEL §13 in a confidence solve: its plan, assessed by `risk` on the very scenarios it was solved for
+    (the section's samples and seed), is on time in at least α of them with failures and checkpoints counted."""
     data = yaml.safe_load((SEED.parent / "seed-week-75-uncertain.yaml").read_text())
     data["planning"] = {"basis": "steady_state"}
     data["reliability"] = SECTION
-    code, output = run(["solve", "--confidence", "0.8"], tmp_path, data)
-    assert code == 2 and "reliability" in output and "confidence solves" in output, output
-    code, output = run(["risk", "--samples", "200", "--json"], tmp_path, data)
+    data["schedule"]["deadline"] = "8d"
+    data["uncertainty"]["samples"] = 300
+    code, output = run(["solve", "--confidence", "0.8", "--json", "--no-levers"], tmp_path, data)
     assert code == 0, output
-    assert 0 <= json.loads(output)["on_time_probability"] <= 1
+    solved = json.loads(output)
+    assert solved["metrics"]["training_goodput"] < 1 and solved["confidence"]["in_sample"] >= 0.8
+    plan = tmp_path / "plan.json"
+    plan.write_text(output)
+    code, output = run(["risk", "--plan", str(plan), "--samples", "300", "--seed", "0", "--json"], tmp_path, data)
+    assert code == 0, output
+    assert json.loads(output)["on_time_probability"] == pytest.approx(solved["confidence"]["in_sample"], abs=1e-12)
 
 
 def test_reliability_levers_save_money_and_buy_the_time_goodput_gives():

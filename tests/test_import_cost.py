@@ -1,7 +1,7 @@
 """What a plain solve imports. scipy is kept off the solve path: once it is imported beside pyomo,
 pyomo's deferred-import hook loads scipy.stats, sparse and spatial too, which costs more than a second
 of start-up on every command (docs/performance.md). Only the commands that need scipy (calibrate,
-a risk or confidence run on several active backends) import it, inside the function that uses it.
+a risk run on several active backends) import it, inside the function that uses it.
 The model is built with ``pyomo.core`` alone: ``pyomo.environ`` also loads every plugin package of
 pyomo (DAE, GDP, network, the solver plugins, ...), about 0.4 s of CPU that a solve never uses."""
 
@@ -45,8 +45,9 @@ def _imports_of(*args: str) -> dict:
         ("solve", "instances/seed-week-75.yaml", "--set", "schedule.count_startup=true", "--no-levers"),
         ("solve", "tests/data/infeasible/max-nodes-only.yaml"),
         ("explain", "instances/seed-week-75.yaml"),
+        ("solve", "instances/seed-week-75-uncertain.yaml", "--confidence", "0.9", "--basis", "steady_state"),
     ],
-    ids=["seed", "start-up counted", "diagnosis", "explain"],
+    ids=["seed", "start-up counted", "diagnosis", "explain", "confidence"],
 )
 def test_no_scipy_on_the_solve_path(args):
     seen = _imports_of(*args, "--json")
