@@ -14,5 +14,5 @@ show docs/confidence/curve.txt "COLUMNS=175 trainground frontier $I --confidence
 also docs/confidence/curve.txt "COLUMNS=140 trainground frontier $I --basis steady_state --confidence-curve 0.5,0.8,0.9,0.95,0.99 --out out/curve-steady | sed -n '1,/^99/p'"
 cp "$SCRATCH/out/curve/certainty.png" "$ROOT/docs/confidence-price-of-certainty.png"
 if [ "${BENCH:-0}" = 1 ]; then
-    python bench/confidence.py --repeat 3 > docs/confidence/bench.txt
+    python bench/confidence.py --repeat 1 --skip-growth > docs/confidence/bench.txt  # one run each: ~5 minutes
 fi
