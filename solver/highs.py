@@ -127,7 +127,7 @@ def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
 def _solution_has_objective(highs: highspy.Highs, objective: float, col_value) -> bool:
     """Whether the solution HiGHS returns has the objective value it reports. HiGHS 1.16 can, after a
     presolve of a model changed in place, report an optimum the solution does not reach while returning the
-    previous run's solution (seen on a least hourly cost whose model a total-cost search had just run): that
+    previous run's solution (seen on a least hourly cost after a makespan or a total-cost search on the model): that
     run is a solve error, which the caller repeats without presolve (:meth:`solver.live.LiveModel.run`)."""
     n = highs.getNumCol()
     if n == 0:
