@@ -27,7 +27,7 @@ from pyomo.contrib.solver.solvers.highs import Highs
 from pyomo.core.expr.visitor import identify_mutable_parameters
 
 from trainground.models.result import Status
-from trainground.solver.tolerances import COST_CHECK_TOL, FEASIBILITY_TOL
+from trainground.solver.tolerances import FEASIBILITY_TOL, SOLUTION_COST_TOL
 
 # Tuned on the bundled seed instances (bench/solve.py): these models are small and their LP
 # relaxation is the convex hull of the cadence choice, so HiGHS's primal heuristics and extra
@@ -100,14 +100,16 @@ _NO_PLAN = {
 
 
 def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
-    """The single map from a HiGHS model status to the project's statuses; values only with a solution."""
+    """The single map from a HiGHS model status to the project's statuses; values only with a solution
+    whose cost is the objective HiGHS reports. An optimum without one is a solve error (the caller repeats
+    it without presolve); a time-limit run without one keeps its status and loses its incumbent."""
     status = highs.getModelStatus()
     info = highs.getInfo()
-    has_solution = info.primal_solution_status == 2
-    col_value = highs.getSolution().col_value if has_solution else None
-    if has_solution and not _solution_has_objective(highs, info.objective_function_value, col_value):
-        mapped, has_solution = Status.ERROR, False
-    elif status == highspy.HighsModelStatus.kOptimal and has_solution:
+    col_value = highs.getSolution().col_value if info.primal_solution_status == 2 else None
+    has_solution = col_value is not None and _solution_has_objective(
+        highs, info.objective_function_value, col_value
+    )
+    if status == highspy.HighsModelStatus.kOptimal and has_solution:
         mapped = Status.OPTIMAL
     elif status in _NO_PLAN:
         mapped = Status.INFEASIBLE
@@ -134,7 +136,7 @@ def _solution_has_objective(highs: highspy.Highs, objective: float, col_value) -
         return True
     costs = highs.getCols(n, np.arange(n, dtype=np.int32))[2]
     value = float(np.dot(costs, np.asarray(col_value))) + highs.getObjectiveOffset()[1]
-    return abs(value - objective) <= COST_CHECK_TOL * max(1.0, abs(objective))
+    return abs(value - objective) <= SOLUTION_COST_TOL * max(1.0, abs(objective))
 
 
 def new_highs() -> highspy.Highs:

@@ -64,5 +64,10 @@ COST_CHECK_TOL = 1e-7
 at the rounded integer counts) must agree to this relative distance; counts are rounded from
 values within FEASIBILITY_TOL of integers, so an honest plan agrees to ~1e-9."""
 
+SOLUTION_COST_TOL = 1e-7
+"""The objective HiGHS reports and the cost of the solution it returns (column costs times values, plus
+the offset) must agree to this relative distance; a solution that does not is another run's
+(:func:`solver.highs.outcome_of`); an honest one differs by floating-point summation only."""
+
 NO_LIMIT = 1e30
 """An absent limit in a reusable model's rows (HiGHS reads any bound beyond 1e20 as infinite)."""

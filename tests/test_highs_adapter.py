@@ -11,12 +11,16 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
+import highspy
+import numpy as np
 import pytest
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.solver.highs import HighsModel
+from trainground.models.result import Status
+from trainground.solver.highs import HighsModel, outcome_of
 from trainground.solver.solve import Planner
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
@@ -135,4 +139,55 @@ def test_a_run_whose_solution_lacks_its_reported_objective_is_repeated_without_p
     planner.solve("makespan", feasibility=True)
     again = planner.solve("hourly_cost", feasibility=True)
     assert again.plan is not None and fresh.plan is not None
-    assert again.plan.hourly_cost == fresh.plan.hourly_cost and again.objective_value == fresh.objective_value
+    assert again.plan.hourly_cost == fresh.plan.hourly_cost
+    assert math.isclose(again.objective_value, fresh.objective_value, rel_tol=1e-9)
+
+
+class _FakeHighs:
+    """What :func:`outcome_of` reads of a HiGHS run: one column of cost 2 at ``value``, a reported
+    objective and a model status."""
+
+    def __init__(self, status, objective: float, value: float):
+        self._status, self._objective, self._value = status, objective, value
+
+    def getModelStatus(self):
+        return self._status
+
+    def getInfo(self):
+        return SimpleNamespace(
+            primal_solution_status=2, objective_function_value=self._objective, mip_dual_bound=0.0, mip_node_count=1
+        )
+
+    def getSolution(self):
+        return SimpleNamespace(col_value=[self._value])
+
+    def getNumCol(self):
+        return 1
+
+    def getCols(self, n, indices):
+        return (n, None, np.array([2.0]))
+
+    def getObjectiveOffset(self):
+        return (None, 0.0)
+
+    def getRunTime(self):
+        return 0.1
+
+
+@pytest.mark.parametrize(
+    ("status", "value", "expected", "kept"),
+    [
+        (highspy.HighsModelStatus.kOptimal, 4.0, Status.OPTIMAL, True),
+        (highspy.HighsModelStatus.kOptimal, 3.0, Status.ERROR, False),
+        (highspy.HighsModelStatus.kTimeLimit, 4.0, Status.TIME_LIMIT, True),
+        (highspy.HighsModelStatus.kTimeLimit, 3.0, Status.TIME_LIMIT, False),
+    ],
+)
+def test_a_solution_is_kept_only_when_its_cost_is_the_reported_objective(status, value, expected, kept):
+    """Reported objective 8: a column of cost 2 at 4 reaches it, at 3 does not. A time-limit incumbent
+    that reaches it is kept (it is the plan of a run out of time); one that does not is dropped, and the
+    status stays a time limit rather than an error, which the live model would repeat with no time left."""
+    outcome = outcome_of(_FakeHighs(status, 8.0, value), {7: 0})
+    assert outcome.status == expected
+    assert (outcome.values is not None) == kept
+    assert (outcome.objective_value == 8.0) == kept
