@@ -46,11 +46,14 @@ class SandboxQueue:
     def unlimited(self) -> bool:
         return not math.isfinite(self.capacity)
 
-    def admit(self, arrivals: np.ndarray, lifetimes: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
+    def admit(
+        self, arrivals: np.ndarray, lifetimes: np.ndarray, ends: np.ndarray | None = None, runs: int = 1
+    ) -> np.ndarray:
         """Start times of the next arrivals (non-decreasing, after every earlier one) holding a
         sandbox for ``lifetimes`` seconds: ``arrivals`` itself (not a copy) when none of them waits, so a
         caller that changes the starts must copy them first. ``ends``: ``arrivals + lifetimes``, when the
-        caller has it (the departures if nobody waits)."""
+        caller has it (the departures if nobody waits). ``runs``: the arrivals come in runs of that many
+        equal times (a group's members), which the bin count then reads once per run."""
         if self.unlimited or arrivals.size == 0:
             return arrivals
         c = int(self.capacity)
@@ -66,7 +69,7 @@ class SandboxQueue:
             if not scheduled and i >= retry and self.frontier <= arrivals[i]:
                 # Nobody is waiting now: the bin count proves who starts on arrival, up to the first bin it
                 # cannot clear (after a short proof, it is tried again some chunks later).
-                clear = i + self._clear(arrivals[i:], ends[i:], c)
+                clear = i + self._clear(arrivals[i:], ends[i:], c, runs if i % runs == 0 else 1)
                 self._absorb_on_arrival(arrivals[i:clear], ends[i:clear])
                 if clear - i < _chunk(c):
                     retry = clear + RETRY_CHUNKS * _chunk(c)
@@ -97,7 +100,7 @@ class SandboxQueue:
             i = stop
         return starts
 
-    def _clear(self, arrivals, ends, c: int) -> int:
+    def _clear(self, arrivals, ends, c: int, runs: int = 1) -> int:
         """How many leading arrivals the bin count proves to start on arrival (nobody waiting when the first
         arrives: the last start is no later): all of those in the bins before the first whose bound
         ``P + A_k - D_{k-1}`` exceeds ``c``. A time's bin is ``int((t - t0)·scale)``, non-decreasing in ``t``,
@@ -109,16 +112,18 @@ class SandboxQueue:
             return 0
         t0, scale = float(arrivals[0]), n / (span * ARRIVALS_PER_BIN)
         bins = int(span * scale) + 1
-        arrived = np.cumsum(np.bincount(((arrivals - t0) * scale).astype(np.int64), minlength=bins))
+        arrived = np.cumsum(np.bincount(((arrivals[::runs] - t0) * scale).astype(np.int64), minlength=bins))
+        if runs > 1:
+            arrived *= runs
         at = np.subtract(ends, t0)
         at *= scale
         np.minimum(at, bins, out=at)
         counts = np.bincount(at.astype(np.int64), minlength=bins + 1)
         before = 0
         if self.pending.size:
-            held = (self.pending - t0) * scale
-            before = int(np.count_nonzero(held < 0))
-            counts += np.bincount(np.minimum(held[before:], bins).astype(np.int64), minlength=bins + 1)
+            before = int(np.searchsorted(self.pending, t0, side="left"))  # pending is sorted
+            held = (self.pending[before:] - t0) * scale
+            counts += np.bincount(np.minimum(held, bins).astype(np.int64), minlength=bins + 1)
         departed = np.empty(bins, dtype=np.int64)  # D_{k-1}: departures before bin k
         departed[0] = before
         np.cumsum(counts[: bins - 1], out=departed[1:])

@@ -13,7 +13,7 @@ import pytest
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.simulate.engine import UNCONSUMED, replicate
+from trainground.simulate.engine import UNCONSUMED, _stable_order, replicate
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import setup_of
@@ -70,6 +70,38 @@ def test_sandbox_queue_matches_a_heap_reference(seed):
     windows = np.split(np.arange(n), np.sort(rng.integers(0, n, 3)))
     starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w]) for w in windows])
     assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sandbox_queue_reading_arrivals_by_group_matches_the_heap(seed):
+    """``admit(..., runs=g)`` (the engine's call: each group's members arrive together) counts a group's
+    arrivals once; near capacity, windows cut at group boundaries, the starts are the heap's."""
+    rng = np.random.default_rng(2000 + seed)
+    groups, g = int(rng.integers(200, 1500)), int(rng.choice([2, 4, 8]))
+    rate = rng.uniform(0.5, 4.0)
+    launch = np.arange(groups) / rate
+    lifetimes = rng.lognormal(2.0, rng.uniform(0.5, 1.5), groups * g)
+    arrivals = np.repeat(launch, g)
+    c = max(1, int(rate * g * float(np.mean(lifetimes)) * rng.uniform(0.9, 1.3)))
+    queue = SandboxQueue(c)
+    cuts = np.sort(rng.integers(0, groups, 2)) * g
+    windows = np.split(np.arange(arrivals.size), cuts)
+    starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w], runs=g) for w in windows])
+    assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_engine_orders_completions_as_a_stable_argsort(seed):
+    """The buffer's completion order (a bucketed radix sort, then a merge sort) is numpy's stable argsort,
+    ties in group order, on spread values, values on a coarse grid (many ties), and with infinities."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 5000))
+    values = np.arange(n) * rng.uniform(0.1, 2) + rng.lognormal(6, 1.2, n)
+    if seed % 3 == 1:
+        values = np.round(values / 50) * 50
+    if seed % 3 == 2 and n:
+        values[rng.integers(0, n, 3)] = math.inf
+    assert np.array_equal(_stable_order(values), np.argsort(values, kind="stable"))
 
 
 @pytest.mark.parametrize("seed", range(30))
