@@ -22,7 +22,7 @@ from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import Setup
 from trainground.simulate.stages import StagePlayer, readmit, restore, snapshot
 
-WINDOW_ATTEMPTS = 1 << 19  # attempts launched per window (about 0.5 M: ~13 MB per float column)
+WINDOW_ATTEMPTS = 1 << 18  # attempts launched per window (about 262 k: 2 MB per float column, cache-sized passes)
 WINDOWS_PER_HORIZON = 80  # short runs: a window is at most a quarter of the predicted run (horizon / 80)
 UNCONSUMED = -1  # fate of a group never consumed (dropped, or left in flight or in the buffer at the end)
 
