@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainground.simulate.buffer import Buffer
 from trainground.simulate.failures import Injection
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import Setup
@@ -103,79 +104,6 @@ class _Launcher:
         self.carry, self.last = np.empty(0), at
 
 
-class _Buffer:
-    """Completed groups waiting in FIFO order (by completion), and the boundaries they decide."""
-
-    def __init__(
-        self, setup: Setup, inject: Injection | None = None, spacing: np.ndarray | None = None, record: bool = True
-    ):
-        """``spacing``: the update before each boundary j (a staged replay's, :mod:`simulate.stages`); None: U.
-        ``record``: keep which groups each batch consumed and dropped (``gid``, ``consumed``, ``dropped``);
-        without it they stay empty."""
-        self.setup = setup
-        self.inject = inject
-        self.spacing = spacing
-        self.record = record
-        self.comp = np.empty(0)
-        self.launch = np.empty(0)
-        self.eff = np.empty(0, dtype=np.int64)
-        self.gid = np.empty(0, dtype=np.int64)
-        self.boundaries: list[float] = []
-        self.consumed: list[tuple[np.ndarray, int]] = []
-        self.dropped: list[tuple[np.ndarray, int]] = []
-
-    def add(self, comp, launch, eff, gid) -> None:
-        """Merge a window's groups (``gid`` increasing, above every buffered one) into the buffer's
-        (completion, group id) order: the new groups sorted by completion (stable: ties by id), each placed
-        after the buffered groups that complete no later."""
-        order = _stable_order(comp)
-        columns = {"comp": comp[order], "launch": launch[order], "eff": eff[order]}
-        if self.record:
-            columns["gid"] = gid[order]
-        at = np.searchsorted(self.comp, columns["comp"], side="right") + np.arange(comp.size)
-        size = self.comp.size + comp.size
-        old = np.ones(size, dtype=bool)
-        old[at] = False
-        for name, new in columns.items():
-            merged = np.empty(size, dtype=new.dtype)
-            merged[at] = new
-            merged[old] = getattr(self, name)
-            setattr(self, name, merged)
-
-    def place(self, known: float) -> None:
-        """Form every batch decided by groups completed by ``known`` (all such groups are in)."""
-        s = self.setup
-        need = 2 * s.batch // max(1, s.group_size) + 64
-        end = int(np.searchsorted(self.comp, known, side="right"))  # the groups completed by ``known``
-        while len(self.boundaries) < s.iterations:
-            j = len(self.boundaries)
-            old = j - s.versions_kept - 1
-            floor = self.boundaries[old] if s.policy == "drop" and old >= 0 else -math.inf
-            look = min(end, need)
-            while True:
-                eligible = self.launch[:look] >= floor
-                total = np.cumsum(self.eff[:look] if floor == -math.inf else np.where(eligible, self.eff[:look], 0))
-                e = int(np.searchsorted(total, s.batch, side="left"))
-                if e < look or look == end:
-                    break
-                look = min(end, 2 * look)
-            if e >= look:
-                return
-            if self.inject is None:
-                update = s.update_s if self.spacing is None else float(self.spacing[j])
-                b = float(self.comp[e]) if j == 0 else max(self.boundaries[-1] + update, float(self.comp[e]))
-            else:
-                b = self.inject.batch_taken(float(self.comp[e]), s.update_s)
-            self.boundaries.append(b)
-            if self.record:
-                taken = eligible[: e + 1]
-                self.consumed.append((self.gid[: e + 1][taken], j))
-                self.dropped.append((self.gid[: e + 1][~taken], j))
-                self.gid = self.gid[e + 1 :]
-            self.comp, self.launch, self.eff = self.comp[e + 1 :], self.launch[e + 1 :], self.eff[e + 1 :]
-            end -= e + 1
-
-
 def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None = None, record: bool = True) -> Run:
     """Replay the plan once with ``seed``: launches, lifetimes, sandboxes, batches, until n batches form.
 
@@ -191,7 +119,7 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     launcher = _Launcher(now, rng)
     queues = [SandboxQueue(c) for c in now.capacity]
     inject = None if setup.failures is None else Injection(setup.failures, seed, setup.occupancy, setup.horizon)
-    buffer = _Buffer(setup, inject, None if player is None else player.spacing, record)
+    buffer = Buffer(setup, inject, None if player is None else player.spacing, record)
     window = _window(now, setup, inject)
     columns = ("launch", "comp", "eff", "start", "end", "backend", "ok") if record else ("launch", "waited")
     parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
@@ -301,20 +229,6 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
     return start, start + life, backend, ok, arrival, launch, life
 
 
-def _stable_order(values: np.ndarray) -> np.ndarray:
-    """``np.argsort(values, kind="stable")`` (ties in index order), about twice as fast on a window's
-    completions: a radix sort on 16-bit buckets of the values, then a merge sort of the bucketed
-    values, which are then in runs it only has to check and join."""
-    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
-    scale = 65000 / (hi - lo) if lo < hi else math.inf  # below 2**16 - 1 with room for rounding
-    if values.size < 2 or not math.isfinite(scale) or not math.isfinite(hi - lo):
-        return np.argsort(values, kind="stable")
-    key = np.subtract(values, lo)
-    key *= scale
-    coarse = np.argsort(key.astype(np.uint16), kind="stable")
-    return coarse[np.argsort(values[coarse], kind="stable")]
-
-
 def _group_max(end: np.ndarray, g: int) -> np.ndarray:
     """Each group's last end: the largest of every g-th value from each member's offset (faster than a
     reduction over rows of g)."""
@@ -334,7 +248,7 @@ def _lifetimes(setup: Setup, rng: np.random.Generator, size: int) -> np.ndarray:
     return np.exp(life, out=life)
 
 
-def _assemble(setup: Setup, seed, buffer: _Buffer, cols: dict[str, np.ndarray], record: bool = True) -> Run:
+def _assemble(setup: Setup, seed, buffer: Buffer, cols: dict[str, np.ndarray], record: bool = True) -> Run:
     """Cut launches at the last boundary (nothing launched after it is needed) and record each group's fate."""
     b = np.asarray(buffer.boundaries)
     finished = b.size == setup.iterations

@@ -13,7 +13,8 @@ import pytest
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.simulate.engine import UNCONSUMED, _stable_order, replicate
+from trainground.simulate.buffer import _stable_order
+from trainground.simulate.engine import UNCONSUMED, replicate
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import setup_of
