@@ -121,7 +121,7 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     inject = None if setup.failures is None else Injection(setup.failures, seed, setup.occupancy, setup.horizon)
     buffer = Buffer(setup, inject, None if player is None else player.spacing, record)
     window = _window(now, setup, inject)
-    columns = ("launch", "comp", "eff", "start", "end", "backend", "ok") if record else ("launch", "waited")
+    columns = ("launch", "waited") + (("comp", "eff", "start", "end", "backend", "ok") if record else ())
     parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
     groups = 0
     t0 = 0.0
@@ -154,15 +154,13 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
             t1 = change
         groups += kept
         a = kept * g
+        late = None if start is arrival else start[:a] > arrival[:a]
+        waited = np.zeros(kept, dtype=np.int64) if late is None else late.reshape(-1, g).sum(axis=1)
+        window_parts = dict(launch=launch[:kept], waited=waited)
         if record:
-            window_parts = dict(
-                launch=launch[:kept], comp=comp[:kept], eff=eff[:kept], start=start[:a], end=end[:a],
-                backend=backend[:a], ok=ok[:a],
-            )  # fmt: skip
-        else:
-            late = None if start is arrival else start[:a] > arrival[:a]
-            waited = np.zeros(kept, dtype=np.int64) if late is None else late.reshape(-1, g).sum(axis=1)
-            window_parts = dict(launch=launch[:kept], waited=waited)
+            window_parts.update(
+                comp=comp[:kept], eff=eff[:kept], start=start[:a], end=end[:a], backend=backend[:a], ok=ok[:a]
+            )
         for key, value in window_parts.items():
             parts[key].append(value)
         t0 = t1
@@ -303,5 +301,5 @@ def _assemble(setup: Setup, seed, buffer: Buffer, cols: dict[str, np.ndarray], r
         end=cols["end"][: keep * g],
         backend=cols["backend"][: keep * g],
         attempt_effective=cols["ok"][: keep * g],
-        waited=(start > np.repeat(launch, g)).reshape(-1, g).sum(axis=1) if keep else np.zeros(0, dtype=np.int64),
+        waited=cols["waited"][:keep],
     )
