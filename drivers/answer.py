@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainground.drivers.hold import ReplayCache
 from trainground.drivers.levers import Levers
+from trainground.drivers.replays import ReplayCache
 from trainground.drivers.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status

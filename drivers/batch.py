@@ -102,7 +102,8 @@ def solve_file(
     digest = input_hash(data, objective, time_limit, edits)
     try:
         from trainground.drivers.diagnose import diagnosed
-        from trainground.drivers.hold import ReplayCache, solve_planned
+        from trainground.drivers.hold import solve_planned
+        from trainground.drivers.replays import ReplayCache
         from trainground.models.edits import load_edited_checked
         from trainground.models.load import InstanceError
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainground.drivers.hold import ReplayCache, planner_for
+from trainground.drivers.hold import planner_for
+from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver import scenarios as sc

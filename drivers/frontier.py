@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.drivers.diagnose import diagnosed
-from trainground.drivers.hold import HoldingPlanner, ReplayCache, base_planner, planner_for
+from trainground.drivers.hold import HoldingPlanner, base_planner, planner_for
+from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
 from trainground.solver.calculus import cadence_grid

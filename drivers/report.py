@@ -56,7 +56,7 @@ def gather(
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
     from trainground.drivers.certainty import curve
     from trainground.drivers.frontier import frontiers
-    from trainground.drivers.hold import ReplayCache
+    from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
     from trainground.solver.confidence_table import Unsupported
 

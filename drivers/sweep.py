@@ -186,7 +186,8 @@ def solve_points(
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
     from trainground.drivers.diagnose import diagnosed
-    from trainground.drivers.hold import ReplayCache, planner_for
+    from trainground.drivers.hold import planner_for
+    from trainground.drivers.replays import ReplayCache
     from trainground.solver.pairs import TableCache
 
     planner = None

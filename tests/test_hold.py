@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.hold import HoldingPlanner, ReplayCache, run_replays, solve_planned
+from trainground.drivers.hold import HoldingPlanner, solve_planned
+from trainground.drivers.replays import ReplayCache, run_replays
 from trainground.models.edits import edited, load_edited_checked
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.setup import setup_of
@@ -244,12 +245,12 @@ def test_an_allowance_that_does_not_converge_is_a_time_limit(monkeypatch):
 
 
 def test_replays_that_never_finish_give_null_figures_and_valid_json(monkeypatch):
-    import trainground.drivers.hold
+    import trainground.drivers.replays
 
     def never(setups, streams, threads=1, stop=None):
-        return trainground.drivers.hold.Replays(np.full(len(setups), np.inf), np.zeros(len(setups)))
+        return trainground.drivers.replays.Replays(np.full(len(setups), np.inf), np.zeros(len(setups)))
 
-    monkeypatch.setattr(trainground.drivers.hold, "run_streams", never)
+    monkeypatch.setattr(trainground.drivers.replays, "run_streams", never)
     result = solve_planned(small())
     assert result.status == "time_limit" and not result.hold.allowance_converged
     assert result.hold.makespan_s == {"p50": None, "p90": None, "max": None}
