@@ -5,7 +5,7 @@ Each point is a full MODEL.md §6 result with its ``confidence`` object, planned
 hold (MODEL §11) each runs its allowance loop, whose replays draw a scenario each, so a point carries its
 allowance and its replays' realised cost. The points share the work that does not depend on α: the pair
 table (:class:`solver.pairs.TableCache`), the scenario set's needs (:class:`solver.confidence_table.ScenarioTable`)
-and the replays of plans already replayed (:class:`drivers.hold.ReplayCache`). With one allowance for every α
+and the replays of plans already replayed (:class:`drivers.replays.ReplayCache`). With one allowance for every α
 (steady_state: none), a higher α never gives a cheaper plan: its plans are feasible for every smaller α.
 """
 

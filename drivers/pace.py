@@ -1,6 +1,6 @@
 """When a time limit leaves no room for one more round, or one more replay, of the allowance loop of plans that
 hold (MODEL §11, :class:`drivers.hold.HoldingPlanner`): asked before each round starts, and by the round's
-replays before each one starts (:meth:`drivers.hold.ReplayCache.replays`)."""
+replays before each one starts (:meth:`drivers.replays.ReplayCache.replays`)."""
 
 from __future__ import annotations
 

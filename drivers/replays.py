@@ -1,26 +1,19 @@
 """A round's replays (MODEL §11 item 4): each one :func:`simulate.engine.replicate` without its per-attempt
 records (the makespan and the waits are the recorded run's), and a cache of them by setup and seeds.
 
-Replays run ``workers`` at a time: on processes forked for the round where that is safe (Linux, a process
-that runs no other Python thread and may have children: a command's, not a notebook's or a Dask worker's),
-else on threads (numpy releases the GIL in its bulk work, but not in the batch loop: forks are about 10 %
-faster on two cores). A forked worker ignores Ctrl-C, which the parent handles, and replays the round it
-inherited, so setups are never pickled. A :class:`ReplayCache`, owned by whoever plans many points (a
-frontier, a sweep), keeps the replays of each distinct setup, so a point whose plan is one already replayed
-costs no replay.
+Replays run ``threads`` at a time on threads: numpy releases the GIL in its bulk work, so two threads
+replay a round about 1.85 times as fast as one on two cores. A :class:`ReplayCache`, owned by whoever
+plans many points (a frontier, a sweep), keeps the replays of each distinct setup, so a point whose plan
+is one already replayed costs no replay.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,69 +115,18 @@ def run_streams(
     """Replay ``setups[i]`` on the random stream ``streams[i]``, ``threads`` at a time; a replay not yet started
     when ``stop()`` says True is skipped, so the result may hold fewer (the first ones, in order)."""
     threads = min(threads, len(setups))
-    if threads > 1 and _may_fork():
-        done = _on_forks(setups, streams, threads, stop)
+
+    def one(i: int) -> tuple[float, float] | None:
+        if stop is not None and stop():
+            return None
+        run = replicate(setups[i], streams[i], record=False)
+        return run.makespan, run.wait_share
+
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            done = list(pool.map(one, range(len(setups))))
     else:
-
-        def one(i: int) -> tuple[float, float] | None:
-            return None if stop is not None and stop() else _replay(setups[i], streams[i])
-
-        if threads > 1:
-            with ThreadPoolExecutor(threads) as pool:
-                done = list(pool.map(one, range(len(setups))))
-        else:
-            done = [one(i) for i in range(len(setups))]
+        done = [one(i) for i in range(len(setups))]
     cut = next((i for i, d in enumerate(done) if d is None), len(done))
     kept = [d for d in done[:cut] if d is not None]
     return Replays(np.array([d[0] for d in kept]), np.array([d[1] for d in kept]))
-
-
-def _replay(setup: Setup, stream: list[int]) -> tuple[float, float]:
-    run = replicate(setup, stream, record=False)
-    return run.makespan, run.wait_share
-
-
-_ROUND: tuple[list[Setup], list[list[int]]] | None = None  # the round a forked worker inherits
-
-
-def _may_fork() -> bool:
-    return sys.platform == "linux" and threading.active_count() == 1 and not multiprocessing.current_process().daemon
-
-
-def _forked_replay(i: int) -> tuple[float, float]:
-    assert _ROUND is not None
-    setups, streams = _ROUND
-    return _replay(setups[i], streams[i])
-
-
-def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _on_forks(
-    setups: list[Setup], streams: list[list[int]], workers: int, stop: Callable[[], bool] | None
-) -> list[tuple[float, float] | None]:
-    """The round on ``workers`` forked processes, a replay started only when one has ended (as on threads), and
-    ``stop()`` asked before each start."""
-    global _ROUND
-    _ROUND = (setups, streams)
-    done: list[tuple[float, float] | None] = [None] * len(setups)
-    context = multiprocessing.get_context("fork")
-    try:
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts) as pool:
-            running: dict = {}
-            following, stopped = 0, False
-            while following < len(setups) or running:
-                while not stopped and following < len(setups) and len(running) < workers:
-                    stopped = stop is not None and stop()
-                    if not stopped:
-                        running[pool.submit(_forked_replay, following)] = following
-                        following += 1
-                if not running:
-                    break
-                ended, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in ended:
-                    done[running.pop(future)] = future.result()
-    finally:
-        _ROUND = None
-    return done

@@ -101,15 +101,16 @@ _NO_PLAN = {
 
 def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
     """The single map from a HiGHS model status to the project's statuses; values only with a solution
-    whose cost is the objective HiGHS reports. An optimum without one is a solve error (the caller repeats
-    it without presolve); a time-limit run without one keeps its status and loses its incumbent."""
+    whose cost is the objective HiGHS reports (:func:`_solution_has_objective`). A run that returns a
+    solution without that cost is a solve error, which the caller repeats without presolve, unless it ran
+    out of time: it then keeps its time-limit status and loses the incumbent (a repeat would have no time)."""
     status = highs.getModelStatus()
     info = highs.getInfo()
     col_value = highs.getSolution().col_value if info.primal_solution_status == 2 else None
-    has_solution = col_value is not None and _solution_has_objective(
-        highs, info.objective_function_value, col_value
-    )
-    if status == highspy.HighsModelStatus.kOptimal and has_solution:
+    has_solution = col_value is not None and _solution_has_objective(highs, info.objective_function_value, col_value)
+    if col_value is not None and not has_solution and status not in _TIME_LIMITS:
+        mapped = Status.ERROR
+    elif status == highspy.HighsModelStatus.kOptimal and has_solution:
         mapped = Status.OPTIMAL
     elif status in _NO_PLAN:
         mapped = Status.INFEASIBLE
@@ -129,8 +130,8 @@ def outcome_of(highs: highspy.Highs, columns: dict[int, int]) -> Outcome:
 def _solution_has_objective(highs: highspy.Highs, objective: float, col_value) -> bool:
     """Whether the solution HiGHS returns has the objective value it reports. HiGHS 1.16 can, after a
     presolve of a model changed in place, report an optimum the solution does not reach while returning the
-    previous run's solution (seen on a least hourly cost after a makespan or a total-cost search on the model): that
-    run is a solve error, which the caller repeats without presolve (:meth:`solver.live.LiveModel.run`)."""
+    previous run's solution (seen on a least hourly cost after a makespan or a total-cost search on the model);
+    :func:`outcome_of` says what such a run becomes."""
     n = highs.getNumCol()
     if n == 0:
         return True

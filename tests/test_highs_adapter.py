@@ -140,6 +140,7 @@ def test_a_run_whose_solution_lacks_its_reported_objective_is_repeated_without_p
     again = planner.solve("hourly_cost", feasibility=True)
     assert again.plan is not None and fresh.plan is not None
     assert again.plan.hourly_cost == fresh.plan.hourly_cost
+    # the same plan's cost, summed by two HiGHS models (a fresh one, one changed in place): equal to rounding
     assert math.isclose(again.objective_value, fresh.objective_value, rel_tol=1e-9)
 
 
@@ -181,12 +182,15 @@ class _FakeHighs:
         (highspy.HighsModelStatus.kOptimal, 3.0, Status.ERROR, False),
         (highspy.HighsModelStatus.kTimeLimit, 4.0, Status.TIME_LIMIT, True),
         (highspy.HighsModelStatus.kTimeLimit, 3.0, Status.TIME_LIMIT, False),
+        (highspy.HighsModelStatus.kObjectiveBound, 4.0, Status.INFEASIBLE, True),
+        (highspy.HighsModelStatus.kObjectiveBound, 3.0, Status.ERROR, False),
     ],
 )
 def test_a_solution_is_kept_only_when_its_cost_is_the_reported_objective(status, value, expected, kept):
     """Reported objective 8: a column of cost 2 at 4 reaches it, at 3 does not. A time-limit incumbent
     that reaches it is kept (it is the plan of a run out of time); one that does not is dropped, and the
-    status stays a time limit rather than an error, which the live model would repeat with no time left."""
+    status stays a time limit rather than an error, which the live model would repeat with no time left.
+    Any other run with such a solution is an error (repeated without presolve), whatever its status."""
     outcome = outcome_of(_FakeHighs(status, 8.0, value), {7: 0})
     assert outcome.status == expected
     assert (outcome.values is not None) == kept

@@ -1,16 +1,13 @@
-"""A round's replays (drivers/replays.py): on forked processes where that is safe, else on threads or here,
-with the same makespans and waits whichever runs them, and a stop that keeps the first replays in order."""
+"""A round's replays (drivers/replays.py): the same makespans and waits on threads as one after another,
+and a stop that keeps the first replays, in order."""
 
 from __future__ import annotations
-
-import sys
-import threading
 
 import numpy as np
 import pytest
 
-import trainground.drivers.replays as replays
 from trainground.drivers.hold import solve_planned
+from trainground.drivers.replays import run_streams
 from trainground.simulate.runner import seed_for
 from trainground.simulate.setup import setup_of
 
@@ -30,34 +27,12 @@ def streams():
     return [seed_for(s, 0) for s in SEEDS]
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="replays fork only on Linux")
-def test_forked_replays_are_the_replays_run_here(setup, monkeypatch):
-    forked = []
-    real = replays._on_forks
-    monkeypatch.setattr(replays, "_on_forks", lambda *a: forked.append(1) or real(*a))
-    here = replays.run_streams([setup] * len(SEEDS), streams(), threads=1)
-    there = replays.run_streams([setup] * len(SEEDS), streams(), threads=2)
-    assert forked == [1]
-    assert np.array_equal(here.makespans, there.makespans) and np.array_equal(here.wait_shares, there.wait_shares)
-
-
-def test_with_another_python_thread_running_replays_run_on_threads(setup, monkeypatch):
-    """A process with other threads (a notebook's kernel) is not forked: the replays run on threads."""
-
-    def refuse(*args):
-        raise AssertionError("forked a process that runs another thread")
-
-    monkeypatch.setattr(replays, "_on_forks", refuse)
-    here = replays.run_streams([setup] * len(SEEDS), streams(), threads=1)
-    release = threading.Event()
-    other = threading.Thread(target=release.wait)
-    other.start()
-    try:
-        threaded = replays.run_streams([setup] * len(SEEDS), streams(), threads=2)
-    finally:
-        release.set()
-        other.join()
+def test_replays_on_threads_are_the_replays_run_one_after_another(setup):
+    here = run_streams([setup] * len(SEEDS), streams(), threads=1)
+    threaded = run_streams([setup] * len(SEEDS), streams(), threads=2)
+    assert here.makespans.size == len(SEEDS)
     assert np.array_equal(here.makespans, threaded.makespans)
+    assert np.array_equal(here.wait_shares, threaded.wait_shares)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -66,8 +41,12 @@ def test_a_stop_keeps_the_replays_started_before_it_in_order(setup, threads):
 
     def stop() -> bool:
         asked.append(1)
-        return len(asked) > 3  # the fourth start is refused
+        return len(asked) > 3  # the fourth start is refused, and every one after it
 
-    here = replays.run_streams([setup] * len(SEEDS), streams(), threads=1)
-    cut = replays.run_streams([setup] * len(SEEDS), streams(), threads=threads, stop=stop)
-    assert np.array_equal(cut.makespans, here.makespans[:3])
+    here = run_streams([setup] * len(SEEDS), streams(), threads=1)
+    cut = run_streams([setup] * len(SEEDS), streams(), threads=threads, stop=stop)
+    kept = cut.makespans.size
+    # one after another the first three start; on two threads a start may be asked out of index order, and
+    # the round keeps the replays before the first one refused
+    assert kept == 3 if threads == 1 else 2 <= kept <= 3
+    assert np.array_equal(cut.makespans, here.makespans[:kept])

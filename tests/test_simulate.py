@@ -13,6 +13,7 @@ import pytest
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
+from trainground.simulate import engine
 from trainground.simulate.buffer import _stable_order
 from trainground.simulate.engine import UNCONSUMED, replicate
 from trainground.simulate.runner import simulate_plan
@@ -259,6 +260,30 @@ def test_every_attempt_is_accounted_for_and_batches_are_whole():
     assert np.array_equal(run.effective, run.attempt_effective.reshape(-1, g).sum(axis=1))
     assert np.array_equal(run.completion, run.end.reshape(-1, g).max(axis=1))
     assert 0.75 < run.attempt_effective.mean() < 0.85
+
+
+RUN_ARRAYS = ("boundaries", "launch", "completion", "effective", "consumed", "dropped", "drop_batch", "start", "end")
+
+
+@pytest.mark.parametrize("load", [None, 0.97], ids=["sandboxes to spare", "sandboxes below the mean load"])
+def test_a_run_that_draws_only_lifetimes_is_the_same_whatever_its_windows(monkeypatch, load):
+    """Launches evenly spaced, one backend, every attempt effective: the random stream is the lifetimes alone,
+    so windows of another size change no draw, and the sandbox queue (waits included, below the mean load),
+    the completion order, the drops and the batches must give the same run, recorded or not. Each group's
+    waiting members, counted per window, are those of its attempts' starts and launches."""
+    inst, plan, metrics = planned("slack", **{"freshness.overrun_policy": "drop"})
+    capacity = None if load is None else {"container": math.floor(load * metrics.inflight_mean)}
+    setup = setup_of(inst, plan, metrics, capacity=capacity, iterations=300)
+    wide = replicate(setup, [4, 0])
+    bare = replicate(setup, [4, 0], record=False)
+    monkeypatch.setattr(engine, "WINDOW_ATTEMPTS", 1 << 11)
+    narrow = replicate(setup, [4, 0])
+    assert wide.finished and (wide.waited.sum() > 0) == (load is not None)
+    for name in RUN_ARRAYS:
+        assert np.array_equal(getattr(wide, name), getattr(narrow, name)), name
+    assert wide.makespan == narrow.makespan == bare.makespan and wide.wait_share == bare.wait_share
+    g = setup.group_size
+    assert np.array_equal(wide.waited, (wide.start > np.repeat(wide.launch, g)).reshape(-1, g).sum(axis=1))
 
 
 # ---------------------------------------------------------------- a zero-variance law, by hand
