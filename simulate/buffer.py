@@ -102,8 +102,9 @@ class Buffer:
 
 def _stable_order(values: np.ndarray) -> np.ndarray:
     """``np.argsort(values, kind="stable")`` (ties in index order), about twice as fast on a window's
-    completions: a radix sort on 16-bit buckets of the values, then a merge sort of the bucketed
-    values, which are then in runs it only has to check and join."""
+    completions: numpy's radix sort on 16-bit buckets of the values, then its stable sort (timsort for
+    floats) of the values in bucket order, which are then nearly sorted: equal values share a bucket, so
+    the radix pass keeps them in index order and the second, stable pass leaves them so."""
     lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
     scale = 65000 / (hi - lo) if lo < hi else math.inf  # below 2**16 - 1 with room for rounding
     if values.size < 2 or not math.isfinite(scale) or not math.isfinite(hi - lo):
