@@ -27,8 +27,13 @@ def streams():
     return [seed_for(s, 0) for s in SEEDS]
 
 
-def test_replays_on_threads_are_the_replays_run_one_after_another(setup):
-    here = run_streams([setup] * len(SEEDS), streams(), threads=1)
+@pytest.fixture(scope="module")
+def here(setup):
+    """The replays run one after another."""
+    return run_streams([setup] * len(SEEDS), streams(), threads=1)
+
+
+def test_replays_on_threads_are_the_replays_run_one_after_another(setup, here):
     threaded = run_streams([setup] * len(SEEDS), streams(), threads=2)
     assert here.makespans.size == len(SEEDS)
     assert np.array_equal(here.makespans, threaded.makespans)
@@ -36,14 +41,13 @@ def test_replays_on_threads_are_the_replays_run_one_after_another(setup):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_stop_keeps_the_replays_started_before_it_in_order(setup, threads):
+def test_a_stop_keeps_the_replays_started_before_it_in_order(setup, here, threads):
     asked = []
 
     def stop() -> bool:
         asked.append(1)
         return len(asked) > 3  # the fourth start is refused, and every one after it
 
-    here = run_streams([setup] * len(SEEDS), streams(), threads=1)
     cut = run_streams([setup] * len(SEEDS), streams(), threads=threads, stop=stop)
     kept = cut.makespans.size
     # one after another the first three start; on two threads a start may be asked out of index order, and

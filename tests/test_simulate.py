@@ -75,26 +75,8 @@ def test_sandbox_queue_matches_a_heap_reference(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_sandbox_queue_reading_arrivals_by_group_matches_the_heap(seed):
-    """``admit(..., runs=g)`` (the engine's call: each group's members arrive together) counts a group's
-    arrivals once; near capacity, windows cut at group boundaries, the starts are the heap's."""
-    rng = np.random.default_rng(2000 + seed)
-    groups, g = int(rng.integers(200, 1500)), int(rng.choice([2, 4, 8]))
-    rate = rng.uniform(0.5, 4.0)
-    launch = np.arange(groups) / rate
-    lifetimes = rng.lognormal(2.0, rng.uniform(0.5, 1.5), groups * g)
-    arrivals = np.repeat(launch, g)
-    c = max(1, int(rate * g * float(np.mean(lifetimes)) * rng.uniform(0.9, 1.3)))
-    queue = SandboxQueue(c)
-    cuts = np.sort(rng.integers(0, groups, 2)) * g
-    windows = np.split(np.arange(arrivals.size), cuts)
-    starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w], runs=g) for w in windows])
-    assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
-
-
-@pytest.mark.parametrize("seed", range(20))
 def test_the_engine_orders_completions_as_a_stable_argsort(seed):
-    """The buffer's completion order (a bucketed radix sort, then a merge sort) is numpy's stable argsort,
+    """The buffer's completion order (a radix sort on buckets, then a stable sort) is numpy's stable argsort,
     ties in group order, on spread values, values on a coarse grid (many ties), and with infinities."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 5000))
@@ -106,12 +88,14 @@ def test_the_engine_orders_completions_as_a_stable_argsort(seed):
     assert np.array_equal(_stable_order(values), np.argsort(values, kind="stable"))
 
 
+@pytest.mark.parametrize("by_group", [False, True], ids=["by attempt", "by group"])
 @pytest.mark.parametrize("seed", range(30))
-def test_sandbox_queue_matches_the_heap_near_capacity(seed):
+def test_sandbox_queue_matches_the_heap_near_capacity(seed, by_group):
     """Long runs whose in-flight count hovers near the capacity, with heavy-tailed lifetimes (an attempt that
     waited keeps its sandbox long after the queue empties) and, in some, arrivals and lifetimes on one grid
     (departures tie with arrivals and with the bin count's edges): the bin count, the no-wait schedule and
-    the fixed point together give the heap's starts."""
+    the fixed point together give the heap's starts. ``by_group``: windows cut at group boundaries and
+    ``admit(..., runs=g)``, the engine's call, whose bin count reads each group's equal arrivals once."""
     rng = np.random.default_rng(1000 + seed)
     groups, g = int(rng.integers(200, 1500)), int(rng.choice([1, 4, 8]))
     rate = rng.uniform(0.5, 4.0)  # groups per second
@@ -123,8 +107,10 @@ def test_sandbox_queue_matches_the_heap_near_capacity(seed):
     mean_inflight = rate * g * float(np.mean(lifetimes))
     c = max(1, int(mean_inflight * rng.uniform(0.9, 1.3)))
     queue = SandboxQueue(c)
-    windows = np.split(np.arange(arrivals.size), np.sort(rng.integers(0, arrivals.size, 2)))
-    starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w]) for w in windows])
+    cuts = np.sort(rng.integers(0, arrivals.size, 2))
+    runs = g if by_group else 1
+    windows = np.split(np.arange(arrivals.size), cuts // runs * runs)
+    starts = np.concatenate([queue.admit(arrivals[w], lifetimes[w], runs=runs) for w in windows])
     assert np.array_equal(starts, heap_queue(arrivals, lifetimes, c))
 
 
