@@ -19,11 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyomo.core as pyo
 
 from trainground.models.instance import Instance
 from trainground.solver.coefficients import Index, PairValues, global_values, index_of
 from trainground.solver.stage_tables import StageTables
+from trainground.solver.tolerances import CONVEX_TOL
 
 
 @dataclass
@@ -200,18 +202,50 @@ def add_sandboxes(c: CompactModel) -> None:
 
 
 def add_final_update(c: CompactModel) -> None:
-    """With the start-up counted and more stages than one: U_P(G) = Σ_g U(g)·final_on[g], one count on,
-    Σ_g g·final_on[g] = G [s]."""
+    """With the start-up counted and more stages than one, the last stage's final update U_P(G) [s], G in
+    lo..hi. U_P is non-increasing in G (:func:`solver.stage_tables.top_groups`); where it is also convex on
+    the integers (the inverse and Amdahl laws), ``final_update >= U(g) + (U(g+1) - U(g))·(G - g)`` for every g,
+    exact at every integer G, whose largest line is U_P(G) (the model may leave it above, which only lengthens
+    the T it reads: :func:`run_makespan` reads the plan's); otherwise one binary per count, one on,
+    Σ_g g·final_on[g] = G and U_P(G) = Σ_g U(g)·final_on[g]."""
     m = c.model
     if c.found.final is None:
         m.final_update = pyo.Expression(expr=0)
         return
     lo, update = c.found.final
     gs = list(range(lo, lo + len(update)))
+    if convex(update):
+        m.final_update = pyo.Var(domain=pyo.NonNegativeReals)
+        m.final_range = pyo.Constraint(expr=pyo.inequality(gs[0], m.G, gs[-1]))
+        lines = range(len(gs) - 1)
+        m.final_lines = pyo.Constraint(
+            lines,
+            rule=lambda _, j: m.final_update >= float(update[j]) + float(update[j + 1] - update[j]) * (m.G - gs[j]),
+        )
+        if not lines:
+            m.final_at_lo = pyo.Constraint(expr=m.final_update >= float(update[0]))
+        return
     m.final_on = pyo.Var(gs, domain=pyo.Binary)
     m.final_one = pyo.Constraint(expr=sum(m.final_on[g] for g in gs) == 1)
     m.final_groups = pyo.Constraint(expr=sum(g * m.final_on[g] for g in gs) == m.G)
     m.final_update = pyo.Expression(expr=sum(float(u) * m.final_on[g] for g, u in zip(gs, update)))
+
+
+def convex(values: np.ndarray) -> bool:
+    """Whether a sequence is convex (non-decreasing steps), up to rounding."""
+    steps = np.diff(values)
+    return bool(np.all(np.diff(steps) >= -CONVEX_TOL * np.maximum(1.0, np.abs(values[1:-1]))))
+
+
+def run_makespan(c: CompactModel, makespan: float, values) -> float:
+    """The plan's T from the model's ``makespan`` at a solution: the final update at U_P(G) itself."""
+    m = c.model
+    if c.found.final is None or not isinstance(m.final_update, pyo.Var):
+        return makespan
+    lo, update = c.found.final
+    read = float(values.get(m.final_update, 0.0) or 0.0)
+    groups = int(round(float(values.get(m.G, 0.0) or 0.0)))
+    return makespan - read + float(update[min(max(groups - lo, 0), len(update) - 1)])
 
 
 def add_run(c: CompactModel) -> None:

@@ -5,11 +5,13 @@ run holding it within TIE_TOL of its optimum. ``total_cost = hourly·T/3600`` is
 on positive values, so over the finite set of plans its minimum lies at a vertex of the lower-left convex
 hull of their (hourly, T) points (a point inside the hull, or on an edge, has a larger product: along a
 segment the product is a concave parabola). The vertices are found by weighted sums ``a·hourly + b·T`` (one
-MIP each, dichotomic search): from the two lexicographic ends, each edge's normal gives a run that either
-finds a vertex below the edge or proves the edge is one. An edge whose region cannot hold a product below
-the best found (every point of it lies on or above the line the previous run proved, within the edge's box,
-where the product's smallest value is at a corner of that line) is not searched. Among the vertices within
-TIE_TOL of the least product, the order's tie-breaks (makespan, then hourly) pick the plan.
+MIP each, dichotomic search) from a least-hourly plan and a least-T plan (either may lie off the hull's end
+vertex, which a run with both weights positive then finds below the edge): each edge's normal gives a run,
+cut off at the edge's own value, that either finds a vertex below the edge or proves the edge is one. An
+edge whose region cannot hold a product below the best found (every point of it lies on or above the line
+the previous run proved, within the edge's box, where the product's smallest value is at a corner of that
+line) is not searched. Among the points within TIE_TOL of the least product, the order's tie-breaks
+(makespan, then hourly) pick the plan.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pyomo.repn import generate_standard_repn
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
 from trainground.solver.assemble import ObjectiveMismatch
 from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
-from trainground.solver.stage_compact import CompactModel, counts_of
+from trainground.solver.stage_compact import CompactModel, counts_of, run_makespan
 from trainground.solver.stage_plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
@@ -82,20 +84,22 @@ class CompactSearch:
             self.c.model.del_component(row)
         self.rows = [r for r in self.rows if all(r is not g for g in gone)]
 
-    def minimise(self, a: float, b: float) -> Point | None:
-        """The plan minimising a·hourly + b·T under the rows held (None: no plan)."""
+    def minimise(self, a: float, b: float, below: float = NO_BOUND) -> Point | None:
+        """The plan minimising a·hourly + b·T under the rows held (None: no plan, or none whose a·hourly +
+        b·T is below ``below``)."""
         m = self.c.model
         m.del_component("weighted")
         m.weighted = pyo.Objective(expr=a * self.c.hourly + b * self.c.makespan, sense=pyo.minimize)
         self.highs.use_objective(m.weighted)
-        outcome = self.highs.run({**STAGED_OPTIONS, "objective_bound": NO_BOUND}, self.clock.remaining())
+        outcome = self.highs.run({**STAGED_OPTIONS, "objective_bound": below}, self.clock.remaining())
         self.seconds, self.runs = outcome.highs_seconds, self.runs + 1
         if outcome.status == Status.INFEASIBLE:
             return None
         if outcome.status != Status.OPTIMAL or outcome.values is None:
             raise Stop(outcome.status)
         values = outcome.values
-        return Point(linear_value(self.c.hourly, values), linear_value(self.c.makespan, values), values)
+        span = run_makespan(self.c, linear_value(self.c.makespan, values), values)
+        return Point(linear_value(self.c.hourly, values), span, values)
 
     def lexicographic(self, first: str) -> Point | None:
         """The plan least on ``first`` (hourly or makespan), then on the other, the first held within TIE_TOL."""
@@ -113,10 +117,10 @@ class CompactSearch:
 
     def least_product(self) -> Point | None:
         """The plan least on hourly·T (module docstring), ties broken by makespan, then hourly."""
-        cheap = self.lexicographic("hourly")
+        cheap = self.minimise(1.0, 0.0)
         if cheap is None:
             return None
-        fast = self.lexicographic("makespan")
+        fast = self.minimise(0.0, 1.0)
         assert fast is not None
         vertices = [cheap, fast]
         edges: list[tuple[Point, Point, tuple[float, float, float] | None]] = [(cheap, fast, None)]
@@ -128,11 +132,13 @@ class CompactSearch:
             a, b = left.makespan - right.makespan, right.hourly - left.hourly
             if a <= 0 or b <= 0:
                 continue  # the ends coincide on a criterion: no vertex between them
-            found = self.minimise(a, b)
-            assert found is not None
+            edge = (a * left.hourly + b * left.makespan) * (1 - TIE_TOL) - TIE_TOL
+            found = self.minimise(a, b, below=edge)
+            if found is None:
+                continue  # nothing below the edge: a facet of the hull
             line = a * found.hourly + b * found.makespan
-            if line >= (a * left.hourly + b * left.makespan) * (1 - TIE_TOL) - TIE_TOL:
-                continue  # the edge is a facet of the hull
+            if line >= edge:
+                continue
             vertices.append(found)
             edges += [(left, found, (a, b, line)), (found, right, (a, b, line))]
         least = min(p.product for p in vertices)

@@ -71,3 +71,8 @@ the offset) must agree to this relative distance; a solution that does not is an
 
 NO_LIMIT = 1e30
 """An absent limit in a reusable model's rows (HiGHS reads any bound beyond 1e20 as infinite)."""
+
+CONVEX_TOL = 1e-12
+"""A sequence of update times is convex when no step is smaller than the one before by more than this
+relative distance: an inverse or Amdahl law evaluated in floating point is convex to a few ulps, and a
+line through two neighbours then passes at most this far above the others (far below a second)."""

@@ -13,17 +13,27 @@ import pytest
 from tests import stages_reference as ref
 from tests.test_stages_bruteforce import VALUE, _close, _host_top, random_staged
 from trainground.models.load import validate
+from trainground.solver.stage_compact import convex
+from trainground.solver.stage_tables import stage_tables
 from trainground.solver.stages import StagedPlanner
 
-INSTANCES = 80
+INSTANCES = 120
 
 
 def _variant(seed: int) -> tuple[dict, float]:
     """Instance ``seed`` of the steady-state brute force with the start-up counted or under hold (every other
-    block of four seeds, so each chunk has both; with an allowance), its deadline widened for the fill."""
+    block of four seeds, so each chunk has both; with an allowance), its deadline widened for the fill; one in
+    two with a measured update-time table, convex or not, in place of the inverse law."""
     data = random_staged(seed)
     rng = random.Random(10_000 + seed)
     data["schedule"]["deadline"] = int(data["schedule"]["deadline"] * 1.5)
+    table = (None, "convex", None, "concave")[(seed // 8) % 4]  # every chunk has each with both bases
+    if table is not None:  # the final update's convex rows (inverse, convex tables) or its binaries (concave)
+        seconds = (100, 60, 40, 30, 24, 20, 18, 17) if table == "convex" else (70, 68, 64, 58, 50, 40, 28, 14)
+        data["training"]["update_time"] = {
+            "law": "table",
+            "points": [{"gpus": g, "seconds": s} for g, s in zip(range(1, 9), seconds)],
+        }
     if (seed // 4) % 2:
         data["planning"] = {"basis": "hold", "sandbox_wait": rng.choice((0.01, 0.05)), "replays": 16}
         data["freshness"]["group_correlation"] = rng.choice(("independent", "comonotone"))
@@ -36,6 +46,7 @@ def _variant(seed: int) -> tuple[dict, float]:
 def test_staged_startup_and_hold_match_brute_force(chunk):
     seen = {(basis, capacity): set() for basis in ("hold", "steady_state") for capacity in ("fixed", "replan")}
     counted = 0
+    forms = set()  # how the compact model states the final update of the fixed plans found
     for seed in range(chunk, INSTANCES, 4):
         data, allowance = _variant(seed)
         inst = validate(data, "random.yaml")
@@ -49,6 +60,9 @@ def test_staged_startup_and_hold_match_brute_force(chunk):
                 assert result.status == "infeasible", (seed, objective, result.plan)
                 continue
             seen[inst.planning.basis, inst.stages.capacity].add(objective)
+            final = stage_tables(inst).final
+            if inst.stages.capacity == "fixed" and final is not None and len(final[1]) > 2:
+                forms.add("lines" if convex(final[1]) else "binaries")
             assert result.status == "optimal", (seed, objective, result.status, expected)
             plan = result.plan
             got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
@@ -58,3 +72,4 @@ def test_staged_startup_and_hold_match_brute_force(chunk):
             counted += not math.isclose(plan.makespan_s, steady, rel_tol=1e-9, abs_tol=1e-6)
     assert all(len(s) == 3 for s in seen.values()), seen  # both bases and capacities, every objective, with plans
     assert counted > 0
+    assert forms == {"lines", "binaries"}, forms
