@@ -24,7 +24,7 @@ from pyomo.repn import generate_standard_repn
 
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
 from trainground.solver.assemble import ObjectiveMismatch
-from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
+from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel
 from trainground.solver.stage_compact import CompactModel, counts_of, run_makespan
 from trainground.solver.stage_plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
@@ -63,6 +63,8 @@ class CompactSearch:
 
     def __init__(self, c: CompactModel, highs: HighsModel, clock: Stopwatch):
         self.c, self.highs, self.clock = c, highs, clock
+        pairs = sum(t.size for t in c.found.tables)
+        self.options = {**STAGED_OPTIONS, "mip_allow_restart": c.inst.counts_startup or pairs > RESTART_PAIRS}
         self.seconds = 0.0
         self.runs = 0
         self.rows: list = []  # the rows held, each its own component (removed by release)
@@ -91,7 +93,7 @@ class CompactSearch:
         m.del_component("weighted")
         m.weighted = pyo.Objective(expr=a * self.c.hourly + b * self.c.makespan, sense=pyo.minimize)
         self.highs.use_objective(m.weighted)
-        outcome = self.highs.run({**STAGED_OPTIONS, "objective_bound": below}, self.clock.remaining())
+        outcome = self.highs.run({**self.options, "objective_bound": below}, self.clock.remaining())
         self.seconds, self.runs = outcome.highs_seconds, self.runs + 1
         if outcome.status == Status.INFEASIBLE:
             return None
