@@ -7,35 +7,16 @@ plan verifier alike. Times are seconds, rates per second.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
 from trainground.models.instance import Z_99, AmdahlLaw, Empirical, Instance, InverseLaw, Lognormal, TableLaw
+from trainground.solver.normal import ndtr
 from trainground.solver.tolerances import GRID_TOP_TOL, INTEGER_TOL, REL_TOL
 
 _STANDARD_NORMAL = NormalDist()
-
-
-SCIPY_NDTR_FROM = 1 << 22  # values per call from which ndtr imports scipy for its ufunc (see ndtr)
-SCIPY_LOADED_NDTR_FROM = 1 << 16  # values per call from which ndtr uses scipy's ufunc once scipy is loaded
-
-
-def ndtr(x):
-    """Standard normal CDF, vectorised: math.erfc keeps full precision in both tails, mapped over the
-    array's values as Python floats (faster than a ufunc over an object array). Mapping costs about 0.1 s
-    per million values and importing scipy beside pyomo about 1.4 s once (pyomo's import hook loads
-    scipy.stats with it), so scipy's ufunc, equally precise, serves calls of SCIPY_NDTR_FROM values (fine
-    cadence grids' start-up quadrature), and of SCIPY_LOADED_NDTR_FROM once something has loaded scipy."""
-    x = np.asarray(x, dtype=float)
-    if x.size >= SCIPY_NDTR_FROM or (x.size >= SCIPY_LOADED_NDTR_FROM and "scipy.special" in sys.modules):
-        from scipy.special import ndtr as ufunc
-
-        return np.asarray(ufunc(x))
-    values = np.fromiter(map(math.erfc, (-x / math.sqrt(2.0)).ravel().tolist()), dtype=float, count=x.size)
-    return np.asarray(0.5 * values.reshape(x.shape))
 
 
 def ndtri(p: float) -> float:

@@ -122,13 +122,3 @@ def test_fill_at_many_rates_started_from_a_coarse_subset_is_each_rates_own(corre
     assert many[picked] == pytest.approx(one, rel=1e-12)
     order = np.argsort(rates)
     assert np.all(np.diff(many[order]) <= 1e-9 * many[order][1:])  # slower rates fill later
-
-
-@pytest.mark.parametrize("size", ["SCIPY_NDTR_FROM", "SCIPY_LOADED_NDTR_FROM"])
-def test_ndtr_for_large_arrays_is_the_erfc_map(size):
-    import scipy.special  # noqa: F401 (loaded: the smaller threshold applies)
-
-    x = np.linspace(-30, 12, getattr(calc, size))
-    fast = calc.ndtr(x)
-    sample = slice(None, None, 4099)
-    assert fast[sample] == pytest.approx(calc.ndtr(x[sample]), rel=1e-13)

@@ -44,7 +44,9 @@ def test_degenerate_scenarios_replay_the_nominal_run():
     varied = simulate_plan(
         inst, plan, metrics=metrics, replications=3, seed=4, setups=scenario_setups(inst, plan, metrics, 3, 4)
     )
-    assert [r["makespan_s"] for r in varied.runs] == [r["makespan_s"] for r in nominal.runs]
+    # the scenario's attempt rate comes from its own evaluation (a bisection on the cadence), equal to the
+    # plan's up to rounding: the same draws, launches a few 1e-16 apart
+    assert [r["makespan_s"] for r in varied.runs] == pytest.approx([r["makespan_s"] for r in nominal.runs], rel=1e-12)
 
 
 def test_a_slower_fleet_in_a_scenario_launches_at_what_its_supply_sustains():
