@@ -120,20 +120,28 @@ def _global_bound(run_bound: float | None, held: np.ndarray, unopened: np.ndarra
 def _break_cost_tie(
     live: LiveModel, objective: str, rows: np.ndarray, lower: np.ndarray, search: Search, clock: Stopwatch
 ) -> None:
-    """Among plans within TIE_TOL of the best cost, the shortest makespan (MODEL §4)."""
+    """Among plans within TIE_TOL of the best cost, the shortest makespan (MODEL §4): the shortest plan of the
+    pairs shorter than the search's with the cost held within the tie (one run, the cost a row), then the
+    cheapest of the pairs of that makespan."""
     best = search.value
     bound = best + TIE_TOL * max(1.0, abs(best))
     span = live.pairs.makespan
-    while True:
-        chosen = live.block_rows[live.selected(search.values).key]
-        shorter = rows[(span[rows] < span[chosen] * (1 - SPAN_TOL)) & (lower[rows] <= bound)].tolist()
-        if not shorter:
-            return
-        tie = Search()
-        tie.take(live.run(objective, shorter, bound))
-        search.absorb_tie(tie)
-        if tie.values is None or tie.value > bound:
-            return
+    chosen = live.block_rows[live.selected(search.values).key]
+    shorter = rows[(span[rows] < span[chosen] * (1 - SPAN_TOL)) & (lower[rows] <= bound)].tolist()
+    if not shorter:
+        return
+    shortest = Search()
+    with live.extra_cap("hourly" if objective == "hourly_cost" else "total", bound):
+        shortest.take(live.run("makespan", shorter))
+    search.absorb_tie(shortest)
+    if shortest.status != Status.OPTIMAL or shortest.values is None:
+        return
+    found = span[live.block_rows[live.selected(shortest.values).key]]
+    same = [r for r in shorter if abs(span[r] - found) <= SPAN_TOL * found]
+    tie = Search()
+    tie.take(live.run(objective, same, bound))
+    search.absorb_tie(tie)
+    if tie.values is not None and tie.value <= bound:
         search.values, search.value = tie.values, tie.value
 
 
