@@ -55,6 +55,7 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=
     m = pyo.ConcreteModel(name=inst.name)
     m.inst, m.pairs, m.ix, m.mutable, m.extension = inst, pairs, index_of(inst), reusable, extension
     m.blocks = {}  # pair key (cadence, K, groups) -> its block
+    m.batches, m.summed = [], 0  # the sums of the blocks built so far, and how many blocks they cover
     m.pair_values = PairValues(inst, m.ix)
     m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
     m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}
@@ -295,12 +296,34 @@ def add_cost_terms(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     blk.makespan = pyo.Expression(expr=blk.k["makespan"][None] * blk.z)
 
 
+def add_batch(m: pyo.ConcreteModel) -> list:
+    """The blocks built since the last batch, summed: a batch block whose variables z, hourly_cost,
+    total_cost and makespan equal the sums of its blocks' own (one row each). Returns its rows (none when
+    no block is new)."""
+    fresh = list(m.blocks.values())[m.summed :]
+    if not fresh:
+        return []
+    batch = pyo.Block(concrete=True)
+    m.add_component(f"batch_{len(m.batches)}", batch)
+    rows = []
+    for name in ("z", "hourly_cost", "total_cost", "makespan"):
+        batch.add_component(name, pyo.Var(domain=pyo.Reals))
+        row = pyo.Constraint(expr=getattr(batch, name) == sum(getattr(b, name) for b in fresh))
+        batch.add_component(f"sum_{name}", row)
+        rows.append(row)
+    m.batches.append(batch)
+    m.summed = len(m.blocks)
+    return rows
+
+
 def refresh_globals(m: pyo.ConcreteModel) -> tuple[list, list]:
     """The rows spanning the built pairs, rebuilt after blocks are added; returns (removed, added) rows.
 
     One selection: Σ_p z_p = 1. MODEL §3.8 budgets (rows always present in a reusable model; an unset
     budget is an infinite bound): Σ_p hourly_p <= max_hourly_cost [$/h], Σ_p (T_p/3600)·hourly_p <=
-    max_total_cost [$]. And the three objectives of MODEL §4 over the built pairs.
+    max_total_cost [$]. And the three objectives of MODEL §4 over the built pairs. The sums run over
+    batches (:func:`add_batch`): a refresh sums the blocks added since the last one, and the rows and
+    objectives read one variable per batch, not every block again.
     """
     removed = [
         c for c in (getattr(m, n, None) for n in ("one_cadence", "max_hourly_cost", "max_total_cost")) if c is not None
@@ -316,12 +339,13 @@ def refresh_globals(m: pyo.ConcreteModel) -> tuple[list, list]:
     ):
         if hasattr(m, name):
             m.del_component(name)
-    blocks = list(m.blocks.values())
-    m.one_cadence = pyo.Constraint(expr=sum(b.z for b in blocks) == 1)
-    m.hourly_cost = pyo.Expression(expr=sum(b.hourly_cost for b in blocks))
-    m.total_cost = pyo.Expression(expr=sum(b.total_cost for b in blocks))
-    m.makespan = pyo.Expression(expr=sum(b.makespan for b in blocks))
-    added = [m.one_cadence]
+    added = add_batch(m)
+    batches = m.batches
+    m.one_cadence = pyo.Constraint(expr=sum(b.z for b in batches) == 1)
+    m.hourly_cost = pyo.Expression(expr=sum(b.hourly_cost for b in batches))
+    m.total_cost = pyo.Expression(expr=sum(b.total_cost for b in batches))
+    m.makespan = pyo.Expression(expr=sum(b.makespan for b in batches))
+    added.append(m.one_cadence)
     limits = m.inst.limits
     if m.mutable or limits.max_hourly_cost is not None:
         m.max_hourly_cost = pyo.Constraint(expr=m.hourly_cost <= m.k["budget"]["hourly"])
