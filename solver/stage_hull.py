@@ -140,7 +140,7 @@ class CompactSearch:
                 continue  # nothing below the edge: a facet of the hull
             line = a * found.hourly + b * found.makespan
             if line >= edge:
-                continue
+                continue  # on the edge within the tie: a facet too
             vertices.append(found)
             edges += [(left, found, (a, b, line)), (found, right, (a, b, line))]
         least = min(p.product for p in vertices)
