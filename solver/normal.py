@@ -2,13 +2,14 @@
 
 For ``x <= 0``, ``Φ(x) = φ(x)·M(x)`` with ``M = Φ/φ`` (Mills' ratio of ``-x``), smooth and slowly varying
 (``M(0) = √(π/2)``, ``M(x) ≈ 1/|x|`` far out). ``M`` is interpolated on panels of width PANEL over
-``[LOWEST, 0]`` at the Chebyshev extrema of degree DEGREE (panel ends included, so Φ(0) is ½), from ``math.erfc`` at import (a few hundred
-calls); a value costs a panel lookup, a Horner pass over the panel's monomial coefficients (in the panel's
-own coordinate in [-1, 1]) and ``φ(x)``, whose ``x²/2`` is split so that its large part is exact (the far
-tail's relative error then is that of ``M``'s interpolant). ``Φ(x) = 1 - Φ(-x)`` for ``x > 0``, and
-``Φ(x) = 0`` below LOWEST, where it is under 1e-305. Against ``math.erfc``: within 4e-15 absolutely, and
-relatively within a few ulps times ``x²`` (the conditioning of Φ itself) on the negative side
-(tests/test_normal.py); about three times as fast as mapping ``math.erfc`` over the values.
+``[LOWEST, 0]`` at the Chebyshev extrema of degree DEGREE (panel ends included, so Φ(0) is ½), from
+``math.erfc`` at import (1,650 calls, under 2 ms); a value costs a panel lookup, a Horner pass over the
+panel's monomial coefficients (in the panel's own coordinate in [-1, 1]) and ``φ(x)``, whose ``x²/2`` is
+split so that its large part is exact (the far tail's relative error then is that of ``M``'s
+interpolant). ``Φ(x) = 1 - Φ(-x)`` for ``x > 0``, and ``Φ(x) = 0`` below LOWEST, where it is under
+1e-305. Against ``math.erfc``: within 4e-15 absolutely, and relatively within a few ulps times ``x²``
+(the conditioning of Φ itself) on the negative side (tests/test_normal.py); two to three times as fast
+as mapping ``math.erfc`` over the values.
 """
 
 from __future__ import annotations
