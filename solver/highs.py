@@ -62,7 +62,7 @@ STAGED_OPTIONS = {
 }
 # The compact staged model (solver/stage_compact.py) gains from HiGHS's restart after the root once the start-up
 # is counted (its first-stage rows keep K from 4 to 10 on the staged seed: 1,697 pairs, 3.3 -> 2.1 s) or its
-# pairs pass RESTART_PAIRS (6 and 8 stages of bench/stages.py: 14.2 -> 9.9 s, 29.2 -> 17.5 s); below that,
+# pairs pass RESTART_PAIRS (6 and 8 stages of bench/stages.py: 14.2 -> 9.5 s, 29.2 -> 18.7 s); below that,
 # on steady_state, the restart doubles a solve (3 stages 0.5 -> 0.9 s, 4 stages 3.9 -> 4.9 s).
 RESTART_PAIRS = 4000
 NO_BOUND = float("inf")  # objective_bound when no cut-off applies

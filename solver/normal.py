@@ -8,8 +8,9 @@ panel's monomial coefficients (in the panel's own coordinate in [-1, 1]) and ``�
 split so that its large part is exact (the far tail's relative error then is that of ``M``'s
 interpolant). ``Φ(x) = 1 - Φ(-x)`` for ``x > 0``, and ``Φ(x) = 0`` below LOWEST, where it is under
 1e-305. Against ``math.erfc``: within 4e-15 absolutely, and relatively within a few ulps times ``x²``
-(the conditioning of Φ itself) on the negative side (tests/test_normal.py); two to three times as fast
-as mapping ``math.erfc`` over the values.
+(the conditioning of Φ itself) on the negative side (tests/test_normal.py). Its cost is some 20 numpy
+passes: on arrays of thousands of values or more it is 1-3 times as fast as mapping ``math.erfc``, on a
+handful of values slower (about 30 µs a call).
 """
 
 from __future__ import annotations

@@ -134,7 +134,10 @@ def _break_cost_tie(
     with live.extra_cap("hourly" if objective == "hourly_cost" else "total", bound):
         shortest.take(live.run("makespan", shorter))
     search.absorb_tie(shortest)
-    if shortest.status != Status.OPTIMAL or shortest.values is None:
+    if shortest.values is None:
+        return
+    search.values = shortest.values  # shorter, its cost held within the tie: kept if the next run fails
+    if shortest.status != Status.OPTIMAL:
         return
     found = span[live.block_rows[live.selected(shortest.values).key]]
     same = [r for r in shorter if abs(span[r] - found) <= SPAN_TOL * found]

@@ -9,8 +9,9 @@ the (hourly, T) plans, each point found by a MIP with a linear objective ``a·ho
 Decisions: the shared K (``kept[K]``, one on), the replicas of each shape per K (``x[K, s]``, 0 unless K is
 on: the supply multiplier depends on K), the training groups ``G``, nodes ``N[k]`` and VMs ``V[v]``, a
 binary per stage and pair (``z[p, i]``, one per stage, of the chosen K) and each stage's sandbox splits.
-With the start-up counted and more than one stage, the last stage's final update is ``Σ_g U(g)·final_on[g]``
-with ``Σ_g g·final_on[g] = G``. Every block states its inequality; the coefficients are those of the pair
+With the start-up counted and more than one stage, the last stage's final update is bounded by the lines
+through neighbouring group counts where U is convex in the count, else ``Σ_g U(g)·final_on[g]`` with
+``Σ_g g·final_on[g] = G`` (:func:`add_final_update`). Every block states its inequality; the coefficients are those of the pair
 model's (:class:`solver.coefficients.PairValues`, :func:`solver.coefficients.global_values`).
 """
 

@@ -74,5 +74,6 @@ NO_LIMIT = 1e30
 
 CONVEX_TOL = 1e-12
 """A sequence of update times is convex when no step is smaller than the one before by more than this
-relative distance: an inverse or Amdahl law evaluated in floating point is convex to a few ulps, and a
-line through two neighbours then passes at most this far above the others (far below a second)."""
+distance relative to the update times themselves: an inverse or Amdahl law evaluated in floating point is
+convex to a few ulps, and a line through two neighbours then passes above the others by rounding noise
+only (far below a second)."""
