@@ -41,18 +41,18 @@ class Buffer:
         (completion, group id) order: the new groups sorted by completion (stable: ties by id), each placed
         after the buffered groups that complete no later."""
         order = _stable_order(comp)
-        columns = {"comp": comp[order], "launch": launch[order], "eff": eff[order]}
+        columns = {"comp": comp, "launch": launch, "eff": eff}
         if self.record:
-            columns["gid"] = gid[order]
-        at = np.searchsorted(self.comp, columns["comp"], side="right") + np.arange(comp.size)
-        size = self.comp.size + comp.size
-        old = np.ones(size, dtype=bool)
-        old[at] = False
+            columns["gid"] = gid
+        if not self.comp.size:
+            for name, new in columns.items():
+                setattr(self, name, new[order])
+            return
+        # Buffered then new, each sorted: a stable sort (timsort) merges the two runs in one linear pass and
+        # keeps a buffered group ahead of a new one that completes at the same time.
+        merged = np.argsort(np.concatenate((self.comp, comp[order])), kind="stable")
         for name, new in columns.items():
-            merged = np.empty(size, dtype=new.dtype)
-            merged[at] = new
-            merged[old] = getattr(self, name)
-            setattr(self, name, merged)
+            setattr(self, name, np.concatenate((getattr(self, name), new[order]))[merged])
 
     def place(self, known: float) -> None:
         """Form every batch decided by groups completed by ``known`` (all such groups are in)."""

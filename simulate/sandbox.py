@@ -33,8 +33,8 @@ SCHEDULE_CHUNKS = 4  # arrivals one no-wait schedule covers, in chunks (a schedu
 
 
 class SandboxQueue:
-    """State between windows: the departures still ahead of the last start (sorted), that start,
-    and the latest departure of an attempt that waited."""
+    """State between windows: the departures still ahead of the last start (in no particular order: each
+    use sorts or counts them), that start, and the latest departure of an attempt that waited."""
 
     def __init__(self, capacity: float):
         self.capacity = math.inf if capacity is None else capacity
@@ -121,8 +121,9 @@ class SandboxQueue:
         counts = np.bincount(at.astype(np.int64), minlength=bins + 1)
         before = 0
         if self.pending.size:
-            before = int(np.searchsorted(self.pending, t0, side="left"))  # pending is sorted
-            held = (self.pending[before:] - t0) * scale
+            gone = self.pending < t0
+            before = int(np.count_nonzero(gone))
+            held = (self.pending[~gone] - t0) * scale
             counts += np.bincount(np.minimum(held, bins).astype(np.int64), minlength=bins + 1)
         departed = np.empty(bins, dtype=np.int64)  # D_{k-1}: departures before bin k
         departed[0] = before
@@ -169,7 +170,7 @@ class SandboxQueue:
         self.frontier = max(self.frontier, float(arrivals[-1]))
         ahead = ends[ends > self.frontier]
         pending = self.pending[self.pending > self.frontier]
-        self.pending = np.sort(np.concatenate((pending, ahead)) if pending.size else ahead)
+        self.pending = np.concatenate((pending, ahead)) if pending.size else ahead
 
     def _absorb(self, arrivals, lifetimes, starts, gone: np.ndarray | None = None, on_arrival: bool = False) -> None:
         """Add started attempts to the state: keep departures after the last start, which every
@@ -183,9 +184,9 @@ class SandboxQueue:
             if waited.any():
                 self.waited_until = max(self.waited_until, float(ends[waited].max()))
         self.frontier = max(self.frontier, float(starts[-1]))
-        if gone is None:  # the departures still ahead of the last start, sorted
+        if gone is None:  # the departures still ahead of the last start
             ahead = np.concatenate((self.pending, starts + lifetimes))
-            self.pending = np.sort(ahead[ahead > self.frontier])
+            self.pending = ahead[ahead > self.frontier]
             return
         self.pending = gone[np.searchsorted(gone, self.frontier, side="right") :]
 
