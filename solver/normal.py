@@ -50,13 +50,19 @@ def ndtr(x) -> np.ndarray:
     """Φ(x) elementwise, as an array of ``x``'s shape (module docstring); NaN stays NaN. Long arrays go in
     chunks of CHUNK values, whose temporaries stay in cache (and below the allocator's mmap threshold)."""
     x = np.asarray(x, dtype=float)
-    flat = np.atleast_1d(x).ravel()
-    if flat.size <= CHUNK:
-        return _cdf(flat).reshape(x.shape)
-    out = np.empty(flat.size)
-    for start in range(0, flat.size, CHUNK):
-        out[start : start + CHUNK] = _cdf(flat[start : start + CHUNK])
-    return out.reshape(x.shape)
+    return chunked(_cdf, CHUNK, np.atleast_1d(x).ravel()).reshape(x.shape)
+
+
+def chunked(fn, size: int, *flats: np.ndarray) -> np.ndarray:
+    """``fn`` of flat arrays of one length, applied ``size`` values at a time (its temporaries stay in cache)
+    into one flat array; a call with at most ``size`` values returns ``fn``'s own result."""
+    n = flats[0].size
+    if n <= size:
+        return fn(*flats)
+    out = np.empty(n)
+    for start in range(0, n, size):
+        out[start : start + size] = fn(*(flat[start : start + size] for flat in flats))
+    return out
 
 
 def _cdf(flat: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.calculus import Occupancy, ndtr, occupancy_of
+from trainground.solver.normal import chunked
 from trainground.solver.tolerances import NEWTON_STEP_TOL
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
@@ -51,15 +52,14 @@ def _lognormal_mass(occ: Occupancy, group_size: int, lo, hi):
     """∫_lo^hi sigma·e^(mu+sigma·z)·Φ(z)^g dz by 16-point Gauss-Legendre (vectorised; each hi - lo <= _PANEL),
     MASS_CHUNK intervals at a time (their nodes' temporaries stay in cache)."""
     lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
-    flat_lo, flat_hi = lo.ravel(), hi.ravel()
-    out = np.empty(flat_lo.size)
-    for start in range(0, flat_lo.size, MASS_CHUNK):
-        a, b = flat_lo[start : start + MASS_CHUNK], flat_hi[start : start + MASS_CHUNK]
+
+    def mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         half = (b - a) / 2
         z = (a + half)[:, None] + half[:, None] * _NODES
         f = occ.sigma * np.exp(occ.mu + occ.sigma * z) * ndtr(z) ** group_size
-        out[start : start + MASS_CHUNK] = (f * _WEIGHTS).sum(axis=-1) * half
-    return out.reshape(lo.shape)
+        return (f * _WEIGHTS).sum(axis=-1) * half
+
+    return chunked(mass, MASS_CHUNK, lo.ravel(), hi.ravel()).reshape(lo.shape)
 
 
 def _lognormal_ramp(occ: Occupancy, group_size: int):

@@ -43,3 +43,16 @@ def test_the_cdf_keeps_its_arguments_shape(shape):
     got = ndtr(x)
     assert isinstance(got, np.ndarray) and got.shape == np.shape(x)
     assert got == pytest.approx(_erfc_cdf(np.asarray(x)), abs=4e-15)
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 7, 20, 21])
+def test_chunked_applies_a_function_of_several_arrays_piece_by_piece(n):
+    a, b = np.arange(n, dtype=float), np.arange(n, dtype=float) ** 2
+    seen: list[int] = []
+
+    def fn(x, y):
+        seen.append(x.size)
+        return x * 10 + y
+
+    assert np.array_equal(normal.chunked(fn, 7, a, b), a * 10 + b)
+    assert all(size <= 7 for size in seen) and sum(seen) == n
