@@ -14,6 +14,7 @@ second of CPU at the start of every command.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from collections.abc import Callable
@@ -32,6 +33,7 @@ QUAD_ULPS = 50  # rounding floor of a panel's error, in ulps of its magnitude
 ROOT_XTOL = 1e-9  # s: the fill's Newton iteration stops once a step is this short (plus a few ulps of the root)
 ROOT_STEPS = 100  # at most this many Newton steps (quadratic convergence needs a handful), then bisection
 TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
+MEMO_SIZE = 4096  # lognormal exceedances and fills remembered (a frontier verifies many plans of one (L, K))
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 
@@ -142,10 +144,16 @@ def exceedance(law: Law, cadence: float, kept: int) -> float:
     per sample: each sample w contributes clip(w/L - K, 0, 1).
     """
     if law.samples is None:
-        value = integral(lambda v: law.survival(v * cadence), kept, kept + 1)
-    else:
-        value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
+        return _lognormal_exceedance(law.mu, law.sigma, cadence, kept)
+    value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
     return min(max(value, 0.0), 1.0)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _lognormal_exceedance(mu: float, sigma: float, cadence: float, kept: int) -> float:
+    """:func:`exceedance` of the lognormal (mu, sigma), remembered: a lognormal law is a function of the two."""
+    law = lognormal_law(mu, sigma)
+    return min(max(integral(lambda v: law.survival(v * cadence), kept, kept + 1), 0.0), 1.0)
 
 
 def group_drop(q: float, group_size: int, policy: str, correlation: str) -> float:
@@ -197,16 +205,23 @@ def fill_time(law: Law, need: float, members: int) -> float:
     """
     if need <= 0:
         return 0.0
-    if law.samples is not None:
-        n = law.samples.size
-        levels = (np.arange(n) / n) ** members  # F_grp on [w_(i), w_(i+1)), w_(0) = 0
-        reached = np.cumsum(np.diff(np.concatenate(([0.0], law.samples))) * levels)  # the integral at each w_(i+1)
-        i = int(np.searchsorted(reached, need, side="left"))
-        if i == n:
-            return float(law.samples[-1] + (need - reached[-1]))
-        before = reached[i - 1] if i else 0.0
-        start = law.samples[i - 1] if i else 0.0
-        return float(start + (need - before) / levels[i])
+    if law.samples is None:
+        return _lognormal_fill(law.mu, law.sigma, need, members)
+    n = law.samples.size
+    levels = (np.arange(n) / n) ** members  # F_grp on [w_(i), w_(i+1)), w_(0) = 0
+    reached = np.cumsum(np.diff(np.concatenate(([0.0], law.samples))) * levels)  # the integral at each w_(i+1)
+    i = int(np.searchsorted(reached, need, side="left"))
+    if i == n:
+        return float(law.samples[-1] + (need - reached[-1]))
+    before = reached[i - 1] if i else 0.0
+    start = law.samples[i - 1] if i else 0.0
+    return float(start + (need - before) / levels[i])
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _lognormal_fill(mu: float, sigma: float, need: float, members: int) -> float:
+    """:func:`fill_time` of the lognormal (mu, sigma), remembered."""
+    law = lognormal_law(mu, sigma)
     low, high = 0.0, max(need, law.median)
     excess = group_cdf_integral(law, high, members) - need
     while excess < 0:

@@ -368,3 +368,23 @@ def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, ke
     mine = verify_laws.exceedance(law, cadence, kept)
     assert law.survival((kept + 1) * cadence) <= mine <= law.survival(kept * cadence)  # the integrand's ends
     assert mine == pytest.approx(closed, rel=1e-10)
+
+
+def test_the_verifiers_remembered_integrals_are_keyed_by_the_whole_law():
+    """The verifier remembers lognormal exceedances, fills and consumed-gap tails by (mu, sigma) and their
+    arguments: two laws of one median and different spreads, asked the same question one after the other,
+    each get their own value, the one the integral gives afresh."""
+    from trainground.solver import verify_hold, verify_laws
+
+    for p99 in (13900, 3000, 13900):
+        law = verify_laws.lognormal_law(math.log(1044), math.log(p99 / 1044) / verify_laws.Z99)
+        fresh_q = verify_laws.integral(lambda v, law=law: law.survival(v * 604), 10, 11)
+        assert verify_laws.exceedance(law, 604, 10) == min(max(fresh_q, 0.0), 1.0)
+        assert verify_laws.fill_time(law, 400.0, 8) == verify_laws._lognormal_fill.__wrapped__(
+            law.mu, law.sigma, 400.0, 8
+        )
+        tail = verify_hold._lognormal_gap_tail.__wrapped__(law.mu, law.sigma, 604, 3, 8)
+        assert verify_hold._gap_tail(law, 604, 3, 8) == tail
+    assert verify_laws.exceedance(law, 604, 10) != verify_laws.exceedance(
+        verify_laws.lognormal_law(law.mu, 1.0), 604, 10
+    )
