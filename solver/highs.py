@@ -162,6 +162,18 @@ def new_highs() -> highspy.Highs:
     return highs
 
 
+def _run(highs: highspy.Highs, given: dict, options: dict, threads: int, time_limit: float | None) -> None:
+    """Run ``highs`` with :data:`OPTIONS`, ``options`` over them, ``threads`` and ``time_limit``; ``given``: the
+    options it was last given (HiGHS keeps them), updated."""
+    limit = float("inf") if time_limit is None else time_limit
+    for key, value in {**OPTIONS, **options, "threads": threads, "time_limit": limit}.items():
+        if given.get(key, given) != value:
+            highs.setOptionValue(key, value)
+            given[key] = value
+    highs.HandleKeyboardInterrupt = True
+    highs.run()
+
+
 class _Persistent(Highs):
     """pyomo's persistent HiGHS interface with its automatic, whole-model update turned off."""
 
@@ -226,22 +238,26 @@ class HighsModel:
         for helper in helpers.values():
             helper.update()
 
-    def run(self, options: dict | None = None, time_limit: float | None = None) -> Outcome:
-        """One HiGHS run of the problem as it stands, with per-run options over the defaults."""
+    def run(
+        self, options: dict | None = None, time_limit: float | None = None, start: Solution | None = None
+    ) -> Outcome:
+        """One HiGHS run of the problem as it stands, with per-run options over the defaults, from ``start`` (a
+        solution of these columns, HiGHS's first incumbent if feasible) when given. HiGHS 1.16 can rate a start
+        in presolve's reduced space below its cost, then return it as the optimum it reports (a solve error,
+        :func:`outcome_of`): that run is repeated from no solution."""
         highs = self._highs
-        wanted = {
-            **OPTIONS,
-            **(options or {}),
-            "threads": self._threads,
-            "time_limit": time_limit if time_limit is not None else float("inf"),
-        }
-        for key, value in wanted.items():
-            if self._options_set.get(key, self) != value:
-                highs.setOptionValue(key, value)
-                self._options_set[key] = value
-        highs.HandleKeyboardInterrupt = True
-        highs.run()
-        return outcome_of(highs, self._pyomo._pyomo_var_to_solver_var_map)
+        if start is not None:
+            first = highspy.HighsSolution()
+            first.col_value, first.value_valid = list(start._col_value), True
+            highs.setSolution(first)
+        _run(highs, self._options_set, options or {}, self._threads, time_limit)
+        outcome = outcome_of(highs, self._pyomo._pyomo_var_to_solver_var_map)
+        if start is None or outcome.status != Status.ERROR:
+            return outcome
+        highs.clearSolver()  # else HiGHS starts from the solution it holds: the start
+        repeat = self.run(options, time_limit)
+        repeat.runs = 2
+        return repeat
 
     def size(self) -> tuple[int, int]:
         """(columns, rows) HiGHS holds."""
@@ -357,18 +373,7 @@ class ArrayRunner:
         lp.integrality_ = [kinds[int(flag)] for flag in model.integer]
         highs.passModel(lp)
         self.size = (lp.num_col_, lp.num_row_)
-        wanted = {
-            **OPTIONS,
-            **options,
-            "threads": self._threads,
-            "time_limit": time_limit if time_limit is not None else float("inf"),
-        }
-        for key, value in wanted.items():
-            if self._options_set.get(key, self) != value:
-                highs.setOptionValue(key, value)
-                self._options_set[key] = value
-        highs.HandleKeyboardInterrupt = True
-        highs.run()
+        _run(highs, self._options_set, options, self._threads, time_limit)
         return outcome_of(highs, columns)
 
 

@@ -80,8 +80,8 @@ def declare(c: CompactModel) -> None:
     c.caps = {"x": replica_cap, "N": node_cap, "V": vm_cap}
     m.kept = pyo.Var(c.Ks, domain=pyo.Binary)
     m.x = pyo.Var(c.Ks, ix.shapes, domain=pyo.NonNegativeIntegers, bounds=lambda _, K, s: (0, replica_cap[s]))
-    lo = int(min(int(t.groups.min()) for t in found.tables))
-    m.G = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(lo, max(lo, found.top)))
+    lo = min(fewest_groups(found), found.top)  # past top there is no plan: the update-time rows say so
+    m.G = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(lo, found.top))
     m.N = pyo.Var(ix.nodes, domain=pyo.NonNegativeIntegers, bounds=lambda _, k: (0, node_cap[k]))
     m.V = pyo.Var(ix.vms, domain=pyo.NonNegativeIntegers, bounds=lambda _, v: (0, vm_cap[v]))
     m.z = pyo.Var(pairs, domain=pyo.Binary)
@@ -89,6 +89,21 @@ def declare(c: CompactModel) -> None:
     m.y = pyo.Var(stages, ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
     m.y_peak = pyo.Var(stages, ix.node_backends, domain=pyo.NonNegativeReals)
     m.c = pyo.Var(stages, ix.vm_backends, domain=pyo.NonNegativeReals)
+
+
+def fewest_groups(found: StageTables) -> int:
+    """The fewest training groups a plan can have: each stage's update-time row asks G for at least its table's
+    fewest (:func:`add_update_time`), so G is at least the largest of those."""
+    return max(int(t.groups.min()) for t in found.tables)
+
+
+def final_range(found: StageTables) -> tuple[int, np.ndarray]:
+    """The group counts the final update is stated on, from :func:`fewest_groups` (or the table's last count,
+    above which no plan has groups) to the table's last, and U_P at each (s)."""
+    assert found.final is not None
+    lo, update = found.final
+    cut = min(max(0, fewest_groups(found) - lo), len(update) - 1)
+    return lo + cut, update[cut:]
 
 
 def add_selection(c: CompactModel) -> None:
@@ -203,17 +218,17 @@ def add_sandboxes(c: CompactModel) -> None:
 
 
 def add_final_update(c: CompactModel) -> None:
-    """With the start-up counted and more stages than one, the last stage's final update U_P(G) [s], G in
-    lo..hi. U_P is non-increasing in G (:func:`solver.stage_tables.top_groups`); where it is also convex on
-    the integers (the inverse and Amdahl laws), ``final_update >= U(g) + (U(g+1) - U(g))·(G - g)`` for every g,
-    exact at every integer G, whose largest line is U_P(G) (the model may leave it above, which only lengthens
-    the T it reads: :func:`run_makespan` reads the plan's); otherwise one binary per count, one on,
-    Σ_g g·final_on[g] = G and U_P(G) = Σ_g U(g)·final_on[g]."""
+    """With the start-up counted and more stages than one, the last stage's final update U_P(G) [s], G on
+    :func:`final_range` (counts below it would only add rows no plan reaches). U_P is non-increasing in G
+    (:func:`solver.stage_tables.top_groups`); where it is also convex on the integers (the inverse and Amdahl
+    laws), ``final_update >= U(g) + (U(g+1) - U(g))·(G - g)`` for every g, exact at every integer G, whose largest
+    line is U_P(G) (the model may leave it above, which only lengthens the T it reads: :func:`run_makespan` reads
+    the plan's); otherwise one binary per count, one on, Σ_g g·final_on[g] = G and U_P(G) = Σ_g U(g)·final_on[g]."""
     m = c.model
     if c.found.final is None:
         m.final_update = pyo.Expression(expr=0)
         return
-    lo, update = c.found.final
+    lo, update = final_range(c.found)
     gs = list(range(lo, lo + len(update)))
     if convex(update):
         m.final_update = pyo.Var(domain=pyo.NonNegativeReals)

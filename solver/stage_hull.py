@@ -1,17 +1,17 @@
 """The searches of MODEL §4's order on the compact staged model (:mod:`solver.stage_compact`), and its plans.
 
 ``hourly_cost`` and ``makespan`` are linear in the compact model: each criterion is one HiGHS run, the next
-run holding it within TIE_TOL of its optimum. ``total_cost = hourly·T/3600`` is a product; it is quasi-concave
-on positive values, so over the finite set of plans its minimum lies at a vertex of the lower-left convex
-hull of their (hourly, T) points (a point inside the hull, or on an edge, has a larger product: along a
-segment the product is a concave parabola). The vertices are found by weighted sums ``a·hourly + b·T`` (one
-MIP each, dichotomic search) from a least-hourly plan and a least-T plan (either may lie off the hull's end
-vertex, which a run with both weights positive then finds below the edge): each edge's normal gives a run,
-cut off at the edge's own value, that either finds a vertex below the edge or proves the edge is one. An
-edge whose region cannot hold a product below the best found (every point of it lies on or above the line
-the previous run proved, within the edge's box, where the product's smallest value is at a corner of that
-line) is not searched. Among the points within TIE_TOL of the least product, the order's tie-breaks
-(makespan, then hourly) pick the plan.
+run holding it within TIE_TOL of its optimum and starting from the first run's plan. ``total_cost =
+hourly·T/3600`` is a product; it is quasi-concave on positive values, so over the finite set of plans its
+minimum lies at a vertex of the lower-left convex hull of their (hourly, T) points (a point inside the hull,
+or on an edge, has a larger product: along a segment the product is a concave parabola). The vertices are
+found by weighted sums ``a·hourly + b·T`` (one MIP each, dichotomic search) from a least-hourly plan and a
+least-T plan (either may lie off the hull's end vertex, which a run with both weights positive then finds
+below the edge): each edge's normal gives a run, cut off at the edge's own value, that either finds a vertex
+below the edge or proves the edge is one. An edge whose region cannot hold a product below the best found
+(every point of it lies on or above the line the previous run proved, within the edge's box, where the
+product's smallest value is at a corner of that line) is not searched. Among the points within TIE_TOL of the
+least product, the order's tie-breaks (makespan, then hourly) pick the plan.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pyomo.repn import generate_standard_repn
 
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
 from trainground.solver.assemble import ObjectiveMismatch
-from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel
+from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
 from trainground.solver.stage_compact import CompactModel, counts_of, run_makespan
 from trainground.solver.stage_plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
@@ -43,7 +43,7 @@ def linear_value(expr, values) -> float:
 class Point:
     hourly: float
     makespan: float
-    values: object
+    values: Solution
 
     @property
     def product(self) -> float:
@@ -86,15 +86,16 @@ class CompactSearch:
             self.c.model.del_component(row)
         self.rows = [r for r in self.rows if all(r is not g for g in gone)]
 
-    def minimise(self, a: float, b: float, below: float = NO_BOUND) -> Point | None:
+    def minimise(self, a: float, b: float, below: float = NO_BOUND, start: Point | None = None) -> Point | None:
         """The plan minimising a·hourly + b·T under the rows held (None: no plan, or none whose a·hourly +
-        b·T is below ``below``)."""
+        b·T is below ``below``), HiGHS starting from ``start`` (a plan that meets the rows held) when given."""
         m = self.c.model
         m.del_component("weighted")
         m.weighted = pyo.Objective(expr=a * self.c.hourly + b * self.c.makespan, sense=pyo.minimize)
         self.highs.use_objective(m.weighted)
-        outcome = self.highs.run({**self.options, "objective_bound": below}, self.clock.remaining())
-        self.seconds, self.runs = outcome.highs_seconds, self.runs + 1
+        options = {**self.options, "objective_bound": below}
+        outcome = self.highs.run(options, self.clock.remaining(), None if start is None else start.values)
+        self.seconds, self.runs = outcome.highs_seconds, self.runs + outcome.runs
         if outcome.status == Status.INFEASIBLE:
             return None
         if outcome.status != Status.OPTIMAL or outcome.values is None:
@@ -113,7 +114,7 @@ class CompactSearch:
         expr = self.c.hourly if first == "hourly" else self.c.makespan
         mark = len(self.rows)
         self.hold(expr <= best + TIE_TOL * max(1.0, abs(best)))
-        second = self.minimise(*weights["makespan" if first == "hourly" else "hourly"])
+        second = self.minimise(*weights["makespan" if first == "hourly" else "hourly"], start=found)
         self.release(self.rows[mark:])
         return second or found
 
