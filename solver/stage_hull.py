@@ -58,13 +58,18 @@ class Stop(Exception):
         self.status = status
 
 
+def search_options(counts_startup: bool, pairs: int) -> dict:
+    """HiGHS's options for the compact model's runs: the staged ones, restarting after the root when the start-up
+    is counted or the stage rows pass RESTART_PAIRS (the figures are in solver/highs.py)."""
+    return {**STAGED_OPTIONS, "mip_allow_restart": counts_startup or pairs > RESTART_PAIRS}
+
+
 class CompactSearch:
     """HiGHS runs on the compact model under a solve's ``limits`` (rows added for the search, removed after)."""
 
     def __init__(self, c: CompactModel, highs: HighsModel, clock: Stopwatch):
         self.c, self.highs, self.clock = c, highs, clock
-        pairs = sum(t.size for t in c.found.tables)
-        self.options = {**STAGED_OPTIONS, "mip_allow_restart": c.inst.counts_startup or pairs > RESTART_PAIRS}
+        self.options = search_options(c.inst.counts_startup, sum(t.size for t in c.found.tables))
         self.seconds = 0.0
         self.runs = 0
         self.rows: list = []  # the rows held, each its own component (removed by release)
