@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import highspy
 import numpy as np
@@ -66,6 +67,10 @@ STAGED_OPTIONS = {
 # on steady_state, the restart doubles a solve (3 stages 0.5 -> 0.9 s, 4 stages 3.9 -> 4.9 s).
 RESTART_PAIRS = 4000
 NO_BOUND = float("inf")  # objective_bound when no cut-off applies
+# HiGHS #3273 (found on 1.15.1): a wrong conflict could cut off an optimum under an objective bound, so a run cut
+# off by objective_bound could say "no plan" with one below it; its fix (PR #3275) was merged in September 2026,
+# before 1.16.0. Such a "no plan" is trusted from 1.16 on; below, solver/stage_hull.py repeats the run uncut.
+CUTOFF_TRUSTED = tuple(int(part) for part in version("highspy").split(".")[:2]) >= (1, 16)
 
 
 @dataclass

@@ -8,10 +8,12 @@ or on an edge, has a larger product: along a segment the product is a concave pa
 found by weighted sums ``a·hourly + b·T`` (one MIP each, dichotomic search) from a least-hourly plan and a
 least-T plan (either may lie off the hull's end vertex, which a run with both weights positive then finds
 below the edge): each edge's normal gives a run, cut off at the edge's own value, that either finds a vertex
-below the edge or proves the edge is one. An edge whose region cannot hold a product below the best found
-(every point of it lies on or above the line the previous run proved, within the edge's box, where the
-product's smallest value is at a corner of that line) is not searched. Among the points within TIE_TOL of the
-least product, the order's tie-breaks (makespan, then hourly) pick the plan.
+below the edge or proves the edge is one (the cut-off is HiGHS's ``objective_bound``, whose "no plan" is
+trusted from HiGHS 1.16 on, CUTOFF_TRUSTED; from 1.16.1 the MIP solver ignores it, and the run's optimum, on
+or above the edge, proves the same). An edge whose region cannot hold a product below the best found (every
+point of it lies on or above the line the previous run proved, within the edge's box, where the product's
+smallest value is at a corner of that line) is not searched. Among the points within TIE_TOL of the least
+product, the order's tie-breaks (makespan, then hourly) pick the plan.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pyomo.repn import generate_standard_repn
 
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
 from trainground.solver.assemble import ObjectiveMismatch
-from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
+from trainground.solver.highs import CUTOFF_TRUSTED, NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
 from trainground.solver.stage_compact import CompactModel, counts_of, run_makespan
 from trainground.solver.stage_plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
@@ -142,6 +144,8 @@ class CompactSearch:
                 continue  # the ends coincide on a criterion: no vertex between them
             edge = (a * left.hourly + b * left.makespan) * (1 - TIE_TOL) - TIE_TOL
             found = self.minimise(a, b, below=edge)
+            if found is None and not CUTOFF_TRUSTED:  # the edge's ends are plans: a "no plan" can be HiGHS #3273
+                found = self.minimise(a, b)
             if found is None:
                 continue  # nothing below the edge: a facet of the hull
             line = a * found.hourly + b * found.makespan

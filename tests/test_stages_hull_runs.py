@@ -1,9 +1,11 @@
 """The compact staged search's HiGHS runs (solver/stage_hull.py): an edge run cut off at its edge's value answers
-as the same run without the cut-off, and HiGHS restarts after the root exactly when the start-up is counted or the
-stage rows pass RESTART_PAIRS."""
+as the same run without the cut-off; HiGHS restarts after the root exactly when the start-up is counted or the
+stage rows pass RESTART_PAIRS; and where a cut-off run's "no plan" is not trusted (HiGHS before 1.16, issue
+#3273), the search repeats the run without the cut-off and still finds the least product."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +13,7 @@ import yaml
 
 from tests.test_stages_compact import ROOT
 from trainground.models.load import validate
+from trainground.solver import stage_hull
 from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS
 from trainground.solver.stage_hull import CompactSearch, Point, search_options
 from trainground.solver.stages import StagedPlanner
@@ -83,3 +86,33 @@ def test_the_search_counts_the_pairs_of_every_stage(counts_startup):
         )
         search = CompactSearch(c, highs=None, clock=Stopwatch())  # type: ignore[arg-type]
         assert search.options["mip_allow_restart"] is (counts_startup or many)
+
+
+class _PlanSet(CompactSearch):
+    """A search over a fixed set of (hourly, T) plans whose cut-off runs always say "no plan" (the failure of
+    HiGHS #3273 at its worst): a run without a cut-off answers the least a·hourly + b·T, ties by T."""
+
+    def __init__(self, plans: list[tuple[float, float]]):
+        self.plans = [Point(h, t, None) for h, t in plans]  # type: ignore[arg-type]
+        self.uncut = 0
+
+    def minimise(self, a, b, below=NO_BOUND, start=None):
+        if below != NO_BOUND:
+            return None
+        self.uncut += 1
+        return min(self.plans, key=lambda p: (_line(a, b, p), p.makespan))
+
+
+PLANS = [(1.0, 10.0), (2.0, 4.0), (3.0, 3.5), (4.0, 3.0), (10.0, 1.0)]  # least product 8 at (2, 4)
+
+
+def test_an_untrusted_cut_off_is_repeated_without_it(monkeypatch):
+    least = min(h * t for h, t in PLANS)
+    monkeypatch.setattr(stage_hull, "CUTOFF_TRUSTED", False)
+    search = _PlanSet(PLANS)
+    found = search.least_product()
+    assert found is not None and math.isclose(found.hourly * found.makespan, least)
+    assert search.uncut > 2  # the two ends, then the edge runs again without their cut-off
+    monkeypatch.setattr(stage_hull, "CUTOFF_TRUSTED", True)
+    trusting = _PlanSet(PLANS).least_product()
+    assert trusting is not None and trusting.hourly * trusting.makespan > least  # what the repeat guards against
