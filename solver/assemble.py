@@ -16,6 +16,7 @@ from trainground.solver.search import Search
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL
 from trainground.solver.verify import verify_plan
+from trainground.solver.verify_laws import Memo
 
 
 class PlanRejected(Exception):
@@ -119,9 +120,11 @@ def assemble(
     clock: Stopwatch,
     highs_before: float,
     allowance: float = 0.0,
+    memo: Memo | None = None,
 ) -> Result:
     """The result of a search that found a plan: extracted, checked against HiGHS's objective, verified
-    (with the run-variance allowance ``allowance`` of MODEL §11 in the deadline row)."""
+    (with the run-variance allowance ``allowance`` of MODEL §11 in the deadline row; ``memo``: the verifier's
+    integrals kept by a caller that verifies many plans)."""
     inst = live.inst
     with clock.phase("extract"):
         plan = extract_plan(live, search.values)
@@ -132,7 +135,7 @@ def assemble(
             )
     with clock.phase("verify"):
         metrics = plan_metrics(inst, plan, allowance)
-        check = verify_plan(inst, plan, allowance, metrics)
+        check = verify_plan(inst, plan, allowance, metrics, memo)
     if not check.ok:
         raise PlanRejected(f"{inst.name}: the verifier rejected the MIP's plan: " + "; ".join(check.violations))
     message = None

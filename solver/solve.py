@@ -29,6 +29,7 @@ from trainground.solver.rows import RowCover
 from trainground.solver.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
+from trainground.solver.verify_laws import Memo
 
 __all__ = ["Planner", "fewest_rows_suffice", "solve_instance"]
 
@@ -95,6 +96,7 @@ class Planner:
                 self.confidence = confidence_of.Confidence(inst, pairs, alpha, shared, self.sandbox_lp, table)
                 self.live = PairModels(inst, pairs, self.confidence, threads, self.build_clock)
         self._highs_seen = 0.0  # HiGHS reports its run time cumulated over the handle's life
+        self.verifier_memo = Memo()  # the verifier's integrals over this planner's solves (keys name the law)
 
     @property
     def inst(self) -> Instance:
@@ -333,7 +335,7 @@ class Planner:
         self, objective: str, search: Search, clock: Stopwatch, highs_before: float, allowance: float
     ) -> Result:
         """The verified result of the plan ``search`` found."""
-        result = assemble(self.live, objective, search, clock, highs_before, allowance)
+        result = assemble(self.live, objective, search, clock, highs_before, allowance, self.verifier_memo)
         if self.confidence is not None and result.model_size is not None:
             result.model_size["scenario_groups"] = self.confidence.groups
         return result

@@ -52,15 +52,18 @@ def _geq(lhs: float, rhs: float) -> bool:
     return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
 
 
-def verify_plan(inst: Instance, plan: Plan, allowance: float = 0.0, reported: Metrics | None = None) -> Check:
+def verify_plan(
+    inst: Instance, plan: Plan, allowance: float = 0.0, reported: Metrics | None = None, memo: laws.Memo | None = None
+) -> Check:
     """Every check below, in MODEL order; ``metrics`` (this reading's) is set when the plan can be read to
     the end, and ``reported`` metrics, when given, must equal them. ``allowance``: the run-variance
-    allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline."""
+    allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline. ``memo``: where a caller that
+    verifies many plans keeps the lognormal integrals (:class:`solver.verify_laws.Memo`)."""
     out = Check()
     if not check_domains(inst, plan, out):
         return out
     holds = inst.planning.basis == "hold"
-    law = laws.law_of(inst.environment.occupancy)
+    law = laws.law_of(inst.environment.occupancy, memo)
     run = laws.run_at(
         inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups, startup=plan.startup_s is not None
     )

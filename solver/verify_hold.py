@@ -10,7 +10,6 @@ group completion time's survival function. Only :mod:`solver.verify_laws` is imp
 
 from __future__ import annotations
 
-import functools
 import math
 from statistics import NormalDist
 
@@ -31,13 +30,11 @@ def min_of_two_mean(law: laws.Law) -> float:
         n = law.samples.size
         weights = 2.0 * (n - np.arange(1, n + 1)) + 1.0
         return float(math.fsum(law.samples * weights) / (n * n))
-    return _lognormal_min_of_two_mean(law.mu, law.sigma)
+    return laws.remembered(law, "min_of_two_mean", (), lambda: _lognormal_min_of_two_mean(law))
 
 
-@functools.lru_cache(maxsize=laws.MEMO_SIZE)
-def _lognormal_min_of_two_mean(mu: float, sigma: float) -> float:
-    """:func:`min_of_two_mean` of the lognormal (mu, sigma), remembered."""
-    law = laws.lognormal_law(mu, sigma)
+def _lognormal_min_of_two_mean(law: laws.Law) -> float:
+    """:func:`min_of_two_mean` of a lognormal law."""
 
     # Over z = (ln t - mu)/sigma: ∫ S(t)² dt = ∫ sigma·e^(mu + sigma·z)·Φ(-z)² dz, cut where the pieces bend.
     def integrand(z: float) -> float:
@@ -54,7 +51,6 @@ def wait_share(beta: float) -> float:
     return 1.0 / (1.0 + beta * _NORMAL.cdf(beta) / _NORMAL.pdf(beta))
 
 
-@functools.lru_cache(maxsize=64)
 def safety_factor(target: float) -> float:
     """β with wait_share(β) = target (wait_share falls from 1 at β = 0): bisection on [0, 40]."""
     lo, hi = 0.0, 40.0
@@ -98,15 +94,12 @@ def _gap_tail(law: laws.Law, cadence: float, k: int, members: int) -> float:
         knots = [lo] + [w for w in law.samples[(law.samples > lo) & (law.samples < hi)].tolist()] + [hi]
         mass = math.fsum(_completion_survival(law, a, members) * (b - a) for a, b in zip(knots, knots[1:]))
         return min(max(mass / cadence, 0.0), 1.0)
-    return _lognormal_gap_tail(law.mu, law.sigma, cadence, k, members)
 
+    def tail() -> float:
+        value = laws.integral(lambda v: _completion_survival(law, v * cadence, members), k, k + 1)
+        return min(max(value, 0.0), 1.0)
 
-@functools.lru_cache(maxsize=laws.MEMO_SIZE)
-def _lognormal_gap_tail(mu: float, sigma: float, cadence: float, k: int, members: int) -> float:
-    """:func:`_gap_tail` of the lognormal (mu, sigma), remembered."""
-    law = laws.lognormal_law(mu, sigma)
-    value = laws.integral(lambda v: _completion_survival(law, v * cadence, members), k, k + 1)
-    return min(max(value, 0.0), 1.0)
+    return laws.remembered(law, "gap_tail", (cadence, k, members), tail)
 
 
 def consumed_gaps(inst: Instance, law: laws.Law, cadence: float, kept: int) -> tuple[float, float]:

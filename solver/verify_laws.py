@@ -14,11 +14,11 @@ second of CPU at the start of every command.
 from __future__ import annotations
 
 import bisect
-import functools
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -33,7 +33,6 @@ QUAD_ULPS = 50  # rounding floor of a panel's error, in ulps of its magnitude
 ROOT_XTOL = 1e-9  # s: the fill's Newton iteration stops once a step is this short (plus a few ulps of the root)
 ROOT_STEPS = 100  # at most this many Newton steps (quadratic convergence needs a handful), then bisection
 TABLE_TOL = 1e-9  # a table law's measured range, widened by this relative margin at both ends
-MEMO_SIZE = 4096  # lognormal exceedances and fills remembered (a frontier verifies many plans of one (L, K))
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 
@@ -82,6 +81,7 @@ class Law:
     mu: float | None = None
     sigma: float | None = None
     samples: np.ndarray | None = None  # sorted
+    memo: Memo | None = field(default=None, compare=False, repr=False)  # where its integrals are remembered
 
     def cdf(self, t: float) -> float:
         """P(W <= t)."""
@@ -98,6 +98,26 @@ class Law:
                 return 1.0
             return 0.5 * math.erfc((math.log(t) - self.mu) / (self.sigma * math.sqrt(2.0)))
         return 1.0 - self.cdf(t)
+
+
+class Memo:
+    """The verifier's lognormal integrals, remembered for a caller that verifies many plans of one instance (a
+    Planner over a frontier's solves, many of one (L, K)): one dict keyed by (quantity, mu, sigma, its
+    arguments). A lognormal law is a function of (mu, sigma), so a key names one value whichever law asks;
+    an empirical law's integrals are exact sums and are not kept. A law carries the memo it reads."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple, float] = {}
+
+
+def remembered(law: Law, quantity: str, args: tuple, compute: Callable[[], float]) -> float:
+    """``compute()``, or its value for (quantity, law, args) from the law's memo, kept there on first use."""
+    if law.memo is None or law.samples is not None:
+        return compute()
+    key = (quantity, law.mu, law.sigma, *args)
+    if key not in law.memo.values:
+        law.memo.values[key] = compute()
+    return law.memo.values[key]
 
 
 def lognormal_law(mu: float, sigma: float) -> Law:
@@ -133,8 +153,10 @@ def empirical_law(samples) -> Law:
     )
 
 
-def law_of(spec: Lognormal | Empirical) -> Law:
-    return fit_lognormal(spec) if isinstance(spec, Lognormal) else empirical_law(spec.samples)
+def law_of(spec: Lognormal | Empirical, memo: Memo | None = None) -> Law:
+    """The occupancy law of ``spec``, remembering its integrals in ``memo`` when given."""
+    law = fit_lognormal(spec) if isinstance(spec, Lognormal) else empirical_law(spec.samples)
+    return dataclasses.replace(law, memo=memo) if memo is not None else law
 
 
 def exceedance(law: Law, cadence: float, kept: int) -> float:
@@ -144,16 +166,17 @@ def exceedance(law: Law, cadence: float, kept: int) -> float:
     per sample: each sample w contributes clip(w/L - K, 0, 1).
     """
     if law.samples is None:
-        return _lognormal_exceedance(law.mu, law.sigma, cadence, kept)
-    value = math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size
-    return min(max(value, 0.0), 1.0)
+        return remembered(
+            law,
+            "exceedance",
+            (cadence, kept),
+            lambda: _clamp(integral(lambda v: law.survival(v * cadence), kept, kept + 1)),
+        )
+    return _clamp(math.fsum(np.clip(law.samples / cadence - kept, 0.0, 1.0)) / law.samples.size)
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
-def _lognormal_exceedance(mu: float, sigma: float, cadence: float, kept: int) -> float:
-    """:func:`exceedance` of the lognormal (mu, sigma), remembered: a lognormal law is a function of the two."""
-    law = lognormal_law(mu, sigma)
-    return min(max(integral(lambda v: law.survival(v * cadence), kept, kept + 1), 0.0), 1.0)
+def _clamp(share: float) -> float:
+    return min(max(share, 0.0), 1.0)
 
 
 def group_drop(q: float, group_size: int, policy: str, correlation: str) -> float:
@@ -206,7 +229,7 @@ def fill_time(law: Law, need: float, members: int) -> float:
     if need <= 0:
         return 0.0
     if law.samples is None:
-        return _lognormal_fill(law.mu, law.sigma, need, members)
+        return remembered(law, "fill", (need, members), lambda: _lognormal_fill(law, need, members))
     n = law.samples.size
     levels = (np.arange(n) / n) ** members  # F_grp on [w_(i), w_(i+1)), w_(0) = 0
     reached = np.cumsum(np.diff(np.concatenate(([0.0], law.samples))) * levels)  # the integral at each w_(i+1)
@@ -218,10 +241,8 @@ def fill_time(law: Law, need: float, members: int) -> float:
     return float(start + (need - before) / levels[i])
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
-def _lognormal_fill(mu: float, sigma: float, need: float, members: int) -> float:
-    """:func:`fill_time` of the lognormal (mu, sigma), remembered."""
-    law = lognormal_law(mu, sigma)
+def _lognormal_fill(law: Law, need: float, members: int) -> float:
+    """:func:`fill_time` of a lognormal law: bracketed by doubling, then Newton's method from above."""
     low, high = 0.0, max(need, law.median)
     excess = group_cdf_integral(law, high, members) - need
     while excess < 0:

@@ -8,6 +8,7 @@ the constraint under test, not a stale cost. Time limits: a tiny one never crash
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -371,20 +372,21 @@ def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, ke
 
 
 def test_the_verifiers_remembered_integrals_are_keyed_by_the_whole_law():
-    """The verifier remembers lognormal exceedances, fills and consumed-gap tails by (mu, sigma) and their
-    arguments: two laws of one median and different spreads, asked the same question one after the other,
-    each get their own value, the one the integral gives afresh."""
+    """A memo shared by laws of one median and different spreads (as a planner's is across a sweep) gives each
+    law the value its own integral gives afresh, one entry per law and question, and is read on the second ask."""
     from trainground.solver import verify_hold, verify_laws
 
-    for p99 in (13900, 3000, 13900):
-        law = verify_laws.lognormal_law(math.log(1044), math.log(p99 / 1044) / verify_laws.Z99)
-        fresh_q = verify_laws.integral(lambda v, law=law: law.survival(v * 604), 10, 11)
-        assert verify_laws.exceedance(law, 604, 10) == min(max(fresh_q, 0.0), 1.0)
-        assert verify_laws.fill_time(law, 400.0, 8) == verify_laws._lognormal_fill.__wrapped__(
-            law.mu, law.sigma, 400.0, 8
-        )
-        tail = verify_hold._lognormal_gap_tail.__wrapped__(law.mu, law.sigma, 604, 3, 8)
-        assert verify_hold._gap_tail(law, 604, 3, 8) == tail
-    assert verify_laws.exceedance(law, 604, 10) != verify_laws.exceedance(
-        verify_laws.lognormal_law(law.mu, 1.0), 604, 10
-    )
+    memo = verify_laws.Memo()
+    spreads = (13900, 3000)
+    for p99 in spreads + spreads:
+        fresh = verify_laws.lognormal_law(math.log(1044), math.log(p99 / 1044) / verify_laws.Z99)
+        kept = dataclasses.replace(fresh, memo=memo)
+        assert verify_laws.exceedance(kept, 604, 10) == verify_laws.exceedance(fresh, 604, 10)
+        assert verify_laws.fill_time(kept, 400.0, 8) == verify_laws.fill_time(fresh, 400.0, 8)
+        assert verify_hold._gap_tail(kept, 604, 3, 8) == verify_hold._gap_tail(fresh, 604, 3, 8)
+        assert verify_hold.min_of_two_mean(kept) == verify_hold.min_of_two_mean(fresh)
+    assert len(memo.values) == 4 * len(spreads)
+    key = next(k for k in memo.values if k[0] == "exceedance")
+    memo.values[key] = -1.0  # a planted value is what a second ask returns
+    planted = verify_laws.lognormal_law(key[1], key[2])
+    assert verify_laws.exceedance(dataclasses.replace(planted, memo=memo), *key[3:]) == -1.0
