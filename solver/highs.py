@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass
-from importlib.metadata import version
 
 import highspy
 import numpy as np
@@ -67,10 +67,7 @@ STAGED_OPTIONS = {
 # on steady_state, the restart doubles a solve (3 stages 0.5 -> 0.9 s, 4 stages 3.9 -> 4.9 s).
 RESTART_PAIRS = 4000
 NO_BOUND = float("inf")  # objective_bound when no cut-off applies
-# HiGHS #3273 (found on 1.15.1): a wrong conflict could cut off an optimum under an objective bound, so a run cut
-# off by objective_bound could say "no plan" with one below it; its fix (PR #3275) was merged in September 2026,
-# before 1.16.0. Such a "no plan" is trusted from 1.16 on; below, solver/stage_hull.py repeats the run uncut.
-CUTOFF_TRUSTED = tuple(int(part) for part in version("highspy").split(".")[:2]) >= (1, 16)
+_UNSET = object()  # an option HiGHS was not given yet
 
 
 @dataclass
@@ -82,7 +79,7 @@ class Outcome:
     bound: float | None
     highs_seconds: float  # HiGHS's run time, cumulated over the handle's life
     values: Solution | None = None
-    runs: int = 1  # HiGHS runs it took (a failed presolve is retried without)
+    runs: int = 1  # HiGHS runs it took (a failed presolve is retried without it, a failed start from none)
 
 
 class Solution:
@@ -172,7 +169,7 @@ def _run(highs: highspy.Highs, given: dict, options: dict, threads: int, time_li
     options it was last given (HiGHS keeps them), updated."""
     limit = float("inf") if time_limit is None else time_limit
     for key, value in {**OPTIONS, **options, "threads": threads, "time_limit": limit}.items():
-        if given.get(key, given) != value:
+        if given.get(key, _UNSET) != value:
             highs.setOptionValue(key, value)
             given[key] = value
     highs.HandleKeyboardInterrupt = True
@@ -255,12 +252,14 @@ class HighsModel:
             first = highspy.HighsSolution()
             first.col_value, first.value_valid = list(start._col_value), True
             highs.setSolution(first)
+        began = time.perf_counter()
         _run(highs, self._options_set, options or {}, self._threads, time_limit)
         outcome = outcome_of(highs, self._pyomo._pyomo_var_to_solver_var_map)
         if start is None or outcome.status != Status.ERROR:
             return outcome
         highs.clearSolver()  # else HiGHS starts from the solution it holds: the start
-        repeat = self.run(options, time_limit)
+        left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - began))
+        repeat = self.run(options, left)
         repeat.runs = 2
         return repeat
 

@@ -80,7 +80,7 @@ def declare(c: CompactModel) -> None:
     c.caps = {"x": replica_cap, "N": node_cap, "V": vm_cap}
     m.kept = pyo.Var(c.Ks, domain=pyo.Binary)
     m.x = pyo.Var(c.Ks, ix.shapes, domain=pyo.NonNegativeIntegers, bounds=lambda _, K, s: (0, replica_cap[s]))
-    lo = min(fewest_groups(found), found.top)  # past top there is no plan: the update-time rows say so
+    lo = min(least_groups(found), found.top)  # past top there is no plan: the update-time rows say so
     m.G = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(lo, found.top))
     m.N = pyo.Var(ix.nodes, domain=pyo.NonNegativeIntegers, bounds=lambda _, k: (0, node_cap[k]))
     m.V = pyo.Var(ix.vms, domain=pyo.NonNegativeIntegers, bounds=lambda _, v: (0, vm_cap[v]))
@@ -91,18 +91,18 @@ def declare(c: CompactModel) -> None:
     m.c = pyo.Var(stages, ix.vm_backends, domain=pyo.NonNegativeReals)
 
 
-def fewest_groups(found: StageTables) -> int:
+def least_groups(found: StageTables) -> int:
     """The fewest training groups a plan can have: each stage's update-time row asks G for at least its table's
     fewest (:func:`add_update_time`), so G is at least the largest of those."""
     return max(int(t.groups.min()) for t in found.tables)
 
 
 def final_range(found: StageTables) -> tuple[int, np.ndarray]:
-    """The group counts the final update is stated on, from :func:`fewest_groups` (or the table's last count,
+    """The group counts the final update is stated on, from :func:`least_groups` (or the table's last count,
     above which no plan has groups) to the table's last, and U_P at each (s)."""
-    assert found.final is not None
+    assert found.final is not None and len(found.final[1]), "the final update is stated on one count at least"
     lo, update = found.final
-    cut = min(max(0, fewest_groups(found) - lo), len(update) - 1)
+    cut = min(max(0, least_groups(found) - lo), len(update) - 1)
     return lo + cut, update[cut:]
 
 

@@ -1,7 +1,7 @@
 """The searches of MODEL §4's order on the compact staged model (:mod:`solver.stage_compact`), and its plans.
 
 ``hourly_cost`` and ``makespan`` are linear in the compact model: each criterion is one HiGHS run, the next
-run holding it within TIE_TOL of its optimum and starting from the first run's plan. ``total_cost =
+run holding it within TIE_TOL of its optimum and starting from the first run's plan (from HiGHS 1.16 on). ``total_cost =
 hourly·T/3600`` is a product; it is quasi-concave on positive values, so over the finite set of plans its
 minimum lies at a vertex of the lower-left convex hull of their (hourly, T) points (a point inside the hull,
 or on an edge, has a larger product: along a segment the product is a concave parabola). The vertices are
@@ -9,10 +9,10 @@ found by weighted sums ``a·hourly + b·T`` (one MIP each, dichotomic search) fr
 least-T plan (either may lie off the hull's end vertex, which a run with both weights positive then finds
 below the edge): each edge's normal gives a run, cut off at the edge's own value, that either finds a vertex
 below the edge or proves the edge is one (the cut-off is HiGHS's ``objective_bound``, whose "no plan" is
-trusted from HiGHS 1.16 on, CUTOFF_TRUSTED; from 1.16.1 the MIP solver ignores it, and the run's optimum, on
-or above the edge, proves the same). An edge whose region cannot hold a product below the best found (every
-point of it lies on or above the line the previous run proved, within the edge's box, where the product's
-smallest value is at a corner of that line) is not searched. Among the points within TIE_TOL of the least
+trusted from HiGHS 1.16 on, CUTOFF_TRUSTED; below, the run is repeated without it). An edge whose region
+cannot hold a product below the best found (every point of it lies on or above the line the previous run
+proved, within the edge's box, where the product's smallest value is at a corner of that line) is not
+searched. Among the points within TIE_TOL of the least
 product, the order's tie-breaks (makespan, then hourly) pick the plan.
 """
 
@@ -20,17 +20,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import pyomo.core as pyo
 from pyomo.repn import generate_standard_repn
 
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
 from trainground.solver.assemble import ObjectiveMismatch
-from trainground.solver.highs import CUTOFF_TRUSTED, NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
+from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
 from trainground.solver.stage_compact import CompactModel, counts_of, run_makespan
 from trainground.solver.stage_plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
+
+# HiGHS #3273 (found on 1.15.1): a wrong conflict could cut off an optimum under an upper limit on the objective
+# (objective_bound, or a starting incumbent's value), so such a run could say "no plan", or return the start,
+# with a better one left; its fix (PR #3275) was merged in September 2026, before 1.16.0. From 1.16 on both are
+# trusted; below, a cut-off run that finds nothing is repeated uncut and a second run gets no start.
+CUTOFF_TRUSTED = tuple(int(part) for part in version("highspy").split(".")[:2]) >= (1, 16)
 
 
 def linear_value(expr, values) -> float:
@@ -121,7 +128,8 @@ class CompactSearch:
         expr = self.c.hourly if first == "hourly" else self.c.makespan
         mark = len(self.rows)
         self.hold(expr <= best + TIE_TOL * max(1.0, abs(best)))
-        second = self.minimise(*weights["makespan" if first == "hourly" else "hourly"], start=found)
+        start = found if CUTOFF_TRUSTED else None  # an incumbent's bound cuts like objective_bound (HiGHS #3273)
+        second = self.minimise(*weights["makespan" if first == "hourly" else "hourly"], start=start)
         self.release(self.rows[mark:])
         return second or found
 

@@ -1,13 +1,12 @@
 """Independent plan verifier: every constraint of MODEL.md §3, the costs of §4, the start-up of §8 and the
 hold rows of §11, re-checked from a plan's decisions and its instance alone.
 
-It shares no code with the model (STYLE.md: a checker must not share the reading it checks):
-no import from solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by
-quadrature, update laws, start-up fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its own
-cadence grid, resource rows (:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading), cost formula
-and tolerances (below: the model's are in solver/tolerances.py, none shared). One function per
-constraint family, each naming its section. A violation is a bug in the model, never a
-result to show: :mod:`solver.solve` rejects a plan that fails here.
+It shares no code with the model (STYLE.md: a checker must not share the reading it checks): no import from
+solver/ but its own :mod:`solver.verify_laws` (occupancy fit, exceedance by quadrature, update laws, start-up
+fill) and :mod:`solver.verify_hold` (E^hold, the consumed gap), its own cadence grid, resource rows
+(:func:`solver.verify_laws.resource_rows`, MODEL §3.5's reading), cost formula and tolerances (below: the
+model's are in solver/tolerances.py, none shared). One function per constraint family, each naming its
+section. A violation is a bug in the model, never a result to show: :mod:`solver.solve` rejects such a plan.
 """
 
 from __future__ import annotations
@@ -55,10 +54,9 @@ def _geq(lhs: float, rhs: float) -> bool:
 def verify_plan(
     inst: Instance, plan: Plan, allowance: float = 0.0, reported: Metrics | None = None, memo: laws.Memo | None = None
 ) -> Check:
-    """Every check below, in MODEL order; ``metrics`` (this reading's) is set when the plan can be read to
-    the end, and ``reported`` metrics, when given, must equal them. ``allowance``: the run-variance
-    allowance Δ of MODEL §11 item 4 (s), in the deadline row T + Δ <= deadline. ``memo``: where a caller that
-    verifies many plans keeps the lognormal integrals (:class:`solver.verify_laws.Memo`)."""
+    """Every check below, in MODEL order; ``metrics`` (this reading's) is set when the plan can be read to the
+    end, and ``reported`` metrics, when given, must equal them. ``allowance``: MODEL §11's Δ (s), in the deadline
+    row T + Δ <= deadline; ``memo``: the lognormal integrals a caller verifying many plans keeps (laws.Memo)."""
     out = Check()
     if not check_domains(inst, plan, out):
         return out
@@ -226,9 +224,8 @@ def check_update_time(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> 
 
 
 def check_deadline(inst: Instance, plan: Plan, run: laws.Run, allowance: float, out: Check) -> None:
-    """MODEL §3.4: T <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m) + extra_time (§8, and
-    always under hold), with the allowance Δ of §11 item 4: T + Δ <= deadline; the plan's makespan_s (and
-    startup_s, when it reports one) must be that T (that fill) [s]."""
+    """MODEL §3.4 with §11's allowance Δ: T + Δ <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m)
+    + extra_time (§8, always under hold); the plan's makespan_s (and startup_s, if given) is that T (fill) [s]."""
     sched = inst.schedule
     counted = laws.startup_counted(inst)
     fill_slack = FILL_TOL * (run.startup or 0.0) if counted else 0.0

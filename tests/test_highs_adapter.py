@@ -8,6 +8,7 @@ when a pyomo release changes them (pyproject.toml pins the versions it passes on
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from pathlib import Path
@@ -195,3 +196,45 @@ def test_a_solution_is_kept_only_when_its_cost_is_the_reported_objective(status,
     assert outcome.status == expected
     assert (outcome.values is not None) == kept
     assert (outcome.objective_value == 8.0) == kept
+
+
+def test_a_run_whose_start_comes_back_as_a_wrong_optimum_is_repeated_from_no_start(monkeypatch):
+    """HiGHS 1.16 can return a starting solution as an optimum it does not reach (the solution check makes that
+    a solve error): the run is repeated after HiGHS's solution is cleared, within what is left of its time
+    limit, and answers as a run with no start."""
+    import pyomo.core as pyo
+
+    from trainground.solver import highs as adapter
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, 10))
+    m.y = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, 10))
+    m.need = pyo.Constraint(expr=2 * m.x + 3 * m.y >= 7)
+    m.cost = pyo.Objective(expr=3 * m.x + 4 * m.y, sense=pyo.minimize)
+    plain = HighsModel()
+    plain.load(m)
+    expected = plain.run({}, 60.0)
+    model = HighsModel()
+    model.load(m)
+    start = model.run({}, 60.0).values  # a solution of these columns
+    limits, calls = [], []
+    real_run, real_outcome = adapter._run, adapter.outcome_of
+
+    def spy_run(highs, given, options, threads, time_limit):
+        limits.append(time_limit)
+        real_run(highs, given, options, threads, time_limit)
+
+    def first_fails(highs, columns):
+        calls.append(1)
+        found = real_outcome(highs, columns)
+        return dataclasses.replace(found, status=Status.ERROR) if len(calls) == 1 else found
+
+    monkeypatch.setattr(adapter, "_run", spy_run)
+    monkeypatch.setattr(adapter, "outcome_of", first_fails)
+    found = model.run({}, 60.0, start)
+    assert found.runs == 2 and found.status == Status.OPTIMAL
+    assert found.objective_value == expected.objective_value == 10.0  # x = 2, y = 1
+    assert limits[0] == 60.0 and limits[1] < 60.0
+    calls.clear()
+    monkeypatch.setattr(adapter, "outcome_of", real_outcome)
+    assert model.run({}, 60.0, start).runs == 1  # a start that holds: one run

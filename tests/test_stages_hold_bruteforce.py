@@ -41,9 +41,10 @@ def _variant(seed: int) -> tuple[dict, float]:
 
 
 def _final_form(planner: StagedPlanner) -> str | None:
-    """How the compact model the planner solved on states the last stage's final update over three group counts
-    or more: by its convex lines (``final_lines``) or a binary per count (``final_on``); None when it is not
-    apart (one stage, no start-up) or has fewer counts (one line or two binaries: either form is exact there)."""
+    """How the planner's compact model (built for the instance, whichever model its solves used) states the last
+    stage's final update over three group counts or more: by its convex lines (``final_lines``) or a binary per
+    count (``final_on``); None when it is not apart (one stage, no start-up) or has fewer counts (one line or
+    two binaries: either form is exact there)."""
     model = planner.compact_model()[0].model
     lines, binaries = model.component("final_lines"), model.component("final_on")
     if lines is not None and len(lines) >= 2:
