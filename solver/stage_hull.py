@@ -1,19 +1,19 @@
 """The searches of MODEL §4's order on the compact staged model (:mod:`solver.stage_compact`), and its plans.
 
 ``hourly_cost`` and ``makespan`` are linear in the compact model: each criterion is one HiGHS run, the next
-run holding it within TIE_TOL of its optimum and starting from the first run's plan (from HiGHS 1.16 on). ``total_cost =
-hourly·T/3600`` is a product; it is quasi-concave on positive values, so over the finite set of plans its
-minimum lies at a vertex of the lower-left convex hull of their (hourly, T) points (a point inside the hull,
-or on an edge, has a larger product: along a segment the product is a concave parabola). The vertices are
-found by weighted sums ``a·hourly + b·T`` (one MIP each, dichotomic search) from a least-hourly plan and a
-least-T plan (either may lie off the hull's end vertex, which a run with both weights positive then finds
-below the edge): each edge's normal gives a run, cut off at the edge's own value, that either finds a vertex
-below the edge or proves the edge is one (the cut-off is HiGHS's ``objective_bound``, whose "no plan" is
-trusted from HiGHS 1.16 on, CUTOFF_TRUSTED; below, the run is repeated without it). An edge whose region
+run holding it within TIE_TOL of its optimum and starting from the first run's plan (from HiGHS 1.16 on).
+``total_cost = hourly·T/3600`` is a product; it is quasi-concave on positive values, so over the finite set of
+plans its minimum lies at a vertex of the lower-left convex hull of their (hourly, T) points (a point inside
+the hull, or on an edge, has a larger product: along a segment the product is a concave parabola). The
+vertices are found by weighted sums ``a·hourly + b·T`` (one MIP each, dichotomic search) from a least-hourly
+plan and a least-T plan (either may lie off the hull's end vertex, which a run with both weights positive then
+finds below the edge): each edge's normal gives a run, cut off at the edge's own value, that either finds a
+vertex below the edge or proves the edge is one (the cut-off is HiGHS's ``objective_bound``, whose "no plan"
+is trusted from HiGHS 1.16 on, CUTOFF_TRUSTED; below, the run is repeated without it). An edge whose region
 cannot hold a product below the best found (every point of it lies on or above the line the previous run
 proved, within the edge's box, where the product's smallest value is at a corner of that line) is not
-searched. Among the points within TIE_TOL of the least
-product, the order's tie-breaks (makespan, then hourly) pick the plan.
+searched. Among the points within TIE_TOL of the least product, the order's tie-breaks (makespan, then
+hourly) pick the plan.
 """
 
 from __future__ import annotations
