@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
@@ -76,4 +78,7 @@ def scenario_setups(
                 )
             ],
         )
-    return [scenario_setup(inst, plan, metrics, seed + r, launch, iterations) for r in range(replications)]
+    # The scenarios drawn one by one (seed + r), evaluated together: the plan's outcome in each is its own
+    scen = sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + r).draws for r in range(replications)]))
+    outcome = sc.evaluate(inst, plan, scen)
+    return [setup_in(inst, plan, metrics, scen, r, outcome, launch, iterations) for r in range(replications)]
