@@ -78,6 +78,8 @@ def scenario_setups(
                 )
             ],
         )
+    if replications <= 0:
+        return []
     # The scenarios drawn one by one (seed + r), evaluated together: the plan's outcome in each is its own
     scen = sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + r).draws for r in range(replications)]))
     outcome = sc.evaluate(inst, plan, scen)
