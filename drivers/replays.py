@@ -22,7 +22,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Plan
 from trainground.simulate.engine import replicate
 from trainground.simulate.runner import seed_for
-from trainground.simulate.scenarios import scenario_setups
+from trainground.simulate.scenarios import drawn_one_by_one, scenario_setups
 from trainground.simulate.setup import Setup
 from trainground.solver import scenarios as sc
 
@@ -77,10 +77,10 @@ class ReplayCache:
         """``count`` replays of ``plan`` that draw a scenario each (MODEL §11 with §9): replay i runs in the
         scenario drawn with ``seed + i`` on the stream of replication i of ``simulate --scenarios --seed seed``
         (so that command replays them exactly), beside the scenario's T_s, deadline and hourly cost."""
-        setups = scenario_setups(inst, plan, metrics, count, seed)
-        found = self._run(setups, [seed_for(seed, i) for i in range(count)], stop)
-        drawn = sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + i).draws for i in range(count)]))
+        drawn = drawn_one_by_one(inst, count, seed)
         outcome = sc.evaluate(inst, plan, drawn)
+        setups = scenario_setups(inst, plan, metrics, count, seed, drawn=(drawn, outcome))
+        found = self._run(setups, [seed_for(seed, i) for i in range(count)], stop)
         n = found.makespans.size
         return dataclasses.replace(
             found, planned=outcome.makespan[:n], deadlines=outcome.deadline[:n], hourly=outcome.hourly_cost[:n]

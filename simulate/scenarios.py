@@ -65,8 +65,10 @@ def scenario_setups(
     seed: int,
     launch: str = "even",
     iterations: int | None = None,
+    drawn: tuple[sc.Scenarios, sc.Outcome] | None = None,
 ) -> list[Setup]:
-    """One scenario setup per replication r (seed + r); refused for a staged instance (MODEL §12)."""
+    """One scenario setup per replication r (seed + r); refused for a staged instance (MODEL §12). ``drawn``:
+    those scenarios (:func:`drawn_one_by_one`) and the plan evaluated in them, when the caller has them."""
     if inst.stages is not None:
         raise InstanceError(
             inst.name or "instance",
@@ -80,7 +82,13 @@ def scenario_setups(
         )
     if replications <= 0:
         return []
-    # The scenarios drawn one by one (seed + r), evaluated together: the plan's outcome in each is its own
-    scen = sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + r).draws for r in range(replications)]))
-    outcome = sc.evaluate(inst, plan, scen)
+    if drawn is None:  # evaluated together: the plan's outcome in each scenario is its own
+        scen = drawn_one_by_one(inst, replications, seed)
+        drawn = scen, sc.evaluate(inst, plan, scen)
+    scen, outcome = drawn
     return [setup_in(inst, plan, metrics, scen, r, outcome, launch, iterations) for r in range(replications)]
+
+
+def drawn_one_by_one(inst: Instance, replications: int, seed: int) -> sc.Scenarios:
+    """The scenarios of replications 0..replications-1, scenario r drawn on its own with seed + r."""
+    return sc.from_draws(inst, np.vstack([sc.draw(inst, 1, seed + r).draws for r in range(replications)]))
