@@ -11,8 +11,8 @@ on: the supply multiplier depends on K), the training groups ``G``, nodes ``N[k]
 binary per stage and pair (``z[p, i]``, one per stage, of the chosen K) and each stage's sandbox splits.
 With the start-up counted and more than one stage, the last stage's final update is bounded by the lines
 through neighbouring group counts where U is convex in the count, else ``Σ_g U(g)·final_on[g]`` with
-``Σ_g g·final_on[g] = G`` (:func:`add_final_update`). Every block states its inequality; the coefficients are those of the pair
-model's (:class:`solver.coefficients.PairValues`, :func:`solver.coefficients.global_values`).
+``Σ_g g·final_on[g] = G`` (:func:`add_final_update`). Every block states its inequality; the coefficients
+are those of the pair model's (:class:`solver.coefficients.PairValues`, :func:`solver.coefficients.global_values`).
 """
 
 from __future__ import annotations
