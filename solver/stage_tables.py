@@ -17,6 +17,7 @@ dominated K kept (K is shared: a K one stage would never pick can be the one ano
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -27,6 +28,7 @@ from trainground.solver import calculus as calc
 from trainground.solver import pairs as pair_tables
 from trainground.solver.tolerances import REL_TOL
 
+STAGED_PAIRS = 50_000  # the pairs a staged model is built with (bench/stages.py: 7,944 pairs in 13 s)
 COLUMNS = ("cadence", "kept", "makespan", "startup", "groups", "exceedance", "drop", "attempts", "inflight", "peak")
 
 
@@ -63,7 +65,27 @@ def stage_tables(inst: Instance) -> StageTables:
     parts = [run_part(inst, p, si, t) for p, (si, t) in enumerate(zip(insts, tables))]
     shortest_final = float(np.min(final[1])) if final is not None and final[1].size else 0.0
     tables, parts = prune(inst, tables, parts, shortest_final)
+    check_size(inst, tables)
     return StageTables(insts, tables, parts, top, final)
+
+
+def check_size(inst: Instance, tables: list[pair_tables.Pairs]) -> None:
+    """Refuse (StagedUnsupported) a staged model of more than STAGED_PAIRS pairs: its MIP would take hours
+    and gigabytes. The pairs shrink about as the grid's points do, so the step suggested (the step times the
+    pairs over the cap, and a quarter more for the grids' ends) brings them under it."""
+    sizes = [t.size for t in tables]
+    if sum(sizes) <= STAGED_PAIRS:
+        return
+    assert inst.stages is not None
+    step = 1.25 * inst.schedule.cadence.step * sum(sizes) / STAGED_PAIRS
+    each = ", ".join(f"{s.name} {n:,}" for s, n in zip(inst.stages.list, sizes))
+    raise StagedUnsupported(
+        "schedule.cadence.step",
+        f"the staged model would choose among {sum(sizes):,} (cadence, K) pairs ({each}), above the "
+        f"{STAGED_PAIRS:,} it plans in minutes: use a cadence step of {math.ceil(step * 10) / 10:g} s or more, or "
+        "a schedule.cadence.max (each stage's grid otherwise runs to its own deadline pace, "
+        "(deadline - extra_time)/its iterations)",
+    )
 
 
 def run_part(inst: Instance, p: int, si: Instance, table: pair_tables.Pairs) -> np.ndarray:
