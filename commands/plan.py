@@ -169,12 +169,15 @@ def with_confidence(file: str, inst, confidence: float | None):
     """``inst`` planned for ``confidence`` (MODEL §9) when one is given; it needs an uncertainty section."""
     if confidence is None:
         return inst
-    if inst.uncertainty is None:
-        from trainground.models.load import InstanceError, Problem
+    from trainground.models.load import InstanceError, Problem
+    from trainground.models.stage_rules import refuse_confidence
 
+    if inst.uncertainty is None:
         raise InstanceError(
             file, [Problem("uncertainty", "--confidence needs an uncertainty section (docs/model.md §9)")]
         )
+    if refuse_confidence(inst, "--confidence"):
+        raise InstanceError(file, refuse_confidence(inst, "--confidence"))
     return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": confidence})})
 
 

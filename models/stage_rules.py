@@ -47,6 +47,14 @@ def _unsupported(inst: Instance) -> list[Problem]:
     return found
 
 
+def refuse_confidence(inst: Instance, flag: str) -> list[Problem]:
+    """The problem a command-line confidence solve (``flag``) of a staged instance is (none without stages):
+    the option sets what ``uncertainty.confidence`` would, which :func:`_unsupported` refuses."""
+    if inst.stages is None:
+        return []
+    return [Problem("stages", f"{flag} is not available with stages yet; remove it or remove stages")]
+
+
 def stage_instance(inst: Instance, stage: Stage) -> Instance:
     """The instance stage ``stage`` runs as: its iterations and the figures it sets, everything else the
     instance's (the cadence grid's top then defaults to the stage's deadline pace); no stages, no budgets

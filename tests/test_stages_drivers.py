@@ -212,3 +212,32 @@ def test_stage_levers_agree_with_a_resolve_of_the_stage_at_the_grown_fleet():
         fastest = solve_instance(pinned, "makespan")
         assert fastest.plan.cadence_s == pytest.approx(lv.faster_cadence_s), lv
         assert lv.buys_s == pytest.approx(stage.iterations * (lv.cadence_s - lv.faster_cadence_s))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["solve", "--confidence", "0.9"], ["frontier", "--confidence-curve", "0.5,0.9", "--out", "curve"]],
+    ids=["solve", "frontier"],
+)
+def test_a_confidence_option_on_a_staged_instance_is_refused_by_name(options, tmp_path, monkeypatch):
+    """The options set what ``uncertainty.confidence`` sets, which a staged instance refuses (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "staged-uncertain.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            _uncertain(
+                [
+                    {
+                        "name": "lifetimes",
+                        "paths": ["environment.occupancy.median"],
+                        "dist": "lognormal",
+                        "median": 1.0,
+                        "sigma": 0.1,
+                    }
+                ]
+            )
+        )
+    )
+    result = CliRunner().invoke(main, [options[0], str(path), *options[1:]])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: stages: {options[1]} is not available with stages yet" in result.output
