@@ -11,6 +11,7 @@ import click
 from trainground.commands.common import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
+    EXIT_INVALID,
     EXIT_OK,
     OBJECTIVE,
     SolvingBar,
@@ -260,7 +261,7 @@ def sweep(
     diagnosis. Writes sweep.csv, sweep.json (every point's docs/model.md §6 result) and plots:
     the objective and key decisions against each swept field, and a heatmap for two fields.
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
-    internal error, 2 invalid options or base file.
+    internal error, 2 invalid options or base file (no point valid).
     """
     from trainground.drivers import sweep as driver
     from trainground.render.plots import sweep_pngs
@@ -291,6 +292,11 @@ def sweep(
         click.echo(json.dumps(payload, indent=2))
     else:
         render_sweep(console(), report, files)
+    if report.rows and report.counts.get("invalid") == len(report.rows):  # nothing to solve: the input is at fault
+        click.echo(
+            f"{instance}: no point of the sweep is a valid instance; the first: {report.rows[0]['message']}", err=True
+        )
+        sys.exit(EXIT_INVALID)
     sys.exit(EXIT_INTERNAL if report.counts.get("error") else EXIT_OK)
 
 

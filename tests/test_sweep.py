@@ -206,3 +206,25 @@ def test_two_weeks_admit_the_60_tier_on_3000_cards():
         ("14d", "60"): "optimal",
         ("14d", "200"): "optimal",
     }
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("inference.shapes[3].tokens_per_gpu_s=50,60", "inference.shapes[3]: no such list item"),
+        ("workload.iterations=0,-5", "workload.iterations"),
+    ],
+    ids=["no-such-item", "bad-values"],
+)
+def test_a_sweep_with_no_valid_point_exits_2_naming_the_file(option, said, tmp_path):
+    result = CliRunner().invoke(main, ["sweep", str(SEED), "--set", option, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert f"{SEED}: no point of the sweep is a valid instance; the first: " in result.output
+    assert said in result.output.splitlines()[-1]
+
+
+def test_a_sweep_with_one_valid_point_exits_0(tmp_path):
+    result = CliRunner().invoke(
+        main, ["sweep", str(SEED), "--set", "workload.iterations=0,1000", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
