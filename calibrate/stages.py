@@ -3,14 +3,16 @@ attempt trend by more than TREND over the run, where to split it and each stage'
 
 Each attempt is placed at the iteration current when it launched: its ``version_start`` when the log has
 it, else the step log's boundaries (the boundaries before its start), else its start time's share of the
-log (said in a note). The run is cut into BINS equal spans of iterations; the trend compares the mean
-tokens per attempt of the last tenth of the run with the first tenth's. The split points are those of the
+log (said in a note). The logged run is cut into equal spans of iterations, one per iteration up to BINS
+(a split then falls between two iterations exactly); the trend compares the mean tokens per attempt of the
+last tenth of the run with the first tenth's. The split points are those of the
 piecewise-constant fit of the bins' mean tokens (least squares, weighted by the attempts in each bin,
 found exactly by dynamic programming) with the fewest stages (2 to MAX_STAGES) that explain EXPLAINED of
 the variance between bins. Each stage gets the mean tokens of its ended attempts and the lognormal fitted
 to its lifetimes (running attempts right-censored, as :mod:`calibrate.lifetimes` fits the whole log), and,
 with a step log's update times, its mean update time over the first stage's as ``update_time_scale``.
-Stage iterations are the spans' shares of ``iterations`` (the instance's, or the log's).
+Stage iterations are the spans' shares of ``iterations`` (the instance's, or the log's), whole numbers of at
+least one that sum to it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from trainground.calibrate import lifetimes as lt
 from trainground.calibrate.logs import Steps, Trajectories
 
 TREND = 0.20  # tokens per attempt moving by more than this over the run (last tenth against first) asks for stages
-BINS = 20  # spans of iterations the trend and the split points are read on
+BINS = 100  # the most spans of iterations the trend and the split points are read on
 MAX_STAGES = 4
 EXPLAINED = 0.90  # share of the variance between bins the proposed stages must explain
 MIN_ENDED = 10  # ended attempts a stage needs for its lifetime law
@@ -89,26 +91,27 @@ def propose(log: Trajectories, steps: Steps | None, iterations: int | None) -> S
     place, how, logged = iterations_of(log, steps)
     total = iterations or logged
     ended = np.isfinite(log.tokens) & np.isfinite(log.end)
-    top = max(float(place.max()), 1e-9) * (1 + 1e-12)
-    bins = np.minimum((place / top * BINS).astype(int), BINS - 1)
-    counts = np.bincount(bins[ended], minlength=BINS).astype(float)
-    sums = np.bincount(bins[ended], weights=log.tokens[ended], minlength=BINS)
-    tenth = BINS // 10
+    spans = max(1, min(BINS, logged))
+    bins = np.clip((place / max(logged, 1) * spans).astype(int), 0, spans - 1)
+    counts = np.bincount(bins[ended], minlength=spans).astype(float)
+    sums = np.bincount(bins[ended], weights=log.tokens[ended], minlength=spans)
+    tenth = max(1, spans // 10)
     head, tail = counts[:tenth].sum(), counts[-tenth:].sum()
     if head == 0 or tail == 0:
         return None
     first, last = sums[:tenth].sum() / head, sums[-tenth:].sum() / tail
     trend = last / first - 1
     found = StageProposal(float(trend), float(first), float(last), how, int(total))
-    if abs(trend) <= TREND:
+    if abs(trend) <= TREND or spans < 2 or total < 2:
         return found
     cuts, found.explained = split_points(sums, counts)
-    edges = [0, *cuts, BINS]
-    shares = np.diff(edges) / BINS
-    sizes = _whole(shares, int(total))
+    edges = [0, *cuts, spans]
+    sizes = _whole(np.diff(edges) / spans, int(total))
+    if min(sizes) < 1:
+        return found  # fewer iterations than stages: none proposed
     for k, (lo, hi) in enumerate(zip(edges, edges[1:])):
         mine = (bins >= lo) & (bins < hi)
-        found.stages.append(_stage(log, steps, mine, ended, place, (lo / BINS, hi / BINS), f"stage{k + 1}", sizes[k]))
+        found.stages.append(_stage(log, steps, mine, ended, place, (lo / spans, hi / spans), f"stage{k + 1}", sizes[k]))
     base = found.stages[0].get("update_s")
     for s in found.stages:
         update = s.pop("update_s", None)
@@ -152,12 +155,16 @@ def split_points(sums: np.ndarray, counts: np.ndarray) -> tuple[list[int], float
 
 
 def _whole(shares: np.ndarray, total: int) -> list[int]:
-    """Whole iteration counts in proportion to ``shares`` that sum to ``total`` (largest remainders)."""
+    """Whole iteration counts in proportion to ``shares`` that sum to ``total`` (largest remainders), each at
+    least one (taken from the largest) when ``total`` allows."""
     raw = shares * total
     out = np.floor(raw).astype(int)
-    for i in np.argsort(-(raw - out))[: total - int(out.sum())]:
+    for i in np.argsort(-(raw - out), kind="stable")[: total - int(out.sum())]:
         out[i] += 1
-    return [max(1, int(x)) for x in out]
+    while out.min() < 1 <= total // out.size:
+        out[int(np.argmax(out))] -= 1
+        out[int(np.argmin(out))] += 1
+    return [int(x) for x in out]
 
 
 def _stage(log, steps, mine, ended, place, span, name: str, size: int) -> dict:

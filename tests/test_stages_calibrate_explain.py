@@ -127,3 +127,26 @@ def test_explain_stage_names_the_stages_on_a_bad_name(tmp_path):
     one = json.loads(CliRunner().invoke(main, ["explain", str(STAGED), "--stage", "mid", "--json"]).output)
     assert one["stage"] == "mid" and math.isfinite(one["attempts_per_s"])
     assert yaml.safe_load(STAGED.read_text())["stages"]["list"][1]["name"] == "mid"
+
+
+@pytest.mark.parametrize("split", [(1, 3, 4), (3, 3, 2), (2, 3, 3), (4, 4)])
+def test_a_short_run_is_split_between_the_iterations_where_its_tokens_step(split):
+    """Eight iterations whose tokens step up at known versions: the stages proposed have those iterations
+    (each split falls between two iterations), onto the log's own count and onto an instance ten times longer."""
+    levels = (4000.0, 8000.0, 12000.0)
+    truth = tuple((n, tokens, 20.0, 200.0) for n, tokens in zip(split, levels))
+    log = as_log(staged_columns(truth, 5, rate=8.0))
+    for total, scale in ((None, 1), (80, 10)):
+        found = propose(log, None, total)
+        assert found is not None and found.proposed and found.iterations == 8 * scale
+        assert [s["iterations"] for s in found.stages] == [n * scale for n in split]
+        for got, tokens in zip(found.stages, levels):
+            assert got["tokens_per_attempt"] == pytest.approx(tokens, rel=0.05)
+
+
+@pytest.mark.parametrize(("shares", "total"), [((0.05, 0.45, 0.5), 8), ((0.01, 0.01, 0.98), 3), ((0.5, 0.5), 7)])
+def test_stage_iterations_are_whole_at_least_one_and_sum_to_the_run(shares, total):
+    from trainground.calibrate.stages import _whole
+
+    sizes = _whole(np.array(shares), total)
+    assert sum(sizes) == total and min(sizes) >= 1
