@@ -17,7 +17,7 @@ Columns, side by side:
 - on a staged instance (MODEL.md §12), ``fixed_fleet`` or ``replan_per_stage``: the cheapest plan
   under the other capacity, and what re-planning saves after its switch costs
   (:mod:`drivers.compare_stages`). The arithmetic columns are then the instance's own figures
-  (the one-stage run), the plan columns the staged plans (their metrics a sizing stage's).
+  (the one-stage run), the plan columns the staged plans (their metrics those of the stage that sizes the fleet).
 
 The columns are built by :mod:`drivers.compare_columns`: the arithmetic ones rate and price
 their inference cards by a shape mix (:mod:`drivers.shape_mix`) and carry a ``yardstick``

@@ -88,7 +88,12 @@ class StagePlan(Out):
     inflight_mean: float
     mean_version_gap: float
     binding: list[str] = Field(default_factory=list)
-    sizes_fleet: bool = Field(False, description="a capacity row of this stage binds (fixed: it sizes the fleet)")
+    sizes_fleet: bool = Field(False, description="this stage's throughput binds (fixed: it sizes the fleet)")
+    run_metrics: bool = Field(
+        False,
+        description="the plan's metrics are this stage's: the first that sizes the fleet, else the one with the "
+        "least token supply over its demand",
+    )
     inference: list[ShapeReplicas] | None = None
     training_groups: int | None = None
     local_nodes: list[Count] | None = None

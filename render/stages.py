@@ -7,10 +7,17 @@ def sizing_sentence(plan) -> str:
     """Which stage sizes the fleet, from the stage rows' ``sizes_fleet``."""
     sizing = [s.name for s in plan.stages if s.sizes_fleet]
     if not sizing:
-        return "no stage's throughput binds: the fleet is sized by other rows (update time, sandboxes, budgets)"
+        return "no stage's throughput binds: other rows size the fleet (a full pool, update time, sandboxes, budgets)"
     named = " and ".join(f"'{name}'" for name in sizing)
-    verb = "sizes" if len(sizing) == 1 else "size"
-    return f"stage {named} {verb} the fleet (its throughput binds)"
+    if len(sizing) == 1:
+        return f"stage {named} sizes the fleet (its throughput binds)"
+    return f"stages {named} size the fleet (their throughput binds)"
+
+
+def metrics_sentence(plan) -> str:
+    """Whose figures the plan's metrics are (the stage rows' ``run_metrics``)."""
+    names = [s.name for s in plan.stages if s.run_metrics]
+    return "cadence above: the stages' mean" + (f"; metrics below: those of stage '{names[0]}'" if names else "")
 
 
 def render_stages(console, result) -> None:
@@ -46,7 +53,7 @@ def render_stages(console, result) -> None:
         table.add_row(*row, "\n".join(s.binding) or "-")
     console.print(table)
     console.print(f"* {sizing_sentence(plan)}", markup=False)
-    console.print("cadence above: the stages' mean; metrics below: a sizing stage's", markup=False)
+    console.print(metrics_sentence(plan), markup=False)
 
 
 def render_stage_levers(console, levers) -> None:

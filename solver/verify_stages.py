@@ -24,8 +24,9 @@ from trainground.solver import verify_laws as laws
 from trainground.solver.tolerances import REL_TOL
 from trainground.solver.verify import COST_TOL, FILL_TOL, MAKESPAN_TOL, verify_plan
 
-CAPACITY_ROWS = ("throughput", "pool_capacity")
-"""Binding rows that size the inference fleet: a stage where one binds is a stage the GPUs are sized for."""
+SIZING_ROW = "throughput"
+"""The binding row that sizes the inference fleet: a stage where it binds is a stage the replicas are sized for
+(a full pool binds in every stage of one capacity alike)."""
 
 
 @dataclass
@@ -152,17 +153,17 @@ def _check_run(
 
 
 def _stage_rows(inst: Instance, checks: list, held: float, out: StagedCheck) -> None:
-    """Each stage's figures and binding rows (named with the stage), which stage sizes the fleet, and the
-    run's metrics: those of the first stage that sizes it (else the one with the largest token demand),
-    with the run's time margin (deadline - T - Δ)/deadline (``held``: T + Δ)."""
+    """Each stage's figures and binding rows (named with the stage), which stages size the fleet, and the
+    run's metrics: those of the first stage that sizes it (else the one with the least token supply over its
+    demand), with the run's time margin (deadline - T - Δ)/deadline (``held``: T + Δ)."""
     assert inst.stages is not None
     sizing = None
-    for stage, check in zip(inst.stages.list, checks):
+    for p, (stage, check) in enumerate(zip(inst.stages.list, checks)):
         metrics = check.metrics
         binding = [b for b in check.binding if b != "deadline"]
-        sizes = any(b.split("[")[0] in CAPACITY_ROWS for b in binding)
+        sizes = any(b.split("[")[0] == SIZING_ROW for b in binding)
         if sizes and sizing is None:
-            sizing = metrics
+            sizing = p
         out.binding += [f"{b}[{stage.name}]" if "[" not in b else f"{b[:-1]}, {stage.name}]" for b in binding]
         out.stages.append(
             {
@@ -173,9 +174,12 @@ def _stage_rows(inst: Instance, checks: list, held: float, out: StagedCheck) -> 
                 "mean_version_gap": metrics.mean_version_gap,
                 "binding": binding,
                 "sizes_fleet": sizes,
+                "run_metrics": False,
             }
         )
     if sizing is None:
-        sizing = max((c.metrics for c in checks), key=lambda m: m.token_demand_per_s)
+        margins = [c.metrics.token_supply_per_s / max(c.metrics.token_demand_per_s, 1e-300) for c in checks]
+        sizing = min(range(len(checks)), key=margins.__getitem__)
+    out.stages[sizing]["run_metrics"] = True
     deadline = inst.schedule.deadline
-    out.metrics = sizing.model_copy(update={"time_margin": (deadline - held) / deadline})
+    out.metrics = checks[sizing].metrics.model_copy(update={"time_margin": (deadline - held) / deadline})

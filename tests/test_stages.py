@@ -108,6 +108,45 @@ def test_the_staged_plan_names_its_stages_and_their_binding_rows(seed_stages):
     assert any(b.endswith("[late]") for b in result.binding)
 
 
+@pytest.mark.parametrize("objective", ["total_cost", "makespan"])
+def test_the_stages_that_size_the_fleet_are_those_whose_throughput_binds(objective):
+    """A stage is marked where its throughput binds (a full pool binds in every stage alike and marks none);
+    the run's metrics are the first marked stage's, and the text says whose."""
+    from trainground.render.stages import metrics_sentence, sizing_sentence
+
+    result = StagedPlanner(load_instance(ROOT / "instances" / "seed-week-stages.yaml")).solve(objective)
+    plan = result.plan
+    for s in plan.stages:
+        assert s.sizes_fleet == (f"throughput[{s.name}]" in result.binding), (s.name, result.binding)
+    marked = [s for s in plan.stages if s.sizes_fleet]
+    assert marked and [s.name for s in plan.stages if s.run_metrics] == [marked[0].name]
+    assert result.metrics.token_supply_per_s == pytest.approx(marked[0].token_supply_per_s)
+    assert f"metrics below: those of stage '{marked[0].name}'" in metrics_sentence(plan)
+    assert ("stages " if len(marked) > 1 else "stage ") + f"'{marked[0].name}'" in sizing_sentence(plan)
+
+
+def test_with_no_stage_sizing_the_fleet_the_metrics_are_the_tightest_stages():
+    from types import SimpleNamespace
+
+    from trainground.solver.verify_stages import StagedCheck, _stage_rows
+
+    inst = load_instance(ROOT / "instances" / "seed-week-stages.yaml")
+    metrics = StagedPlanner(inst).solve().metrics
+    margins = (1.5, 1.2, 1.3)  # supply over demand per stage: the second is the tightest
+    checks = [
+        SimpleNamespace(
+            binding=["pool_capacity[main]", "update_time"],
+            metrics=metrics.model_copy(update={"token_demand_per_s": 100.0, "token_supply_per_s": 100.0 * m}),
+        )
+        for m in margins
+    ]
+    out = StagedCheck()
+    _stage_rows(inst, checks, inst.schedule.deadline / 2, out)
+    assert [row["sizes_fleet"] for row in out.stages] == [False] * 3
+    assert [row["run_metrics"] for row in out.stages] == [False, True, False]
+    assert out.metrics.token_supply_per_s == pytest.approx(120.0)
+
+
 @pytest.mark.parametrize(
     "break_it, row",
     [
