@@ -168,6 +168,16 @@ def _share_line(report: Report) -> str:
     return f"; on time in {round(share * report.replications)} of {report.replications} replications ({share:.0%})"
 
 
+def _tightest_update(plan: dict, update: float | None, cadence: float) -> tuple[float | None, float, str]:
+    """(update time s, the cadence it must fit in s, whose): the plan's, or for a staged plan (MODEL §12) the
+    stage whose update time leaves the least share of its own cadence."""
+    stages = plan.get("stages") or []
+    if not stages:
+        return update, cadence, ""
+    tight = min(stages, key=lambda s: (s["cadence_s"] - s["update_time_s"]) / s["cadence_s"])
+    return tight["update_time_s"], tight["cadence_s"], f" of stage '{tight['name']}'"
+
+
 def partings(report: Report) -> list[str]:
     """Sentences saying where the simulation leaves the model, largest effects first."""
     sim, pred, parts = report.simulated, report.predicted, report.parts
@@ -194,10 +204,10 @@ def partings(report: Report) -> list[str]:
             f"The simulated run ends {duration(abs(parts['total_s']))} "
             f"{'later' if parts['total_s'] > 0 else 'earlier'} than the model's makespan: " + "; ".join(words) + "."
         )
-    update = pred.get("update_time_s")
+    update, own, whose = _tightest_update(plan, pred.get("update_time_s"), L)
     mean = sim.get("iteration_mean_s")
     if mean is not None and mean > L * 1.001:
-        slack = L - update if update is not None else None
+        slack = own - update if update is not None else None
         drop, bounds = sim.get("group_drop_rate"), pred.get("group_drop_bounds")
         if (sim.get("sandbox_wait_mean_s") or 0) > WAIT_MATTERS * L:
             out.append("Iterations run longer than the cadence because attempts wait for sandboxes.")
@@ -206,11 +216,11 @@ def partings(report: Report) -> list[str]:
                 f"Iterations run longer than the cadence: more groups pass their version cap than the model counts "
                 f"({drop:.2%} against at most {bounds[1]:.2%}), so fewer effective trajectories arrive per second."
             )
-        elif slack is not None and slack < 0.05 * L:
+        elif slack is not None and slack < 0.05 * own:
             out.append(
-                f"Iterations run longer than the cadence: the update time ({update:,.1f} s) leaves "
-                f"{slack:,.1f} s ({slack / L:.2%}) of slack, so a batch that is ready late is never made up "
-                "and delays every batch after it."
+                f"Iterations run longer than the cadence: the update time{whose} ({update:,.1f} s) leaves "
+                f"{slack:,.1f} s ({slack / own:.2%}) of slack in its {own:,.6g} s cadence, so a batch that is "
+                "ready late is never made up and delays every batch after it."
             )
         else:
             out.append("Iterations run longer than the cadence: whole groups wait for their slowest member.")

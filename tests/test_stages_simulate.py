@@ -154,3 +154,21 @@ def test_a_staged_setup_keeps_each_stages_sandboxes(slack):
     short = setup_of(inst, result.plan, result.metrics, iterations=450)  # `simulate --iterations`: pro rata
     assert short.iterations == 450 and [s.first for s in short.stages] == [0, 150, 300]
     assert short.deadline == pytest.approx(inst.schedule.deadline / 2)
+
+
+def test_the_update_slack_of_a_staged_replay_is_read_in_the_tightest_stages_own_cadence():
+    """A staged plan's cadence is the stages' mean: the update time is compared with the cadence of the stage
+    it leaves the least share of, and the sentence names that stage."""
+    from trainground.render.simulate import _tightest_update, partings
+
+    inst = load_instance(Path(__file__).parents[1] / "instances" / "seed-week-stages.yaml")
+    result = StagedPlanner(inst).solve()
+    plan = result.plan.model_dump()
+    update, own, whose = _tightest_update(plan, result.metrics.update_time_s, plan["cadence_s"])
+    shares = {s["name"]: (s["cadence_s"] - s["update_time_s"]) / s["cadence_s"] for s in plan["stages"]}
+    tight = min(shares, key=shares.__getitem__)
+    assert whose == f" of stage '{tight}'" and (own - update) / own == pytest.approx(shares[tight])
+    report = simulate_plan(inst, result.plan, metrics=result.metrics, iterations=60, seed=1)
+    said = [s for s in partings(report) if "of slack" in s]
+    assert said and all(f"stage '{tight}'" in s and f"in its {own:,.6g} s cadence" in s for s in said)
+    assert _tightest_update({"cadence_s": 600.0}, 550.0, 600.0) == (550.0, 600.0, "")  # one stage: the plan's
