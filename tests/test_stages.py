@@ -190,3 +190,36 @@ def test_solve_json_carries_the_stages_simulate_plays_them_and_a_plan_file_is_re
         refused = CliRunner().invoke(main, command)
         assert refused.exit_code == 2, (command, refused.output)
         assert "stages" in refused.output and "Traceback" not in refused.output
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ("stages.list[2].tokens_per_attempt=900000", "stage late: no cadence on its grid meets its rows with any K"),
+        ("stages.list[2].tokens_per_attempt=60000", "each stage fits on its own (at their shortest the stages take"),
+    ],
+    ids=["a-stage-with-no-pair", "stages-that-fit-alone"],
+)
+def test_an_infeasible_staged_instance_names_what_conflicts(edit, said):
+    from trainground.drivers.stage_diagnosis import staged_diagnosis
+    from trainground.models.edits import load_edited
+
+    inst = load_edited(ROOT / "instances" / "seed-week-stages.yaml", [edit])
+    result = StagedPlanner(inst).solve()
+    assert result.status == "infeasible"
+    found = staged_diagnosis(inst, result)
+    assert found["conflict"].startswith(said), found["conflict"]
+    if found["shortest_makespan_s"] is not None:
+        assert found["shortest_makespan_s"] <= inst.schedule.deadline  # so the stages fit one at a time
+        assert "no one capacity serves every stage" in found["conflict"]
+
+
+def test_an_allowance_past_the_shortest_staged_run_is_the_conflict():
+    from types import SimpleNamespace
+
+    from trainground.drivers.stage_diagnosis import staged_diagnosis
+
+    inst = load_instance(ROOT / "instances" / "seed-week-stages.yaml")
+    found = staged_diagnosis(inst, SimpleNamespace(hold=SimpleNamespace(allowance_s=inst.schedule.deadline / 2)))
+    assert found["conflict"].startswith("at their shortest the stages take")
+    assert f"must end by {inst.schedule.deadline / 2:,.0f} s" in found["conflict"]
