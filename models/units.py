@@ -22,12 +22,12 @@ def parse_duration(value: object) -> object:
         raise ValueError(f"must be a duration (seconds or a string like '600s', '10m', '7d'), got {value!r}")
     if isinstance(value, (int, float)):
         if value < 0:
-            raise ValueError(f"must be positive (a duration cannot be negative), got {value:g}")
+            raise ValueError(f"a duration cannot be negative, got {value:g}")
         return float(value)
     if isinstance(value, str):
         match = _DURATION.match(value)
         if not match and _NEGATIVE.match(value):
-            raise ValueError(f"must be positive (a duration cannot be negative), got {value!r}")
+            raise ValueError(f"a duration cannot be negative, got {value!r}")
         if not match:
             raise ValueError(
                 f"cannot read duration {value!r}: use seconds or a number with one of the units "
