@@ -8,7 +8,8 @@ def sizing_sentence(plan) -> str:
     sizing = [s.name for s in plan.stages if s.sizes_fleet]
     if not sizing:
         return "no stage's throughput binds: other rows size the fleet (a full pool, update time, sandboxes, budgets)"
-    named = " and ".join(f"'{name}'" for name in sizing)
+    quoted = [f"'{name}'" for name in sizing]
+    named = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
     if len(sizing) == 1:
         return f"stage {named} sizes the fleet (its throughput binds)"
     return f"stages {named} size the fleet (their throughput binds)"
@@ -20,17 +21,23 @@ def metrics_sentence(plan) -> str:
     return "cadence above: the stages' mean" + (f"; metrics below: those of stage '{names[0]}'" if names else "")
 
 
+def replan_sentence(plan) -> str:
+    """Under replan: whose counts the plan's decisions are (the stage of the largest hourly cost)."""
+    top = next(s for s in plan.stages if s.hourly_cost == max(t.hourly_cost for t in plan.stages))
+    return (
+        f"capacity: replan: the decisions above are those of stage '{top.name}' (the largest hourly cost); "
+        "each stage's own are under 'Capacity per stage'"
+    )
+
+
 def render_stages(console, result) -> None:
-    """One row per stage: iterations, cadence, duration, demand vs supply, update time, mean version gap,
-    binding rows, and under replan the stage's own capacity and hourly cost."""
+    """One row per stage: iterations, cadence, duration, demand vs supply, update time, mean version gap and
+    binding rows; under replan a second table of each stage's own capacity and hourly cost."""
     from rich.table import Table
 
     plan = result.plan
-    replan = plan.stages[0].hourly_cost is not None
     table = Table(title="Stages", title_justify="left", show_edge=False, pad_edge=False)
     columns = ["stage", "iters", "cadence", "duration", "demand/s", "supply/s", "update", "gap"]
-    if replan:
-        columns += ["replicas", "groups", "$/hour"]
     for name in [*columns, "binding"]:
         table.add_column(name, justify="left" if name in ("stage", "binding") else "right")
     for s in plan.stages:
@@ -44,16 +51,37 @@ def render_stages(console, result) -> None:
             f"{s.update_time_s:,.1f} s",
             f"{s.mean_version_gap:.2f}",
         ]
-        if replan:
-            row += [
-                ", ".join(f"{r.replicas:,} {r.shape}" for r in s.inference or [] if r.replicas) or "0",
-                f"{s.training_groups:,}",
-                f"${s.hourly_cost:,.2f}",
-            ]
         table.add_row(*row, "\n".join(s.binding) or "-")
     console.print(table)
     console.print(f"* {sizing_sentence(plan)}", markup=False)
     console.print(metrics_sentence(plan), markup=False)
+    if plan.stages[0].hourly_cost is not None:
+        render_replan_capacity(console, plan)
+
+
+def _listed(counts) -> str:
+    """'501 tp8, 3 big' of (count, name) pairs, those of 0 left out ('0' when none is left)."""
+    return ", ".join(f"{n:,} {name}" for n, name in counts if n) or "0"
+
+
+def render_replan_capacity(console, plan) -> None:
+    """Under replan, one row per stage: its replicas, training groups, nodes, VMs and hourly cost."""
+    from rich.table import Table
+
+    table = Table(title="Capacity per stage", title_justify="left", show_edge=False, pad_edge=False)
+    for name in ("stage", "replicas", "groups", "nodes", "VMs", "$/hour"):
+        table.add_column(name, justify="left" if name == "stage" else "right")
+    for s in plan.stages:
+        table.add_row(
+            s.name,
+            _listed((r.replicas, r.shape) for r in s.inference or []),
+            f"{s.training_groups:,}",
+            _listed((n.count, n.type) for n in s.local_nodes or []),
+            _listed((v.count, v.type) for v in s.cloud_vms or []),
+            f"${s.hourly_cost:,.2f}",
+        )
+    console.print(table)
+    console.print(replan_sentence(plan), markup=False)
 
 
 def render_stage_levers(console, levers) -> None:

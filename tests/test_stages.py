@@ -223,3 +223,19 @@ def test_an_allowance_past_the_shortest_staged_run_is_the_conflict():
     found = staged_diagnosis(inst, SimpleNamespace(hold=SimpleNamespace(allowance_s=inst.schedule.deadline / 2)))
     assert found["conflict"].startswith("at their shortest the stages take")
     assert f"must end by {inst.schedule.deadline / 2:,.0f} s" in found["conflict"]
+
+
+def test_a_replan_plan_shows_each_stages_capacity_whole_and_says_whose_the_decisions_are():
+    result = CliRunner().invoke(
+        main, ["solve", str(ROOT / "instances" / "seed-week-stages.yaml"), "--set", "stages.capacity=replan"]
+    )
+    assert result.exit_code == 0, result.output
+    names = [s.name for s in load_instance(ROOT / "instances" / "seed-week-stages.yaml").stages.list]
+    text = result.output
+    assert "Capacity per stage" in text and "…" not in text  # no cell cut at the default width
+    table = text[text.index("Capacity per stage") :]
+    rows = table.splitlines()[3:6]
+    assert [r.split()[0] for r in rows] == names
+    hourly = [float(r.split("$")[-1].replace(",", "")) for r in rows]
+    top = names[hourly.index(max(hourly))]
+    assert f"the decisions above are those of stage '{top}' (the largest hourly cost)" in " ".join(text.split())
