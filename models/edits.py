@@ -11,6 +11,7 @@ import yaml
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem, read_document, validate
 from trainground.models.plausible import Huge, unit_warnings
+from trainground.models.stage_rules import factor_warnings
 from trainground.models.uncertainty import path_tokens, render_path
 
 WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
@@ -112,13 +113,14 @@ def load_edited(path: Path, edits: list[str]) -> Instance:
 
 
 def load_edited_checked(path: Path, edits: list[str]) -> tuple[Instance, list[str]]:
-    """:func:`load_edited` and the warnings about bare numbers read as implausible seconds (models.plausible)."""
+    """:func:`load_edited` and its warnings: bare numbers read as implausible seconds (models.plausible), and
+    uncertainty factors whose draws miss stages that set the field for themselves (models.stage_rules)."""
     data = edited_document(path, edits)
     try:
         inst = validate(data, str(path), path.parent)
     except InstanceError as exc:
         raise blamed_on_edits(exc, edits) from None
-    return inst, unit_warnings(data)
+    return inst, unit_warnings(data) + factor_warnings(inst)
 
 
 def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:

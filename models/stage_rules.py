@@ -47,6 +47,46 @@ def _unsupported(inst: Instance) -> list[Problem]:
     return found
 
 
+_STAGE_FIELDS = (  # a run-level field a stage may set for itself, and its name under the stage
+    ("environment.occupancy", "occupancy"),
+    ("workload.tokens_per_attempt", "tokens_per_attempt"),
+    ("workload.intake_rate", "intake_rate"),
+)
+
+
+def factor_warnings(inst: Instance) -> list[str]:
+    """Warnings for uncertainty factors whose draws miss stages: a factor on a run-level field (the lifetimes'
+    ``environment.occupancy.median``, say) scales only the stages that inherit it; a stage that sets the field
+    for itself takes its own path's draws (``stages.list[*].occupancy.median``), which the factor may not list."""
+    if inst.stages is None or inst.uncertainty is None:
+        return []
+    out = []
+    for factor in inst.uncertainty.factors:
+        for path in factor.paths:
+            for run_level, own in _STAGE_FIELDS:
+                if not path.startswith(run_level):
+                    continue
+                suffix = own + path[len(run_level) :]
+                missed = [
+                    stage.name
+                    for p, stage in enumerate(inst.stages.list)
+                    if getattr(stage, own) is not None
+                    and not {f"stages.list[*].{suffix}", f"stages.list[{p}].{suffix}"} & set(factor.paths)
+                ]
+                if missed:
+                    who = (
+                        f"stage {missed[0]} sets for itself: its draws do not reach it"
+                        if len(missed) == 1
+                        else f"stages {', '.join(missed[:-1])} and {missed[-1]} set for themselves: its draws do not "
+                        "reach them"
+                    )
+                    out.append(
+                        f"uncertainty factor '{factor.name}' scales {path}, which {who}; add stages.list[*].{suffix} "
+                        "to its paths"
+                    )
+    return out
+
+
 def refuse_confidence(inst: Instance, flag: str) -> list[Problem]:
     """The problem a command-line confidence solve (``flag``) of a staged instance is (none without stages):
     the option sets what ``uncertainty.confidence`` would, which :func:`_unsupported` refuses."""

@@ -241,3 +241,24 @@ def test_a_confidence_option_on_a_staged_instance_is_refused_by_name(options, tm
     result = CliRunner().invoke(main, [options[0], str(path), *options[1:]])
     assert result.exit_code == 2, result.output
     assert f"{path}: stages: {options[1]} is not available with stages yet" in result.output
+
+
+@pytest.mark.parametrize(
+    ("paths", "missed"),
+    [
+        (["environment.occupancy.median"], "stages early and late set for themselves"),
+        (["environment.occupancy.median", "stages.list[0].occupancy.median"], "stage late sets for itself"),
+        (["environment.occupancy.median", "stages.list[*].occupancy.median"], None),
+        (["workload.tokens_per_attempt"], "stages early and late set for themselves"),
+    ],
+)
+def test_a_factor_whose_draws_miss_stages_that_set_the_field_is_warned_of(paths, missed):
+    from trainground.models.stage_rules import factor_warnings
+
+    data = yaml.safe_load(STAGED.read_text())
+    data["uncertainty"] = {"factors": [{"name": "f", "paths": paths, "dist": "lognormal", "median": 1.0, "sigma": 0.1}]}
+    said = factor_warnings(validate(data, "staged.yaml"))
+    if missed is None:
+        assert said == []
+    else:
+        assert len(said) == 1 and missed in said[0] and f"scales {paths[0]}" in said[0]
