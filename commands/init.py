@@ -34,7 +34,8 @@ Edit the numbers to your run, then: trainground solve {file}
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @guarded
 def init(pools: int, backends: str, out: str | None, force: bool) -> None:
-    """Write a commented starter instance (YAML) with every field present and explained."""
+    """Write a commented starter instance (YAML) with every field present and explained (stages, for responses
+    that lengthen, as a commented block)."""
     from trainground.models.fields import field_docs
     from trainground.models.starter import optional_sections, starter_document
     from trainground.render.starter import commented_yaml

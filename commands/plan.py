@@ -121,7 +121,8 @@ def solve(
     edits,
 ) -> None:
     """Cheapest (or fastest) plan for INSTANCE, solved exactly and verified; under the default basis, hold,
-    one that finishes on time in its own replays (docs/model.md §11).
+    one that finishes on time in its own replays (docs/model.md §11). With `stages:` (responses that lengthen,
+    docs/stages.md) each stage has its own cadence and a table of its own; --confidence does not take stages.
 
     Exit codes: 0 optimal, 3 infeasible (diagnosis printed), 4 time limit, 2 invalid input, 1 internal error.
     """

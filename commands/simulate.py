@@ -75,7 +75,7 @@ def plan_to_replay(inst, plan_file: str | None):
 @click.option(
     "--iterations",
     type=click.IntRange(min=1, max=MAX_ITERATIONS),
-    help="Simulate N iterations instead of the instance's n (deadline pro rata).",
+    help="Simulate N iterations instead of the instance's n (deadline pro rata; with stages, each stage's).",
 )
 @click.option(
     "--replications",
