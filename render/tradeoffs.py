@@ -164,6 +164,12 @@ def render_comparison(console, result) -> None:
             f"{result.mix.tokens_per_gpu_s:,.4g} tokens/s/GPU, ${result.mix.gpu_hour_cost:,.4g}/GPU-hour",
             markup=False,
         )
+    if result.capacity is not None:
+        console.print(
+            "a staged instance: the arithmetic columns read the run as one stage (the workload's tokens per "
+            "attempt and the environment's lifetimes for every iteration); the plan columns plan its stages",
+            markup=False,
+        )
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("figure", no_wrap=True)
     for n, col in enumerate(result.columns, start=1):

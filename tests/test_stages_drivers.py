@@ -262,3 +262,12 @@ def test_a_factor_whose_draws_miss_stages_that_set_the_field_is_warned_of(paths,
         assert said == []
     else:
         assert len(said) == 1 and missed in said[0] and f"scales {paths[0]}" in said[0]
+
+
+def test_compare_says_its_arithmetic_columns_read_a_staged_run_as_one_stage():
+    result = CliRunner().invoke(main, ["compare", str(STAGED)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "a staged instance: the arithmetic columns read the run as one stage" in said
+    plain = CliRunner().invoke(main, ["compare", str(ROOT / "instances" / "seed-week-75.yaml")])
+    assert "a staged instance" not in plain.output
