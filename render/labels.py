@@ -51,6 +51,7 @@ LIST_WORDS = {
     "node_types": "node type",
     "vm_types": "VM type",
     "backends": "backend",
+    "list": "stage",  # stages.list
 }
 MAP_WORDS = {"density": "density of {}", "eligible_share": "cloud-eligible share of {}"}
 _ITEM = re.compile(r"^(.*?)([A-Za-z_]+)\[(\d+|\*)\]$")

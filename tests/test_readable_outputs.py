@@ -34,6 +34,11 @@ def test_field_labels_name_the_item_not_its_index():
         field_label("environment.node_types[0].density.container", names) == "density of container (node type standard)"
     )
     assert field_label("schedule.deadline") == "deadline"
+    assert (
+        field_label("stages.list[2].tokens_per_attempt", {"stages.list[2]": "late"})
+        == "tokens per attempt (stage late)"
+    )
+    assert field_label("stages.list[*].occupancy.median") == "occupancy median (every stage)"
     assert field_label("inference.shapes[3].version_slowdown", names) == "slowdown per version (shape #3)"
 
 
