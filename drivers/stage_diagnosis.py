@@ -4,9 +4,9 @@ A staged plan needs every stage to have an admissible (cadence, K) pair, one K s
 stages' parts to fit the deadline together (with the allowance under hold). The diagnosis reports each
 stage's admissible pairs and what cut the others (:mod:`solver.stage_tables`), and the shortest run the
 stages' admissible pairs allow against the deadline: past it less the allowance under hold, that is the
-conflict (the tables' prune leaves it within the deadline itself); within it, the stages fit one at a time but
-not together (under fixed, one capacity for all). The one-stage diagnosis's searches
-of thresholds are not run on staged instances.
+conflict (the tables' prune leaves it within the deadline itself); within it, the stages fit one at a time
+but not together (under fixed, one capacity for all). The one-stage diagnosis's searches of thresholds are
+not run on staged instances.
 """
 
 from __future__ import annotations
