@@ -3,10 +3,10 @@
 A staged plan needs every stage to have an admissible (cadence, K) pair, one K shared by all, and the
 stages' parts to fit the deadline together (with the allowance under hold). The diagnosis reports each
 stage's admissible pairs and what cut the others (:mod:`solver.stage_tables`), and the shortest run the
-stages' admissible pairs allow against the deadline: past it less the allowance under hold, that is the
-conflict (the tables' prune leaves it within the deadline itself); within it, the stages fit one at a time
-but not together (under fixed, one capacity for all). The one-stage diagnosis's searches of thresholds are
-not run on staged instances.
+stages' admissible pairs allow against the deadline, which the tables' prune leaves within it: the stages then
+fit one at a time but not together (under fixed, one capacity for all). An infeasible result is one without a
+plan even at Δ = 0 (drivers/hold.py), so no allowance enters. The one-stage diagnosis's searches of
+thresholds are not run on staged instances.
 """
 
 from __future__ import annotations
@@ -38,22 +38,15 @@ def staged_diagnosis(inst: Instance, result: Result) -> dict:
     shortest = sum(float(part.min()) for part in found.parts) + inst.schedule.extra_time
     if found.final is not None and found.final[1].size:
         shortest += float(found.final[1].min())
-    deadline = inst.schedule.deadline
-    allowance = result.hold.allowance_s if result.hold is not None else 0.0
-    if shortest > (deadline - allowance) * (1 + 1e-9):
-        conflict = (
-            f"at their shortest the stages take {shortest:,.0f} s; with the allowance of {allowance:,.0f} s the "
-            f"replays ask (planning.basis: hold) the plan must end by {deadline - allowance:,.0f} s"
-        )
-    elif inst.stages.capacity == "fixed":
-        conflict = (
-            f"each stage fits on its own (at their shortest the stages take {shortest:,.0f} s against the deadline "
-            f"{deadline:,.0f} s), but no one capacity serves every stage at cadences that fit the deadline "
-            "together within the pools, caps and budgets (capacity: replan gives each stage its own)"
+    fits = (
+        f"each stage fits on its own (at their shortest the stages take {shortest:,.0f} s against the deadline "
+        f"{inst.schedule.deadline:,.0f} s), but "
+    )
+    if inst.stages.capacity == "fixed":
+        conflict = fits + (
+            "no one capacity serves every stage at cadences that fit the deadline together within the pools, caps "
+            "and budgets (capacity: replan gives each stage its own)"
         )
     else:
-        conflict = (
-            f"each stage fits on its own (at their shortest the stages take {shortest:,.0f} s against the deadline "
-            f"{deadline:,.0f} s), but not together with the switches between stages, one K and the budgets"
-        )
+        conflict = fits + "not together with the switches between stages, one K and the budgets"
     return {"conflict": conflict, "stages": rows, "shortest_makespan_s": shortest, "notes": []}

@@ -214,17 +214,6 @@ def test_an_infeasible_staged_instance_names_what_conflicts(edit, said):
         assert "no one capacity serves every stage" in found["conflict"]
 
 
-def test_an_allowance_past_the_shortest_staged_run_is_the_conflict():
-    from types import SimpleNamespace
-
-    from trainground.drivers.stage_diagnosis import staged_diagnosis
-
-    inst = load_instance(ROOT / "instances" / "seed-week-stages.yaml")
-    found = staged_diagnosis(inst, SimpleNamespace(hold=SimpleNamespace(allowance_s=inst.schedule.deadline / 2)))
-    assert found["conflict"].startswith("at their shortest the stages take")
-    assert f"must end by {inst.schedule.deadline / 2:,.0f} s" in found["conflict"]
-
-
 def test_a_replan_plan_shows_each_stages_capacity_whole_and_says_whose_the_decisions_are():
     result = CliRunner().invoke(
         main, ["solve", str(ROOT / "instances" / "seed-week-stages.yaml"), "--set", "stages.capacity=replan"]
