@@ -130,6 +130,19 @@ def load_with_edits(path: str, edits: tuple[str, ...] = ()):
     return load_with_warnings(path, edits)[0]
 
 
+def confidence_input(file: str, inst, flag: str) -> None:
+    """Refuse (InstanceError) a confidence option ``flag`` on ``inst``: it needs an uncertainty section, and a
+    staged instance does not take it (models.stage_rules.refuse_confidence)."""
+    from trainground.models.load import InstanceError, Problem
+    from trainground.models.stage_rules import refuse_confidence
+
+    if inst.uncertainty is None:
+        raise InstanceError(file, [Problem("uncertainty", f"{flag} needs an uncertainty section (docs/model.md §9)")])
+    refused = refuse_confidence(inst, flag)
+    if refused:
+        raise InstanceError(file, refused)
+
+
 def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
     """(instance, warnings): the warnings about implausible bare-number durations, also shown on standard error."""
     inst, warnings = load_edited_checked(Path(path), list(edits))

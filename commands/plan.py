@@ -12,6 +12,7 @@ from trainground.commands.common import (
     STATUS_EXIT,
     ProgressLine,
     basis_option,
+    confidence_input,
     console,
     edits_option,
     guarded,
@@ -170,15 +171,7 @@ def with_confidence(file: str, inst, confidence: float | None):
     """``inst`` planned for ``confidence`` (MODEL §9) when one is given; it needs an uncertainty section."""
     if confidence is None:
         return inst
-    from trainground.models.load import InstanceError, Problem
-    from trainground.models.stage_rules import refuse_confidence
-
-    if inst.uncertainty is None:
-        raise InstanceError(
-            file, [Problem("uncertainty", "--confidence needs an uncertainty section (docs/model.md §9)")]
-        )
-    if refuse_confidence(inst, "--confidence"):
-        raise InstanceError(file, refuse_confidence(inst, "--confidence"))
+    confidence_input(file, inst, "--confidence")
     return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": confidence})})
 
 

@@ -16,6 +16,7 @@ from trainground.commands.common import (
     OBJECTIVE,
     SolvingBar,
     basis_option,
+    confidence_input,
     console,
     edits_option,
     guarded,
@@ -111,7 +112,6 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     """frontier --confidence-curve: the price of certainty (MODEL §9)."""
     from trainground.drivers.certainty import CSV_COLUMNS, curve
     from trainground.models.load import InstanceError, Problem
-    from trainground.models.stage_rules import refuse_confidence
     from trainground.render.confidence import curve_png, render_curve
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
     from trainground.solver.confidence_table import Unsupported
@@ -124,12 +124,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
         ) from None
     if not values or any(not 0 <= a <= 1 for a in values):
         raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
-    if inst.uncertainty is None:
-        raise InstanceError(
-            file, [Problem("uncertainty", "--confidence-curve needs an uncertainty section (docs/model.md §9)")]
-        )
-    if refuse_confidence(inst, "--confidence-curve"):
-        raise InstanceError(file, refuse_confidence(inst, "--confidence-curve"))
+    confidence_input(file, inst, "--confidence-curve")
     try:
         with SolvingBar("certainty", show_bar(as_json)) as bar:
             found = curve(inst, values, on_progress=bar)
