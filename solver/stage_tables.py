@@ -54,6 +54,7 @@ def stage_tables(inst: Instance) -> StageTables:
     top = top_groups(inst, insts)
     if len(insts) == 1:  # one stage: the instance's own pair table (its K dominance holds)
         tables = [pair_tables.build(insts[0])]
+        check_size(inst, tables)
         return StageTables(insts, tables, [run_part(inst, 0, insts[0], tables[0])], top)
     tables = [pair_tables.build(stage_rows_instance(inst, s), dominated=True, fewest_groups=True) for s in stages]
     final = None

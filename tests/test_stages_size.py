@@ -50,3 +50,15 @@ def test_the_command_says_so_in_one_line_and_exits_2(tmp_path):
     assert result.exit_code == 2
     assert "schedule.cadence.step: the staged model would choose among" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_one_stage_too_large_is_refused_too(monkeypatch):
+    """A stages block of one stage keeps the instance's own table: the cap holds there as well."""
+    monkeypatch.setattr(stage_tables, "STAGED_PAIRS", 20_000)
+    data = _short_run()
+    data["workload"]["iterations"] = 2
+    data["stages"]["list"] = [{"name": "only", "iterations": 2}]
+    with pytest.raises(InstanceError) as refused:
+        StagedPlanner(validate(data, "short.yaml"))
+    [problem] = refused.value.problems
+    assert problem.path == "schedule.cadence.step" and "(only " in problem.rule
