@@ -126,7 +126,8 @@ def with_basis(edits: tuple[str, ...], basis: str | None) -> tuple[str, ...]:
 
 
 def load_with_edits(path: str, edits: tuple[str, ...] = ()):
-    """The instance, its unit warnings shown on standard error."""
+    """The instance, its load warnings (bare-number durations, uncertainty factors that miss stages) shown on
+    standard error."""
     return load_with_warnings(path, edits)[0]
 
 
@@ -144,7 +145,8 @@ def confidence_input(file: str, inst, flag: str) -> None:
 
 
 def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
-    """(instance, warnings): the warnings about implausible bare-number durations, also shown on standard error."""
+    """(instance, warnings): the load warnings (implausible bare-number durations, uncertainty factors that miss
+    stages), also shown on standard error."""
     inst, warnings = load_edited_checked(Path(path), list(edits))
     for text in warnings:
         click.echo(f"{path}: warning: {text}", err=True)

@@ -91,8 +91,8 @@ def basis_of(file: str, data: dict) -> tuple[str, float]:
 
 def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:
     """The model's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row), checked
-    by the verifier (a staged plan's by the staged verifier: its sizing stage's metrics); InstanceError naming
-    each broken rule if it does not fit."""
+    by the verifier (a staged plan's by the staged verifier: the metrics of the stage ``run_metrics`` marks);
+    InstanceError naming each broken rule if it does not fit."""
     if inst.stages is not None:
         staged = verify_staged(inst, plan, allowance)
         if staged.ok and staged.metrics is not None:
