@@ -5,7 +5,7 @@
 Measures, as medians over ``repeats`` runs:
 
 - ``scenarios``: drawing ``samples`` scenarios and evaluating the deterministic optimum in every one
-  (:func:`solver.scenarios.draw` + :func:`solver.scenarios.evaluate`), target <= 2 s for 10,000;
+  (:func:`solver.uncertainty.scenarios.draw` + :func:`solver.uncertainty.scenarios.evaluate`), target <= 2 s for 10,000;
 - ``assess``: the same plus the one-at-a-time sensitivity (:func:`drivers.risk.assess`);
 - ``command``: `trainground risk INSTANCE --samples N --json` as a fresh process (interpreter start,
   imports, load, solve, verify, assess, JSON), the time a user waits;
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from trainground.drivers.risk import assess  # noqa: E402
 from trainground.models.load import load_instance  # noqa: E402
-from trainground.solver import scenarios as sc  # noqa: E402
 from trainground.solver.solve import solve_instance  # noqa: E402
+from trainground.solver.uncertainty import scenarios as sc  # noqa: E402
 
 DEFAULT = ROOT / "instances" / "seed-week-75-uncertain.yaml"
 

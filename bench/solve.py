@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 from trainground.models.load import load_instance  # noqa: E402
 from trainground.solver import highs as highs_module  # noqa: E402
-from trainground.solver import search as search_module  # noqa: E402
 from trainground.solver.highs import STAGE_OPTIONS, HighsModel  # noqa: E402
-from trainground.solver.model import add_pair, build_model, refresh_globals  # noqa: E402
-from trainground.solver.pairs import build  # noqa: E402
+from trainground.solver.mip import search as search_module  # noqa: E402
+from trainground.solver.mip.model import add_pair, build_model, refresh_globals  # noqa: E402
 from trainground.solver.solve import Planner  # noqa: E402
+from trainground.solver.table.pairs import build  # noqa: E402
 
 INSTANCES = ROOT / "instances"
 SEED = INSTANCES / "seed-week-75.yaml"

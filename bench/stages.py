@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trainground.models.load import validate  # noqa: E402
-from trainground.solver.stages import StagedPlanner  # noqa: E402
+from trainground.solver.stages.solve import StagedPlanner  # noqa: E402
 
 STAGED = ROOT / "instances" / "seed-week-stages.yaml"
 

@@ -5,8 +5,8 @@ run launched at (MODEL §2: R = B / (L · p_eff); the cadence a plan states sets
 a run achieves is an outcome, which the replay is then compared with) — or the first grid cadence above
 it, within MAX_STEPS steps, at which the configuration passes every check.
 
-The plan is checked by the independent verifier (solver/verify.py) before it is returned; its makespan,
-costs and placement come from the verifier's laws (solver/verify_laws.py), so a plan this writes is one
+The plan is checked by the independent verifier (solver/verify/plan.py) before it is returned; its makespan,
+costs and placement come from the verifier's laws (solver/verify/laws.py), so a plan this writes is one
 `simulate --plan` accepts.
 """
 
@@ -17,8 +17,8 @@ import math
 from trainground.calibrate.fit import Calibration
 from trainground.models.instance import Instance
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas
-from trainground.solver import verify_laws as laws
-from trainground.solver.verify import resource_rows, verify_plan
+from trainground.solver.verify import laws as laws
+from trainground.solver.verify.plan import resource_rows, verify_plan
 
 MAX_STEPS = 50  # grid steps above the logged launch rate's cadence tried before the plan is given up
 

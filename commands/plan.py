@@ -178,7 +178,7 @@ def with_confidence(file: str, inst, confidence: float | None):
 def confident_solve(file: str, solve):
     """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input."""
     from trainground.models.load import InstanceError, Problem
-    from trainground.solver.confidence_table import Unsupported
+    from trainground.solver.confidence.table import Unsupported
 
     try:
         return solve()

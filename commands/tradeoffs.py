@@ -114,7 +114,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     from trainground.models.load import InstanceError, Problem
     from trainground.render.confidence import curve_png, render_curve
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
-    from trainground.solver.confidence_table import Unsupported
+    from trainground.solver.confidence.table import Unsupported
 
     try:
         values = [float(a) for a in alphas.split(",")]

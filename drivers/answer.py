@@ -18,8 +18,8 @@ from trainground.drivers.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status
 from trainground.simulate.report import Report
-from trainground.solver.pairs import TableCache
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table.pairs import TableCache
 
 LEVERS_SECONDS = 10.0  # what all the lever re-solves may take together unless told (`solve --levers-time`)
 
@@ -29,7 +29,7 @@ class Beyond:
     """A confidence plan against the deterministic optimum of the same instance (MODEL §9)."""
 
     deterministic: Plan | None  # None: the instance without its confidence has no plan
-    drove: dict  # solver.confidence.what_drove: decision deltas, the needs binding in the worst scenarios
+    drove: dict  # solver.confidence.planning.what_drove: decision deltas, the needs binding in the worst scenarios
 
     def to_json(self) -> dict:
         return {
@@ -123,7 +123,7 @@ def startup_estimate(inst: Instance, result: Result) -> float | None:
     """§8's fill at the solved plan's attempt rate (what the first batch needs, counted or not); None without a plan."""
     if result.plan is None or result.metrics is None:
         return None
-    from trainground.solver.startup import run_fill
+    from trainground.solver.laws.startup import run_fill
 
     return float(run_fill(inst, result.metrics.attempts_per_s))
 
@@ -132,9 +132,9 @@ def beyond_deterministic(inst: Instance, result: Result, objective: str | None) 
     """What a confidence plan holds beyond the optimum of ``inst`` without its confidence (a second solve, with
     the confidence plan's run-variance allowance under hold: the comparison prices the inputs' uncertainty), and
     which need binds in its worst scenarios, each on time iff T_s + Δ <= deadline (MODEL §11)."""
-    from trainground.solver.confidence_report import what_drove
-    from trainground.solver.scenarios import draw
+    from trainground.solver.confidence.report import what_drove
     from trainground.solver.solve import Planner
+    from trainground.solver.uncertainty.scenarios import draw
 
     allowance = result.hold.allowance_s if result.hold is not None else 0.0
     deterministic = inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})

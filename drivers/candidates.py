@@ -18,8 +18,8 @@ import numpy as np
 from trainground.drivers.screen import FAMILIES, WIDEST, Screen, screen
 from trainground.models.edits import edited
 from trainground.models.instance import Instance
-from trainground.solver import calculus as calc
-from trainground.solver.pairs import TableCache, supply_multipliers
+from trainground.solver.laws import calculus as calc
+from trainground.solver.table.pairs import TableCache, supply_multipliers
 from trainground.solver.tolerances import REL_TOL
 
 MAX_ENTRIES = 300_000  # (cadence, K) entries a widened screen may hold: the cost of its exceedance table

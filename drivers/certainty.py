@@ -4,7 +4,7 @@ solve per α over the same scenario set, with the deterministic optimum as the r
 Each point is a full MODEL.md §6 result with its ``confidence`` object, planned on the instance's basis: under
 hold (MODEL §11) each runs its allowance loop, whose replays draw a scenario each, so a point carries its
 allowance and its replays' realised cost. The points share the work that does not depend on α: the pair
-table (:class:`solver.pairs.TableCache`), the scenario set's needs (:class:`solver.confidence_table.ScenarioTable`)
+table (:class:`solver.table.pairs.TableCache`), the scenario set's needs (:class:`solver.confidence.table.ScenarioTable`)
 and the replays of plans already replayed (:class:`drivers.replays.ReplayCache`). With one allowance for every α
 (steady_state: none), a higher α never gives a cheaper plan: its plans are feasible for every smaller α.
 """
@@ -18,9 +18,9 @@ from trainground.drivers.hold import planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver import scenarios as sc
-from trainground.solver.confidence_table import ScenarioTable
-from trainground.solver.pairs import TableCache
+from trainground.solver.confidence.table import ScenarioTable
+from trainground.solver.table.pairs import TableCache
+from trainground.solver.uncertainty import scenarios as sc
 
 CSV_COLUMNS = (
     "confidence",

@@ -41,8 +41,8 @@ from trainground.drivers.hold import HoldingPlanner, planner_for
 from trainground.drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver import calculus as calc
 from trainground.solver.explain import explain
+from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import Planner
 from trainground.solver.tolerances import TIE_TOL
 

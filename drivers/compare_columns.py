@@ -16,8 +16,8 @@ from trainground.drivers.shape_mix import ShapeMix, by_pool, capacity
 from trainground.drivers.sweep import diagnosis_summary
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver import calculus as calc
 from trainground.solver.explain import explain
+from trainground.solver.laws import calculus as calc
 from trainground.solver.tolerances import TIE_TOL
 
 # (key, label, format): format tells a renderer how to print the value. Required tokens/s/GPU is

@@ -22,10 +22,10 @@ from trainground.drivers.findings import change_entry, findings_of, fmt
 from trainground.drivers.thresholds import settle
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver.pairs import TableCache
-from trainground.solver.pairs import build as build_pairs
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table.pairs import TableCache
+from trainground.solver.table.pairs import build as build_pairs
 
 MAX_SOLVES = 60  # re-solves one diagnosis may spend (deterministic, unlike a time budget)
 FAMILY_TEXT = {
@@ -71,7 +71,7 @@ def diagnosed(
 def hold_note(inst: Instance, objective: str) -> str | None:
     """When only the hold basis has no plan (MODEL §11): one line on what holding costs in time, beside the
     steady_state plan that exists (None when steady_state has no plan either)."""
-    from trainground.solver import startup
+    from trainground.solver.laws import startup
 
     steady_inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "steady_state"})})
     steady = Planner(steady_inst).solve(objective)

@@ -15,8 +15,8 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.models.units import format_duration
-from trainground.solver import calculus as calc
-from trainground.solver import goodput
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import goodput
 
 
 def least_mtbf(checkpoint: float, restart: float, interval: float | None) -> float:

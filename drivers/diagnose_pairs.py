@@ -17,7 +17,7 @@ from trainground.drivers.findings import findings_of, text
 from trainground.drivers.thresholds import settle
 from trainground.models.edits import edited
 from trainground.models.instance import Instance
-from trainground.solver.pairs import TableCache
+from trainground.solver.table.pairs import TableCache
 
 FIRSTS = 2  # first changes tried, best ranked first
 SECONDS = 4  # second changes tried with each first

@@ -9,10 +9,10 @@ from trainground.models.edits import edited
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError
 from trainground.models.result import Result
-from trainground.solver import calculus as calc
-from trainground.solver.pairs import TableCache
+from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import Planner, fewest_rows_suffice
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table.pairs import TableCache
 from trainground.solver.tolerances import TIE_TOL
 
 
@@ -94,7 +94,7 @@ class Feasibility:
         :meth:`solve`), one solve of the budget. Where a plan exists iff one exists among each pair's fewest
         groups, the least cost among those comes first, and the search over every row then runs with that
         cost as its budget (``limits.max_<criterion>``), so that the group counts no plan that cheap can
-        pay for are never listed (:func:`solver.group_counts.budget_groups`): the optimum and its ties are
+        pay for are never listed (:func:`solver.table.group_counts.budget_groups`): the optimum and its ties are
         within it."""
         if self.spent():
             return None

@@ -12,8 +12,8 @@ from trainground.drivers import candidates as cd
 from trainground.drivers import screen as sc
 from trainground.drivers.candidates import Candidates
 from trainground.models.instance import Instance
-from trainground.solver import calculus as calc
-from trainground.solver.pairs import TableCache
+from trainground.solver.laws import calculus as calc
+from trainground.solver.table.pairs import TableCache
 from trainground.solver.tolerances import PRINT_TOL, REL_TOL
 
 WHOLE_PLAN = "sandboxes and budgets"  # the family of the limits that act on whole plans, not on pairs

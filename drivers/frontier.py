@@ -36,7 +36,7 @@ from trainground.drivers.hold import HoldingPlanner, base_planner, planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
-from trainground.solver.calculus import cadence_grid
+from trainground.solver.laws.calculus import cadence_grid
 from trainground.solver.solve import Planner
 from trainground.solver.tolerances import SPAN_TOL, TIE_TOL
 

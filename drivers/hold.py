@@ -26,10 +26,10 @@ from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
 from trainground.simulate.setup import setup_of
-from trainground.solver import scenarios as sc
-from trainground.solver.calculus import wilson
+from trainground.solver.laws.calculus import wilson
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.uncertainty import scenarios as sc
 
 ROUNDS = 4  # MODEL §11 item 4: rounds of solve and replay before the allowance is declared unconverged
 
@@ -257,7 +257,7 @@ def base_planner(inst: Instance, **options) -> Planner:
     """The solver's planner of ``inst`` on the rows of its basis: a Planner, or for a staged instance (MODEL
     §12) the staged MIP's StagedPlanner (which takes ``threads`` and ``confidence`` of the options)."""
     if inst.stages is not None:
-        from trainground.solver.stages import StagedPlanner
+        from trainground.solver.stages.solve import StagedPlanner
 
         kept = {k: v for k, v in options.items() if k in ("threads", "confidence")}
         return StagedPlanner(inst, **kept)  # type: ignore[return-value]

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from trainground.drivers.feasibility import Feasibility
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver import goodput
-from trainground.solver.pairs import TableCache
+from trainground.solver.laws import goodput
+from trainground.solver.table.pairs import TableCache
 
 DAY_S = 86400.0
 # One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,

@@ -24,7 +24,7 @@ from trainground.simulate.engine import replicate
 from trainground.simulate.runner import seed_for
 from trainground.simulate.scenarios import drawn_one_by_one, scenario_setups
 from trainground.simulate.setup import Setup
-from trainground.solver import scenarios as sc
+from trainground.solver.uncertainty import scenarios as sc
 
 REPLAY_THREADS = max(1, min(2, os.cpu_count() or 1))
 

@@ -58,7 +58,7 @@ def gather(
     from trainground.drivers.frontier import frontiers
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
-    from trainground.solver.confidence_table import Unsupported
+    from trainground.solver.confidence.table import Unsupported
 
     step = on_step or (lambda _text: None)
     step("solving")

@@ -1,8 +1,8 @@
 """`risk` (MODEL.md §9): a fixed plan run through N scenarios of the instance's uncertainty factors.
 
-The plan's capacity is fixed; :func:`solver.scenarios.evaluate` gives its realised cadence,
+The plan's capacity is fixed; :func:`solver.uncertainty.scenarios.evaluate` gives its realised cadence,
 makespan, cost and on-time verdict in every scenario at once (a staged plan's, MODEL §12, stage by
-stage: :func:`solver.scenario_stages.evaluate_staged`). This module turns those arrays
+stage: :func:`solver.uncertainty.stages.evaluate_staged`). This module turns those arrays
 into the report: the on-time probability with its Wilson 95 % interval, percentiles of the
 makespan and the realised cost, the expected lateness, a one-at-a-time sensitivity per factor,
 and (on request) a replay of the first scenarios by the trajectory-level simulator of §10.
@@ -20,9 +20,9 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem
 from trainground.models.result import Metrics, Plan
-from trainground.solver import scenarios as sc
-from trainground.solver.calculus import wilson
-from trainground.solver.scenario_stages import evaluate_any
+from trainground.solver.laws.calculus import wilson
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.uncertainty.stages import evaluate_any
 
 SENSITIVITY = (0.1, 0.9)  # MODEL §9: each factor at its 10th and 90th percentile, the others at their median
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -166,7 +166,7 @@ STAGED_SCENARIOS = Problem(
     "stages",
     "replays in scenarios (risk --simulate, simulate --scenarios) are not available with stages yet; "
     "`simulate` replays the staged plan at its nominal values",
-)  # the analytic risk of a staged plan is solver.scenario_stages's
+)  # the analytic risk of a staged plan is solver.uncertainty.stages's
 REPLAY_ITERATIONS = 100
 """Iterations a replay simulates by default (the deadline pro rata, as `simulate --iterations` does): a
 scenario whose sandboxes cannot hold the plan's launches queues without bound, and a full run of such a

@@ -12,8 +12,8 @@ import numpy as np
 
 from trainground.models.edits import edited
 from trainground.models.instance import Instance
-from trainground.solver import calculus as calc
-from trainground.solver.pairs import TableCache, best_supply, mean_gaps
+from trainground.solver.laws import calculus as calc
+from trainground.solver.table.pairs import TableCache, best_supply, mean_gaps
 from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
 
 FAMILIES = (

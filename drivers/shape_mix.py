@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from trainground.models.instance import Instance
 from trainground.models.result import Plan
-from trainground.solver import calculus as calc
+from trainground.solver.laws import calculus as calc
 from trainground.solver.tolerances import INTEGER_TOL
 
 

@@ -2,7 +2,7 @@
 
 A staged plan needs every stage to have an admissible (cadence, K) pair, one K shared by all, and the
 stages' parts to fit the deadline together (with the allowance under hold). The diagnosis reports each
-stage's admissible pairs and what cut the others (:mod:`solver.stage_tables`), and the shortest run the
+stage's admissible pairs and what cut the others (:mod:`solver.stages.tables`), and the shortest run the
 stages' admissible pairs allow against the deadline, which the tables' prune leaves within it: the stages then
 fit one at a time but not together (under fixed, one capacity for all). An infeasible result is one without a
 plan even at Δ = 0 (drivers/hold.py), so no allowance enters. The one-stage diagnosis's searches of
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver.stage_tables import StagedUnsupported, stage_tables
+from trainground.solver.stages.tables import StagedUnsupported, stage_tables
 
 
 def staged_diagnosis(inst: Instance, result: Result) -> dict:

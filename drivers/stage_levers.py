@@ -4,7 +4,7 @@ For each stage and each capacity row that binds there — ``throughput`` (one mo
 best shape per dollar), ``update_time`` (one more training group), ``sandbox_nodes[k]`` (one more node
 of type k) — the stage's plan is given that unit and its shortest cadence on its grid is read off the
 closed forms: the smallest cadence at which rows 2, 3, 5, 6 and 7 of §3 hold with the stage's values
-and the changed counts (:func:`solver.scenarios.evaluate` at the nominal values, with the stage's grid
+and the changed counts (:func:`solver.uncertainty.scenarios.evaluate` at the nominal values, with the stage's grid
 bottom as the pacing floor), rounded up to the grid. What the unit buys is ``n_p·(L_p - L'_p)``: the
 time the stage's iterations save, every other stage as planned (no re-solve). A unit that does not fit
 its pool says so; one that moves no cadence buys 0 s (another row binds at the same cadence).
@@ -21,8 +21,8 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.result import Count, Plan, Result
 from trainground.models.stage_rules import stage_instance, stage_rows_instance
-from trainground.solver import calculus as calc
-from trainground.solver import scenarios as sc
+from trainground.solver.laws import calculus as calc
+from trainground.solver.uncertainty import scenarios as sc
 
 ROWS = ("throughput", "update_time", "sandbox_nodes")
 

@@ -188,7 +188,7 @@ def solve_points(
     from trainground.drivers.diagnose import diagnosed
     from trainground.drivers.hold import planner_for
     from trainground.drivers.replays import ReplayCache
-    from trainground.solver.pairs import TableCache
+    from trainground.solver.table.pairs import TableCache
 
     planner = None
     cache = TableCache()  # the run's quantities, shared by points that edit only shapes, pools or prices

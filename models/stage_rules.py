@@ -99,7 +99,7 @@ def stage_instance(inst: Instance, stage: Stage) -> Instance:
     """The instance stage ``stage`` runs as: its iterations and the figures it sets, everything else the
     instance's (the cadence grid's top then defaults to the stage's deadline pace); no stages, no budgets
     (budgets bound the whole run, so the staged model holds them) and no uncertainty section (its paths
-    name the run's fields: :mod:`solver.scenario_stages` maps a scenario onto each stage)."""
+    name the run's fields: :mod:`solver.uncertainty.stages` maps a scenario onto each stage)."""
     workload = inst.workload.model_copy(
         update={
             "iterations": stage.iterations,

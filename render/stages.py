@@ -23,7 +23,7 @@ def metrics_sentence(plan) -> str:
 
 def replan_sentence(plan) -> str:
     """Under replan: whose counts the plan's decisions are (the plan's hourly cost is the largest stage's, and
-    its counts the first such stage's: solver/stage_plans.py)."""
+    its counts the first such stage's: solver/stages/plans.py)."""
     top = next(s for s in plan.stages if s.hourly_cost == plan.hourly_cost)
     return (
         f"capacity: replan: the decisions above are those of stage '{top.name}' (the largest hourly cost); "

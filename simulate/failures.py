@@ -42,8 +42,8 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.reliability import Reliability
 from trainground.models.result import Plan
-from trainground.solver import calculus as calc
-from trainground.solver import goodput
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import goodput
 
 STREAM = 13  # spawn key of the failures' random stream
 

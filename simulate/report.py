@@ -10,8 +10,8 @@ import numpy as np
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup
 from trainground.simulate.stage_report import realised_cost, staged_prediction
-from trainground.solver import calculus as calc
-from trainground.solver import startup
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import startup
 
 SPREAD = (
     "makespan_s",

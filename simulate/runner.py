@@ -28,10 +28,10 @@ from trainground.simulate.setup import Setup, setup_of
 from trainground.simulate.stages import stage_metrics
 from trainground.simulate.summary import curve, summarize
 from trainground.simulate.trace import write_trace
-from trainground.solver.metrics import plan_metrics
-from trainground.solver.verify import verify_plan
-from trainground.solver.verify_metrics import metric_differences
-from trainground.solver.verify_stages import verify_staged
+from trainground.solver.mip.metrics import plan_metrics
+from trainground.solver.verify.metrics import metric_differences
+from trainground.solver.verify.plan import verify_plan
+from trainground.solver.verify.stages import verify_staged
 
 
 class SchedulerUnavailable(Exception):

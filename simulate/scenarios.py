@@ -20,7 +20,7 @@ from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.setup import Setup, setup_of
-from trainground.solver import scenarios as sc
+from trainground.solver.uncertainty import scenarios as sc
 
 
 def scenario_setup(

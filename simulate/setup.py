@@ -21,8 +21,8 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.simulate.failures import FailurePlan, failure_plan
 from trainground.simulate.stages import StageSetup, staged_setup
-from trainground.solver import calculus as calc
-from trainground.solver import holding
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 
 HORIZON_FACTOR = 20.0  # a replication gives up after this many predicted makespans (no batch can form)
 

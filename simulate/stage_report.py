@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from trainground.models.result import Metrics, Plan
-from trainground.solver import calculus as calc
-from trainground.solver import startup
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import startup
 
 
 def _spans(setup) -> list[tuple[int, int]]:

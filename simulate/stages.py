@@ -26,8 +26,8 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.models.stage_rules import stage_instance, stage_rows_instance
-from trainground.solver import calculus as calc
-from trainground.solver.verify import verify_plan
+from trainground.solver.laws import calculus as calc
+from trainground.solver.verify.plan import verify_plan
 
 HORIZON_FACTOR = 20.0  # as simulate.setup's: a replay gives up after this many predicted makespans
 

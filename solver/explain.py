@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from trainground.models.instance import Instance
 from trainground.models.stage_rules import stage_instance
-from trainground.solver import calculus as calc
-from trainground.solver import goodput, startup
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import goodput, startup
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ OPTIONS = {
 # Per criterion: the shortest feasible cadence is a feasibility search that presolve (probing every
 # selection binary) slows, while the cost criteria gain from it (bench/solve.py).
 STAGE_OPTIONS = {"makespan": {"presolve": "off"}, "total_cost": {"presolve": "on"}, "hourly_cost": {"presolve": "on"}}
-# The staged model of MODEL §12 (solver/stage_model.py) links the stages' pair blocks, so its LP relaxation is
+# The staged model of MODEL §12 (solver/stages/model.py) links the stages' pair blocks, so its LP relaxation is
 # no longer a convex hull: HiGHS then spends most of a solve in root heuristics and restarts that find
 # nothing reduced-cost fixing does not (measured on instances/seed-week-stages.yaml: 14 s -> 5.6 s).
 STAGED_OPTIONS = {
@@ -61,7 +61,7 @@ STAGED_OPTIONS = {
     "mip_heuristic_run_zi_round": False,
     "mip_heuristic_run_shifting": False,
 }
-# The compact staged model (solver/stage_compact.py) gains from HiGHS's restart after the root once the start-up
+# The compact staged model (solver/stages/compact.py) gains from HiGHS's restart after the root once the start-up
 # is counted (its first-stage rows keep K from 4 to 10 on the staged seed: 1,697 pairs, 3.3 -> 2.1 s) or its
 # pairs pass RESTART_PAIRS (6 and 8 stages of bench/stages.py: 14.2 -> 9.5 s, 29.2 -> 18.7 s); below that,
 # on steady_state, the restart doubles a solve (3 stages 0.5 -> 0.9 s, 4 stages 3.9 -> 4.9 s).
@@ -351,7 +351,7 @@ class ArrayModel:
 
 class ArrayRunner:
     """One HiGHS object that solves a sequence of :class:`ArrayModel` (a confidence solve's per-pair MIPs,
-    solver/confidence_model.py), each passed whole, with the options of :data:`OPTIONS` and the run's own."""
+    solver/confidence/model.py), each passed whole, with the options of :data:`OPTIONS` and the run's own."""
 
     def __init__(self, threads: int = 1):
         self._threads = threads

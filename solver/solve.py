@@ -17,19 +17,19 @@ import numpy as np
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Result, Status
-from trainground.solver import confidence as confidence_of
-from trainground.solver import pairs as pair_tables
-from trainground.solver.assemble import assemble, timings_of
-from trainground.solver.bounds import SandboxLP, hourly_lower_bound
-from trainground.solver.coefficients import global_values, index_of
-from trainground.solver.confidence_search import PairModels, cheapest, shortest
-from trainground.solver.confidence_table import ScenarioTable
-from trainground.solver.live import LiveModel
-from trainground.solver.rows import RowCover
-from trainground.solver.search import Search, cheapest_first, shortest_first
+from trainground.solver.confidence import planning as confidence_of
+from trainground.solver.confidence.search import PairModels, cheapest, shortest
+from trainground.solver.confidence.table import ScenarioTable
+from trainground.solver.mip.assemble import assemble, timings_of
+from trainground.solver.mip.live import LiveModel
+from trainground.solver.mip.search import Search, cheapest_first, shortest_first
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table import pairs as pair_tables
+from trainground.solver.table.bounds import SandboxLP, hourly_lower_bound
+from trainground.solver.table.coefficients import global_values, index_of
+from trainground.solver.table.rows import RowCover
 from trainground.solver.tolerances import REL_TOL, SPAN_TOL
-from trainground.solver.verify_laws import Memo
+from trainground.solver.verify.laws import Memo
 
 __all__ = ["Planner", "fewest_rows_suffice", "solve_instance"]
 
@@ -58,12 +58,12 @@ class Planner:
         (``solve(feasibility=True)``, without a makespan cap or an allowance): each pair keeps its fewest on-time
         training-group count alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its
         table does not grow with the groups a pool holds. ``covered``: with start-up counted, list the group
-        counts each solve needs (:mod:`solver.rows`); False: every row, for a caller whose solves need them all
+        counts each solve needs (:mod:`solver.table.rows`); False: every row, for a caller whose solves need them all
         (a diagnosis's makespan and budgeted re-solves)."""
         if fewest_groups and not fewest_rows_suffice(inst, confidence):
             raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
         self.fewest_groups = fewest_groups
-        if inst.stages is not None:  # MODEL §12 is solved by solver.stages.StagedPlanner alone
+        if inst.stages is not None:  # MODEL §12 is solved by solver.stages.solve.StagedPlanner alone
             raise InstanceError(
                 inst.name or "instance",
                 [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
@@ -73,7 +73,7 @@ class Planner:
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
         alpha = confidence_of.alpha_of(inst, confidence)
-        # start-up counted: the table grows by the group counts each solve needs (solver.rows)
+        # start-up counted: the table grows by the group counts each solve needs (solver.table.rows)
         self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest_groups else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
@@ -132,14 +132,14 @@ class Planner:
 
     def every_row(self) -> pair_tables.Pairs:
         """The table with every row (with start-up counted, every group count worth having of each pair, which
-        a table held for one solve may leave out: :mod:`solver.rows`), for a caller that reads the table itself."""
+        a table held for one solve may leave out: :mod:`solver.table.rows`), for a caller that reads the table itself."""
         if self.rows is not None:
             self.rows.cover_every(self)
         return self.pairs
 
     def use_pairs(self, pairs: pair_tables.Pairs) -> None:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
-        :mod:`solver.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
+        :mod:`solver.table.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
         live = self.live
         assert isinstance(live, LiveModel), "a confidence solve keeps its table"
         with self.build_clock.phase("build"):

@@ -19,7 +19,7 @@ and the tie-break decides between them."""
 SPAN_TOL = 1e-12
 """Two makespans (or cadences) closer than this relative distance are the same grid point:
 n·(min + j·step) is computed in floating point, so equal points can differ in the last bits.
-(The verifier's MAKESPAN_TOL, 1e-9 in solver/verify.py, is another quantity: how far a reported
+(The verifier's MAKESPAN_TOL, 1e-9 in solver/verify/plan.py, is another quantity: how far a reported
 makespan may sit from the verifier's recomputation of n·L + extra_time.)"""
 
 ZERO_SHARE_TOL = 1e-15
@@ -35,7 +35,7 @@ ceiling or floor never adds or drops one for rounding noise."""
 GRID_TOP_TOL = 1e-9
 """A cadence past the grid's top by less than this many steps is still a grid point: (top - min)/step
 can fall a hair short of a whole number when top is itself a grid point. (The verifier's GRID_TOL,
-1e-6 in solver/verify.py, is its own test that a reported cadence lies on the grid.)"""
+1e-6 in solver/verify/plan.py, is its own test that a reported cadence lies on the grid.)"""
 
 NEWTON_STEP_TOL = 1e-12
 """The start-up fill's Newton iteration (MODEL.md §8) stops when every step is below this share of

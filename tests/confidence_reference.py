@@ -1,7 +1,7 @@
 """Test-only brute force for confidence solves (MODEL.md §9, with §8, §11 and §13): small random instances and
-the cheapest plan found by enumeration, judged by the scenario evaluator (solver.scenarios.evaluate) alone.
+the cheapest plan found by enumeration, judged by the scenario evaluator (solver.uncertainty.scenarios.evaluate) alone.
 
-It shares nothing with the confidence MIP (solver/confidence*.py, solver/scenario_deadline.py): a plan meets
+It shares nothing with the confidence MIP (solver/confidence*.py, solver/uncertainty/deadline.py): a plan meets
 §3 at the nominal values iff the evaluator, with every multiplier 1, realises its planned cadence and finds it
 on time (T + Δ <= deadline, which under hold counts §8's start-up and §11's allowance), and it is on time in a
 scenario iff the evaluator says so there.
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from trainground.models.load import validate
-from trainground.solver import scenarios as sc
+from trainground.solver.uncertainty import scenarios as sc
 
 FACTORS = [
     {

@@ -54,7 +54,7 @@ NAMESPACE = "trainground"  # the installed name of every package: trainground.so
 
 
 def unqualified(target: str, modules: dict[str, Path]) -> str:
-    """A module's name as the layers know it: trainground.solver.pairs is solver.pairs, trainground.cli is cli;
+    """A module's name as the layers know it: trainground.solver.table.pairs is solver.table.pairs, trainground.cli is cli;
     trainground's own modules (trainground.api) keep theirs."""
     head, _, rest = target.partition(".")
     if head == NAMESPACE and rest and rest.split(".")[0] in {m.split(".")[0] for m in modules} - {NAMESPACE}:
@@ -138,18 +138,24 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_import_reader_sees_imports_inside_functions(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("def f():\n    from solver import pairs\n    import drivers.batch as b\n")
-    modules = {"solver": source, "solver.pairs": source, "drivers": source, "drivers.batch": source}
-    assert imports_of("x.m", source, modules) == {"solver.pairs", "drivers.batch"}
+    source.write_text("def f():\n    from solver.table import pairs\n    import drivers.batch as b\n")
+    modules = {"solver": source, "solver.table.pairs": source, "drivers": source, "drivers.batch": source}
+    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch"}
 
 
 def test_the_import_reader_reads_the_namespace_as_the_packages(tmp_path):
     source = tmp_path / "m.py"
     source.write_text(
-        "from trainground.solver import pairs\nimport trainground.drivers.batch\nfrom trainground import cli\n"
+        "from trainground.solver.table import pairs\nimport trainground.drivers.batch\nfrom trainground import cli\n"
     )
-    modules = {"solver": source, "solver.pairs": source, "drivers.batch": source, "cli": source, "trainground": source}
-    assert imports_of("x.m", source, modules) == {"solver.pairs", "drivers.batch", "cli"}
+    modules = {
+        "solver": source,
+        "solver.table.pairs": source,
+        "drivers.batch": source,
+        "cli": source,
+        "trainground": source,
+    }
+    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch", "cli"}
 
 
 def test_no_import_cycle():
@@ -189,6 +195,31 @@ def test_models_and_solver_import_no_upper_layer_nor_models_pyomo():
         if target.split(".")[0] in NEVER.get(name.split(".")[0], ())
     ]
     assert not wrong, "; ".join(sorted(wrong))
+
+
+def test_the_verifier_imports_nothing_of_the_model():
+    """solver/verify/ reads MODEL.md on its own: its modules import one another and the schema (models/),
+    nothing else of the project, so that a mistake of the model's cannot be repeated by its checker."""
+    verifier = {name: targets for name, targets in graph().items() if name.startswith("solver.verify.")}
+    assert {"solver.verify.plan", "solver.verify.laws", "solver.verify.stages"} <= set(verifier)
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in verifier.items()
+        for target in targets
+        if target.split(".")[0] in project_packages() and not target.startswith(("solver.verify.", "models."))
+    ]
+    assert not wrong, "; ".join(sorted(wrong))
+
+
+def test_the_verifier_rule_sees_an_import_of_the_model(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from trainground.solver.tolerances import REL_TOL\n")
+    modules = {"solver.tolerances": source, "solver.verify.plan": source}
+    assert imports_of("solver.verify.plan", source, modules) == {"solver.tolerances"}
+
+
+def project_packages() -> set[str]:
+    return {name.split(".")[0] for name in project_modules()}
 
 
 def test_files_are_short():

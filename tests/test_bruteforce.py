@@ -6,9 +6,9 @@ from hypothesis import HealthCheck, event, given, settings
 
 from tests import reference
 from tests.strategies import instance_of, small_instances
-from trainground.solver.bounds import hourly_lower_bound
-from trainground.solver.pairs import build
 from trainground.solver.solve import solve_instance
+from trainground.solver.table.bounds import hourly_lower_bound
+from trainground.solver.table.pairs import build
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

@@ -1,4 +1,4 @@
-"""Property tests of solver.calculus (MODEL.md §2) with hypothesis.
+"""Property tests of solver.laws.calculus (MODEL.md §2) with hypothesis.
 
 Monte-Carlo checks use numpy's generator with a fixed seed and run derandomized, so a
 failure reproduces; their tolerance is six standard errors.
@@ -27,7 +27,7 @@ from trainground.models.instance import (
     TablePoint,
     Training,
 )
-from trainground.solver import calculus as calc
+from trainground.solver.laws import calculus as calc
 
 SETTINGS = settings(max_examples=200, deadline=None)
 # Monte-Carlo properties draw 400,000 trajectories per example: they get fewer examples.

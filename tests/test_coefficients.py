@@ -11,7 +11,7 @@ import pytest
 from trainground.models.edits import apply_edit
 from trainground.models.load import InstanceError, read_document, validate
 from trainground.models.units import parse_duration
-from trainground.solver.pairs import Pairs, TableCache, build
+from trainground.solver.table.pairs import Pairs, TableCache, build
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = (
@@ -149,8 +149,8 @@ def test_a_throughput_sweep_reuses_the_demand():
 def test_the_cache_fills_each_attempt_rate_once_and_as_the_fill_does(monkeypatch):
     """TableCache.fill keeps every rate's start-up fill (MODEL §8): a re-solve that moves a pool size or a
     limit reads them back, and only rates not met before reach startup.fill."""
-    from trainground.solver import calculus as calc
-    from trainground.solver import startup
+    from trainground.solver.laws import calculus as calc
+    from trainground.solver.laws import startup
 
     inst = validate(read_document(ROOT / "instances" / "seed-week-75.yaml"), "seed", ROOT)
     occ = calc.occupancy_of(inst.environment.occupancy)

@@ -11,10 +11,10 @@ import pytest
 from tests.confidence_reference import brute_force, small_instance
 from trainground.models.edits import load_edited
 from trainground.models.load import validate
-from trainground.solver import scenarios as sc
-from trainground.solver.confidence import CHECK_SAMPLES, needed
+from trainground.solver.confidence.planning import CHECK_SAMPLES, needed
 from trainground.solver.solve import Planner
-from trainground.solver.verify import verify_plan
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.verify.plan import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -134,7 +134,7 @@ def test_the_mip_agrees_with_brute_force(seed, alpha):
 
 @pytest.mark.parametrize("seed,alpha", [(1, 0.5), (4, 0.5), (7, 0.5), (7, 0.6)])  # each above its deterministic optimum
 def test_the_mip_agrees_with_brute_force_at_low_confidence(seed, alpha):
-    """Low α leaves many scenarios late: the hull rows and corner bounds (solver/confidence_cuts.py) carry
+    """Low α leaves many scenarios late: the hull rows and corner bounds (solver/confidence/cuts.py) carry
     most of the search there."""
     inst = small_instance(seed, alpha, samples=30)
     result = Planner(inst).solve("total_cost")

@@ -1,4 +1,4 @@
-"""The confidence solve's corners and hull rows (solver/confidence_cuts.py, solver/confidence_pair.py) against a
+"""The confidence solve's corners and hull rows (solver/confidence/cuts.py, solver/confidence/pair.py) against a
 brute force: every level vector a plan on time in enough scenarios can have needs at least a cell of the class
 grid; with the training groups fixed, the corners are exactly the least such vectors and their rows bound any
 positive cost of the levels by the corners' least."""
@@ -10,8 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
-from trainground.solver import confidence_cuts as cuts
-from trainground.solver.confidence_pair import corners as pair_corners
+from trainground.solver.confidence import cuts as cuts
+from trainground.solver.confidence.pair import corners as pair_corners
 
 
 def feasible_levels(req: np.ndarray, weight: np.ndarray, needed: float) -> np.ndarray:

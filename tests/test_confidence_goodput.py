@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from tests.confidence_reference import FACTORS, brute_force, small_instance
 from trainground.cli import main
-from trainground.solver.confidence import needed
+from trainground.solver.confidence.planning import needed
 from trainground.solver.solve import Planner
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 RELIABILITY = {
     "gpu_mtbf": 4000.0,

@@ -17,10 +17,10 @@ from trainground.drivers.hold import HoldingPlanner, order_statistic
 from trainground.models.edits import edited
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.scenarios import scenario_setups
-from trainground.solver import scenarios as sc
-from trainground.solver.confidence import needed
+from trainground.solver.confidence.planning import needed
 from trainground.solver.solve import Planner
-from trainground.solver.verify import verify_plan
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.verify.plan import verify_plan
 
 
 def deterministic(inst):

@@ -1,7 +1,7 @@
 """The diagnosis's re-solves with start-up counted (MODEL §8, the hold basis) list fewer rows than a solve
 of the same instance, and must give the same answers (drivers/feasibility.py):
 
-- a budget leaves out the group counts no plan within it can pay for (solver.group_counts.budget_groups):
+- a budget leaves out the group counts no plan within it can pay for (solver.table.group_counts.budget_groups):
   every row it leaves out is one the cost search's own bound closes;
 - ``Feasibility.shortest`` (the shortest makespan, first among each pair's fewest groups, then over the
   rows no longer than that plan) and ``Feasibility.cheapest`` (the least cost, first among the fewest
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from tests.strategies import instance_of, small_instances
 from trainground.drivers.feasibility import Feasibility
 from trainground.models.edits import edited
-from trainground.solver.pairs import build
 from trainground.solver.solve import Planner
+from trainground.solver.table.pairs import build
 from trainground.solver.tolerances import REL_TOL
 
 SETTINGS = settings(

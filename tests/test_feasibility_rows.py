@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from tests import reference
 from tests.strategies import instance_of, reliable_instances, small_instances
-from trainground.solver import calculus as calc
-from trainground.solver import pairs as pair_tables
-from trainground.solver.pairs import build
+from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import Planner
+from trainground.solver.table import pairs as pair_tables
+from trainground.solver.table.pairs import build
 
 
 @settings(
@@ -55,7 +55,7 @@ def test_rows_of_one_pair_reduce_to_the_fewest_groups_and_budgets_keep_them_all(
     data["schedule"]["count_startup"] = True
     data["planning"] = {"basis": "steady_state"}
     planner = Planner(instance_of(data))
-    planner.solve("makespan")  # a makespan solve holds every row (solver.rows)
+    planner.solve("makespan")  # a makespan solve holds every row (solver.table.rows)
     p, every = planner.pairs, planner.candidates()
     kept = planner.fewest_groups_only(every)
     pairs = {(c, k) for c, k in zip(p.cadence[every].tolist(), p.kept[every].tolist())}
@@ -168,7 +168,7 @@ def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen
 def test_the_rows_found_by_search_are_the_rows_listed_pair_by_pair(data, law, pools):
     """group_rows, where U(m) does not rise, takes each pair's fewest on-time count and every later count at
     which U drops; listed_rows tests each count of each pair: the same rows, in the same order."""
-    from trainground.solver import group_counts, pairs
+    from trainground.solver.table import group_counts, pairs
 
     data["schedule"]["count_startup"] = True
     data["schedule"]["deadline"] *= 1.2

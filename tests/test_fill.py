@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from trainground.solver import calculus as calc
-from trainground.solver import startup
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import startup
 
 SEED_OCC = calc.fit_lognormal(median=1044, p99=13900)
 

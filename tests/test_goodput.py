@@ -15,7 +15,7 @@ from trainground.cli import main
 from trainground.models.load import validate
 from trainground.solver.explain import explain
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 SECTION = {"gpu_mtbf": "50000h", "restart_time": "15m", "checkpoint_time": "60s"}

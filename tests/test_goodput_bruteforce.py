@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from tests import reference
 from tests.strategies import instance_of, reliable_instances
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

@@ -15,7 +15,7 @@ from trainground.simulate.engine import replicate
 from trainground.simulate.failures import FailurePlan, Trainer
 from trainground.simulate.runner import checked_metrics, seed_for
 from trainground.simulate.setup import setup_of
-from trainground.solver import calculus as calc
+from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import solve_instance
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"

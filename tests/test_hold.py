@@ -17,11 +17,12 @@ from trainground.drivers.replays import ReplayCache, run_replays
 from trainground.models.edits import edited, load_edited_checked
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.setup import setup_of
-from trainground.solver import calculus as calc
-from trainground.solver import holding, verify_hold
-from trainground.solver import verify_laws as laws
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 from trainground.solver.solve import Planner
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify import hold as verify_hold
+from trainground.solver.verify import laws as laws
+from trainground.solver.verify.plan import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -510,7 +511,7 @@ def test_the_model_and_the_verifier_agree_on_narrow_and_wide_lifetimes(sigma):
     """E[min(W, W')] and E[max of g] from the model's closed forms and the verifier's own integrals, for laws
     where a cut of the quadrature at z = -40 still leaves mass (narrow) or e^(mu + 12·sigma) cancels (wide)."""
     from trainground.models.instance import Lognormal
-    from trainground.solver import startup
+    from trainground.solver.laws import startup
 
     spec = Lognormal(distribution="lognormal", median=1.2, sigma=sigma)
     occ, law = calc.occupancy_of(spec), laws.law_of(spec)

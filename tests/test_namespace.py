@@ -23,7 +23,12 @@ def test_every_folder_is_mapped_under_trainground():
     tool = config["tool"]["setuptools"]
     assert config["project"]["scripts"] == {"trainground": "trainground.cli:main"}
     assert "py-modules" not in tool, "a top-level module would be installed under its own name"
-    assert sorted(tool["packages"]) == sorted(["trainground", *(f"trainground.{p}" for p in PACKAGES)])
+    subpackages = [
+        "trainground." + ".".join(init.parent.relative_to(ROOT).parts)
+        for package in PACKAGES
+        for init in (ROOT / package).rglob("__init__.py")
+    ]
+    assert sorted(tool["packages"]) == sorted(["trainground", *subpackages])
     assert tool["package-dir"] == {"trainground": "trainground", **{f"trainground.{p}": p for p in PACKAGES}}
 
 

@@ -1,4 +1,4 @@
-"""The model's normal CDF (solver/normal.py) against math.erfc, value by value: both tails, the panel ends,
+"""The model's normal CDF (solver/laws/normal.py) against math.erfc, value by value: both tails, the panel ends,
 the infinities and NaN, and every shape."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from trainground.solver import normal
-from trainground.solver.calculus import ndtr
+from trainground.solver.laws import normal
+from trainground.solver.laws.calculus import ndtr
 
 
 def _erfc_cdf(x: np.ndarray) -> np.ndarray:

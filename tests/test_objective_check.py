@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import trainground.solver.assemble as assemble
+import trainground.solver.mip.assemble as assemble
 from trainground import cli
 from trainground.models.load import load_instance
 from trainground.solver.solve import Planner

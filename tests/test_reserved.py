@@ -19,7 +19,7 @@ from tests.test_known_optima import assert_plan, base
 from trainground.cli import main
 from trainground.models.load import validate
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 
 def solve(data: dict, objective: str | None = None):

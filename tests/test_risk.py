@@ -22,12 +22,12 @@ from trainground.cli import main
 from trainground.drivers.risk import assess
 from trainground.models.load import read_document, validate
 from trainground.models.result import Plan
-from trainground.solver import scenarios as sc
-from trainground.solver import verify_laws as laws
-from trainground.solver.calculus import wilson
-from trainground.solver.scenario_deadline import at_deadline
-from trainground.solver.scenario_hosts import _hosts, _lp, room
+from trainground.solver.laws.calculus import wilson
 from trainground.solver.solve import solve_instance
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.uncertainty.deadline import at_deadline
+from trainground.solver.uncertainty.hosts import _hosts, _lp, room
+from trainground.solver.verify import laws as laws
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -348,11 +348,11 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
 
 
 def test_start_up_fill_per_scenario_matches_the_calculus():
-    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.calculus.fill, one law
+    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.laws.calculus.fill, one law
     at a time, for independent and comonotone groups."""
-    from trainground.solver import calculus as calc
-    from trainground.solver import startup
-    from trainground.solver.lifetimes import Lifetimes
+    from trainground.solver.laws import calculus as calc
+    from trainground.solver.laws import startup
+    from trainground.solver.uncertainty.lifetimes import Lifetimes
 
     rng = np.random.default_rng(4)
     mu, sigma, rate = rng.uniform(5.0, 8.0, 40), rng.uniform(0.05, 2.0, 40), rng.uniform(0.5, 20.0, 40)
@@ -367,7 +367,7 @@ def test_start_up_fill_per_scenario_matches_the_calculus():
 
 
 def test_an_empirical_occupancy_is_scaled_as_a_whole():
-    from trainground.solver import calculus as calc
+    from trainground.solver.laws import calculus as calc
 
     samples = [300.0, 500.0, 700.0, 900.0, 1044.0, 1200.0, 1500.0, 2000.0, 3000.0, 5000.0]
     document = read_document(SEED)

@@ -1,8 +1,8 @@
 """Risk with MODEL §13's terms (issue 24 item 6): a scenario's realised cadence and makespan count its own
 failures, checkpoints, weight sync and preemptions, and factors may reach the reliability fields.
 
-The per-scenario outcome is checked against the verifier's reading of §13 (solver.verify_laws and
-solver.verify_goodput, written apart from solver.scenario_goodput): in each scenario, as its own instance,
+The per-scenario outcome is checked against the verifier's reading of §13 (solver.verify.laws and
+solver.verify.goodput, written apart from solver.uncertainty.goodput): in each scenario, as its own instance,
 the realised cadence meets the throughput row (with a_s and weight sync) and 0.1 % less does not, and T_s
 is the verifier's T at that cadence (n·L/γ + extra_time, or §8's with start-up)."""
 
@@ -16,10 +16,10 @@ import yaml
 
 from trainground.models.load import validate
 from trainground.models.result import Plan
-from trainground.solver import scenarios as sc
-from trainground.solver import verify_goodput as vg
-from trainground.solver import verify_laws as laws
 from trainground.solver.solve import solve_instance
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.verify import goodput as vg
+from trainground.solver.verify import laws as laws
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 UNCERTAIN = INSTANCES / "seed-week-75-uncertain.yaml"

@@ -1,4 +1,4 @@
-"""With start-up counted, a planner's table holds only the group counts each solve needs (solver/rows.py): a
+"""With start-up counted, a planner's table holds only the group counts each solve needs (solver/table/rows.py): a
 cost solve lists the rows whose cost bound is within the cost of a plan on each pair's fewest groups. The
 plans must be those of a table of every row, under every restriction a caller passes (a makespan cap, an
 allowance, budgets, a pinned cadence), in any order of solves, and the table must be smaller."""
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import instance_of, small_instances
-from trainground.solver.rows import EVERY
 from trainground.solver.solve import Planner
+from trainground.solver.table.rows import EVERY
 
 
 def _every(inst) -> Planner:

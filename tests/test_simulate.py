@@ -20,10 +20,10 @@ from trainground.simulate.runner import simulate_plan
 from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import setup_of
 from trainground.simulate.summary import counts, inflight, summarize
-from trainground.solver import calculus as calc
-from trainground.solver import startup
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import startup
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 DATA = Path(__file__).parent / "data" / "simulate"
 _PLANS: dict = {}

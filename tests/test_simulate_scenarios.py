@@ -16,9 +16,9 @@ from trainground.models.load import read_document, validate
 from trainground.simulate.runner import simulate_plan
 from trainground.simulate.scenarios import scenario_setup, scenario_setups
 from trainground.simulate.setup import setup_of
-from trainground.solver import scenarios as sc
 from trainground.solver.solve import Planner
-from trainground.solver.verify import verify_plan
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.verify.plan import verify_plan
 
 UNCERTAIN = Path(__file__).resolve().parent.parent / "instances" / "seed-week-75-uncertain.yaml"
 

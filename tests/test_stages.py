@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from trainground.cli import main
 from trainground.models.load import InstanceError, load_instance, validate
 from trainground.solver.solve import solve_instance
-from trainground.solver.stages import StagedPlanner
-from trainground.solver.verify_stages import verify_staged
+from trainground.solver.stages.solve import StagedPlanner
+from trainground.solver.verify.stages import verify_staged
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -128,7 +128,7 @@ def test_the_stages_that_size_the_fleet_are_those_whose_throughput_binds(objecti
 def test_with_no_stage_sizing_the_fleet_the_metrics_are_the_tightest_stages():
     from types import SimpleNamespace
 
-    from trainground.solver.verify_stages import StagedCheck, _stage_rows
+    from trainground.solver.verify.stages import StagedCheck, _stage_rows
 
     inst = load_instance(ROOT / "instances" / "seed-week-stages.yaml")
     metrics = StagedPlanner(inst).solve().metrics

@@ -12,7 +12,7 @@ import pytest
 
 from tests import stages_reference as ref
 from trainground.models.load import validate
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
 
 INSTANCES = 200
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}

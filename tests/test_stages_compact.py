@@ -1,5 +1,5 @@
-"""The compact staged model (capacity: fixed, solver/stage_compact.py) searched by the hull of solver/stage_hull.py
-gives the pair model's optimum (solver/stage_model.py, which a cap on the total cost uses) under every objective
+"""The compact staged model (capacity: fixed, solver/stages/compact.py) searched by the hull of solver/stages/hull.py
+gives the pair model's optimum (solver/stages/model.py, which a cap on the total cost uses) under every objective
 and every restriction a driver passes: a makespan cap, an hourly cap, a card cap and the hold allowance."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from trainground.models.load import validate
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_CAP = 1e15  # a total-cost cap that never binds: the pair model answers

@@ -22,9 +22,9 @@ from trainground.drivers.sweep import parse_axis, run_sweep
 from trainground.models.edits import edited
 from trainground.models.load import validate
 from trainground.models.stage_rules import stage_instance
-from trainground.solver import scenarios as sc
-from trainground.solver.scenario_stages import evaluate_staged
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
+from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.uncertainty.stages import evaluate_staged
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGED = ROOT / "instances" / "seed-week-stages.yaml"

@@ -19,9 +19,9 @@ from trainground.simulate.engine import replicate
 from trainground.simulate.runner import seed_for
 from trainground.simulate.setup import setup_of
 from trainground.simulate.stages import stage_metrics
-from trainground.solver.verify_hold import hold_loads
-from trainground.solver.verify_laws import law_of
-from trainground.solver.verify_stages import verify_staged
+from trainground.solver.verify.hold import hold_loads
+from trainground.solver.verify.laws import law_of
+from trainground.solver.verify.stages import verify_staged
 
 DATA = Path(__file__).parent / "data" / "simulate"
 

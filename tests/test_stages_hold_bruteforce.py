@@ -13,7 +13,7 @@ import pytest
 from tests import stages_reference as ref
 from tests.test_stages_bruteforce import VALUE, _close, _host_top, random_staged
 from trainground.models.load import validate
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
 
 INSTANCES = 120
 

@@ -1,4 +1,4 @@
-"""The compact staged search's HiGHS runs (solver/stage_hull.py): an edge run cut off at its edge's value answers
+"""The compact staged search's HiGHS runs (solver/stages/hull.py): an edge run cut off at its edge's value answers
 as the same run without the cut-off; HiGHS restarts after the root exactly when the start-up is counted or the
 stage rows pass RESTART_PAIRS; and where a cut-off run's "no plan" is not trusted (HiGHS before 1.16, issue
 #3273), the search repeats the run without the cut-off and still finds the least product."""
@@ -13,10 +13,10 @@ import yaml
 
 from tests.test_stages_compact import ROOT
 from trainground.models.load import validate
-from trainground.solver import stage_hull
 from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS
-from trainground.solver.stage_hull import CompactSearch, Point, search_options
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages import hull as stage_hull
+from trainground.solver.stages.hull import CompactSearch, Point, search_options
+from trainground.solver.stages.solve import StagedPlanner
 from trainground.solver.stopwatch import Stopwatch
 
 REL = 1e-9

@@ -21,7 +21,7 @@ from trainground.simulate.sandbox import SandboxQueue
 from trainground.simulate.setup import setup_of
 from trainground.simulate.stages import stage_metrics
 from trainground.solver.solve import solve_instance
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
 
 DATA = Path(__file__).parent / "data" / "simulate"
 

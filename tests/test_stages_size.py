@@ -1,4 +1,4 @@
-"""A staged model too large to plan (solver/stage_tables.py check_size): refused before it is built, with one
+"""A staged model too large to plan (solver/stages/tables.py check_size): refused before it is built, with one
 message naming schedule.cadence.step, every stage's pairs and a step that brings them under the cap."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from trainground.cli import main
 from trainground.models.load import InstanceError, validate
-from trainground.solver import stage_tables
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages import tables as stage_tables
+from trainground.solver.stages.solve import StagedPlanner
 
 ROOT = Path(__file__).resolve().parents[1]
 

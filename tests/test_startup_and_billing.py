@@ -22,9 +22,10 @@ from tests.plans import recosted
 from tests.test_known_optima import base
 from trainground.models.load import read_document, validate
 from trainground.models.result import Count
-from trainground.solver import calculus, verify_laws
+from trainground.solver.laws import calculus
 from trainground.solver.solve import Planner, solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify import laws as verify_laws
+from trainground.solver.verify.plan import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 

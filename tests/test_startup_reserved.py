@@ -1,7 +1,7 @@
 """Regression: MODEL §8 start-up counted with a §4 reserved pool.
 
 With ``count_startup`` the makespan holds U(m), so more training groups shorten the run, and in a
-reserved pool they cost nothing more. The group-count expansion (solver/pairs.py) used to bound the
+reserved pool they cost nothing more. The group-count expansion (solver/table/pairs.py) used to bound the
 groups the pool can spare with a per-GPU rate that ignored the version slowdown at K: too high a rate,
 so too few spare groups. On ``SMALL`` at L = 30 s, K = 2 it listed m = 1, 2 only, where m = 3 fits:
 three 1-GPU groups leave 1 GPU for one s1 replica giving 12·(1 − 0.3) = 8.4 tok/s ≥ the 1.34 tok/s the
@@ -17,8 +17,8 @@ import pytest
 
 from tests import reference
 from tests.strategies import instance_of
-from trainground.solver import pairs
 from trainground.solver.solve import solve_instance
+from trainground.solver.table import pairs
 
 REL = 1e-9
 

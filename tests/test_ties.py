@@ -1,5 +1,5 @@
 """Cost ties are said and broken the same way every time: MODEL.md §4's order, then the fewest GPUs, then
-the fewest nodes (solver/ties.py); the tie-break never changes the optimum's cost."""
+the fewest nodes (solver/mip/ties.py); the tie-break never changes the optimum's cost."""
 
 from __future__ import annotations
 

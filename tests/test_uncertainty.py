@@ -21,7 +21,7 @@ from scipy import stats
 from trainground.cli import main
 from trainground.models.load import InstanceError, read_document, validate
 from trainground.models.uncertainty import Factor, valid_range
-from trainground.solver import scenarios as sc
+from trainground.solver.uncertainty import scenarios as sc
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "instances" / "seed-week-75.yaml"

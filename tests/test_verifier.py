@@ -1,4 +1,4 @@
-"""The independent plan verifier (solver/verify.py) against MODEL.md §3–§4.
+"""The independent plan verifier (solver/verify/plan.py) against MODEL.md §3–§4.
 
 Every plan the MIP returns for the bundled instances passes it; a plan corrupted in one
 decision fails it on exactly the constraint that decision breaks. A corruption recomputes
@@ -23,13 +23,13 @@ from trainground.cli import main
 from trainground.models.load import load_instance, read_document, validate
 from trainground.models.result import Count, Placement
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 INSTANCES = sorted(
     p
     for p in (Path(__file__).resolve().parents[1] / "instances").iterdir()
     if p.suffix in (".yaml", ".yml", ".toml", ".json") and p.stem != "seed-week-stages"
-)  # the staged instance's plans are checked by solver/verify_stages.py (tests/test_stages.py)
+)  # the staged instance's plans are checked by solver/verify/stages.py (tests/test_stages.py)
 IDS = [p.name for p in INSTANCES]
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 
@@ -356,7 +356,7 @@ def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, ke
     """The verifier's exceedance (its own adaptive Gauss-Legendre integral of the survival function) equals
     the closed form ∫_K^{K+1} S(vL) dv = (E[(W-KL)+] - E[(W-(K+1)L)+])/L, written here from the lognormal's
     partial expectation E[(W-t)+] = mean·Q(d1) - t·Q(d2), to 1e-10 relative, far tails included."""
-    from trainground.solver import verify_laws
+    from trainground.solver.verify import laws as verify_laws
 
     law = verify_laws.lognormal_law(math.log(median), math.log(p99 / median) / verify_laws.Z99)
     Q = lambda z: 0.5 * math.erfc(z / math.sqrt(2))
@@ -374,7 +374,8 @@ def test_the_verifiers_quadrature_meets_the_closed_form(median, p99, cadence, ke
 def test_the_verifiers_remembered_integrals_are_keyed_by_the_whole_law():
     """A memo shared by laws of one median and different spreads (as a planner's is across a sweep) gives each
     law the value its own integral gives afresh, one entry per law and question, and is read on the second ask."""
-    from trainground.solver import verify_hold, verify_laws
+    from trainground.solver.verify import hold as verify_hold
+    from trainground.solver.verify import laws as verify_laws
 
     memo = verify_laws.Memo()
     spreads = (13900, 3000)

@@ -20,7 +20,7 @@ from tests.plans import recosted
 from trainground.models.edits import edited, load_edited
 from trainground.models.result import Count, Placement
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
 ONE_CADENCE = ["freshness.overrun_policy=downweight", "schedule.cadence.min=600", "schedule.cadence.max=600"]

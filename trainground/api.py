@@ -4,7 +4,7 @@ Each function calls the driver its command calls (``solve`` -> :func:`drivers.an
 :func:`drivers.frontier.frontiers`, ``sweep`` -> :func:`drivers.sweep.solve_points`, ``risk`` ->
 :func:`drivers.risk.assess`, ``simulate`` -> :func:`simulate.runner.simulate_plan`), so a notebook and the
 command line cannot disagree: ``solve(...).to_dict()`` is `solve --json`'s document. Every plan returned has
-passed the independent verifier (``solver/verify.py``), and every result converts to a plain dict
+passed the independent verifier (``solver/verify/plan.py``), and every result converts to a plain dict
 (``to_dict()``) and to a list of flat dicts (``rows()``, one row per point, ready for ``pandas.DataFrame``).
 
 Bad input raises :class:`InstanceError` (file, field path, rule), as the commands report it.
@@ -113,7 +113,7 @@ def solve(
     """
     from trainground.drivers.answer import answer
     from trainground.models.load import InstanceError, Problem
-    from trainground.solver.confidence_table import Unsupported
+    from trainground.solver.confidence.table import Unsupported
     from trainground.solver.stopwatch import Stopwatch
 
     clock = Stopwatch(time_limit)

@@ -4,7 +4,7 @@ TRAINGROUND_BASIS=steady_state python - <<'EOF'
 from trainground.models.edits import load_edited
 from trainground.models.result import Count
 from trainground.solver.solve import solve_instance
-from trainground.solver.verify import verify_plan
+from trainground.solver.verify.plan import verify_plan
 from tests.plans import recosted
 from tests.test_mixed_backends import MIXED, SEED
 inst = load_edited(SEED, MIXED)

@@ -14,7 +14,7 @@ from trainground.models.edits import edited
 from trainground.models.load import load_instance
 from trainground.simulate.runner import simulate_plan
 from trainground.solver.solve import solve_instance
-from trainground.solver.stages import StagedPlanner
+from trainground.solver.stages.solve import StagedPlanner
 
 SEED = 0  # the replays' seed (one replication each)
 

@@ -1,0 +1,95 @@
+"""The rows a solve with start-up counted needs (MODEL §8, and the hold basis §11).
+
+With start-up counted, each (cadence, K) pair has one row per training-group count worth having, and a
+pool far larger than what a plan uses (or a fine cadence grid) lists millions of them
+(:mod:`solver.table.group_counts`). A cost search needs few: a plan on each pair's fewest groups costs some
+V0, so the optimum costs at most V0, and a row whose cost bound is above V0 cannot hold it. So a
+:class:`~solver.solve.Planner` of such an instance starts from the table of each pair's fewest groups,
+and before each solve :class:`RowCover` makes its table hold what that solve needs:
+
+- a cost criterion (total_cost, hourly_cost) without a budget: first the search over the fewest rows,
+  under the solve's own restrictions, gives V0 (no plan there: none at all, MODEL §8's rows of a pair
+  differ in m alone and fewer groups ask for nothing more; but under a makespan cap, which may cut a
+  pair's fewest groups, the slowest, and not its others: every row); the table then holds every row whose
+  bound (:func:`solver.table.group_counts.covered_groups`) is at most V0, and keeps it while later solves' V0
+  stay within it. The optimum, its ties and the tie-breaks' rows all lie within V0;
+- a feasibility question without a budget or a makespan cap: the fewest rows, which every table holds;
+- the makespan criterion, a feasibility question under a makespan cap, or any budget (the instance's or the
+  solve's): every row.
+
+A table that covers more than a solve needs serves it unchanged; otherwise the planner is retargeted to
+the table that does (:meth:`~solver.solve.Planner.use_pairs`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table import pairs as pair_tables
+from trainground.solver.table.group_counts import CostCover
+
+EVERY = ("every", math.inf)  # what a table of every row covers
+
+
+class RowCover:
+    """What the planner's current table covers: ("fewest", 0), (criterion, the cost its rows reach) or EVERY."""
+
+    def __init__(self) -> None:
+        self.covers: tuple[str, float] = ("fewest", 0.0)
+
+    def fit(self, planner, objective: str, feasibility: bool, budgets: bool, restrict: dict, clock: Stopwatch) -> None:
+        """Make ``planner``'s table hold the rows this solve needs; ``restrict``: the solve's candidates()
+        arguments and its caps."""
+        inst = planner.inst
+        budgeted = budgets or inst.limits.max_hourly_cost is not None or inst.limits.max_total_cost is not None
+        capped = restrict["candidates"]["max_makespan"] is not None  # the fewest rows are a pair's slowest
+        if feasibility and not budgeted and not capped:
+            return
+        if objective == "makespan" or budgeted or feasibility:
+            self._cover(planner, EVERY)
+            return
+        if self.covers == EVERY:
+            return
+        first = self._fewest_search(planner, objective, restrict, clock)
+        if first is None:  # no plan on the fewest rows: none on any row, unless a makespan cap cut them
+            if capped:
+                self._cover(planner, EVERY)
+            return
+        if self.covers[0] == objective and self.covers[1] >= first:
+            return
+        self._cover(planner, (objective, first))
+
+    def _fewest_search(self, planner, objective: str, restrict: dict, clock: Stopwatch) -> float | None:
+        """The least ``objective`` of a plan on each pair's fewest groups under the solve's restrictions."""
+        candidates = planner.fewest_groups_only(planner.candidates(**restrict["candidates"]), exact_only=False)
+        if not candidates.any():
+            return None
+        lower = planner.lower_bounds(objective)
+        search = planner._search(objective, candidates, lower, restrict["caps"], clock)
+        return None if search is None or search.values is None else float(search.value)
+
+    def cover_every(self, planner) -> None:
+        self._cover(planner, EVERY)
+
+    def _cover(self, planner, covers: tuple[str, float]) -> None:
+        if self.covers == covers:
+            return
+        inst, cache = planner.inst, planner.cache
+        if covers == EVERY:
+            pairs = pair_tables.build(inst, cache)
+        else:
+            p = planner.pairs
+            first = planner.fewest_groups_only(np.ones(p.size, dtype=bool), exact_only=False)
+            cover = CostCover(
+                covers[0], covers[1], p.cadence[first], p.kept[first], p.groups[first], planner.hourly_lb[first]
+            )
+            pairs = pair_tables.build(inst, cache, cover=cover)
+        planner.use_pairs(pairs)
+        self.covers = covers
+
+    def reset(self) -> None:
+        """The planner was pointed at another instance, with the table of its fewest rows."""
+        self.covers = ("fewest", 0.0)

@@ -1,0 +1,400 @@
+"""Independent plan verifier: every constraint of MODEL.md §3, the costs of §4, the start-up of §8 and the
+hold rows of §11, re-checked from a plan's decisions and its instance alone.
+
+It shares no code with the model (STYLE.md: a checker must not share the reading it checks): no import from
+solver/ but its own :mod:`solver.verify.laws` (occupancy fit, exceedance by quadrature, update laws, start-up
+fill) and :mod:`solver.verify.hold` (E^hold, the consumed gap), its own cadence grid, resource rows
+(:func:`solver.verify.laws.resource_rows`, MODEL §3.5's reading), cost formula and tolerances (below: the
+model's are in solver/tolerances.py, none shared). One function per constraint family, each naming its
+section. A violation is a bug in the model, never a result to show: :mod:`solver.solve` rejects such a plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.solver.verify import goodput as reliability
+from trainground.solver.verify import hold as hold
+from trainground.solver.verify import laws as laws
+from trainground.solver.verify.laws import resource_rows
+from trainground.solver.verify.metrics import metric_differences
+
+ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
+COST_TOL = 1e-7  # relative: a reported cost against its recomputation
+REL_TOL = 1e-9  # MODEL §4's relative tolerance, for limits compared with quantities of the instance alone
+GRID_TOL = 1e-6  # a cadence is on the grid when (L - min)/step is this close to a whole number
+MAKESPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
+BINDING_TOL = 1e-6  # relative: this close to its limit (a budget, the cloud share), a quantity is binding
+COUNT_TOL = 1e-9  # in hosts: a node type binds when its fullest row needs more than count - 1 + this
+FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
+
+
+@dataclass
+class Check:
+    violations: list[str] = field(default_factory=list)
+    binding: list[str] = field(default_factory=list)
+    metrics: Metrics | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def _leq(lhs: float, rhs: float) -> bool:
+    return lhs <= rhs + ROW_TOL * max(1.0, abs(rhs))
+
+
+def _geq(lhs: float, rhs: float) -> bool:
+    return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
+
+
+def verify_plan(
+    inst: Instance, plan: Plan, allowance: float = 0.0, reported: Metrics | None = None, memo: laws.Memo | None = None
+) -> Check:
+    """Every check below, in MODEL order; ``metrics`` (this reading's) is set when the plan can be read to the
+    end, and ``reported`` metrics, when given, must equal them. ``allowance``: MODEL §11's Δ (s), in the deadline
+    row T + Δ <= deadline; ``memo``: the lognormal integrals a caller verifying many plans keeps (laws.Memo)."""
+    out = Check()
+    if not check_domains(inst, plan, out):
+        return out
+    holds = inst.planning.basis == "hold"
+    law = laws.law_of(inst.environment.occupancy, memo)
+    run = laws.run_at(
+        inst, law, plan.cadence_s, plan.versions_kept, plan.training_groups, startup=plan.startup_s is not None
+    )
+    used = check_pools(inst, plan, out)
+    if run.intake <= 0:
+        out.violations.append("effective_intake: every group is dropped (p_eff = 0)")
+        return out
+    supply, demand = check_throughput(inst, plan, run, out)
+    trainer = reliability.check_goodput(inst, plan.training_gpus, out.violations)
+    check_update_time(inst, plan, run, out)
+    check_deadline(inst, plan, run, allowance, out)
+    env = inst.environment
+    mean_inflight = {b.name: run.attempts * b.share * (law.mean if holds else run.w_use) for b in env.backends}
+    inflight = hold.hold_loads(inst, law, run.attempts) if holds else mean_inflight
+    peak = {b: e * env.peak_to_mean for b, e in inflight.items()}
+    rows = resource_rows(inst)
+    check_steady_sandbox(inst, plan, rows, inflight, out)
+    check_peak_sandbox(inst, plan, rows, peak, out)
+    check_host_binding(inst, plan, rows, out)
+    mean_gap, p99_gap = check_freshness(inst, plan, run, out)
+    hourly, total = check_costs(inst, plan, run, used, out)
+    check_budgets(inst, hourly, total, out)
+    L = plan.cadence_s
+    out.metrics = Metrics(
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=run.attempts,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=run.update,
+        inflight_mean=sum(mean_inflight.values()),
+        inflight_peak=sum(peak.values()),
+        occupancy_mean_s=law.mean,
+        mean_version_gap=mean_gap,
+        p99_version_gap=p99_gap,
+        exceedance=run.exceedance,
+        group_drop_rate=run.drop,
+        effective_intake=run.intake,
+        time_margin=(inst.schedule.deadline - run.makespan - allowance) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - run.update / L,
+        inflight_sized=sum(inflight.values()) if holds else None,
+        **reliability.metrics(inst, plan, run.makespan, run.law.mean, trainer),
+    )
+    if reported is not None:
+        out.violations += metric_differences(out.metrics, reported)
+    return out
+
+
+def check_domains(inst: Instance, plan: Plan, out: Check) -> bool:
+    """MODEL §1 domains: L on the grid, 1 <= K <= max_versions_kept, min_groups <= m <= max_groups (and
+    what the pool holds), every shape listed once with its pool and GPUs, 0 <= N_k <= max_nodes,
+    0 <= V_v <= max_vms. False when the plan cannot be read further (a shape missing or twice)."""
+    bad = out.violations.append
+    c, L, K = inst.schedule.cadence, plan.cadence_s, plan.versions_kept
+    j = (L - c.min) / c.step
+    top = laws.cadence_top(inst)
+    if not (abs(j - round(j)) <= GRID_TOL and j >= -GRID_TOL and L <= top * (1 + REL_TOL) + GRID_TOL * c.step):
+        bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
+    if not 1 <= K <= inst.freshness.max_versions_kept:
+        bad(f"versions_kept {K} outside 1..{inst.freshness.max_versions_kept}")
+    t = inst.training
+    top_groups = inst.pool(t.pool).gpus // t.gpus_per_group
+    top_groups = top_groups if t.max_groups is None else min(top_groups, t.max_groups)
+    if not t.min_groups <= plan.training_groups <= top_groups:
+        bad(f"training_groups {plan.training_groups} outside {t.min_groups}..{top_groups}")
+    if plan.training_gpus != plan.training_groups * t.gpus_per_group:
+        bad(f"training_gpus {plan.training_gpus} != training_groups · gpus_per_group")
+    shapes = {s.name: s for s in inst.inference.shapes}
+    listed = [r.shape for r in plan.inference]
+    if sorted(listed) != sorted(shapes) or any(r.replicas < 0 for r in plan.inference):
+        bad("inference must list every shape once with replicas >= 0")
+        return False
+    for r in plan.inference:
+        s = shapes[r.shape]
+        if r.pool != s.pool or r.gpus != r.replicas * s.gpus_per_replica:
+            bad(
+                f"inference[{r.shape}]: pool {r.pool}, {r.gpus} GPUs; the instance says {s.pool}, "
+                f"{r.replicas} · {s.gpus_per_replica}"
+            )
+    if plan.inference_gpus != sum(r.gpus for r in plan.inference):
+        bad(f"inference_gpus {plan.inference_gpus} != the shapes' GPUs {sum(r.gpus for r in plan.inference)}")
+    _check_counts(
+        plan.local_nodes, {k.name: k.max_nodes for k in inst.environment.node_types}, "max_nodes", "local_nodes", out
+    )
+    _check_counts(
+        plan.cloud_vms, {v.name: v.max_vms for v in inst.environment.cloud.vm_types}, "max_vms", "cloud_vms", out
+    )
+    return True
+
+
+def _check_counts(counts, limits: dict[str, int | None], row: str, section: str, out: Check) -> None:
+    listed = [c.type for c in counts]
+    for c in counts:
+        if c.type not in limits or listed.count(c.type) > 1:
+            out.violations.append(f"{section}: {c.type} is not a host type of the instance, or is listed twice")
+        elif c.count < 0 or (limits[c.type] is not None and c.count > limits[c.type]):
+            out.violations.append(f"{row}[{c.type}]: {section}[{c.type}] = {c.count} outside 0..{limits[c.type]}")
+
+
+def check_pools(inst: Instance, plan: Plan, out: Check) -> dict[str, int]:
+    """MODEL §3.1: Σ_{s in pool} x_s·g_s + [training pool] m·gpus_per_group <= gpus, per pool [GPUs].
+    Returns the GPUs used per pool (also what the plan's ``pools`` must report)."""
+    shapes = {s.name: s for s in inst.inference.shapes}
+    used = {p.name: 0 for p in inst.gpu_pools}
+    for r in plan.inference:
+        used[shapes[r.shape].pool] += r.replicas * shapes[r.shape].gpus_per_replica
+    used[inst.training.pool] += plan.training_groups * inst.training.gpus_per_group
+    reported = {p.pool: (p.gpus_used, p.gpus) for p in plan.pools}
+    for pool in inst.gpu_pools:
+        if used[pool.name] > pool.gpus:
+            out.violations.append(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used > {pool.gpus}")
+        if reported.get(pool.name) != (used[pool.name], pool.gpus) or len(plan.pools) != len(inst.gpu_pools):
+            out.violations.append(
+                f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, "
+                f"recomputed ({used[pool.name]}, {pool.gpus}) (used, size)"
+            )
+        smallest = min((s.gpus_per_replica for s in shapes.values() if s.pool == pool.name), default=math.inf)
+        if pool.gpus - used[pool.name] < smallest:
+            out.binding.append(f"pool_capacity[{pool.name}]")
+    return used
+
+
+def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
+    """MODEL §3.2: a·Σ_s x_s·g_s·r_s·max(0, 1 - slowdown_s·(K-1)) >= R_raw·tokens_per_attempt [tokens/s].
+    Returns (supply, demand)."""
+    shapes = {s.name: s for s in inst.inference.shapes}
+    a, K = reliability.availability(inst, run.law.mean), plan.versions_kept
+    kept = 1.0 - reliability.sync_share(inst, plan.cadence_s)  # MODEL §13 weight sync
+    if kept <= 0:
+        out.violations.append(f"weight_sync: weight_sync_time >= cadence {plan.cadence_s:g} s: no generation")
+    per_replica = {
+        name: a[name]
+        * s.gpus_per_replica
+        * s.tokens_per_gpu_s
+        * max(0.0, 1.0 - s.version_slowdown * (K - 1))
+        * max(0.0, kept)
+        for name, s in shapes.items()
+    }
+    replicas = {r.shape: r.replicas for r in plan.inference}
+    supply = math.fsum(per_replica[n] * replicas[n] for n in shapes)
+    tokens = inst.workload.tokens_per_attempt
+    demand = run.attempts * tokens
+    if supply < demand * (1 - REL_TOL) - REL_TOL * tokens:
+        out.violations.append(f"throughput: supply {supply:.6g} tokens/s < demand {demand:.6g}")
+    step = min((per_replica[n] for n in shapes if replicas[n] > 0), default=math.inf)
+    if supply - demand < step:
+        out.binding.append("throughput")
+    return supply, demand
+
+
+def check_update_time(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> None:
+    """MODEL §3.3: U(m) <= L [s]; binding when one group fewer would be too slow."""
+    t, L = inst.training, plan.cadence_s
+    if not run.update <= L * (1 + REL_TOL):
+        out.violations.append(f"update_time: U({plan.training_gpus} GPUs) = {run.update:.6g} s > cadence {L} s")
+    elif plan.training_groups > t.min_groups:
+        fewer = laws.update_time(t.update_time, (plan.training_groups - 1) * t.gpus_per_group)
+        if not fewer <= L * (1 + REL_TOL):
+            out.binding.append("update_time")
+
+
+def check_deadline(inst: Instance, plan: Plan, run: laws.Run, allowance: float, out: Check) -> None:
+    """MODEL §3.4 with §11's allowance Δ: T + Δ <= deadline, T = n·L + extra_time (§2) or fill + (n-1)·L + U(m)
+    + extra_time (§8, always under hold); the plan's makespan_s (and startup_s, if given) is that T (fill) [s]."""
+    sched = inst.schedule
+    counted = laws.startup_counted(inst)
+    fill_slack = FILL_TOL * (run.startup or 0.0) if counted else 0.0
+    if not abs(run.makespan - plan.makespan_s) <= MAKESPAN_TOL * run.makespan + fill_slack:
+        how = "fill + (n-1)·L + U(m) + extra_time" if counted else "n·L + extra_time"
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {how} = {run.makespan!r}")
+    if plan.startup_s is not None and not abs(plan.startup_s - run.startup) <= FILL_TOL * run.startup:
+        out.violations.append(f"startup_s: plan says {plan.startup_s!r}, recomputed fill(L, K) = {run.startup!r}")
+    if not run.makespan + allowance <= sched.deadline * (1 + REL_TOL):
+        with_allowance = f" + allowance {allowance:g} s" if allowance else ""
+        out.violations.append(f"deadline: makespan {run.makespan:g} s{with_allowance} > {sched.deadline:g} s")
+    law = run.law
+    after = laws.run_at(
+        inst, law, plan.cadence_s + sched.cadence.step, plan.versions_kept, plan.training_groups, startup=False
+    )
+    if after.makespan + allowance > sched.deadline * (1 + REL_TOL):
+        out.binding.append("deadline")
+
+
+def _check_split(
+    inst: Instance, rows, kind: str, family: str, split: dict[str, dict[str, float]], counts: dict[str, int], out: Check
+) -> None:
+    """One split against its hosts, per existing row (MODEL §3.5): Σ_b split[h][b]·load_{h,r,b} <=
+    capacity_{h,r}·count_h, and only the backends a host runs (in its density map), none negative."""
+    bad = out.violations.append
+    backends = {b.name for b in inst.environment.backends}
+    known = {h for (k, h, _) in rows if k == kind}
+    for host, load in split.items():
+        if host not in known:
+            bad(f"{family}: unknown {kind} type {host}")
+            continue
+        runs = rows[kind, host, "density"].load
+        for b, envs in load.items():
+            if b not in backends:
+                bad(f"{family}[{host}]: unknown backend {b}")
+            elif not envs >= -ROW_TOL:
+                bad(f"{family}[{host}][{b}]: negative placement {envs}")
+            elif envs > ROW_TOL and b not in runs:
+                bad(f"{family}[{host}]: places backend {b}, which it cannot run (no density)")
+    for (k, host, resource), row in rows.items():
+        if k != kind:
+            continue
+        lhs = math.fsum(envs * row.load.get(b, 0.0) for b, envs in split.get(host, {}).items())
+        rhs = row.capacity * counts.get(host, 0)
+        if not _leq(lhs, rhs):
+            bad(f"{family}[{host}].{resource}: {lhs:.10g} > {counts.get(host, 0)} × {row.capacity:.10g} = {rhs:.10g}")
+
+
+def _placed(split: dict[str, dict[str, float]], backend: str) -> float:
+    return math.fsum(load.get(backend, 0.0) for load in split.values())
+
+
+def _counts(plan: Plan) -> tuple[dict[str, int], dict[str, int]]:
+    return {c.type: c.count for c in plan.local_nodes}, {c.type: c.count for c in plan.cloud_vms}
+
+
+def check_steady_sandbox(inst: Instance, plan: Plan, rows, inflight: dict[str, float], out: Check) -> None:
+    """MODEL §3.5: Σ_k y_kb >= E_b per backend, and the node rows of the steady split y under the cap u:
+    density Σ_b y_kb/density_kb <= u·N_k, cores Σ_b y_kb·cores_b <= u·N_k·cores_k, memory likewise."""
+    nodes, _ = _counts(plan)
+    _check_split(inst, rows, "node", "steady_nodes", plan.placement.steady, nodes, out)
+    for b, need in inflight.items():
+        placed = _placed(plan.placement.steady, b)
+        if not _geq(placed, need):
+            out.violations.append(f"steady_cover[{b}]: {placed:.10g} placed on nodes < {need:.10g} in flight")
+
+
+def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float], out: Check) -> None:
+    """MODEL §3.6: Σ_k y'_kb + Σ_v c_vb >= E^pk_b, the node rows of y' under u (as §3.5, same N_k), the VM
+    rows of c at full capacity against V_v, and Σ_v c_vb <= eligible_share_b·E^pk_b."""
+    nodes, vms = _counts(plan)
+    placement = plan.placement
+    _check_split(inst, rows, "node", "peak_nodes", placement.peak, nodes, out)
+    _check_split(inst, rows, "vm", "cloud_vms", placement.cloud, vms, out)
+    eligible = inst.environment.cloud.eligible_share
+    for b, need in peak.items():
+        cloud = _placed(placement.cloud, b)
+        if not _geq(_placed(placement.peak, b) + cloud, need):
+            out.violations.append(
+                f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
+                f"and VMs < {need:.10g} at peak"
+            )
+        share = eligible.get(b, 0.0)
+        if not _leq(cloud, share * need):
+            out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
+        if share > 0 and cloud > 0 and cloud >= share * need * (1 - BINDING_TOL):
+            out.binding.append(f"cloud_eligible[{b}]")
+
+
+def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
+    """Binding host counts: a node type whose placed load would not fit one node fewer (its fullest row,
+    steady or peak), and node or VM counts at their max_nodes / max_vms."""
+    nodes, vms = _counts(plan)
+    placement = plan.placement
+    for k in inst.environment.node_types:
+        count = nodes.get(k.name, 0)
+        if count <= 0:
+            continue
+        fullest = max(
+            (
+                math.fsum(e * row.load.get(b, 0.0) for b, e in split.get(k.name, {}).items()) / row.capacity
+                for (kind, host, _), row in rows.items()
+                if kind == "node" and host == k.name
+                for split in (placement.steady, placement.peak)
+            ),
+            default=0.0,
+        )
+        if fullest > count - 1 + COUNT_TOL:
+            out.binding.append(f"sandbox_nodes[{k.name}]")
+        if k.max_nodes is not None and count == k.max_nodes:
+            out.binding.append(f"max_nodes[{k.name}]")
+    for v in inst.environment.cloud.vm_types:
+        if v.max_vms is not None and v.max_vms > 0 and vms.get(v.name, 0) == v.max_vms:
+            out.binding.append(f"max_vms[{v.name}]")
+
+
+def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
+    """MODEL §3.7 (each only if set): mean gap <= max_mean_gap, q(L, K) <= max_exceedance, drop <=
+    max_group_drop. The mean gap is W_use/L (§2; +1 post_publish), or under hold the consumed gap's (§11
+    item 3). Returns the mean and p99 gaps."""
+    fr = inst.freshness
+    post = 1.0 if fr.gap_convention == "post_publish" else 0.0
+    if inst.planning.basis == "hold":
+        mean_gap, p99_gap = hold.consumed_gaps(inst, run.law, plan.cadence_s, plan.versions_kept)
+    else:
+        mean_gap, p99_gap = run.w_use / plan.cadence_s + post, run.law.p99 / plan.cadence_s + post
+    for name, limit, value in (
+        ("max_mean_gap", fr.max_mean_gap, mean_gap),
+        ("max_exceedance", fr.max_exceedance, run.exceedance),
+        ("max_group_drop", fr.max_group_drop, run.drop),
+    ):
+        if limit is not None and not _leq(value, limit):
+            out.violations.append(f"{name}: {value:.6g} > {limit:g}")
+    return mean_gap, p99_gap
+
+
+def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int], out: Check) -> tuple[float, float]:
+    """MODEL §4 [$/h, $]: GPU = Σ_pools gpu_hour_cost · (the pool's gpus if billing is reserved, else the
+    GPUs used); node = Σ_k N_k·hour_cost_k; VM = Σ_v V_v·hour_cost_v·billed_fraction_v; hourly their sum;
+    total = hourly·T/3600, T the plan's makespan (checked against this one's by check_deadline)."""
+    env = inst.environment
+    nodes, vms = _counts(plan)
+    gpu = math.fsum(p.gpu_hour_cost * (p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools)
+    node = math.fsum(k.hour_cost * nodes.get(k.name, 0) for k in env.node_types)
+    vm = math.fsum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in env.cloud.vm_types)
+    hourly = gpu + node + vm
+    total = hourly * plan.makespan_s / 3600.0
+    for name, mine, theirs in (
+        ("cost_terms.gpu", gpu, plan.cost_terms.gpu),
+        ("cost_terms.node", node, plan.cost_terms.node),
+        ("cost_terms.vm", vm, plan.cost_terms.vm),
+        ("hourly_cost", hourly, plan.hourly_cost),
+        ("total_cost", total, plan.total_cost),
+    ):
+        if not abs(mine - theirs) <= COST_TOL * max(1.0, abs(mine)):
+            out.violations.append(f"{name}: plan says {theirs:.10g}, recomputed {mine:.10g}")
+    return hourly, hourly * run.makespan / 3600.0
+
+
+def check_budgets(inst: Instance, hourly: float, total: float, out: Check) -> None:
+    """MODEL §3.8 (each only if set): hourly_cost <= max_hourly_cost, total_cost <= max_total_cost."""
+    limits = inst.limits
+    for name, limit, value in (
+        ("max_hourly_cost", limits.max_hourly_cost, hourly),
+        ("max_total_cost", limits.max_total_cost, total),
+    ):
+        if limit is None:
+            continue
+        if not value <= limit * (1 + REL_TOL):
+            out.violations.append(f"{name}: {value:.6g} > {limit:g}")
+        if value >= limit * (1 - BINDING_TOL):
+            out.binding.append(name)
