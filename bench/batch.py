@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from trainground.drivers import batch as driver
+from trainground.drivers.batch import run as driver
 from trainground.models.edits import apply_edit
 from trainground.models.load import read_document
 

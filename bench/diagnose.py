@@ -58,7 +58,7 @@ def run(command: list[str]) -> tuple[float, float]:
 
 def diagnosis_alone(path: Path) -> tuple[int, float]:
     """(re-solves, CPU seconds) of the diagnosis alone, in this process (imports and the first solve excluded)."""
-    from trainground.drivers.diagnose import diagnosed
+    from trainground.drivers.diagnosis.diagnose import diagnosed
 
     inst = load_instance(path)
     result = solve_instance(inst)
@@ -76,7 +76,7 @@ def main() -> None:
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     for label, code in (
         ("import cli", "import cli"),
-        ("imports of solve", "import cli, commands.plan, solver.solve, drivers.diagnose"),
+        ("imports of solve", "import cli, commands.plan, solver.solve, drivers.diagnosis.diagnose"),
     ):
         floor = [run([sys.executable, "-c", code]) for _ in range(args.repeats)]
         print(

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainground.drivers.levers import levers  # noqa: E402
+from trainground.drivers.tradeoffs.levers import levers  # noqa: E402
 from trainground.models.load import load_instance  # noqa: E402
 from trainground.solver.solve import solve_instance  # noqa: E402
 

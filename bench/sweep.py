@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainground.drivers.sweep import Axis, run_sweep  # noqa: E402
+from trainground.drivers.tradeoffs.sweep import Axis, run_sweep  # noqa: E402
 
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 PATH = "inference.shapes[0].tokens_per_gpu_s"

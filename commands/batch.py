@@ -65,7 +65,7 @@ def batch(paths, out, workers, scheduler, objective, time_limit, resume, quiet, 
     file before it is validated ([*] for every item of a list); --resume reuses only results solved
     with the same edits.
     """
-    from trainground.drivers import batch as driver
+    from trainground.drivers.batch import run as driver
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")

@@ -72,7 +72,7 @@ def frontier(
     (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
     Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
-    from trainground.drivers.frontier import csv_columns, csv_rows, frontiers
+    from trainground.drivers.tradeoffs.frontier import csv_columns, csv_rows, frontiers
     from trainground.render.plots import frontier_png
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 
@@ -193,7 +193,7 @@ def compare(
     other capacity, and a line says what re-planning per stage saves against one fixed fleet after
     its switch costs.
     """
-    from trainground.drivers.compare import compare as run_compare
+    from trainground.drivers.tradeoffs.compare import compare as run_compare
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     result = run_compare(inst, baseline_inference_gpus, cadence=cadence, switch_time=switch_seconds(switch_time))
@@ -258,7 +258,7 @@ def sweep(
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
     internal error, 2 invalid options or base file (no point valid).
     """
-    from trainground.drivers import sweep as driver
+    from trainground.drivers.tradeoffs import sweep as driver
     from trainground.render.plots import sweep_pngs
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 

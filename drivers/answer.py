@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainground.drivers.levers import Levers
 from trainground.drivers.replays import ReplayCache
-from trainground.drivers.stage_levers import StageLever, stage_levers
+from trainground.drivers.tradeoffs.levers import Levers
+from trainground.drivers.tradeoffs.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status
 from trainground.simulate.report import Report
@@ -93,7 +93,7 @@ def answer(
     cache = cache or TableCache(8)  # the solve's pair quantities, which the levers' re-solves of edited copies share
     result = solve_planned(inst, objective, clock=clock, cache=cache, replays=replays)
     if result.status == Status.INFEASIBLE:  # the diagnosis's modules load only when it runs
-        from trainground.drivers.diagnose import diagnosed
+        from trainground.drivers.diagnosis.diagnose import diagnosed
 
         result = diagnosed(inst, result, clock=clock, notes=notes)
     if inst.stages is not None:  # MODEL §12: the staged plan and its stage levers (no replays here yet)
@@ -108,7 +108,7 @@ def answer(
         clock.note(f"{inst.name}: simulating the plan ({replications} replication(s))")
         found.simulation = simulate_result(inst, result, replications, on_progress=on_replay)
     if with_levers and result.status == Status.OPTIMAL and result.confidence is None:
-        from trainground.drivers.levers import levers
+        from trainground.drivers.tradeoffs.levers import levers
 
         left = None if clock.deadline is None else clock.deadline - time.perf_counter()
         budget = levers_time if left is None else min(levers_time, max(0.0, left))

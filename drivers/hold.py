@@ -150,7 +150,7 @@ class HoldingPlanner:
 
     def solve_carried(self, allowance: float, objective: str | None = None, **restrictions) -> Result:
         """One solve on the hold basis's rows with a given allowance, ``T + allowance <= deadline``, and no
-        replays: a frontier's faster points carry the allowance of its cheapest plan (drivers.frontier)."""
+        replays: a frontier's faster points carry the allowance of its cheapest plan (drivers.tradeoffs.frontier)."""
         return self.planner.solve(objective, allowance=allowance, **restrictions)
 
     def steady_optimum(self, objective: str | None, restrictions: dict, clock: Stopwatch) -> Result:

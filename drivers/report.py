@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from trainground.drivers.answer import LEVERS_SECONDS, Answer, answer
 from trainground.drivers.certainty import CertaintyCurve
-from trainground.drivers.frontier import Frontiers
 from trainground.drivers.risk import SAMPLES, Risk
+from trainground.drivers.tradeoffs.frontier import Frontiers
 from trainground.models.instance import Instance
 from trainground.models.result import Status
 from trainground.solver.stopwatch import Stopwatch
@@ -55,9 +55,9 @@ def gather(
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
     from trainground.drivers.certainty import curve
-    from trainground.drivers.frontier import frontiers
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
+    from trainground.drivers.tradeoffs.frontier import frontiers
     from trainground.solver.confidence.table import Unsupported
 
     step = on_step or (lambda _text: None)

@@ -11,9 +11,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from trainground.drivers.frontier import DAY_S, Frontiers
-from trainground.drivers.sweep import Axis, SweepReport
-from trainground.drivers.sweep_axes import dimensions
+from trainground.drivers.tradeoffs.frontier import DAY_S, Frontiers
+from trainground.drivers.tradeoffs.sweep import Axis, SweepReport
+from trainground.drivers.tradeoffs.sweep_axes import dimensions
 from trainground.render.labels import field_label
 
 DPI = 100

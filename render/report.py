@@ -13,7 +13,7 @@ from trainground.render.report_tradeoffs import certainty_section, frontier_sect
 
 def report_html(findings, source: str) -> str:
     """The page for ``findings``, ``source`` naming the instance file it was made from."""
-    from trainground.drivers.frontier import csv_rows
+    from trainground.drivers.tradeoffs.frontier import csv_rows
 
     answer = findings.answer
     payload = answer.to_json()

@@ -72,7 +72,7 @@ def certainty_section(found, rows_data: list[dict]) -> str:
 
 
 def frontier_section(found, basis: str, source: str) -> str:
-    from trainground.drivers.frontier import csv_rows, pools_of
+    from trainground.drivers.tradeoffs.frontier import csv_rows, pools_of
     from trainground.render.plots import frontier_png
     from trainground.render.tradeoffs import shown_corners
 

@@ -30,7 +30,7 @@ def _allowance(result, carried: float | None) -> str:
 def render_frontier(console, found, folder: Path, show_all: bool = False) -> None:
     from rich.table import Table
 
-    from trainground.drivers.frontier import DAY_S, cost_of, pools_of
+    from trainground.drivers.tradeoffs.frontier import DAY_S, cost_of, pools_of
 
     pools = pools_of(found)
     pools = pools if len(pools) > 1 else []
@@ -149,7 +149,7 @@ def _figure(value, kind: str) -> str:
 def render_comparison(console, result) -> None:
     from rich.table import Table
 
-    from trainground.drivers.compare_columns import ROWS
+    from trainground.drivers.tradeoffs.compare_columns import ROWS
 
     console.print(
         f"{result.instance}: fewer cards, or a shorter schedule? "

@@ -209,7 +209,7 @@ class Planner:
         confidence_report: bool = True,
     ) -> Result:
         """The optimal plan under ``objective`` and this call's restrictions (an infeasible result carries
-        no diagnosis: drivers.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
+        no diagnosis: drivers.diagnosis.diagnose explains it on request). ``allowance``: the run-variance allowance Δ
         of MODEL §11 item 4, s: the deadline row becomes T + Δ <= deadline. ``feasibility``: the question is
         only whether a plan exists; the plan returned is verified but optimal only among the rows
         :meth:`fewest_groups_only` keeps. ``confidence_report``: a confidence solve checks its plan in its

@@ -138,24 +138,24 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_import_reader_sees_imports_inside_functions(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("def f():\n    from solver.table import pairs\n    import drivers.batch as b\n")
-    modules = {"solver": source, "solver.table.pairs": source, "drivers": source, "drivers.batch": source}
-    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch"}
+    source.write_text("def f():\n    from solver.table import pairs\n    import drivers.batch.run as b\n")
+    modules = {"solver": source, "solver.table.pairs": source, "drivers": source, "drivers.batch.run": source}
+    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch.run"}
 
 
 def test_the_import_reader_reads_the_namespace_as_the_packages(tmp_path):
     source = tmp_path / "m.py"
     source.write_text(
-        "from trainground.solver.table import pairs\nimport trainground.drivers.batch\nfrom trainground import cli\n"
+        "from trainground.solver.table import pairs\nimport trainground.drivers.batch.run\nfrom trainground import cli\n"
     )
     modules = {
         "solver": source,
         "solver.table.pairs": source,
-        "drivers.batch": source,
+        "drivers.batch.run": source,
         "cli": source,
         "trainground": source,
     }
-    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch", "cli"}
+    assert imports_of("x.m", source, modules) == {"solver.table.pairs", "drivers.batch.run", "cli"}
 
 
 def test_no_import_cycle():

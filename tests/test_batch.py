@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from trainground.cli import main
 from trainground.commands.batch import batch_exit_code
-from trainground.drivers import batch as driver
+from trainground.drivers.batch import run as driver
 from trainground.models.edits import apply_edit
 from trainground.models.load import read_document
 

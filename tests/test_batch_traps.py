@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.test_known_optima import base
-from trainground.drivers import batch as driver
+from trainground.drivers.batch import run as driver
 from trainground.models.edits import apply_edit
 from trainground.models.load import read_document
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.compare import compare
+from trainground.drivers.tradeoffs.compare import compare
 from trainground.models.edits import load_edited
 from trainground.models.load import load_instance
 from trainground.solver.solve import solve_instance

@@ -1,4 +1,4 @@
-"""The diagnosis of an infeasible instance (drivers/diagnose.py) on the instances of tests/data/infeasible.
+"""The diagnosis of an infeasible instance (drivers/diagnosis/diagnose.py) on the instances of tests/data/infeasible.
 
 Each instance is infeasible through one limit (or, in two-limits.yaml, through two obstacles no single
 input clears). The diagnosis must name that limit first with its exact threshold: the threshold
@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.diagnose import diagnosed
+from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
 from trainground.solver.solve import solve_instance
@@ -207,8 +207,8 @@ class _Threshold:
 def _finding():
     import numpy as np
 
-    from trainground.drivers.candidates import Candidates
-    from trainground.drivers.findings import Finding
+    from trainground.drivers.diagnosis.candidates import Candidates
+    from trainground.drivers.diagnosis.findings import Finding
 
     return Finding("x", ("family",), True, lambda: Candidates("x", "x", 1.0, np.zeros(0), steps=False, top=1.01))
 
@@ -218,7 +218,7 @@ def test_a_stepped_search_never_reports_an_unsolved_loosest_value(early):
     """Stepping from a closed form towards the loosest value (here 1.01, within the second step of 1.6 %):
     the loosest is solved before a step passes it, so an input that cannot restore a plan there is never
     reported with the loosest as its threshold, and a found one is exact to the bracket."""
-    from trainground.drivers.thresholds import REL, _expand
+    from trainground.drivers.diagnosis.thresholds import REL, _expand
 
     hopeless = _Threshold(at=2.0)
     f = _expand(hopeless, _finding(), 1.01, lambda x: {"x": x}, early=early)

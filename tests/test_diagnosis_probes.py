@@ -1,5 +1,5 @@
 """The diagnosis's re-solves with start-up counted (MODEL §8, the hold basis) list fewer rows than a solve
-of the same instance, and must give the same answers (drivers/feasibility.py):
+of the same instance, and must give the same answers (drivers/diagnosis/feasibility.py):
 
 - a budget leaves out the group counts no plan within it can pay for (solver.table.group_counts.budget_groups):
   every row it leaves out is one the cost search's own bound closes;
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import instance_of, small_instances
-from trainground.drivers.feasibility import Feasibility
+from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.models.edits import edited
 from trainground.solver.solve import Planner
 from trainground.solver.table.pairs import build

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from tests import reference
 from tests.strategies import instance_of, small_instances
 from trainground.cli import main
-from trainground.drivers.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from trainground.drivers.tradeoffs.frontier import CRITERIA, cost_of, frontiers, hull_corners
 from trainground.models.load import load_instance
 from trainground.render.plots import FRONTIER_PX
 from trainground.solver.solve import solve_instance

@@ -150,7 +150,7 @@ def test_a_confidence_solve_counts_reliability_as_risk_does(tmp_path):
 
 
 def test_reliability_levers_save_money_and_buy_the_time_goodput_gives():
-    from trainground.drivers.levers import levers
+    from trainground.drivers.tradeoffs.levers import levers
 
     inst = validate(seed(**SECTION), "seed.yaml")
     result = solve_instance(inst)

@@ -383,7 +383,7 @@ def test_the_diagnosis_says_when_only_the_hold_basis_has_no_plan(tmp_path):
 
 
 def test_frontier_points_under_hold_carry_the_cheapest_plans_allowance_and_pass_their_own_replays():
-    from trainground.drivers.frontier import csv_rows, frontiers
+    from trainground.drivers.tradeoffs.frontier import csv_rows, frontiers
 
     inst = small(**{"workload.iterations": 20})
     found = frontiers(inst, ("total_cost",))

@@ -27,7 +27,7 @@ except SystemExit as stop:
     code = stop.code
 scipy = sorted(m for m in sys.modules if m.split(".")[0] == "scipy")
 print(json.dumps({"code": code, "scipy": scipy, "pyomo.environ": "pyomo.environ" in sys.modules,
-                  "diagnosis": any(m.removeprefix("trainground.") == "drivers.diagnose" for m in sys.modules)}))
+                  "diagnosis": any(m.removeprefix("trainground.") == "drivers.diagnosis.diagnose" for m in sys.modules)}))
 """
 
 
@@ -58,7 +58,7 @@ def test_no_scipy_on_the_solve_path(args):
 
 def test_a_solve_with_a_plan_imports_no_diagnosis():
     """The diagnosis's modules (screen, candidates, findings, searches) load only when a solve finds no plan;
-    the levers under a plan import their re-solves alone (drivers.feasibility)."""
+    the levers under a plan import their re-solves alone (drivers.diagnosis.feasibility)."""
     assert not _imports_of("solve", "instances/seed-week-75.yaml", "--json")["diagnosis"]
     assert _imports_of("solve", "tests/data/infeasible/max-nodes-only.yaml", "--json")["diagnosis"]
 

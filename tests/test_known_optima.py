@@ -31,7 +31,7 @@ from click.testing import CliRunner
 
 from tests.plans import decisions
 from trainground.cli import main
-from trainground.drivers.diagnose import diagnosed
+from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.models.load import validate
 from trainground.solver.solve import solve_instance
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.levers import levers, steps
+from trainground.drivers.tradeoffs.levers import levers, steps
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
 from trainground.render.levers import drop_sentence, lever_line
@@ -117,12 +117,12 @@ def test_a_spent_time_budget_skips_the_rest_without_inventing_savings(seed):
 def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
     """--time-limit bounds the whole command: the levers get what the solve left, never more, nor more
     than --levers-time."""
-    import trainground.drivers.levers
+    import trainground.drivers.tradeoffs.levers
 
     budgets = []
     real = trainground.drivers.levers.levers
     monkeypatch.setattr(
-        trainground.drivers.levers,
+        trainground.drivers.tradeoffs.levers,
         "levers",
         lambda inst, result, budget, cache, **kw: budgets.append(budget) or real(inst, result, budget, cache, **kw),
     )

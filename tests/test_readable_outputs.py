@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from trainground.cli import main
-from trainground.drivers.batch import SUMMARY_COLUMNS, summary_row
-from trainground.drivers.frontier import csv_columns, frontiers
-from trainground.drivers.sweep import parse_axis, run_sweep
+from trainground.drivers.batch.run import SUMMARY_COLUMNS, summary_row
+from trainground.drivers.tradeoffs.frontier import csv_columns, frontiers
+from trainground.drivers.tradeoffs.sweep import parse_axis, run_sweep
 from trainground.models.edits import edited, load_edited
 from trainground.models.load import load_instance
 from trainground.render.labels import field_label

@@ -259,8 +259,8 @@ def test_the_frontier_is_walked_on_the_plans_basis_unless_told(monkeypatch):
     """Walked on another basis than the plan's, the frontier's cheapest point is not the plan the page opens with
     (a steady-state frontier under a hold plan showed a cheaper plan than the plan)."""
     from trainground.drivers import answer as answer_module
-    from trainground.drivers import frontier as frontier_module
     from trainground.drivers import report as driver
+    from trainground.drivers.tradeoffs import frontier as frontier_module
     from trainground.models.edits import load_edited
 
     walked: list[str] = []

@@ -201,7 +201,7 @@ def test_solve_json_carries_the_stages_simulate_plays_them_and_a_plan_file_is_re
     ids=["a-stage-with-no-pair", "stages-that-fit-alone"],
 )
 def test_an_infeasible_staged_instance_names_what_conflicts(edit, said):
-    from trainground.drivers.stage_diagnosis import staged_diagnosis
+    from trainground.drivers.diagnosis.stages import staged_diagnosis
     from trainground.models.edits import load_edited
 
     inst = load_edited(ROOT / "instances" / "seed-week-stages.yaml", [edit])

@@ -14,11 +14,11 @@ import yaml
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.compare import compare
-from trainground.drivers.frontier import frontiers
 from trainground.drivers.risk import assess
-from trainground.drivers.stage_levers import stage_levers
-from trainground.drivers.sweep import parse_axis, run_sweep
+from trainground.drivers.tradeoffs.compare import compare
+from trainground.drivers.tradeoffs.frontier import frontiers
+from trainground.drivers.tradeoffs.stage_levers import stage_levers
+from trainground.drivers.tradeoffs.sweep import parse_axis, run_sweep
 from trainground.models.edits import edited
 from trainground.models.load import validate
 from trainground.models.stage_rules import stage_instance

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tests.test_frontier import png_size
 from trainground.cli import main
-from trainground.drivers.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
+from trainground.drivers.tradeoffs.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
 from trainground.models.edits import load_edited
 from trainground.models.load import InstanceError
 from trainground.render.plots import HEATMAP_PX, SWEEP_PX

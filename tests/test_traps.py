@@ -156,12 +156,12 @@ def test_a_pipe_closed_after_the_first_line(hand, tmp_path):
 
 # Few long iterations under a bare-number deadline: the deadline pace is 600,000 s / 20 = 30,000 s, so the
 # seed's 60 s..pace grid at a 1 s step times its K = 1..10 holds about 300,000 (cadence, K) entries, the
-# screen's budget (drivers/candidates.py MAX_ENTRIES): widening it for a longer deadline did not fit.
+# screen's budget (drivers/diagnosis/candidates.py MAX_ENTRIES): widening it for a longer deadline did not fit.
 FINE_GRID = ["workload.iterations=20", "workload.batch_trajectories=204800", "gpu_pools[0].gpus=3000"]
 
 
 def test_a_fine_grid_does_not_stop_the_diagnosis_from_raising_the_deadline():
-    from trainground.drivers.diagnose import diagnosed
+    from trainground.drivers.diagnosis.diagnose import diagnosed
     from trainground.models.edits import edited, load_edited
     from trainground.solver.solve import solve_instance
 

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.drivers.sweep import SweepError, parse_axes, run_sweep
-from trainground.drivers.sweep_axes import dimensions, grid_points
+from trainground.drivers.tradeoffs.sweep import SweepError, parse_axes, run_sweep
+from trainground.drivers.tradeoffs.sweep_axes import dimensions, grid_points
 from trainground.models.edits import apply_edit, load_edited
 from trainground.models.load import InstanceError, read_document
 from trainground.render.labels import field_label
@@ -105,7 +105,7 @@ def test_field_labels_say_every_item():
 
 
 def test_batch_takes_wildcard_edits_and_resumes_only_with_the_same_edits(tmp_path):
-    from trainground.drivers import batch as driver
+    from trainground.drivers.batch import run as driver
 
     out = tmp_path / "out"
     args = ["batch", str(TWO_POOLS), "--out", str(out), "--workers", "1", "--json"]

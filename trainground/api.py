@@ -1,7 +1,7 @@
 """The Python API: the questions the commands answer, as functions that return objects.
 
 Each function calls the driver its command calls (``solve`` -> :func:`drivers.answer.answer`, ``frontier`` ->
-:func:`drivers.frontier.frontiers`, ``sweep`` -> :func:`drivers.sweep.solve_points`, ``risk`` ->
+:func:`drivers.tradeoffs.frontier.frontiers`, ``sweep`` -> :func:`drivers.tradeoffs.sweep.solve_points`, ``risk`` ->
 :func:`drivers.risk.assess`, ``simulate`` -> :func:`simulate.runner.simulate_plan`), so a notebook and the
 command line cannot disagree: ``solve(...).to_dict()`` is `solve --json`'s document. Every plan returned has
 passed the independent verifier (``solver/verify/plan.py``), and every result converts to a plain dict
@@ -133,7 +133,7 @@ def solve(
 
 def frontier(source: Source, *, edits: Sequence[str] = (), basis: str | None = None) -> Frontier:
     """Makespan against total cost and against hourly cost: every plan no other beats on both."""
-    from trainground.drivers.frontier import frontiers
+    from trainground.drivers.tradeoffs.frontier import frontiers
 
     return Frontier(frontiers(load(source, edits, basis=basis)))
 
@@ -158,8 +158,8 @@ def sweep(
 ) -> Sweep:
     """Solve every point of the product of ``axes`` (``{"schedule.deadline": ["6d", "7d"]}``); the ``zipped``
     fields vary together, as one more axis (`sweep --set` and `--zip`)."""
-    from trainground.drivers import sweep as driver
-    from trainground.drivers.sweep_axes import grid_points
+    from trainground.drivers.tradeoffs import sweep as driver
+    from trainground.drivers.tradeoffs.sweep_axes import grid_points
 
     parsed = driver.parse_axes(
         _axis_texts(axes) + ([f"planning.basis={basis}"] if basis else []), _axis_texts(zipped or {})

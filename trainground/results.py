@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainground.drivers.answer import Answer
-    from trainground.drivers.frontier import Frontiers
     from trainground.drivers.risk import Risk
-    from trainground.drivers.sweep import SweepReport
+    from trainground.drivers.tradeoffs.frontier import Frontiers
+    from trainground.drivers.tradeoffs.sweep import SweepReport
     from trainground.models.instance import Instance
     from trainground.models.result import Metrics, Plan, Result
     from trainground.simulate.report import Report
@@ -88,7 +88,7 @@ class Frontier:
 
     def rows(self) -> list[dict[str, Any]]:
         """frontier.csv's rows: one per point of each frontier."""
-        from trainground.drivers.frontier import csv_rows
+        from trainground.drivers.tradeoffs.frontier import csv_rows
 
         return csv_rows(self.found)
 

@@ -1,6 +1,6 @@
 """Batch solving: many instance files, each solved in its own worker, each result kept as soon as it is known.
 
-The driver takes the input files (found by :mod:`drivers.batch_inputs`), solves each with :func:`solve_file` in a local process
+The driver takes the input files (found by :mod:`drivers.batch.inputs`), solves each with :func:`solve_file` in a local process
 pool or on a Dask cluster, and writes into the output folder one MODEL.md §6 JSON per
 input (plus ``file`` and ``input_hash``), ``summary.csv`` and ``summary.jsonl``. Every file
 is written atomically by this (the parent) process, so workers need no access to the
@@ -23,8 +23,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainground.drivers.batch_inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
-from trainground.drivers.batch_summary import (  # noqa: F401 (the batch's API)
+from trainground.drivers.batch.inputs import BatchError, Task, discover, input_hash, plan_tasks  # noqa: F401 (the batch's API)
+from trainground.drivers.batch.summary import (  # noqa: F401 (the batch's API)
     SUMMARY_COLUMNS,
     SUMMARY_CSV,
     SUMMARY_JSONL,
@@ -33,7 +33,7 @@ from trainground.drivers.batch_summary import (  # noqa: F401 (the batch's API)
     top_fix,
     write_summaries,
 )
-from trainground.drivers.workers import one_line, prepare_worker
+from trainground.drivers.batch.workers import one_line, prepare_worker
 from trainground.simulate.output import make_folder, write_json
 
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
@@ -101,7 +101,7 @@ def solve_file(
         )
     digest = input_hash(data, objective, time_limit, edits)
     try:
-        from trainground.drivers.diagnose import diagnosed
+        from trainground.drivers.diagnosis.diagnose import diagnosed
         from trainground.drivers.hold import solve_planned
         from trainground.drivers.replays import ReplayCache
         from trainground.models.edits import load_edited_checked

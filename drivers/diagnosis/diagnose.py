@@ -2,8 +2,8 @@
 
 Limits that cut (cadence, K) pairs directly — the freshness limits, the cadence grid's bounds, K,
 the deadline, max_groups, and the pool-capacity bound's inputs (pool sizes, tokens/s, availability,
-intake) — get closed-form thresholds from the per-pair screen (:mod:`drivers.screen`,
-:mod:`drivers.candidates`), each confirmed by one solve; a re-solve search (:mod:`drivers.thresholds`)
+intake) — get closed-form thresholds from the per-pair screen (:mod:`drivers.diagnosis.screen`,
+:mod:`drivers.diagnosis.candidates`), each confirmed by one solve; a re-solve search (:mod:`drivers.diagnosis.thresholds`)
 runs only when that solve finds no plan. Node and VM caps and budgets, which act on whole plans, are
 searched by re-solves (a budget exactly, by solving for the least cost). An input
 that cannot restore a pair given the families that cut is said to in one line, never searched.
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trainground.drivers import screen as sc
-from trainground.drivers.diagnose_goodput import goodput_conflict
-from trainground.drivers.diagnose_pairs import cheapest_pairs
-from trainground.drivers.feasibility import Feasibility
-from trainground.drivers.findings import change_entry, findings_of, fmt
-from trainground.drivers.thresholds import settle
+from trainground.drivers.diagnosis import screen as sc
+from trainground.drivers.diagnosis.feasibility import Feasibility
+from trainground.drivers.diagnosis.findings import change_entry, findings_of, fmt
+from trainground.drivers.diagnosis.goodput import goodput_conflict
+from trainground.drivers.diagnosis.pairs import cheapest_pairs
+from trainground.drivers.diagnosis.thresholds import settle
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.solve import Planner
@@ -50,7 +50,7 @@ def diagnosed(
         return result
     stuck = goodput_conflict(inst)
     if inst.stages is not None:  # MODEL §12: each stage's admissible pairs and the run's shortest
-        from trainground.drivers.stage_diagnosis import staged_diagnosis
+        from trainground.drivers.diagnosis.stages import staged_diagnosis
 
         diagnosis = staged_diagnosis(inst, result)
         diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))

@@ -1,6 +1,6 @@
 """Scenario sweeps: the cartesian product of field edits, each point validated and solved.
 
-A sweep is a list of axes (:mod:`drivers.sweep_axes`), each a MODEL.md field path with the values
+A sweep is a list of axes (:mod:`drivers.tradeoffs.sweep_axes`), each a MODEL.md field path with the values
 to try (``inference.shapes[0].tokens_per_gpu_s=60,75,200``; zipped axes vary together). Every point of their product is
 the base document with one value per axis applied, validated like a file (an invalid
 point becomes a row with the loader's message) and solved (an infeasible point becomes
@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from trainground.drivers.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
-from trainground.drivers.workers import clip, one_line, prepare_worker
+from trainground.drivers.batch.workers import clip, one_line, prepare_worker
+from trainground.drivers.tradeoffs.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
 from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
 from trainground.models.load import InstanceError, Problem, read_document, validate
 from trainground.models.result import STATUSES, key_columns
@@ -57,7 +57,7 @@ ROW_COLUMNS = (
 
 Progress = Callable[[int, int], None]  # (points done, points in all)
 
-# Re-exported from drivers.sweep_axes: a sweep's callers find the axes beside run_sweep.
+# Re-exported from drivers.tradeoffs.sweep_axes: a sweep's callers find the axes beside run_sweep.
 __all__ = ["Axis", "SweepError", "parse_axes", "parse_axis", "split_values"]
 
 
@@ -185,7 +185,7 @@ def solve_points(
     Returns the rows and the number of models built. Never raises for a point: an
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
-    from trainground.drivers.diagnose import diagnosed
+    from trainground.drivers.diagnosis.diagnose import diagnosed
     from trainground.drivers.hold import planner_for
     from trainground.drivers.replays import ReplayCache
     from trainground.solver.table.pairs import TableCache

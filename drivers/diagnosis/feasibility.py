@@ -1,5 +1,5 @@
 """Re-solves of edited copies of one instance on one reusable model: what the levers and the diagnosis's
-searches run (:mod:`drivers.levers`, :mod:`drivers.thresholds`). Kept apart from the searches so the
+searches run (:mod:`drivers.tradeoffs.levers`, :mod:`drivers.diagnosis.thresholds`). Kept apart from the searches so the
 levers under every plan import no more than they use.
 """
 

@@ -10,11 +10,11 @@ inputs least (the sum of their relative changes).
 
 from __future__ import annotations
 
-from trainground.drivers import screen as sc
-from trainground.drivers.candidates import edit_of
-from trainground.drivers.feasibility import Feasibility
-from trainground.drivers.findings import findings_of, text
-from trainground.drivers.thresholds import settle
+from trainground.drivers.diagnosis import screen as sc
+from trainground.drivers.diagnosis.candidates import edit_of
+from trainground.drivers.diagnosis.feasibility import Feasibility
+from trainground.drivers.diagnosis.findings import findings_of, text
+from trainground.drivers.diagnosis.thresholds import settle
 from trainground.models.edits import edited
 from trainground.models.instance import Instance
 from trainground.solver.table.pairs import TableCache

@@ -1,7 +1,7 @@
 """The columns of ``compare``: one way of running the job each, all reporting the same figures (:data:`ROWS`).
 
 - :func:`arithmetic_column`: the seed's formulas (:func:`solver.explain.explain`) at a cadence
-  with a number of inference cards of a shape mix (:mod:`drivers.shape_mix`), priced as a
+  with a number of inference cards of a shape mix (:mod:`drivers.tradeoffs.shape_mix`), priced as a
   yardstick and flagged (``yardstick``) when those cards cannot deliver;
 - :func:`plan_column`: a MIP plan's figures, or, without a plan, why there is none.
 """
@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainground.drivers.shape_mix import ShapeMix, by_pool, capacity
-from trainground.drivers.sweep import diagnosis_summary
+from trainground.drivers.tradeoffs.shape_mix import ShapeMix, by_pool, capacity
+from trainground.drivers.tradeoffs.sweep import diagnosis_summary
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.explain import explain

@@ -1,6 +1,6 @@
 """The per-pair screen of a diagnosis: every (cadence, K) entry of an instance's grid with the verdict
 of each per-pair constraint family apart (MODEL.md §3.3, §3.4, §3.7 and the pool-capacity bound of
-the pair table). :mod:`drivers.candidates` reads the closed-form thresholds of the limits off it.
+the pair table). :mod:`drivers.diagnosis.candidates` reads the closed-form thresholds of the limits off it.
 No solve and no pyomo here.
 """
 

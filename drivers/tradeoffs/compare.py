@@ -5,7 +5,7 @@ Columns, side by side:
 - ``baseline``: the seed's arithmetic (:func:`solver.explain.explain`) at the deadline pace
   with the baseline's inference cards — what the article starts from; by default every
   inference GPU of every pool beside the deadline pace's training, each pool's cards rated and
-  priced by its own shapes (:func:`_baseline`, :func:`drivers.shape_mix.pools_mix`);
+  priced by its own shapes (:func:`_baseline`, :func:`drivers.tradeoffs.shape_mix.pools_mix`);
 - ``fewer_cards``: the cheapest plan that meets the deadline (the MIP, total cost);
 - ``shorter_same_cards``: the fastest plan with no more inference cards than the baseline;
 - ``shorter_same_hourly``: the fastest plan whose hourly cost is no more than ``fewer_cards``';
@@ -16,13 +16,13 @@ Columns, side by side:
   fastest admissible one;
 - on a staged instance (MODEL.md §12), ``fixed_fleet`` or ``replan_per_stage``: the cheapest plan
   under the other capacity, and what re-planning saves after its switch costs
-  (:mod:`drivers.compare_stages`). The arithmetic columns are then the instance's own figures
+  (:mod:`drivers.tradeoffs.compare_stages`). The arithmetic columns are then the instance's own figures
   (the one-stage run), the plan columns the staged plans (their metrics those of the stage that sizes the fleet).
 
-The columns are built by :mod:`drivers.compare_columns`: the arithmetic ones rate and price
-their inference cards by a shape mix (:mod:`drivers.shape_mix`) and carry a ``yardstick``
+The columns are built by :mod:`drivers.tradeoffs.compare_columns`: the arithmetic ones rate and price
+their inference cards by a shape mix (:mod:`drivers.tradeoffs.shape_mix`) and carry a ``yardstick``
 note when those cards cannot deliver, and every column reports the same figures
-(:data:`~drivers.compare_columns.ROWS`). :func:`deltas` phrases each against the baseline
+(:data:`~drivers.tradeoffs.compare_columns.ROWS`). :func:`deltas` phrases each against the baseline
 the way the article does ("time margin 17.3 %, supply +21 %"); :func:`coinciding` says why
 two columns hold the same figures.
 """
@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from trainground.drivers.compare_columns import ROWS, Column, arithmetic_column, plan_column
-from trainground.drivers.compare_stages import CapacityChoice, capacity_choice
 from trainground.drivers.hold import HoldingPlanner, planner_for
-from trainground.drivers.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
+from trainground.drivers.tradeoffs.compare_columns import ROWS, Column, arithmetic_column, plan_column
+from trainground.drivers.tradeoffs.compare_stages import CapacityChoice, capacity_choice
+from trainground.drivers.tradeoffs.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.explain import explain

@@ -1,16 +1,16 @@
 """Every limit of an instance as a candidate change of a diagnosis (:class:`Finding`), ranked, with the
 text a change is printed as. The limits that cut (cadence, K) pairs get their closed-form candidates
-from :mod:`drivers.candidates`; node and VM caps and budgets, which act on whole plans, have none
-(:mod:`drivers.thresholds` searches them by re-solves).
+from :mod:`drivers.diagnosis.candidates`; node and VM caps and budgets, which act on whole plans, have none
+(:mod:`drivers.diagnosis.thresholds` searches them by re-solves).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from trainground.drivers import candidates as cd
-from trainground.drivers import screen as sc
-from trainground.drivers.candidates import Candidates
+from trainground.drivers.diagnosis import candidates as cd
+from trainground.drivers.diagnosis import screen as sc
+from trainground.drivers.diagnosis.candidates import Candidates
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
 from trainground.solver.table.pairs import TableCache

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainground.drivers.diagnose import diagnosed
+from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.drivers.hold import HoldingPlanner, base_planner, planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance

@@ -1,16 +1,16 @@
 """The thresholds of a diagnosis's findings: each closed form confirmed by one solve, and re-solve
 searches where it fails or none exists (a gallop then bisection over the values the pairs take, steps
 then bisection over a continuous input, a node or VM cap bisected up to what a plan with it lifted
-uses, a budget by solving for the least cost), each re-solving through :class:`drivers.feasibility.Feasibility`.
+uses, a budget by solving for the least cost), each re-solving through :class:`drivers.diagnosis.feasibility.Feasibility`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from trainground.drivers.candidates import edit_of
-from trainground.drivers.feasibility import Feasibility
-from trainground.drivers.findings import WHOLE_PLAN, Finding
+from trainground.drivers.diagnosis.candidates import edit_of
+from trainground.drivers.diagnosis.feasibility import Feasibility
+from trainground.drivers.diagnosis.findings import WHOLE_PLAN, Finding
 from trainground.models.instance import Instance
 from trainground.solver.tolerances import COST_CHECK_TOL
 

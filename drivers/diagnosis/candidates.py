@@ -1,11 +1,11 @@
 """The closed-form candidates of the limits that cut (cadence, K) entries directly, read off the
-per-pair screen (:mod:`drivers.screen`).
+per-pair screen (:mod:`drivers.diagnosis.screen`).
 
 A limit that cuts entries by one per-entry quantity (a mean gap, an exceedance, a cadence, a K, a
 makespan, a GPU count) restores entries exactly at the values that quantity takes on the entries
 every *other* family lets through: those values, sorted in the direction that loosens the limit,
 are its candidates; the first is the closed-form threshold, and an empty list means that limit
-alone cannot restore a pair. No solve and no pyomo here: :mod:`drivers.thresholds` confirms.
+alone cannot restore a pair. No solve and no pyomo here: :mod:`drivers.diagnosis.thresholds` confirms.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainground.drivers.screen import FAMILIES, WIDEST, Screen, screen
+from trainground.drivers.diagnosis.screen import FAMILIES, WIDEST, Screen, screen
 from trainground.models.edits import edited
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
@@ -117,7 +117,7 @@ def deadline(inst: Instance, cache: TableCache) -> Candidates:
     cadence.max is not set. A widened grid that would hold more than MAX_ENTRIES entries is screened at a
     multiple of the step (every point of it is a point of the instance's grid), so a fine grid never stops
     the deadline from being raised; its makespans are then upper bounds (``exact_values`` False) and the
-    threshold is the shortest makespan the confirming solve finds (:func:`drivers.thresholds.settle`)."""
+    threshold is the shortest makespan the confirming solve finds (:func:`drivers.diagnosis.thresholds.settle`)."""
     sched, n = inst.schedule, inst.workload.iterations
     kept = inst.freshness.max_versions_kept
     c = sched.cadence

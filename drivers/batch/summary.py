@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainground.drivers.batch_inputs import Task
+from trainground.drivers.batch.inputs import Task
 from trainground.simulate.output import write_atomic, write_csv
 
 SUMMARY_CSV = "summary.csv"

@@ -4,7 +4,7 @@ For a feasible plan, each limit that can bind — the versions kept (``max_versi
 each pool's size, each node or VM type's cap, the deadline (one day looser and one day
 tighter), each freshness limit, each budget — is moved one step (:data:`STEPS`) and the
 edited instance is re-solved under the plan's own objective. The re-solves share one
-reusable model (:class:`drivers.feasibility.Feasibility`: ``Planner.retarget`` while the
+reusable model (:class:`drivers.diagnosis.feasibility.Feasibility`: ``Planner.retarget`` while the
 structure allows, as a sweep does), and every plan they return has passed the verifier.
 The saving is the plan's objective value minus the re-solved one (positive: cheaper, or
 faster under ``makespan``).
@@ -18,7 +18,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from trainground.drivers.feasibility import Feasibility
+from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.laws import goodput
