@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 from trainground.drivers.hold import solve_planned  # noqa: E402
 from trainground.models.load import validate  # noqa: E402
 from trainground.models.starter import optional_sections  # noqa: E402
-from trainground.simulate.engine import replicate  # noqa: E402
-from trainground.simulate.runner import checked_metrics, seed_for  # noqa: E402
-from trainground.simulate.setup import setup_of  # noqa: E402
+from trainground.simulation.engine import replicate  # noqa: E402
+from trainground.simulation.runner import checked_metrics, seed_for  # noqa: E402
+from trainground.simulation.setup import setup_of  # noqa: E402
 from trainground.solver.solve import solve_instance  # noqa: E402
 
 SEED = ROOT / "instances" / "seed-week-75.yaml"

@@ -48,7 +48,7 @@ def peak_mb(who: int) -> float:
 def child(plan_file: str, iterations: int | None, replications: int, workers: int | None) -> dict:
     """One measurement, in this (fresh) process."""
     from trainground.models.load import load_instance
-    from trainground.simulate.runner import checked_metrics, read_plan, simulate_plan
+    from trainground.simulation.runner import checked_metrics, read_plan, simulate_plan
 
     inst = load_instance(SEED)
     plan = read_plan(plan_file)

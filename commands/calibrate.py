@@ -266,7 +266,7 @@ def _write_instance(cal, into: str, output: str) -> None:
     """Write the calibrated instance and load it back: a file this command writes must be valid."""
     from trainground.calibrate.writer import calibrated_document
     from trainground.models.load import InstanceError, load_instance
-    from trainground.simulate.output import write_atomic
+    from trainground.simulation.output import write_atomic
 
     write_atomic(output, calibrated_document(cal, into))
     try:
@@ -280,7 +280,7 @@ def _write_plan(cal, inst, output: str, plan_file: str) -> str:
     import json
 
     from trainground.calibrate.replay import logged_plan
-    from trainground.simulate.output import write_atomic
+    from trainground.simulation.output import write_atomic
 
     plan, why = logged_plan(inst, cal)
     if plan is None:

@@ -17,7 +17,7 @@ import click
 from trainground.models.edits import load_edited_checked
 from trainground.models.instance import OBJECTIVES
 from trainground.models.load import InstanceError
-from trainground.simulate.output import OutputError, check_writable
+from trainground.simulation.output import OutputError, check_writable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_TIME_LIMIT = 0, 1, 2, 3, 4
 
@@ -184,7 +184,7 @@ def write_and_show(
     ``plots`` and ``printer`` import their renderer when called, so that what is not drawn or printed
     is never loaded (the plotting modules load the solver)."""
     if out:
-        from trainground.simulate.output import write_atomic_bytes, write_json
+        from trainground.simulation.output import write_atomic_bytes, write_json
 
         write_json(Path(out) / report_file, payload)
         for name, data in plots(report).items():

@@ -39,7 +39,7 @@ def init(pools: int, backends: str, out: str | None, force: bool) -> None:
     from trainground.models.fields import field_docs
     from trainground.models.starter import optional_sections, starter_document
     from trainground.render.starter import commented_yaml
-    from trainground.simulate.output import write_atomic
+    from trainground.simulation.output import write_atomic
 
     names = tuple(n.strip() for n in backends.split(","))
     if not all(names) or len(set(names)) != len(names):

@@ -157,7 +157,7 @@ def solve(
     result.timings.load = load_seconds
     payload = found.to_json()
     if out:
-        from trainground.simulate.output import write_json
+        from trainground.simulation.output import write_json
 
         write_json(out, payload)
     if as_json:

@@ -82,7 +82,7 @@ def report(
     """
     from trainground.drivers.report import gather
     from trainground.render.report import report_html
-    from trainground.simulate.output import write_atomic_bytes
+    from trainground.simulation.output import write_atomic_bytes
     from trainground.solver.stopwatch import Stopwatch
 
     try:

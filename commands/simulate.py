@@ -32,7 +32,7 @@ def plan_to_replay(inst, plan_file: str | None):
     plan was sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's
     metrics and its allowance Δ (MODEL §11; 0 under steady_state); exits with the solve's code when there is no
     optimal plan."""
-    from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
+    from trainground.simulation.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan_file is not None and inst.stages is not None:
         raise InstanceError(
@@ -141,8 +141,8 @@ def simulate(
     Exit codes: 0 simulated (on time or not), 2 invalid input or a plan that does not fit the
     instance, 3 or 4 when the instance has no optimal plan to replay, 1 internal error.
     """
-    from trainground.simulate.runner import SchedulerUnavailable, TraceSpec, simulate_plan
-    from trainground.simulate.trace import have_pyarrow
+    from trainground.simulation.runner import SchedulerUnavailable, TraceSpec, simulate_plan
+    from trainground.simulation.trace import have_pyarrow
 
     if workers is not None and scheduler:
         raise click.UsageError("give --workers or --scheduler, not both (a Dask cluster sizes itself)")
@@ -158,12 +158,12 @@ def simulate(
         )
     inst, plan, metrics, _ = plan_to_replay(inst, plan_file)
     if seed is None:
-        from trainground.simulate.verdicts import fresh_seed
+        from trainground.simulation.verdicts import fresh_seed
 
         seed = fresh_seed(inst)
     setups = None
     if scenarios:
-        from trainground.simulate.scenarios import scenario_setups
+        from trainground.simulation.scenarios import scenario_setups
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None
@@ -205,7 +205,7 @@ def _printer(console, report) -> None:
 
 def simulated_verdicts(inst, results, replications: int, quiet: bool) -> list[dict | None]:
     """`compare` / `frontier` with --simulate R: the verdict of each result's plan (None without one)."""
-    from trainground.simulate.verdicts import verdicts
+    from trainground.simulation.verdicts import verdicts
 
     with SolvingBar("simulating plans", show_bar(quiet), after_s=PROGRESS_AFTER_S) as bar:
         return verdicts(inst, results, replications, on_progress=bar)

@@ -74,7 +74,7 @@ def frontier(
     """
     from trainground.drivers.tradeoffs.frontier import csv_columns, csv_rows, frontiers
     from trainground.render.plots import frontier_png
-    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
 
     inst = load_with_edits(instance, with_basis(edits, basis))
     if alphas is not None:
@@ -113,7 +113,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
     from trainground.drivers.certainty import CSV_COLUMNS, curve
     from trainground.models.load import InstanceError, Problem
     from trainground.render.confidence import curve_png, render_curve
-    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
     from trainground.solver.confidence.table import Unsupported
 
     try:
@@ -260,7 +260,7 @@ def sweep(
     """
     from trainground.drivers.tradeoffs import sweep as driver
     from trainground.render.plots import sweep_pngs
-    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
 
     if not axes and not zipped:
         raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")

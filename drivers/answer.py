@@ -17,7 +17,7 @@ from trainground.drivers.tradeoffs.levers import Levers
 from trainground.drivers.tradeoffs.stage_levers import StageLever, stage_levers
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status
-from trainground.simulate.report import Report
+from trainground.simulation.report import Report
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import TableCache
 
@@ -52,7 +52,7 @@ class Answer:
 
     def to_json(self) -> dict:
         """The MODEL §6 result with the optional keys of what was computed beside it."""
-        from trainground.simulate.verdicts import verdict_of
+        from trainground.simulation.verdicts import verdict_of
 
         payload = self.result.to_json()
         if self.levers is not None:
@@ -103,7 +103,7 @@ def answer(
         return found
     found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
     if replications and result.plan is not None:
-        from trainground.simulate.verdicts import simulate_result
+        from trainground.simulation.verdicts import simulate_result
 
         clock.note(f"{inst.name}: simulating the plan ({replications} replication(s))")
         found.simulation = simulate_result(inst, result, replications, on_progress=on_replay)

@@ -25,7 +25,7 @@ from trainground.drivers.replays import ReplayCache, Replays
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
-from trainground.simulate.setup import setup_of
+from trainground.simulation.setup import setup_of
 from trainground.solver.laws.calculus import wilson
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch

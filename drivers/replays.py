@@ -20,10 +20,10 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.models.result import Plan
-from trainground.simulate.engine import replicate
-from trainground.simulate.runner import seed_for
-from trainground.simulate.scenarios import drawn_one_by_one, scenario_setups
-from trainground.simulate.setup import Setup
+from trainground.simulation.engine import replicate
+from trainground.simulation.runner import seed_for
+from trainground.simulation.scenarios import drawn_one_by_one, scenario_setups
+from trainground.simulation.setup import Setup
 from trainground.solver.uncertainty import scenarios as sc
 
 REPLAY_THREADS = max(1, min(2, os.cpu_count() or 1))

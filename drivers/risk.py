@@ -189,9 +189,9 @@ def replay(
     analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
     their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
     reason and not replayed)."""
-    from trainground.simulate.engine import replicate
-    from trainground.simulate.scenarios import setup_in
-    from trainground.simulate.summary import summarize
+    from trainground.simulation.engine import replicate
+    from trainground.simulation.scenarios import setup_in
+    from trainground.simulation.summary import summarize
 
     if inst.stages is not None:
         raise InstanceError(inst.name or "instance", [STAGED_SCENARIOS])

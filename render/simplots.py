@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from trainground.render.plots import _figure, _png
-from trainground.simulate.report import Report
+from trainground.simulation.report import Report
 
 INFLIGHT_PX = (1200, 520)
 ITERATIONS_PX = (1200, 460)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainground.render.failures import failure_lines
 from trainground.render.tables import fitted, money
-from trainground.simulate.report import Report, relative
+from trainground.simulation.report import Report, relative
 
 HOUR = 3600.0
 

@@ -1,13 +1,13 @@
 """The trajectory-level replay of a plan (MODEL.md §10): setup (capacities), engine (one replication),
 sandbox (the FIFO queue), summary (its figures), report (beside the model's), runner (replications), trace.
 
-``trainground.simulate`` names this package and the API's :func:`trainground.api.simulate`: the API makes
-the package callable when it is imported (docs/api.md), and a submodule loads on its first use here.
+Installed as ``trainground.simulation`` (``trainground.simulate`` is the API's function, docs/api.md); a
+submodule loads on its first use here.
 """
 
 
 def __getattr__(name: str):
-    """A submodule, imported on first use: ``trainground.simulate.runner`` reads as written."""
+    """A submodule, imported on first use: ``trainground.simulation.runner`` reads as written."""
     import importlib
     import importlib.util
 

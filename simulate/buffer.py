@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from trainground.simulate.failures import Injection
-from trainground.simulate.setup import Setup
+from trainground.simulation.failures import Injection
+from trainground.simulation.setup import Setup
 
 
 class Buffer:

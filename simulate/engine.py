@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainground.simulate.buffer import Buffer
-from trainground.simulate.failures import Injection
-from trainground.simulate.sandbox import SandboxQueue
-from trainground.simulate.setup import Setup
-from trainground.simulate.stages import StagePlayer, readmit, restore, snapshot
+from trainground.simulation.buffer import Buffer
+from trainground.simulation.failures import Injection
+from trainground.simulation.sandbox import SandboxQueue
+from trainground.simulation.setup import Setup
+from trainground.simulation.stages import StagePlayer, readmit, restore, snapshot
 
 WINDOW_ATTEMPTS = 1 << 18  # attempts launched per window (about 262 k: 2 MB per float column, cache-sized passes)
 WINDOWS_PER_HORIZON = 80  # short runs: a window is at most a quarter of the predicted run (horizon / 80)

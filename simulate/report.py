@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.models.result import Metrics, Plan
-from trainground.simulate.setup import Setup
-from trainground.simulate.stage_report import realised_cost, staged_prediction
+from trainground.simulation.setup import Setup
+from trainground.simulation.stage_report import realised_cost, staged_prediction
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import startup
 

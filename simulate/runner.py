@@ -21,13 +21,13 @@ from pydantic import ValidationError
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem, field_path
 from trainground.models.result import Metrics, Plan
-from trainground.simulate.engine import Run, replicate
-from trainground.simulate.processes import THREAD_VARS, one_line
-from trainground.simulate.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
-from trainground.simulate.setup import Setup, setup_of
-from trainground.simulate.stages import stage_metrics
-from trainground.simulate.summary import curve, summarize
-from trainground.simulate.trace import write_trace
+from trainground.simulation.engine import Run, replicate
+from trainground.simulation.processes import THREAD_VARS, one_line
+from trainground.simulation.report import Report, combine, costed, makespan_parts, model_gap_histogram, predict
+from trainground.simulation.setup import Setup, setup_of
+from trainground.simulation.stages import stage_metrics
+from trainground.simulation.summary import curve, summarize
+from trainground.simulation.trace import write_trace
 from trainground.solver.mip.metrics import plan_metrics
 from trainground.solver.verify.metrics import metric_differences
 from trainground.solver.verify.plan import verify_plan

@@ -19,7 +19,7 @@ import numpy as np
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
-from trainground.simulate.setup import Setup, setup_of
+from trainground.simulation.setup import Setup, setup_of
 from trainground.solver.uncertainty import scenarios as sc
 
 

@@ -19,8 +19,8 @@ import numpy as np
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
-from trainground.simulate.failures import FailurePlan, failure_plan
-from trainground.simulate.stages import StageSetup, staged_setup
+from trainground.simulation.failures import FailurePlan, failure_plan
+from trainground.simulation.stages import StageSetup, staged_setup
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
 

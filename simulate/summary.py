@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from trainground.simulate.engine import UNCONSUMED, Run
-from trainground.simulate.setup import Setup
-from trainground.simulate.stage_report import stage_figures
+from trainground.simulation.engine import UNCONSUMED, Run
+from trainground.simulation.setup import Setup
+from trainground.simulation.stage_report import stage_figures
 
 CURVE_STEP_S = 1.0  # in-flight is sampled at least this often (coarser only past 2^21 samples)
 CURVE_POINTS = 2000  # points of the plotted in-flight curve (each the max and mean of its bucket)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trainground.simulate.engine import UNCONSUMED, Run
-from trainground.simulate.output import OutputError, make_folder
-from trainground.simulate.setup import Setup
+from trainground.simulation.engine import UNCONSUMED, Run
+from trainground.simulation.output import OutputError, make_folder
+from trainground.simulation.setup import Setup
 
 TRAJECTORY_COLUMNS = (
     "attempt",

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.simulate.report import Report
-from trainground.simulate.runner import simulate_plan
+from trainground.simulation.report import Report
+from trainground.simulation.runner import simulate_plan
 
 VERDICT_KEYS = ("makespan_s", "startup_s", "iteration_mean_s", "on_time", "on_time_share", "lateness_s")
 REPLICATION_WORKERS = 2  # local processes for a plan's replications when R > 1

@@ -136,7 +136,7 @@ def test_a_plan_from_a_file_is_checked_against_the_instance(solved, tmp_path):
 
 def test_simulate_is_the_function_and_the_package():
     """trainground.simulate names the API function and the subpackage simulate/: both readings hold."""
-    import trainground.simulate.runner
+    import trainground.simulation.runner
 
-    assert callable(trainground.simulate) and callable(trainground.simulate.runner.simulate_plan)
+    assert callable(trainground.simulate) and callable(trainground.simulation.runner.simulate_plan)
     assert "replications" in inspect.signature(trainground.simulate).parameters

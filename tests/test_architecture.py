@@ -51,12 +51,15 @@ def project_modules() -> dict[str, Path]:
 
 
 NAMESPACE = "trainground"  # the installed name of every package: trainground.solver is solver/ (pyproject.toml)
+FOLDERS = {"simulation": "simulate"}  # installed names that are not their folder's (pyproject.toml)
 
 
 def unqualified(target: str, modules: dict[str, Path]) -> str:
     """A module's name as the layers know it: trainground.solver.table.pairs is solver.table.pairs, trainground.cli is cli;
     trainground's own modules (trainground.api) keep theirs."""
     head, _, rest = target.partition(".")
+    first, dot, tail = rest.partition(".")
+    rest = FOLDERS.get(first, first) + dot + tail
     if head == NAMESPACE and rest and rest.split(".")[0] in {m.split(".")[0] for m in modules} - {NAMESPACE}:
         return rest
     return target

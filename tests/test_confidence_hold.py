@@ -15,8 +15,8 @@ from tests.confidence_reference import brute_force, small_instance
 from tests.test_hold import small
 from trainground.drivers.hold import HoldingPlanner, order_statistic
 from trainground.models.edits import edited
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.scenarios import scenario_setups
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.scenarios import scenario_setups
 from trainground.solver.confidence.planning import needed
 from trainground.solver.solve import Planner
 from trainground.solver.uncertainty import scenarios as sc

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from trainground.models.load import validate
-from trainground.simulate.engine import replicate
-from trainground.simulate.failures import FailurePlan, Trainer
-from trainground.simulate.runner import checked_metrics, seed_for
-from trainground.simulate.setup import setup_of
+from trainground.simulation.engine import replicate
+from trainground.simulation.failures import FailurePlan, Trainer
+from trainground.simulation.runner import checked_metrics, seed_for
+from trainground.simulation.setup import setup_of
 from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import solve_instance
 

@@ -15,8 +15,8 @@ from trainground.cli import main
 from trainground.drivers.hold import HoldingPlanner, solve_planned
 from trainground.drivers.replays import ReplayCache, run_replays
 from trainground.models.edits import edited, load_edited_checked
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.setup import setup_of
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.setup import setup_of
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
 from trainground.solver.solve import Planner
@@ -123,8 +123,8 @@ def test_the_inflight_variance_is_what_the_simulator_runs():
     plan = solve_planned(edited(inst, {"planning.basis": "steady_state"})).plan
     check = verify_plan(inst, plan)
     setup = setup_of(inst, plan, check.metrics, capacity={"container": 1e9})
-    from trainground.simulate.engine import replicate
-    from trainground.simulate.summary import counts
+    from trainground.simulation.engine import replicate
+    from trainground.simulation.summary import counts
 
     run = replicate(setup, [5, 0])
     lo, hi = float(run.boundaries[2]), float(run.boundaries[-1])

@@ -25,7 +25,7 @@ from tests.hostile import ROOT, SEED, Case, build, complaints, spread
 from trainground.cli import main
 from trainground.models.load import InstanceError, load_instance, read_document, validate
 from trainground.models.plausible import CAPS, FILE_CAP_VARIABLE
-from trainground.simulate.output import OutputError, check_writable, make_folder, write_json
+from trainground.simulation.output import OutputError, check_writable, make_folder, write_json
 
 ADDRESS_SPACE = 3 << 30  # bytes a child process may map: imports fit, a table of 10^9 entries does not
 IN_SUBPROCESS = {"gpus-1e12", "grid-step-1us", "scenarios-1e9", "alias-bomb-samples-11", "nested-100000.json"}

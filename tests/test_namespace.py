@@ -16,6 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("tests", "trainground"))
+IMPORT_NAMES = {"simulate": "simulation"}  # trainground.simulate is the API's function (docs/api.md)
+
+
+def installed(folder: str) -> str:
+    """A folder's name under trainground."""
+    return IMPORT_NAMES.get(folder, folder)
 
 
 def test_every_folder_is_mapped_under_trainground():
@@ -24,12 +30,12 @@ def test_every_folder_is_mapped_under_trainground():
     assert config["project"]["scripts"] == {"trainground": "trainground.cli:main"}
     assert "py-modules" not in tool, "a top-level module would be installed under its own name"
     subpackages = [
-        "trainground." + ".".join(init.parent.relative_to(ROOT).parts)
+        ".".join(("trainground", installed(package), *init.parent.relative_to(ROOT / package).parts))
         for package in PACKAGES
         for init in (ROOT / package).rglob("__init__.py")
     ]
     assert sorted(tool["packages"]) == sorted(["trainground", *subpackages])
-    assert tool["package-dir"] == {"trainground": "trainground", **{f"trainground.{p}": p for p in PACKAGES}}
+    assert tool["package-dir"] == {"trainground": "trainground", **{f"trainground.{installed(p)}": p for p in PACKAGES}}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +62,9 @@ def test_the_build_holds_trainground_alone(built):
     inside = {p.relative_to(built / "trainground").as_posix() for p in (built / "trainground").rglob("*.py")}
     assert {"__init__.py", "api.py", "cli.py", "solver/solve.py", "models/instance.py"} <= inside
     for package in PACKAGES:
-        expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py")}
+        expected = {
+            f"{installed(package)}/{p.relative_to(ROOT / package).as_posix()}" for p in (ROOT / package).rglob("*.py")
+        }
         assert expected <= inside, f"{package}/ files missing from the build: {sorted(expected - inside)[:3]}"
 
 
@@ -75,12 +83,31 @@ def test_the_built_tree_imports_as_trainground_and_has_no_generic_names(built, t
     assert done.stdout.strip() == "[]", f"generic top-level names importable: {done.stdout}"
 
 
-def test_a_checkout_imports_trainground_from_its_folders(tmp_path):
-    """A plain clone, nothing installed: trainground.solver is the repository's solver/ (trainground/__init__.py)."""
-    probe = "import sys; sys.path.insert(0, sys.argv[1]); import trainground.solver.solve as s; print(s.__file__)"
-    done = subprocess.run([sys.executable, "-I", "-c", probe, str(ROOT)], cwd=tmp_path, capture_output=True, text=True)
+def test_an_editable_install_imports_trainground_from_the_checkouts_folders(tmp_path):
+    """pip install -e . (the README's set-up): trainground.solver is the checkout's solver/, trainground.cli its
+    cli.py, trainground.simulation its simulate/, from any working folder."""
+    probe = (
+        "import trainground.solver.solve as s, trainground.cli as c, trainground.simulation.runner as r\n"
+        "print(s.__file__); print(c.__file__); print(r.__file__)"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert Path(done.stdout.strip()) == ROOT / "solver" / "solve.py"
+    assert [Path(line) for line in done.stdout.split()] == [
+        ROOT / "solver" / "solve.py",
+        ROOT / "cli.py",
+        ROOT / "simulate" / "runner.py",
+    ]
+
+
+@pytest.mark.parametrize("name", ["trainground.tests", "trainground.trainground", "trainground.simulate.runner"])
+def test_a_checkouts_other_files_are_not_importable_under_trainground(name):
+    """Only the mapped folders and cli.py are trainground's: not tests/, not trainground/ a second time, and
+    trainground.simulate is a function, not a package."""
+    probe = (
+        f"import importlib, sys\ntry:\n    importlib.import_module({name!r})\nexcept ImportError:\n    sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 3, (done.stdout, done.stderr)
 
 
 def test_the_package_imports_none_of_its_modules_at_import_time():
@@ -103,7 +130,7 @@ def test_the_package_imports_none_of_its_modules_at_import_time():
         "assert loaded == ['trainground'], loaded\n"
         "assert callable(trainground.solve) and callable(trainground.simulate)\n"
         "assert 'replications' in inspect.signature(trainground.simulate).parameters\n"
-        "assert callable(trainground.simulate.runner.simulate_plan)\n"
+        "assert callable(trainground.simulation.runner.simulate_plan)\n"
         "assert trainground.InstanceError.__module__.endswith('models.errors')\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)

@@ -8,8 +8,8 @@ import pytest
 
 from trainground.drivers.hold import solve_planned
 from trainground.drivers.replays import run_streams
-from trainground.simulate.runner import seed_for
-from trainground.simulate.setup import setup_of
+from trainground.simulation.runner import seed_for
+from trainground.simulation.setup import setup_of
 
 from .test_hold import small
 

@@ -13,13 +13,13 @@ import pytest
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.simulate import engine
-from trainground.simulate.buffer import _stable_order
-from trainground.simulate.engine import UNCONSUMED, replicate
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.sandbox import SandboxQueue
-from trainground.simulate.setup import setup_of
-from trainground.simulate.summary import counts, inflight, summarize
+from trainground.simulation import engine
+from trainground.simulation.buffer import _stable_order
+from trainground.simulation.engine import UNCONSUMED, replicate
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.sandbox import SandboxQueue
+from trainground.simulation.setup import setup_of
+from trainground.simulation.summary import counts, inflight, summarize
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import startup
 from trainground.solver.solve import solve_instance
@@ -128,7 +128,7 @@ def test_inflight_counts_and_max_match_an_event_sweep():
         if 20.0 <= t <= 80.0:
             best = max(best, level)
     best = max(best, int(np.count_nonzero((start <= 20) & (end > 20))))
-    from trainground.simulate.summary import _exact_max
+    from trainground.simulation.summary import _exact_max
 
     assert _exact_max(start, end, counts(start, end, 20.0, 0.5, 121), 20.0, 0.5) == best
 
@@ -137,7 +137,7 @@ def test_inflight_counts_and_max_match_an_event_sweep():
 def test_exact_max_from_end_bins_matches_every_start(seed):
     """The max read near the checked starts (the ends' bins reused) and the max from every end sorted both equal
     the count at every start, with starts and ends on sample points in some cases (ties with the bins)."""
-    from trainground.simulate.summary import _exact_max, _held
+    from trainground.simulation.summary import _exact_max, _held
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))
@@ -156,7 +156,7 @@ def test_exact_max_from_end_bins_matches_every_start(seed):
 
 
 def test_wait_percentile_from_the_waits_above_zero_is_numpys():
-    from trainground.simulate.summary import percentile_with_zeros
+    from trainground.simulation.summary import percentile_with_zeros
 
     rng = np.random.default_rng(5)
     for _ in range(500):

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainground.cli import main
-from trainground.simulate.trace import ITERATION_COLUMNS, TRAJECTORY_COLUMNS
+from trainground.simulation.trace import ITERATION_COLUMNS, TRAJECTORY_COLUMNS
 
 DATA = Path(__file__).parent / "data" / "simulate"
 CONSTANT = str(DATA / "constant.yaml")
@@ -120,10 +120,10 @@ def test_trace_has_the_calibration_columns(tmp_path, fmt):
 
 def test_csv_without_pyarrow_writes_the_same_cells(tmp_path):
     from trainground.models.load import load_instance
-    from trainground.simulate import trace
-    from trainground.simulate.engine import replicate
-    from trainground.simulate.runner import checked_metrics, read_plan
-    from trainground.simulate.setup import setup_of
+    from trainground.simulation import trace
+    from trainground.simulation.engine import replicate
+    from trainground.simulation.runner import checked_metrics, read_plan
+    from trainground.simulation.setup import setup_of
 
     inst = load_instance(DATA / "drop.yaml")
     plan = read_plan(_solve_to(tmp_path, DROP))

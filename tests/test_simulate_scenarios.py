@@ -13,9 +13,9 @@ from tests.test_hold import small
 from trainground.cli import main
 from trainground.models.edits import edited
 from trainground.models.load import read_document, validate
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.scenarios import scenario_setup, scenario_setups
-from trainground.simulate.setup import setup_of
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.scenarios import scenario_setup, scenario_setups
+from trainground.simulation.setup import setup_of
 from trainground.solver.solve import Planner
 from trainground.solver.uncertainty import scenarios as sc
 from trainground.solver.verify.plan import verify_plan

@@ -14,8 +14,8 @@ from trainground.cli import main
 from trainground.models.edits import load_edited
 from trainground.models.result import Result
 from trainground.render.simulate import short_verdict
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.verdicts import VERDICT_KEYS, verdicts
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.verdicts import VERDICT_KEYS, verdicts
 from trainground.solver.solve import solve_instance
 
 CONSTANT = Path(__file__).parent / "data" / "simulate" / "constant.yaml"

@@ -15,10 +15,10 @@ from scipy import stats
 from trainground.drivers.hold import HoldingPlanner, planner_for, replay_seeds
 from trainground.models.load import validate
 from trainground.models.stage_rules import stage_instance
-from trainground.simulate.engine import replicate
-from trainground.simulate.runner import seed_for
-from trainground.simulate.setup import setup_of
-from trainground.simulate.stages import stage_metrics
+from trainground.simulation.engine import replicate
+from trainground.simulation.runner import seed_for
+from trainground.simulation.setup import setup_of
+from trainground.simulation.stages import stage_metrics
 from trainground.solver.verify.hold import hold_loads
 from trainground.solver.verify.laws import law_of
 from trainground.solver.verify.stages import verify_staged

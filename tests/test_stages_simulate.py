@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from trainground.models.load import load_instance, validate
-from trainground.simulate.engine import replicate
-from trainground.simulate.runner import simulate_plan
-from trainground.simulate.sandbox import SandboxQueue
-from trainground.simulate.setup import setup_of
-from trainground.simulate.stages import stage_metrics
+from trainground.simulation.engine import replicate
+from trainground.simulation.runner import simulate_plan
+from trainground.simulation.sandbox import SandboxQueue
+from trainground.simulation.setup import setup_of
+from trainground.simulation.stages import stage_metrics
 from trainground.solver.solve import solve_instance
 from trainground.solver.stages.solve import StagedPlanner
 

@@ -13,9 +13,6 @@ Imports are deferred into the functions: ``import trainground`` costs nothing un
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -189,7 +186,7 @@ def _plan_for(inst: Instance, plan: PlanSource) -> tuple[Instance, Plan, Metrics
     """(instance on the plan's basis, plan, the verifier's metrics of the plan against ``inst``, its allowance Δ
     under hold, MODEL §11)."""
     from trainground.models.load import InstanceError, Problem
-    from trainground.simulate.runner import basis_of, checked_metrics, plan_of, read_result
+    from trainground.simulation.runner import basis_of, checked_metrics, plan_of, read_result
 
     if plan is None:
         plan = solve(inst, levers=False)
@@ -221,8 +218,8 @@ def simulate(
 ) -> Simulation:
     """Replay ``plan`` (default: the instance's optimal plan) trajectory by trajectory, as `simulate` does;
     ``seed`` defaults as there (under hold, past the replays that set the allowance)."""
-    from trainground.simulate.runner import simulate_plan
-    from trainground.simulate.verdicts import fresh_seed
+    from trainground.simulation.runner import simulate_plan
+    from trainground.simulation.verdicts import fresh_seed
 
     inst, found, metrics, _ = _plan_for(load(source, edits, basis=basis), plan)
     seed = fresh_seed(inst) if seed is None else seed
@@ -274,7 +271,7 @@ def report(
     ``frontier_basis``; None: the plan's, as `report --frontier-basis`)."""
     from trainground.drivers.report import gather
     from trainground.render.report import report_html
-    from trainground.simulate.output import write_atomic_bytes
+    from trainground.simulation.output import write_atomic_bytes
 
     inst = load(source, edits, basis=basis)
     found = gather(
@@ -291,18 +288,3 @@ def report(
     if out is not None:
         write_atomic_bytes(out, text.encode("utf-8"))
     return text
-
-
-class _CallablePackage(types.ModuleType):
-    """The subpackage simulate/ once the API is loaded: calling it calls :func:`simulate`, so
-    ``trainground.simulate(inst, plan)`` and ``trainground.simulate.runner`` both read as written."""
-
-    def __call__(self, *args, **kwargs):
-        return simulate(*args, **kwargs)
-
-    @property
-    def __signature__(self):
-        return inspect.signature(simulate)
-
-
-importlib.import_module("trainground.simulate").__class__ = _CallablePackage

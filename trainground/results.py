@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from trainground.drivers.tradeoffs.sweep import SweepReport
     from trainground.models.instance import Instance
     from trainground.models.result import Metrics, Plan, Result
-    from trainground.simulate.report import Report
+    from trainground.simulation.report import Report
 
 
 def _plain(document: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import sys
 
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.simulate.runner import simulate_plan
+from trainground.simulation.runner import simulate_plan
 from trainground.solver.solve import solve_instance
 from trainground.solver.stages.solve import StagedPlanner
 

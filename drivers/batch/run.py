@@ -34,7 +34,7 @@ from trainground.drivers.batch.summary import (  # noqa: F401 (the batch's API)
     write_summaries,
 )
 from trainground.drivers.batch.workers import one_line, prepare_worker
-from trainground.simulate.output import make_folder, write_json
+from trainground.simulation.output import make_folder, write_json
 
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
 # rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes

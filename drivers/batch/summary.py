@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainground.drivers.batch.inputs import Task
-from trainground.simulate.output import write_atomic, write_csv
+from trainground.simulation.output import write_atomic, write_csv
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSONL = "summary.jsonl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from trainground.simulate.processes import THREAD_VARS, clip, one_line
+from trainground.simulation.processes import THREAD_VARS, clip, one_line
 
 __all__ = ["THREAD_VARS", "clip", "one_line", "prepare_worker"]
 
