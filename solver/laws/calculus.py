@@ -63,6 +63,18 @@ class Occupancy:
                 return 1.0 - ndtr((np.log(t) - self.mu) / self.sigma)
         return 1.0 - np.searchsorted(self.samples, t, side="right") / self.samples.size
 
+    def log_params(self) -> tuple[float, float]:
+        """(mu, sigma) of a lognormal law; an empirical law has none."""
+        if self.mu is None or self.sigma is None:
+            raise ValueError("an empirical occupancy has no lognormal parameters")
+        return self.mu, self.sigma
+
+    def draws(self) -> np.ndarray:
+        """The sorted samples of an empirical law; a lognormal law has none."""
+        if self.samples is None:
+            raise ValueError("a lognormal occupancy has no samples")
+        return self.samples
+
     def quantile(self, p: float) -> float:
         if self.samples is None:
             return float(math.exp(self.mu + self.sigma * ndtri(p)))

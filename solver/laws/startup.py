@@ -39,12 +39,13 @@ def completed_group_time(occ: Occupancy, t, group_size: int, correlation: str):
         i = np.searchsorted(knots, t, side="right") - 1
         return np.where(i >= 0, ramp[np.maximum(i, 0)] + level[np.maximum(i, 0)] * (t - knots[np.maximum(i, 0)]), 0.0)
     edges, cum = _lognormal_ramp(occ, group_size)
+    mu, sigma = occ.log_params()
     with np.errstate(divide="ignore"):
-        z = (np.log(t) - occ.mu) / occ.sigma
+        z = (np.log(t) - mu) / sigma
     zc = np.clip(np.nan_to_num(z, neginf=_Z_FLOOR), _Z_FLOOR, _Z_TOP)
     i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), edges.size - 2)
     inside = cum[i] + _lognormal_mass(occ, group_size, edges[i], zc)
-    beyond = cum[-1] + t - math.exp(occ.mu + occ.sigma * _Z_TOP)
+    beyond = cum[-1] + t - math.exp(mu + sigma * _Z_TOP)
     return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, beyond, inside))
 
 
@@ -52,11 +53,12 @@ def _lognormal_mass(occ: Occupancy, group_size: int, lo, hi):
     """∫_lo^hi sigma·e^(mu+sigma·z)·Φ(z)^g dz by 16-point Gauss-Legendre (vectorised; each hi - lo <= _PANEL),
     MASS_CHUNK intervals at a time (their nodes' temporaries stay in cache)."""
     lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
+    mu, sigma = occ.log_params()
 
     def mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         half = (b - a) / 2
         z = (a + half)[:, None] + half[:, None] * _NODES
-        f = occ.sigma * np.exp(occ.mu + occ.sigma * z) * ndtr(z) ** group_size
+        f = sigma * np.exp(mu + sigma * z) * ndtr(z) ** group_size
         return (f * _WEIGHTS).sum(axis=-1) * half
 
     return chunked(mass, MASS_CHUNK, lo.ravel(), hi.ravel()).reshape(lo.shape)
@@ -72,8 +74,9 @@ def _lognormal_ramp(occ: Occupancy, group_size: int):
 def _empirical_ramp(occ: Occupancy, group_size: int):
     """Knots of the exact piecewise-linear ∫_0^t F(s)^g ds of an empirical law: (knot, slope after it,
     integral at it), the first knot at 0."""
-    values, counts = np.unique(occ.samples, return_counts=True)
-    level = np.concatenate(([0.0], (np.cumsum(counts) / occ.samples.size) ** group_size))
+    samples = occ.draws()
+    values, counts = np.unique(samples, return_counts=True)
+    level: np.ndarray = np.concatenate(([0.0], (np.cumsum(counts) / samples.size) ** group_size))
     knots = np.concatenate(([0.0], values))
     ramp = np.concatenate(([0.0], np.cumsum(level[:-1] * np.diff(knots))))
     return knots, level, ramp
@@ -91,9 +94,10 @@ def group_completion_mean(occ: Occupancy, group_size: int, correlation: str) -> 
     edges = _Z_FLOOR + _PANEL * np.arange(round((_Z_TOP - _Z_FLOOR) / _PANEL) + 1)
     half = (edges[1:] - edges[:-1]) / 2
     z = (edges[:-1] + half)[:, None] + half[:, None] * _NODES
+    mu, sigma = occ.log_params()
     with np.errstate(divide="ignore"):  # F = 0 far below the median: log 0, and the survival 1
-        f = occ.sigma * np.exp(occ.mu + occ.sigma * z) * -np.expm1(group_size * np.log1p(-ndtr(-z)))
-    return float(math.exp(occ.mu + occ.sigma * _Z_FLOOR) + ((f * _WEIGHTS).sum(axis=-1) * half).sum())
+        f = sigma * np.exp(mu + sigma * z) * -np.expm1(group_size * np.log1p(-ndtr(-z)))
+    return float(math.exp(mu + sigma * _Z_FLOOR) + ((f * _WEIGHTS).sum(axis=-1) * half).sum())
 
 
 def fill(

@@ -1,0 +1,1 @@
+../../trainground/__init__.py

@@ -1,0 +1,1 @@
+../../trainground/results.py
