@@ -8,6 +8,16 @@ their instances, so they do not depend on this default.
 
 import os
 
+from hypothesis import settings
+
 from trainground.models.planning import BASIS_VARIABLE
 
 os.environ[BASIS_VARIABLE] = "steady_state"
+
+# Hypothesis profiles. Each property test states its example count for the `ci` profile (the default: the
+# suite in under 5 minutes on the 2-core CI machine) through tests.strategies.examples, which scales it by the
+# profile's max_examples over 100: `deep` runs ten times as many,
+#   python -m pytest -q -n 2 --hypothesis-profile deep
+settings.register_profile("ci", max_examples=100)
+settings.register_profile("deep", max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from trainground.models.load import validate
+
+
+def examples(count: int) -> int:
+    """A property test's example count under the loaded Hypothesis profile: ``count`` under `ci`, scaled by the
+    profile's max_examples over 100 (tests/conftest.py: `deep` runs ten times as many)."""
+    return max(1, count * settings.default.max_examples // 100)
 
 
 def _maybe(draw, strategy, p_none: float = 0.5):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, event, given, settings
 
 from tests import reference
-from tests.strategies import instance_of, small_instances
+from tests.strategies import examples, instance_of, small_instances
 from trainground.solver.solve import solve_instance
 from trainground.solver.table.bounds import hourly_lower_bound
 from trainground.solver.table.pairs import build
@@ -19,7 +19,7 @@ def _close(a: float, b: float, rel: float = 1e-9) -> bool:
 
 
 @settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

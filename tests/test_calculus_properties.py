@@ -16,6 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
+from tests.strategies import examples
 from trainground.models.instance import (
     AmdahlLaw,
     Cadence,
@@ -29,9 +30,9 @@ from trainground.models.instance import (
 )
 from trainground.solver.laws import calculus as calc
 
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=examples(200), deadline=None)
 # Monte-Carlo properties draw 400,000 trajectories per example: they get fewer examples.
-MC_SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
+MC_SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True)
 MC_N = 400_000
 EPS = np.finfo(float).eps
 

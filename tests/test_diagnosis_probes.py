@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import instance_of, small_instances
+from tests.strategies import examples, instance_of, small_instances
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.models.edits import edited
 from trainground.solver.solve import Planner
@@ -24,7 +24,7 @@ from trainground.solver.table.pairs import build
 from trainground.solver.tolerances import REL_TOL
 
 SETTINGS = settings(
-    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(60), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 
 

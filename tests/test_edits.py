@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.strategies import examples
 from trainground.models.edits import apply_edit, parse_value
 from trainground.models.load import read_document
 
@@ -19,7 +20,7 @@ INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 NUMBER_TEXT = st.from_regex(r"\A[-+]?[0-9]{0,4}(\.[0-9]{0,4})?([eE][-+]?[0-9]{1,2})?\Z")
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     NUMBER_TEXT
     | st.sampled_from(

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import reference
-from tests.strategies import instance_of, reliable_instances, small_instances
+from tests.strategies import examples, instance_of, reliable_instances, small_instances
 from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import Planner
 from trainground.solver.table import pairs as pair_tables
@@ -25,7 +25,7 @@ from trainground.solver.table.pairs import build
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     derandomize=True,
     database=None,
@@ -80,7 +80,9 @@ def fewest_rows(table: pair_tables.Pairs) -> list[tuple]:
     return sorted(first.values())
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(80), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(small_instances() | reliable_instances(), st.floats(1.0, 3.0))
 def test_the_fewest_groups_table_is_the_full_tables_fewest_row_of_each_pair(data, looser):
     """Every update law (a table law's U is undefined outside its measured range), with and without §13."""
@@ -129,7 +131,9 @@ def _fewest_table_matches(inst) -> None:
         assert np.array_equal(getattr(fewest, name), getattr(full, name)[at]), name
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(60), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(small_instances() | reliable_instances(), st.sampled_from(["inverse", "amdahl", "table", "rising"]))
 def test_the_fewest_table_is_the_full_tables_first_row_of_each_pair(data, law):
     """build(fewest_groups=True) finds each pair's fewest on-time group count by one search (or, where U rises with m
@@ -163,7 +167,9 @@ def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen
     assert fewest.size == len(set(zip(fewest.cadence.tolist(), fewest.kept.tolist()))) > 0
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(80), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(small_instances(), st.sampled_from(["inverse", "amdahl", "table", "flat"]), st.sampled_from([1.0, 4.0]))
 def test_the_rows_found_by_search_are_the_rows_listed_pair_by_pair(data, law, pools):
     """group_rows, where U(m) does not rise, takes each pair's fewest on-time count and every later count at

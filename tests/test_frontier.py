@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, event, given, settings
 
 from tests import reference
-from tests.strategies import instance_of, small_instances
+from tests.strategies import examples, instance_of, small_instances
 from trainground.cli import main
 from trainground.drivers.tradeoffs.frontier import CRITERIA, cost_of, frontiers, hull_corners
 from trainground.models.load import load_instance
@@ -95,7 +95,7 @@ def brute_frontier(points: list[reference.Point], key: str) -> list[tuple[float,
 
 
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],

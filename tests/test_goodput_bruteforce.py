@@ -9,13 +9,13 @@ import math
 from hypothesis import HealthCheck, given, settings
 
 from tests import reference
-from tests.strategies import instance_of, reliable_instances
+from tests.strategies import examples, instance_of, reliable_instances
 from trainground.solver.solve import solve_instance
 from trainground.solver.verify.plan import verify_plan
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
-EXAMPLES = 200
+EXAMPLES = examples(200)
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:

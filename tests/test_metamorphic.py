@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 
 from tests.plans import decisions
-from tests.strategies import small_instances
+from tests.strategies import examples, small_instances
 from trainground.models.edits import apply_edit
 from trainground.models.load import read_document, validate
 from trainground.solver.solve import solve_instance
@@ -270,7 +270,7 @@ def test_seed_infeasible_stays_infeasible(seed):
 
 # No shrinking: each example solves a dozen MIPs, and shrinking a failure took over five minutes.
 @settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import instance_of, small_instances
+from tests.strategies import examples, instance_of, small_instances
 from trainground.solver.solve import Planner
 from trainground.solver.table.rows import EVERY
 
@@ -31,7 +31,9 @@ def _same(a, b, what) -> None:
         assert a.plan.training_groups == b.plan.training_groups, what
 
 
-@settings(max_examples=50, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(50), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(small_instances(), st.sampled_from([1.0, 4.0]), st.floats(0.0, 1.0))
 def test_a_covered_table_solves_as_a_table_of_every_row(data, pools, cut):
     data["schedule"]["count_startup"] = True

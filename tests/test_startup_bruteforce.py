@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests import reference
-from tests.strategies import instance_of, small_instances
+from tests.strategies import examples, instance_of, small_instances
 from trainground.solver.solve import solve_instance
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
-EXAMPLES = 20
+EXAMPLES = examples(20)
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:
