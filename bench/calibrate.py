@@ -5,7 +5,7 @@ PYTHONPATH=. python bench/calibrate.py timing [--rows 1000000] [--repeats 3]
     with 200 bootstrap replicates, write the instance): median of REPEATS runs and the peak memory.
     Target: <= 10 s.
 PYTHONPATH=. python bench/calibrate.py fixtures DIR [--log-end S]
-    write the two-pool logs of issue 22 into DIR (what docs/calibrate.md runs calibrate on).
+    write the two-pool logs (tests/calibrate_logs.py) into DIR (what docs/calibrate.md runs calibrate on).
 PYTHONPATH=. python bench/calibrate.py truth DIR
     calibrate DIR's logs and print truth against fitted per parameter, with the 90 % interval.
 """

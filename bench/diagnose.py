@@ -2,7 +2,7 @@
 rendering) on every infeasible instance — the bundled ones that are infeasible and tests/data/infeasible —
 median wall time over ``--repeats`` runs, with the CPU time it took (user + system: what the command
 costs on a quiet machine when the wall time is inflated by load) and the number of re-solves the
-diagnosis spent. Target (issue 10): ≤ 2 s median for the slowest.
+diagnosis spent. Target: ≤ 2 s median for the slowest.
 
     python bench/diagnose.py [--repeats 3] [--only NAME ...]
 """

@@ -137,7 +137,7 @@ def drivers(repeats: int) -> None:
 
 
 def finegrid(repeats: int, time_limit: float = 20.0) -> None:
-    """The fine-grid what-if of issue 21 on each basis, ``repeats`` runs each: the whole command's wall and CPU
+    """The fine-grid what-if on each basis, ``repeats`` runs each: the whole command's wall and CPU
     time (from the command's start, imports included) against the time limit + 2 s, its peak memory, and what
     it returned (status, MIP gap, the plan's cadence and cost, under hold the rounds and the replays that ran),
     so that identical runs can be compared."""

@@ -1,4 +1,4 @@
-"""Benchmark of hostile inputs (issue 21, item 5): the corpus of tests/hostile.py (numbers beyond their caps or
+"""Benchmark of hostile inputs: the corpus of tests/hostile.py (numbers beyond their caps or
 below their floor, digits Python cannot convert, nesting, YAML alias bombs, long lists, files of 11-50 MB, grids
 and scenario tables too large to build, --set edits, unusable samples CSVs, unwritable output paths, the stages,
 planning and reliability sections, calibrate's logs), each run as a whole `trainground` command in its own

@@ -61,7 +61,7 @@ def command_seconds(instance: Path, samples: int, repeats: int) -> tuple[float, 
     return statistics.median(times), times
 
 
-# ---------------------------------------------------------------- confidence solve (issue 13 item 3)
+# ---------------------------------------------------------------- confidence solve
 # The chance-constrained solve (`solve --confidence 0.9`, S = 1,000 scenarios, target <= 10 s for the whole
 # command); bench/confidence.py measures it further (CPU time, a reachable variant, growth with S).
 

@@ -1,5 +1,5 @@
 """Simulation cost: one replication of the seed week, how it scales with iterations, and 10
-replications on 2 local workers (MODEL.md §10; issue 12's target: the seed week in ≤ 5 s, ≤ 1.5 GB).
+replications on 2 local workers (MODEL.md §10; target: the seed week in ≤ 5 s, ≤ 1.5 GB).
 
     python bench/simulate.py [--repeats 3] [--iterations 125 250 500 1000] [--replications 10]
                              [--workers 2] [--json]

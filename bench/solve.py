@@ -220,7 +220,7 @@ def whole_commands(repeats: int, count_instructions: bool) -> None:
             floor_count = floor_count or count
             line += f"  {count / 1e9:6.2f} G = {count / floor_count:.2f}x"
         print(line)
-    print("target (issue 11): the whole seed solve <= 1.4x the import")
+    print("target: the whole seed solve <= 1.4x the import")
     print(f"1-minute load average after the runs {os.getloadavg()[0]:8.2f} (on {os.cpu_count()} cores)")
 
 

@@ -5,7 +5,7 @@ replays included, ``--hold``); then the instance split into 1..8 stages (iterati
 attempt from 16k to 48k, lifetimes and update times growing with them, deadline 8 days), each solved in
 process under ``fixed`` (and ``replan`` for the counts --replan lists) on the steady_state basis: median wall time of
 ``--repeats`` solves (validation, build, HiGHS runs, extraction, verification), the pairs built, the model's
-size and HiGHS runs, and the machine's load. Goal (issue 23): <= 2 s whole command at 3 stages, growth no
+size and HiGHS runs, and the machine's load. Goal: <= 2 s whole command at 3 stages, growth no
 worse than linear in stages × grid points.
 
     python bench/stages.py [--stages 1,2,3] [--repeats 1] [--replan 1,2] [--hold] [--time-limit 600]

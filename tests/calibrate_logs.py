@@ -131,7 +131,7 @@ class Pool:
 
 @dataclass(frozen=True)
 class TwoPools:
-    """The run of issue 22: two inference pools at 90 and 40 tokens/s per GPU, lognormal lifetimes (median
+    """A two-pool run: two inference pools at 90 and 40 tokens/s per GPU, lognormal lifetimes (median
     900 s, p99 11,630 s) cut by a timeout at their 95th percentile (5 % of attempts time out)."""
 
     median: float = 900.0

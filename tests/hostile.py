@@ -529,7 +529,7 @@ CALIBRATE = (
 
 
 def _calibrate(folder: Path) -> list[Case]:
-    """calibrate's logs (issue 21): deep nesting, a nested cell, a byte that is not UTF-8, a header naming a
+    """calibrate's logs: deep nesting, a nested cell, a byte that is not UTF-8, a header naming a
     column twice, lifetimes of zero, times in milliseconds, a step log whose iteration numbers repeat more than
     a restart does, and an output folder that cannot be written."""
     cases = []

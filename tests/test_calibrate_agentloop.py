@@ -1,4 +1,4 @@
-"""calibrate from a verl step log alone (issue 22, item 2): the lifetime law written into the instance comes
+"""calibrate from a verl step log alone: the lifetime law written into the instance comes
 from the agent loop's per-step min/mean/max (tests/calibrate_logs.py: StepTruth, lognormal median 900 s,
 p99 11,630 s), with a comment naming the keys and the interval, a note saying it is not per-trajectory, and
 a lifetimes factor as wide as the wider of its intervals; a trajectory log, when given, is the law."""

@@ -1,4 +1,4 @@
-"""calibrate on a two-pool run (issue 22): tokens/s per GPU fitted per pool, from a pool column or one file
+"""calibrate on a two-pool run: tokens/s per GPU fitted per pool, from a pool column or one file
 per pool, written into each pool's shapes with its own uncertainty factor; a pooled figure is never written
 into the shapes of several pools, and a pool without log rows keeps its own figure."""
 

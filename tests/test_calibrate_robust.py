@@ -48,7 +48,7 @@ def in_memory(cols: dict, keep: np.ndarray | None = None, cut: bool = True) -> T
     )
 
 
-# ---------------------------------------------------------------- hostile files (issue 21, item 5)
+# ---------------------------------------------------------------- hostile files
 
 TRAJECTORY_HEAD = "start,end,output_tokens\n"
 GOOD_ROWS = "".join(f"{i},{i + 100 + 7 * i},50\n" for i in range(40))

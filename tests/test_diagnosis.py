@@ -175,7 +175,7 @@ def _edits(inst, name: str, value: float) -> dict:
 
 
 def test_a_limit_that_exposes_another_is_offered_with_it_beside_the_single_changes():
-    # the audit's case: a longer deadline restores a plan alone, the gap limit does not (the node cap binds
+    # a longer deadline restores a plan alone, the gap limit does not (the node cap binds
     # once it is lifted); the pair that leaves the deadline alone is offered too
     inst, diagnosis = diagnosis_of(DATA / "gap-and-nodes.yaml")
     assert diagnosis["changes"][0]["input"] == "deadline"

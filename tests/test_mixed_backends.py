@@ -1,7 +1,7 @@
-"""Backends with and without cores / memory_gb on one host (MODEL.md §3.5, issue 10).
+"""Backends with and without cores / memory_gb on one host (MODEL.md §3.5).
 
 A host type that states cores (memory_gb) has that row; a backend that states no figure adds 0
-to it and never removes it. Known optima from the audit's minimal case, brute force against the
+to it and never removes it. Known optima from a minimal case (a backend with memory_gb beside one without), brute force against the
 MIP on random mixed-backend instances, and the verifier's rows shown to be its own code.
 """
 

@@ -1,4 +1,4 @@
-"""Every solve compares HiGHS's objective with the cost (or makespan) the plan reports (issue 11 item 3):
+"""Every solve compares HiGHS's objective with the cost (or makespan) the plan reports:
 the check runs under each objective, and a plan whose reported figure drifts from HiGHS's is a bug, exit 1."""
 
 from __future__ import annotations

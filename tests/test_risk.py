@@ -91,7 +91,7 @@ def test_degenerate_factors_leave_the_deterministic_optimum_on_time(base: Path, 
 
 
 def test_knife_edge_of_the_seed_baseline():
-    """MODEL §9 / issue 13: the deterministic optimum under a ±5 % (sd) throughput factor is on time about
+    """MODEL §9: the deterministic optimum under a ±5 % (sd) throughput factor is on time about
     half the time."""
     inst = uncertain([normal("throughput", [THROUGHPUT_PATH], 0.05)])
     share = assess(inst, optimum(inst), samples=4000, seed=0).on_time_probability

@@ -1,4 +1,4 @@
-"""Risk with MODEL §13's terms (issue 24 item 6): a scenario's realised cadence and makespan count its own
+"""Risk with MODEL §13's terms: a scenario's realised cadence and makespan count its own
 failures, checkpoints, weight sync and preemptions, and factors may reach the reliability fields.
 
 The per-scenario outcome is checked against the verifier's reading of §13 (solver.verify.laws and

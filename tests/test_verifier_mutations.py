@@ -1,9 +1,9 @@
-"""Over-packed and altered plans fail the verifier on the row they break, and on no other (issue 10).
+"""Over-packed and altered plans fail the verifier on the row they break, and on no other.
 
 Each case is the seed baseline at one cadence (L = 600 s) with one resource made to bind on the
 node type or on the VM type: density (the seed's own figures), cores (0.3 cores per container:
 626 per node, 53 per VM, below the densities 1,048 and 64), memory (2 GB: 780 per node, 32 per
-VM), and the audit's mixed case (containers at 3 GB beside a backend that states no memory_gb).
+VM), and a mixed case (containers at 3 GB beside a backend that states no memory_gb).
 The MIP's plan passes; the same plan with one host fewer, more than the cap u, the eligible share
 or max_nodes / max_vms allow, a coverage short by 1e-6, or a reported cost or makespan altered
 fails with exactly the row (or reported figure) that the change breaks.
