@@ -18,11 +18,11 @@ from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Result, Status
 from trainground.solver.confidence import planning as confidence_of
-from trainground.solver.confidence.search import PairModels, cheapest, shortest
+from trainground.solver.confidence.search import PairModels
 from trainground.solver.confidence.table import ScenarioTable
 from trainground.solver.mip.assemble import assemble, timings_of
-from trainground.solver.mip.live import LiveModel
-from trainground.solver.mip.search import Search, cheapest_first, shortest_first
+from trainground.solver.mip.formulation import Formulation, PairModel
+from trainground.solver.mip.search import Search
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.table.bounds import SandboxLP, hourly_lower_bound
@@ -82,9 +82,9 @@ class Planner:
             pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest, every_count=alpha is not None)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             self.confidence: confidence_of.Confidence | None = None
-            self.live: LiveModel | PairModels
+            self.live: Formulation
             if alpha is None:
-                self.live = LiveModel(inst, pairs, reusable, threads, self.build_clock)
+                self.live = PairModel(inst, pairs, reusable, threads, self.build_clock)
                 ix = self.live.model.ix
             else:
                 ix = index_of(inst)
@@ -110,8 +110,7 @@ class Planner:
         """Point a reusable planner at another instance of the same structure (False: build a new one)."""
         live = self.live
         if (
-            not isinstance(live, LiveModel)
-            or not live.reusable
+            not live.reusable
             or index_of(inst) != live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
@@ -141,11 +140,12 @@ class Planner:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
         :mod:`solver.table.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
         live = self.live
-        assert isinstance(live, LiveModel), "a confidence solve keeps its table"
+        if self.confidence is not None:
+            raise ValueError("a confidence solve keeps its table")
         with self.build_clock.phase("build"):
             inst = self.inst
             if not live.retarget(inst, pairs):
-                self.live = LiveModel(inst, pairs, True, live.threads, self.build_clock)
+                self.live = PairModel(inst, pairs, True, live.threads, self.build_clock)
                 self._highs_seen = 0.0
             shared = global_values(inst, self.live.model.ix)
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
@@ -229,9 +229,8 @@ class Planner:
         if allowance > 0:
             held = self.inst.schedule.deadline - allowance
             max_makespan = held if max_makespan is None else min(max_makespan, held)
-        if isinstance(self.live, PairModels):
-            with clock.phase("build"):
-                self.live.use(allowance)
+        with clock.phase("build"):
+            self.live.use(allowance)
         caps = [("hourly", max_hourly_cost), ("total", max_total_cost), ("cards", max_inference_gpus)]
         restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
         restrict["max_total_cost"] = max_total_cost
@@ -242,7 +241,7 @@ class Planner:
         if feasibility and not budgets:
             candidates = self.fewest_groups_only(candidates)
         lower = self.lower_bounds(objective, allowance)
-        search = self._search(objective, candidates, lower, caps, clock)
+        search = self._search(objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock)
         highs_before, self._highs_seen = (
             self._highs_seen,
             max(self._highs_seen, search.highs_seconds if search else 0.0),
@@ -286,28 +285,19 @@ class Planner:
         objective: str,
         candidates: np.ndarray,
         lower: np.ndarray,
+        lower_total: np.ndarray,
         caps: list[tuple[str, float | None]],
         clock: Stopwatch,
     ) -> Search | None:
-        """The search ``objective`` calls for over ``candidates``, under ``caps`` for its duration (None: no
-        candidate pair, no HiGHS run)."""
+        """The search ``objective`` calls for over ``candidates`` (``lower``, ``lower_total``: their bounds on
+        the objective's cost criterion and on total cost), under ``caps`` for its duration (None: no candidate
+        pair, no HiGHS run)."""
         self.live.set_caps(caps)
         search = None
         try:
             with clock.phase("solve"):
-                live = self.live
-                if not candidates.any():
-                    pass
-                elif isinstance(live, PairModels):
-                    if objective == "makespan":
-                        total = self._hourly_bound(live.allowance) * self.pairs.makespan / 3600.0
-                        search = shortest(live, candidates, total, clock)
-                    else:
-                        search = cheapest(live, objective, candidates, lower, clock)
-                elif objective == "makespan":
-                    search = shortest_first(live, candidates, clock)
-                else:
-                    search = cheapest_first(live, objective, candidates, lower, clock)
+                if candidates.any():
+                    search = self.live.search(objective, candidates, lower, lower_total, clock)
         finally:
             self.live.end_solve()
         return search

@@ -39,6 +39,7 @@ class PairModels:
         self, inst: Instance, pairs: Pairs, conf: Confidence, threads: int = 1, clock: Stopwatch | None = None
     ):
         self.inst, self.pairs, self.conf = inst, pairs, conf
+        self.threads = threads
         self.clock = clock or Stopwatch()
         self.runner = ArrayRunner(threads)
         self.keys = pairs.keys()
@@ -74,6 +75,19 @@ class PairModels:
 
     def end_solve(self) -> None:
         self._caps = []
+
+    def retarget(self, inst: Instance, pairs: Pairs) -> bool:
+        """A confidence solve's models read its scenario set: another instance needs its own."""
+        return False
+
+    def search(
+        self, objective: str, candidates: np.ndarray, lower: np.ndarray, lower_total: np.ndarray, clock: Stopwatch
+    ) -> Search:
+        """The optimum under ``objective`` (the module's docstring): ``lower`` the pairs' bounds on its cost
+        criterion, ``lower_total`` on total cost (the makespan search's ties)."""
+        if objective == "makespan":
+            return shortest(self, candidates, lower_total, clock)
+        return cheapest(self, objective, candidates, lower, clock)
 
     def run(self, objective: str, row: int, bound: float = NO_BOUND) -> Outcome:
         """One HiGHS run of pair ``row``'s model (its scenarios must leave it a plan: ``Screen.needs(row)``),

@@ -9,8 +9,7 @@ import pyomo.core as pyo
 
 from trainground.models.instance import Instance
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
-from trainground.solver.confidence.search import PairModels
-from trainground.solver.mip.live import LiveModel
+from trainground.solver.mip.formulation import Formulation
 from trainground.solver.mip.metrics import plan_metrics
 from trainground.solver.mip.search import Search
 from trainground.solver.stopwatch import Stopwatch
@@ -27,7 +26,7 @@ class ObjectiveMismatch(Exception):
     """HiGHS's objective differs from the cost the plan reports: a bug, never a result."""
 
 
-def extract_plan(live: LiveModel | PairModels, values) -> Plan:
+def extract_plan(live: Formulation, values) -> Plan:
     """The selected pair's decisions (integer counts rounded from HiGHS's values) and the costs its
     named cost terms give at those counts."""
     blk = live.selected(values)
@@ -114,7 +113,7 @@ def objective_of(plan: Plan, objective: str) -> float:
 
 
 def assemble(
-    live: LiveModel | PairModels,
+    live: Formulation,
     objective: str,
     search: Search,
     clock: Stopwatch,
