@@ -241,7 +241,9 @@ class Planner:
         if feasibility and not budgets:
             candidates = self.fewest_groups_only(candidates)
         lower = self.lower_bounds(objective, allowance)
-        search = self._search(objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock)
+        search = self.search_pairs(
+            objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock
+        )
         highs_before, self._highs_seen = (
             self._highs_seen,
             max(self._highs_seen, search.highs_seconds if search else 0.0),
@@ -280,7 +282,7 @@ class Planner:
         self.build_clock = self.live.clock = clock
         return clock
 
-    def _search(
+    def search_pairs(
         self,
         objective: str,
         candidates: np.ndarray,

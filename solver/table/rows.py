@@ -68,7 +68,9 @@ class RowCover:
         if not candidates.any():
             return None
         lower = planner.lower_bounds(objective)
-        search = planner._search(objective, candidates, lower, restrict["caps"], clock)
+        search = planner.search_pairs(
+            objective, candidates, lower, planner.lower_bounds("total_cost"), restrict["caps"], clock
+        )
         return None if search is None or search.values is None else float(search.value)
 
     def cover_every(self, planner) -> None:
