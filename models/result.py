@@ -125,6 +125,24 @@ class Plan(Out):
         description="MODEL §12: each stage of a staged plan; cadence_s is then the run's mean seconds per iteration",
     )
 
+    def capacity_changes(self) -> list[int]:
+        """The stages p (0-based) after which a staged plan's capacity changes, from p to p + 1 (MODEL §12: each
+        change costs the switch time under ``capacity: replan``); none for one stage or ``capacity: fixed``."""
+        rows = self.stages or []
+
+        def capacity(row: StagePlan) -> tuple:
+            part = row.plan
+            if part is None:  # capacity: fixed, the plan's own counts in every stage
+                return ()
+            return (
+                tuple(r.replicas for r in part.inference),
+                part.training_groups,
+                tuple(c.count for c in part.local_nodes),
+                tuple(c.count for c in part.cloud_vms),
+            )
+
+        return [p for p in range(len(rows) - 1) if capacity(rows[p]) != capacity(rows[p + 1])]
+
     @property
     def node_count(self) -> int:
         """Local sandbox nodes of every type."""

@@ -78,7 +78,7 @@ def staged_setup(one_stage, inst: Instance, plan: Plan, launch: str, iterations:
     n = inst.workload.iterations
     total = iterations or n
     metrics = stage_metrics(inst, plan)
-    stages, first, changes = [], 0, _changes(plan)
+    stages, first, changes = [], 0, plan.capacity_changes()
     for p, (stage, row, met) in enumerate(zip(inst.stages.list, plan.stages, metrics)):
         own = one_stage(stage_instance(inst, stage), row.plan, met, launch=launch)
         switch = inst.stages.switch_time if (p - 1) in changes else 0.0
@@ -112,22 +112,6 @@ def staged_setup(one_stage, inst: Instance, plan: Plan, launch: str, iterations:
         training_gpus=plan.training_gpus,
         stages=tuple(stages),
     )
-
-
-def _changes(plan: Plan) -> set[int]:
-    """The stages p after which the plan's capacity changes (to p + 1)."""
-    rows = plan.stages or []
-
-    def capacity(row) -> tuple:
-        part = row.plan
-        return (
-            tuple(r.replicas for r in part.inference),
-            part.training_groups,
-            tuple(c.count for c in part.local_nodes),
-            tuple(c.count for c in part.cloud_vms),
-        )
-
-    return {p for p in range(len(rows) - 1) if capacity(rows[p]) != capacity(rows[p + 1])}
 
 
 def view(setup, stage: StageSetup):

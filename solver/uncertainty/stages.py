@@ -78,7 +78,7 @@ def evaluate_staged(inst: Instance, plan, scen: sc.Scenarios, allowance: float =
         hourly.append(sc.hourly_cost(inst, part_plan, scen))
         cadences.append(stage.iterations * out.cadence)
         attempts.append(out.attempts)
-    changes = _changes(plan) if stages.capacity == "replan" else []
+    changes = plan.capacity_changes() if stages.capacity == "replan" else []
     with np.errstate(invalid="ignore"):
         makespan = sum(parts) + run.extra + stages.switch_time * len(changes)
         if stages.capacity == "fixed":
@@ -97,22 +97,6 @@ def evaluate_staged(inst: Instance, plan, scen: sc.Scenarios, allowance: float =
         on_time=makespan + allowance <= run.deadline * (1 + REL_TOL),
         allowance=allowance,
     )
-
-
-def _changes(plan) -> list[int]:
-    """The stages p after which the capacity changes (p to p + 1)."""
-    rows = plan.stages
-
-    def capacity(row) -> tuple:
-        part = row.plan
-        return (
-            tuple(r.replicas for r in part.inference),
-            part.training_groups,
-            tuple(c.count for c in part.local_nodes),
-            tuple(c.count for c in part.cloud_vms),
-        )
-
-    return [p for p in range(len(rows) - 1) if capacity(rows[p]) != capacity(rows[p + 1])]
 
 
 def evaluate_any(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -> sc.Outcome:
