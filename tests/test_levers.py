@@ -120,7 +120,7 @@ def test_the_levers_share_what_the_commands_time_limit_leaves(monkeypatch):
     import trainground.drivers.tradeoffs.levers
 
     budgets = []
-    real = trainground.drivers.levers.levers
+    real = trainground.drivers.tradeoffs.levers.levers
     monkeypatch.setattr(
         trainground.drivers.tradeoffs.levers,
         "levers",
