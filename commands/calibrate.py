@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from trainground.commands.common import guarded, write_and_show
+from trainground.commands.common import Finite, guarded, write_and_show
 
 
 def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
@@ -168,13 +168,13 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     help="Seconds after which the harness cut an attempt: lifetimes this long are right-censored there.",
 )
 @click.option(
     "--max-bad-rows",
     "max_bad",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.01,
     show_default=True,
     help="Share of a log's rows that may be skipped for a bad cell (counted) before the log is refused.",

@@ -9,6 +9,7 @@ import click
 from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
+    Finite,
     ProgressLine,
     basis_option,
     edits_option,
@@ -22,10 +23,10 @@ from trainground.commands.common import (
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--out", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="The HTML file.")
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds for the solve and its levers.")
+@click.option("--time-limit", type=Finite(min=0, min_open=True), help="Seconds for the solve and its levers.")
 @click.option(
     "--levers-time",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=10.0,
     show_default=True,
     metavar="S",

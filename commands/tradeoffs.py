@@ -14,6 +14,7 @@ from trainground.commands.common import (
     EXIT_INVALID,
     EXIT_OK,
     OBJECTIVE,
+    Finite,
     SolvingBar,
     basis_option,
     confidence_input,
@@ -152,7 +153,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
 )
 @click.option(
     "--cadence",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
     "stays at the deadline pace.",
 )
