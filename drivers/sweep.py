@@ -29,7 +29,7 @@ import yaml
 
 from trainground.drivers.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
 from trainground.drivers.workers import clip, one_line, prepare_worker
-from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
+from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value, refuse_replaced
 from trainground.models.load import InstanceError, Problem, read_document, validate
 from trainground.models.result import STATUSES, key_columns
 
@@ -126,6 +126,7 @@ def run_sweep(
     """
     file = str(file)
     document = read_document(Path(file))
+    refuse_replaced(document, [f"{axis.path}={','.join(axis.texts)}" for axis in axes], file, Path(file).parent)
     points = grid_points(axes)
     clock = time.perf_counter()
     workers = max(1, min(workers, len(points)))

@@ -92,3 +92,16 @@ def test_solve_blames_the_file_for_a_staged_model_over_the_pair_cap(monkeypatch)
     result = CliRunner().invoke(main, ["solve", str(STAGED), "--no-levers"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"{STAGED}: schedule.cadence.step: the staged model would choose among")
+
+
+@pytest.mark.parametrize("written", ["7.5e1", "75e0", "750E-1"])
+def test_a_number_in_exponent_notation_in_a_yaml_file_is_that_number(tmp_path, written):
+    """The schema takes no string where it wants a number, so exponent notation (a string to YAML 1.1) is read
+    as the number it is."""
+    from trainground.models.load import load_instance
+
+    path = tmp_path / "exponent.yaml"
+    text = (ROOT / "instances" / "seed-week-75.yaml").read_text()
+    assert "tokens_per_gpu_s: 75" in text
+    path.write_text(text.replace("tokens_per_gpu_s: 75", f"tokens_per_gpu_s: {written}", 1))
+    assert load_instance(path).inference.shapes[0].tokens_per_gpu_s == 75.0
