@@ -12,7 +12,7 @@ from trainground.models.documents import EXPONENT
 from trainground.models.instance import Instance
 from trainground.models.load import MISSING, InstanceError, Problem, read_document, validate
 from trainground.models.plausible import Huge, unit_warnings
-from trainground.models.stage_rules import factor_warnings
+from trainground.models.stage_rules import factor_warnings, switch_warnings
 from trainground.models.uncertainty import path_tokens, render_path
 
 WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
@@ -124,7 +124,7 @@ def load_edited_checked(path: Path, edits: list[str]) -> tuple[Instance, list[st
     except InstanceError as exc:
         raise blamed_on_edits(exc, edits) from None
     refuse_replaced(own, edits, str(path), path.parent)
-    return inst, unit_warnings(data) + factor_warnings(inst)
+    return inst, unit_warnings(data) + switch_warnings(inst) + factor_warnings(inst)
 
 
 def refuse_replaced(own: dict[str, Any], edits: list[str], file: str, base_dir: Path) -> None:
