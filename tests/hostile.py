@@ -459,6 +459,9 @@ def _strings(folder: Path) -> list[Case]:
         ("strings-gpus-float", "gpu_pools[0].gpus", 10000.0, "write 10000, without a decimal point"),
         ("strings-tokens", "inference.shapes[0].tokens_per_gpu_s", "75", "must be a number, got '75'"),
         ("strings-peak", "environment.peak_to_mean", "1.2", "must be a number, got '1.2'"),
+        ("strings-deadline-days", "schedule.deadline", "5days", "did you mean '5d'?"),
+        ("strings-step-hours", "schedule.cadence.step", "1 Hour", "did you mean '1h'?"),
+        ("strings-restart-mins", "reliability.restart_time", "15mins", "did you mean '15m'?"),
     ):
         file = _write(folder, name, apply_edit(_doc(SEED), where, value), (".yaml", ".json")[len(cases) % 2])
         cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
