@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
@@ -53,7 +54,7 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None, *, c
         # number as a boolean; the program's own copies (capped off) keep the values they were given.
         instance = Instance.model_validate(data, strict=capped, context={"base_dir": str(base_dir or Path("."))})
     except ValidationError as exc:
-        raise InstanceError(file, [_problem(err) for err in exc.errors()]) from None
+        raise InstanceError(file, _typos_first([_problem(err) for err in exc.errors()])) from None
     problems = reference_errors(instance) + stage_errors(instance)
     if instance.uncertainty is not None and not problems:
         problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
@@ -120,6 +121,24 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 _SIGNS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
+def _typos_first(problems: list[Problem]) -> list[Problem]:
+    """A misspelled key (``deadlin``) is the one problem behind the required key it misses (``deadline``): its
+    did-you-mean comes first, and the missing key it names is not reported apart."""
+    meant = set()
+    for p in problems:
+        match = _DID_YOU_MEAN.search(p.rule)
+        if p.rule.startswith("unknown key") and match:
+            meant.add(f"{p.path.rsplit('.', 1)[0]}.{match.group(1)}" if "." in p.path else match.group(1))
+    if not meant:
+        return problems
+    typos = [p for p in problems if p.rule.startswith("unknown key") and _DID_YOU_MEAN.search(p.rule)]
+    rest = [p for p in problems if p not in typos and not (p.rule == MISSING and p.path in meant)]
+    return typos + rest
+
+
+_DID_YOU_MEAN = re.compile(r"; did you mean '([^']+)'\?")
 
 
 def _problem(err: Mapping[str, Any]) -> Problem:

@@ -105,3 +105,18 @@ def test_a_number_in_exponent_notation_in_a_yaml_file_is_that_number(tmp_path, w
     assert "tokens_per_gpu_s: 75" in text
     path.write_text(text.replace("tokens_per_gpu_s: 75", f"tokens_per_gpu_s: {written}", 1))
     assert load_instance(path).inference.shapes[0].tokens_per_gpu_s == 75.0
+
+
+def test_a_misspelled_required_key_is_reported_as_the_typo_first_and_not_also_as_missing(tmp_path):
+    doc = yaml.safe_load((ROOT / "instances" / "seed-week-75.yaml").read_text())
+    doc["schedule"]["deadlin"] = doc["schedule"].pop("deadline")
+    doc["workload"]["colour"] = 1
+    doc["gpu_pools"][0]["gpu"] = doc["gpu_pools"][0].pop("gpus")
+    path = tmp_path / "typos.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    result = CliRunner().invoke(main, ["solve", str(path)])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["schedule.deadlin", "gpu_pools[0].gpu", "workload.colour"]
+    assert "did you mean 'deadline'?" in lines[0] and "did you mean 'gpus'?" in lines[1]
+    assert not any("required field is missing" in line for line in lines)
