@@ -148,3 +148,17 @@ def test_cli_infeasible_instance_exits_3(tmp_path):
     assert run.exit_code == 3, run.output
     assert "no feasible plan" in run.output
     assert png_size((tmp_path / "frontier.png").read_bytes()) == FRONTIER_PX
+
+
+@pytest.mark.parametrize("start, step", [(10_000, 2_500), (12_000, 250), (100_000, 12_500), (1e6, 125_000)])
+def test_money_axis_labels_are_distinct_and_read_back_as_their_ticks(start, step):
+    """The hourly-cost axis of a frontier: ticks 2,500 apart once read '$12k' and '$18k' for $12,500 and $17,500."""
+    from trainground.render.plots import money
+
+    ticks = [start + k * step for k in range(8)]
+    labels = [money(t) for t in ticks]
+    assert len(set(labels)) == len(labels), labels
+    scale = {"M": 1e6, "k": 1e3}
+    for tick, label in zip(ticks, labels):
+        number = float(label.strip("$kM").replace(",", "")) * scale.get(label[-1], 1)
+        assert number == pytest.approx(tick, rel=1e-9), (tick, label)
