@@ -211,7 +211,6 @@ def calibrate(
 
     Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
     """
-    from trainground.calibrate.fit import calibrate as run
     from trainground.models.load import load_instance
 
     if output and not into:
@@ -229,6 +228,8 @@ def calibrate(
     if trajectories or pool_files:
         log, origin = _trajectory_log(trajectories, pool_files, mapping, timeout, max_bad)
         steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
+        from trainground.calibrate.fit import calibrate as run  # once the logs are read: a bad log costs no fit
+
         cal = run(log, steps, inst, inference_gpus, framework=framework)
     else:
         cal = _steps_alone(steps_file, mapping, max_bad, fmt, training_gpus, inst, inference_gpus)

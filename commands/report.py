@@ -81,9 +81,6 @@ def report(
     Its numbers are those of `solve --json` (embedded in the page as JSON). Exit codes as `solve`'s:
     0 optimal, 3 infeasible, 4 time limit, 2 invalid input, 1 internal error.
     """
-    from trainground.drivers.report import gather
-    from trainground.render.report import report_html
-    from trainground.simulate.output import write_atomic_bytes
     from trainground.solver.stopwatch import Stopwatch
 
     try:
@@ -94,7 +91,11 @@ def report(
         raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)
-    inst, _ = load_with_warnings(instance, with_basis(edits, basis))
+    inst, _ = load_with_warnings(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
+    from trainground.drivers.report import gather
+    from trainground.render.report import report_html
+    from trainground.simulate.output import write_atomic_bytes
+
     with progress:
         found = gather(
             inst,

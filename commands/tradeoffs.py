@@ -73,14 +73,14 @@ def frontier(
     (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
     Exit codes: 0, 3 no feasible plan, 2 invalid input.
     """
+    inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
+    if alphas is not None:
+        certainty(instance, inst, alphas, Path(out), as_json)
+        return
     from trainground.drivers.frontier import csv_columns, csv_rows, frontiers
     from trainground.render.plots import frontier_png
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 
-    inst = load_with_edits(instance, with_basis(edits, basis))
-    if alphas is not None:
-        certainty(instance, inst, alphas, Path(out), as_json)
-        return
     with SolvingBar("frontier", show_bar(as_json)) as bar:
         found = frontiers(inst, on_progress=bar)
     if replications:
@@ -194,9 +194,9 @@ def compare(
     other capacity, and a line says what re-planning per stage saves against one fixed fleet after
     its switch costs.
     """
+    inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
     from trainground.drivers.compare import compare as run_compare
 
-    inst = load_with_edits(instance, with_basis(edits, basis))
     result = run_compare(inst, baseline_inference_gpus, cadence=cadence, switch_time=switch_seconds(switch_time))
     if replications:
         plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
@@ -259,16 +259,22 @@ def sweep(
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
     internal error, 2 invalid options or base file (no point valid).
     """
-    from trainground.drivers import sweep as driver
-    from trainground.render.plots import sweep_pngs
-    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+    from trainground.drivers.sweep_axes import SweepError, parse_axes
+    from trainground.models.edits import refuse_invalid
 
     if not axes and not zipped:
         raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")
     try:
-        parsed = driver.parse_axes(with_basis(axes, basis), zipped)
-    except driver.SweepError as exc:
+        parsed = parse_axes(with_basis(axes, basis), zipped)
+    except SweepError as exc:
         raise click.BadParameter(str(exc), param_hint="--set/--zip") from None
+    # The base file first, before the solver is imported: invalid whatever the swept values, it is refused
+    # (a required field a swept path supplies may be missing; a bad value a swept path replaces may not be).
+    refuse_invalid(instance, [f"{axis.path}={','.join(axis.texts)}" for axis in parsed])
+    from trainground.drivers import sweep as driver
+    from trainground.render.plots import sweep_pngs
+    from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
+
     with SolvingBar("sweep", show_bar(as_json)) as bar:
         report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
     folder = Path(out)

@@ -154,6 +154,30 @@ def refuse_replaced(own: dict[str, Any], edits: list[str], file: str, base_dir: 
             raise InstanceError(file, problems) from None
 
 
+def refuse_invalid(path: str | Path, edits: list[str]) -> None:
+    """Refuse (InstanceError) the file at ``path`` when it is invalid on its own, whatever ``edits`` (a sweep's
+    axes, ``PATH=VALUES``) would make of it: only a required field that an edit supplies may be missing."""
+    path = Path(path)
+    own = read_document(path)
+    supplied = []
+    for edit in edits:
+        try:
+            supplied.append(parse_path(split_edit(edit)[0]))
+        except ValueError:
+            continue
+    try:
+        validate(own, str(path), path.parent)
+    except InstanceError as exc:
+        problems = [
+            p
+            for p in exc.problems
+            if not (p.rule == MISSING and p.path and any(_related(p.path, field) for field in supplied))
+        ]
+        if problems:
+            refuse_replaced(own, edits, str(path), path.parent)  # a bad value an edit replaces: said so
+            raise InstanceError(str(path), problems) from None
+
+
 def _present(node: Any, tokens: list[str | int]) -> bool:
     """Whether the document ``node`` holds a value at ``tokens`` (``[*]``: in some item of the list)."""
     if not tokens:

@@ -86,6 +86,7 @@ def build(folder: Path, big: bool = True) -> list[Case]:
     cases = _caps(folder) + _digits(folder) + _nesting(folder) + _aliases(folder) + _lists(folder, big)
     cases += _files(folder, big) + _grids(folder) + _edits(folder) + _samples_csv(folder, big) + _outputs(folder)
     cases += _bundled(folder) + _sections(folder) + _calibrate(folder) + _strings(folder) + _overridden(folder)
+    cases += _refusals(folder)
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -488,6 +489,34 @@ def _overridden(folder: Path) -> list[Case]:
             "schedule.deadline=7d replaces here",
         ),
     ]
+
+
+def _refusals(folder: Path) -> list[Case]:
+    """One bad file (a negative iteration count) through every command that reads an instance: each refuses it
+    before it builds, solves, plots or writes anything (bench/hostile.py --only refusal- times them)."""
+    bad = _write(folder, "refusal-bad", apply_edit(_doc(SEED), "workload.iterations", -5), ".yaml")
+    logs = folder / "refusal-trajectories.csv"
+    logs.write_text("start,end,output_tokens\n" + "".join(f"{i},{i - 5},5\n" for i in range(30)))
+    where, fragment = "workload.iterations: ", "must be > 0"
+    out = str(folder / "refusal-out")
+    commands = {
+        "solve": ("solve", bad),
+        "explain": ("explain", bad),
+        "simulate": ("simulate", bad),
+        "risk": ("risk", bad),
+        "frontier": ("frontier", bad, "--out", out),
+        "compare": ("compare", bad),
+        "sweep": ("sweep", bad, "--set", "schedule.deadline=7d,8d", "--out", out),
+        "report": ("report", bad, "--out", f"{out}/report.html"),
+    }
+    cases = [Case(f"refusal-{name}", args, bad, where, fragment) for name, args in commands.items()]
+    calibrate = ("calibrate", "--trajectories", str(logs), "--inference-gpus", "8")
+    cases.append(Case("refusal-calibrate", calibrate, str(logs), "row 1 (line 2), column 'end': ", "before"))
+    good = folder / "refusal-good-trajectories.csv"
+    good.write_text(TRAJECTORIES)
+    into = ("calibrate", "--trajectories", str(good), "--into", bad, "--inference-gpus", "8", "-o", f"{out}.yaml")
+    cases.append(Case("refusal-calibrate-into", into, bad, where, fragment))
+    return cases
 
 
 # The calibrate cases: (name, file name, content, the row or column named, the rule's fragment, --steps: the
