@@ -13,6 +13,7 @@ from trainground.commands.common import (
     EXIT_INTERNAL,
     EXIT_INVALID,
     EXIT_OK,
+    EXIT_TIME_LIMIT,
     OBJECTIVE,
     Finite,
     SolvingBar,
@@ -42,6 +43,11 @@ from trainground.render.tradeoffs import render_comparison, render_frontier, ren
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a docs/model.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
 @click.option(
+    "--time-limit",
+    type=Finite(min=0, min_open=True),
+    help="Seconds for the whole walk (both criteria): when they run out it stops with the plans found (exit 4).",
+)
+@click.option(
     "--confidence-curve",
     "alphas",
     metavar="A1,A2,...",
@@ -57,6 +63,7 @@ def frontier(
     out: str,
     as_json: bool,
     show_all: bool,
+    time_limit: float | None,
     alphas: str | None,
     replications: int | None,
     basis: str | None,
@@ -70,8 +77,8 @@ def frontier(
     the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
     evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
-    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
-    Exit codes: 0, 3 no feasible plan, 2 invalid input.
+    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict. --time-limit bounds the
+    whole walk. Exit codes: 0, 3 no feasible plan, 4 the time limit ended a walk, 2 invalid input.
     """
     inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
     if alphas is not None:
@@ -82,7 +89,7 @@ def frontier(
     from trainground.simulate.output import write_atomic_bytes, write_csv, write_json
 
     with SolvingBar("frontier", show_bar(as_json)) as bar:
-        found = frontiers(inst, on_progress=bar)
+        found = frontiers(inst, on_progress=bar, time_limit=time_limit)
     if replications:
         _simulate_corners(inst, found, replications, show_all, as_json)
     folder = Path(out)
@@ -94,6 +101,8 @@ def frontier(
         click.echo(json.dumps(payload, indent=2))
     else:
         render_frontier(console(), found, folder, show_all)
+    if any(front.stopped == "time_limit" for front in found.frontiers.values()):
+        sys.exit(EXIT_TIME_LIMIT)
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
