@@ -290,12 +290,36 @@ def take(steps: Steps, keep: np.ndarray | None) -> tuple[Steps, np.ndarray]:
         kept[f.name] = value[rows] if isinstance(value, np.ndarray) and value.shape == (steps.rows,) else value
     out = Steps(**kept)
     repeated = (steps.rows if keep is None else int(keep.sum())) - rows.size
-    if repeated:
-        out.notes = list(steps.notes) + [
-            f"{Path(steps.file).name}: {repeated:,} rows repeat an earlier iteration number (a restart re-ran "
-            "them): the last row of each iteration is kept"
-        ]
+    copies = _copies(steps, keep, rows)
+    notes = []
+    if repeated - copies:
+        notes.append(
+            f"{Path(steps.file).name}: {repeated - copies:,} rows repeat an earlier iteration number (a restart "
+            "re-ran them): the last row of each iteration is kept"
+        )
+    if copies:
+        notes.append(
+            f"{Path(steps.file).name}: {copies:,} rows are exact copies of another row of their iteration (every "
+            "column the same), which no restart explains (a re-run takes its own time): is the log written "
+            "twice? each iteration is counted once"
+        )
+    out.notes = list(steps.notes) + notes
     return out, rows
+
+
+def _copies(steps: Steps, keep: np.ndarray | None, rows: np.ndarray) -> int:
+    """The rows left out by :func:`last_rows` whose every per-row figure equals the kept row of their iteration."""
+    dropped = np.setdiff1d(np.arange(steps.rows) if keep is None else np.flatnonzero(keep), rows)
+    if dropped.size == 0:
+        return 0
+    kept_of = dict(zip(steps.iteration[rows].tolist(), rows.tolist()))
+    twin = np.array([kept_of[it] for it in steps.iteration[dropped].tolist()])
+    same = np.ones(dropped.size, dtype=bool)
+    for f in fields(steps):
+        value = getattr(steps, f.name)
+        if isinstance(value, np.ndarray) and value.shape == (steps.rows,):
+            same &= (value[dropped] == value[twin]) | (np.isnan(value[dropped]) & np.isnan(value[twin]))
+    return int(same.sum())
 
 
 def _update_seconds(table: Table, origin: float | None, notes: list[str]) -> np.ndarray:

@@ -14,6 +14,7 @@ from trainground.commands.common import (
     EXIT_INVALID,
     EXIT_OK,
     OBJECTIVE,
+    Finite,
     basis_option,
     console,
     edits_option,
@@ -47,7 +48,7 @@ EXIT_INTERRUPTED = 130
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes [default: the core count].")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster instead (e.g. tcp://host:8786).")
 @click.option("--objective", type=OBJECTIVE, help="Override every instance's objective.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds per instance.")
+@click.option("--time-limit", type=Finite(min=0, min_open=True), help="Seconds per instance.")
 @click.option(
     "--resume", is_flag=True, help="Skip instances whose result in --out is for the same file content and options."
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from trainground.commands.common import guarded, write_and_show
+from trainground.commands.common import Finite, guarded, write_and_show
 
 
 def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
@@ -168,13 +168,13 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     help="Seconds after which the harness cut an attempt: lifetimes this long are right-censored there.",
 )
 @click.option(
     "--max-bad-rows",
     "max_bad",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.01,
     show_default=True,
     help="Share of a log's rows that may be skipped for a bad cell (counted) before the log is refused.",
@@ -211,7 +211,6 @@ def calibrate(
 
     Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
     """
-    from trainground.calibrate.fit import calibrate as run
     from trainground.models.load import load_instance
 
     if output and not into:
@@ -229,6 +228,8 @@ def calibrate(
     if trajectories or pool_files:
         log, origin = _trajectory_log(trajectories, pool_files, mapping, timeout, max_bad)
         steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
+        from trainground.calibrate.fit import calibrate as run  # once the logs are read: a bad log costs no fit
+
         cal = run(log, steps, inst, inference_gpus, framework=framework)
     else:
         cal = _steps_alone(steps_file, mapping, max_bad, fmt, training_gpus, inst, inference_gpus)

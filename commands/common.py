@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -63,6 +64,17 @@ def console():
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=False, width=max(100, Console().width))
+
+
+class Finite(click.FloatRange):
+    """A number option in a range that refuses NaN and the infinities: click's range check lets NaN through (it
+    fails every comparison, the bound's included), and neither is a usable figure of seconds or a share."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 OUTPUT_OPTIONS = ("out", "output", "trace_dir")  # the parameters of the commands that name a file or folder to write

@@ -10,6 +10,7 @@ import click
 from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
+    Finite,
     ProgressLine,
     basis_option,
     confidence_input,
@@ -25,7 +26,9 @@ from trainground.render.tables import render_explanation, render_result
 
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
-@click.option("--cadence", type=float, help="Seconds per outer iteration (default: the deadline pace).")
+@click.option(
+    "--cadence", type=Finite(min=0, min_open=True), help="Seconds per outer iteration (default: the deadline pace)."
+)
 @click.option("--inference-gpus", type=int, help="Inference card count, for the per-card thresholds.")
 @click.option(
     "--stage",
@@ -69,14 +72,12 @@ def explain(
 @click.command()
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
-@click.option(
-    "--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds; returns the incumbent and its gap."
-)
+@click.option("--time-limit", type=Finite(min=0, min_open=True), help="Seconds; returns the incumbent and its gap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the docs/model.md §6 result as JSON.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON result to this file.")
 @click.option(
     "--confidence",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     metavar="ALPHA",
     help="Plan to be on time in at least ALPHA of the uncertainty section's scenarios (docs/model.md §9).",
 )
@@ -99,7 +100,7 @@ def explain(
 )
 @click.option(
     "--levers-time",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=10.0,
     show_default=True,
     metavar="S",
@@ -176,7 +177,8 @@ def with_confidence(file: str, inst, confidence: float | None):
 
 
 def confident_solve(file: str, solve):
-    """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input."""
+    """``solve()``, with an uncertainty section a confidence solve cannot read reported as bad input, and
+    a model the planner refuses to build (a staged model too large) blamed on ``file``, not the instance's name."""
     from trainground.models.load import InstanceError, Problem
     from trainground.solver.confidence.table import Unsupported
 
@@ -184,6 +186,8 @@ def confident_solve(file: str, solve):
         return solve()
     except Unsupported as exc:
         raise InstanceError(file, [Problem(exc.path, exc.rule)]) from None
+    except InstanceError as exc:
+        raise InstanceError(file, exc.problems) from None
 
 
 def render_answer(found) -> None:

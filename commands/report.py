@@ -9,6 +9,7 @@ import click
 from trainground.commands.common import (
     OBJECTIVE,
     STATUS_EXIT,
+    Finite,
     ProgressLine,
     basis_option,
     edits_option,
@@ -22,10 +23,10 @@ from trainground.commands.common import (
 @click.argument("instance", type=click.Path(dir_okay=True))
 @click.option("--out", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="The HTML file.")
 @click.option("--objective", type=OBJECTIVE, help="Override the instance's objective.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Seconds for the solve and its levers.")
+@click.option("--time-limit", type=Finite(min=0, min_open=True), help="Seconds for the solve and its levers.")
 @click.option(
     "--levers-time",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=10.0,
     show_default=True,
     metavar="S",
@@ -80,9 +81,6 @@ def report(
     Its numbers are those of `solve --json` (embedded in the page as JSON). Exit codes as `solve`'s:
     0 optimal, 3 infeasible, 4 time limit, 2 invalid input, 1 internal error.
     """
-    from trainground.drivers.report import gather
-    from trainground.render.report import report_html
-    from trainground.simulation.output import write_atomic_bytes
     from trainground.solver.stopwatch import Stopwatch
 
     try:
@@ -93,7 +91,11 @@ def report(
         raise click.BadParameter(f"{alphas!r}: every confidence must lie in [0, 1]", param_hint="--confidence-curve")
     progress = ProgressLine()
     clock = Stopwatch(time_limit, progress)
-    inst, _ = load_with_warnings(instance, with_basis(edits, basis))
+    inst, _ = load_with_warnings(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
+    from trainground.drivers.report import gather
+    from trainground.render.report import report_html
+    from trainground.simulation.output import write_atomic_bytes
+
     with progress:
         found = gather(
             inst,

@@ -13,7 +13,9 @@ from trainground.commands.common import (
     EXIT_INTERNAL,
     EXIT_INVALID,
     EXIT_OK,
+    EXIT_TIME_LIMIT,
     OBJECTIVE,
+    Finite,
     SolvingBar,
     basis_option,
     confidence_input,
@@ -41,6 +43,11 @@ from trainground.render.tradeoffs import render_comparison, render_frontier, ren
 @click.option("--json", "as_json", is_flag=True, help="Print frontier.json (every point a docs/model.md §6 result).")
 @click.option("--all", "show_all", is_flag=True, help="Print every corner (default: at most 12, evenly spread).")
 @click.option(
+    "--time-limit",
+    type=Finite(min=0, min_open=True),
+    help="Seconds for the whole walk (both criteria): when they run out it stops with the plans found (exit 4).",
+)
+@click.option(
     "--confidence-curve",
     "alphas",
     metavar="A1,A2,...",
@@ -56,6 +63,7 @@ def frontier(
     out: str,
     as_json: bool,
     show_all: bool,
+    time_limit: float | None,
     alphas: str | None,
     replications: int | None,
     basis: str | None,
@@ -69,19 +77,19 @@ def frontier(
     the cheapest plan for some price put on a day of schedule), plus both ends; at most 12,
     evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
-    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict.
-    Exit codes: 0, 3 no feasible plan, 2 invalid input.
+    (MODEL.md §10) and the tables show its simulated makespan and on-time verdict. --time-limit bounds the
+    whole walk. Exit codes: 0, 3 no feasible plan, 4 the time limit ended a walk, 2 invalid input.
     """
+    inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
+    if alphas is not None:
+        certainty(instance, inst, alphas, Path(out), as_json)
+        return
     from trainground.drivers.tradeoffs.frontier import csv_columns, csv_rows, frontiers
     from trainground.render.plots import frontier_png
     from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
 
-    inst = load_with_edits(instance, with_basis(edits, basis))
-    if alphas is not None:
-        certainty(instance, inst, alphas, Path(out), as_json)
-        return
     with SolvingBar("frontier", show_bar(as_json)) as bar:
-        found = frontiers(inst, on_progress=bar)
+        found = frontiers(inst, on_progress=bar, time_limit=time_limit)
     if replications:
         _simulate_corners(inst, found, replications, show_all, as_json)
     folder = Path(out)
@@ -93,6 +101,8 @@ def frontier(
         click.echo(json.dumps(payload, indent=2))
     else:
         render_frontier(console(), found, folder, show_all)
+    if any(front.stopped == "time_limit" for front in found.frontiers.values()):
+        sys.exit(EXIT_TIME_LIMIT)
     sys.exit(EXIT_OK if found.feasible else EXIT_INFEASIBLE)
 
 
@@ -152,7 +162,7 @@ def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None
 )
 @click.option(
     "--cadence",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     help="Pin the plans and the shorter-schedule arithmetic to this cadence (s); the baseline "
     "stays at the deadline pace.",
 )
@@ -193,9 +203,9 @@ def compare(
     other capacity, and a line says what re-planning per stage saves against one fixed fleet after
     its switch costs.
     """
+    inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver
     from trainground.drivers.tradeoffs.compare import compare as run_compare
 
-    inst = load_with_edits(instance, with_basis(edits, basis))
     result = run_compare(inst, baseline_inference_gpus, cadence=cadence, switch_time=switch_seconds(switch_time))
     if replications:
         plans = [col.result if col.kind == "plan" and col.ok else None for col in result.columns]
@@ -258,16 +268,22 @@ def sweep(
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
     internal error, 2 invalid options or base file (no point valid).
     """
-    from trainground.drivers.tradeoffs import sweep as driver
-    from trainground.render.plots import sweep_pngs
-    from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
+    from trainground.drivers.tradeoffs.sweep_axes import SweepError, parse_axes
+    from trainground.models.edits import refuse_invalid
 
     if not axes and not zipped:
         raise click.UsageError("give at least one --set PATH=V1,V2,... or --zip PATH=V1,V2,...")
     try:
-        parsed = driver.parse_axes(with_basis(axes, basis), zipped)
-    except driver.SweepError as exc:
+        parsed = parse_axes(with_basis(axes, basis), zipped)
+    except SweepError as exc:
         raise click.BadParameter(str(exc), param_hint="--set/--zip") from None
+    # The base file first, before the solver is imported: invalid whatever the swept values, it is refused
+    # (a required field a swept path supplies may be missing; a bad value a swept path replaces may not be).
+    refuse_invalid(instance, [f"{axis.path}={','.join(axis.texts)}" for axis in parsed])
+    from trainground.drivers.tradeoffs import sweep as driver
+    from trainground.render.plots import sweep_pngs
+    from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
+
     with SolvingBar("sweep", show_bar(as_json)) as bar:
         report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
     folder = Path(out)

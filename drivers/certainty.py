@@ -18,7 +18,8 @@ from trainground.drivers.hold import planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result
-from trainground.solver.confidence.table import ScenarioTable
+from trainground.models.stage_rules import refuse_confidence
+from trainground.solver.confidence.table import ScenarioTable, Unsupported
 from trainground.solver.table.pairs import TableCache
 from trainground.solver.uncertainty import scenarios as sc
 
@@ -111,9 +112,12 @@ def curve(
     replays: ReplayCache | None = None,
 ) -> CertaintyCurve:
     """The deterministic optimum, then the confidence plan for each α (sorted ascending), each on the
-    instance's basis (``replays``: whose replays the points may reuse; a new cache by default)."""
+    instance's basis (``replays``: whose replays the points may reuse; a new cache by default). A staged
+    instance raises :class:`Unsupported`: confidence solves do not play stages."""
     if inst.uncertainty is None:
         raise ValueError(f"{inst.name}: the price of certainty needs an uncertainty section (docs/model.md §9)")
+    for refused in refuse_confidence(inst, "the price of certainty"):  # a staged model plans no confidence
+        raise Unsupported(refused.path, refused.rule)
     objective = objective or inst.objective
     total = len(alphas) + 1
     replays = replays or ReplayCache()

@@ -144,6 +144,10 @@ def _yaml_int(loader: Any, node: yaml.ScalarNode) -> int:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+# A number in exponent notation without a decimal point (1e-3, 5E6) is a float in YAML 1.2 and JSON, a string in
+# PyYAML's YAML 1.1: read it as the number it is (the schema takes no string where it wants a number).
+EXPONENT = re.compile(r"[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+\Z")
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", EXPONENT, list("-+0123456789"))
 
 
 def _load_yaml(text: str, duplicates: list[Problem]) -> Any:

@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
+from trainground.models.documents import EXPONENT
 from trainground.models.instance import Instance
-from trainground.models.load import InstanceError, Problem, read_document, validate
+from trainground.models.load import MISSING, InstanceError, Problem, read_document, validate
 from trainground.models.plausible import Huge, unit_warnings
-from trainground.models.stage_rules import factor_warnings
+from trainground.models.stage_rules import factor_warnings, switch_warnings
 from trainground.models.uncertainty import path_tokens, render_path
 
 WILDCARD = "*"  # the token of ``[*]``: every element of a list (MODEL.md §9's paths)
@@ -41,8 +42,8 @@ def parse_value(text: str) -> Any:
             return int(text)
         except ValueError:  # more digits than Python converts: the magnitude check names the field
             return Huge(len(text.lstrip("+-")))
-    if _PLAIN_DECIMAL.fullmatch(text):
-        return float(text)
+    if _PLAIN_DECIMAL.fullmatch(text) or EXPONENT.fullmatch(text):
+        return float(text.replace("_", ""))
     return yaml.safe_load(text) if text.strip() else ""
 
 
@@ -96,8 +97,9 @@ def _shallow(node: Any) -> Any:
     return dict(node) if isinstance(node, dict) else list(node) if isinstance(node, list) else node
 
 
-def edited_document(path: Path, edits: list[str]) -> dict[str, Any]:
-    data = read_document(path)
+def edited_document(path: Path, edits: list[str], data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The document at ``path`` (or ``data``, already read from it) with ``edits`` applied."""
+    data = read_document(path) if data is None else data
     for edit in edits:
         try:
             field, text = split_edit(edit)
@@ -115,12 +117,77 @@ def load_edited(path: Path, edits: list[str]) -> Instance:
 def load_edited_checked(path: Path, edits: list[str]) -> tuple[Instance, list[str]]:
     """:func:`load_edited` and its warnings: bare numbers read as implausible seconds (models.plausible), and
     uncertainty factors whose draws miss stages that set the field for themselves (models.stage_rules)."""
-    data = edited_document(path, edits)
+    own = read_document(path)
+    data = edited_document(path, edits, own)
     try:
         inst = validate(data, str(path), path.parent)
     except InstanceError as exc:
         raise blamed_on_edits(exc, edits) from None
-    return inst, unit_warnings(data) + factor_warnings(inst)
+    refuse_replaced(own, edits, str(path), path.parent)
+    return inst, unit_warnings(data) + switch_warnings(inst) + factor_warnings(inst)
+
+
+def refuse_replaced(own: dict[str, Any], edits: list[str], file: str, base_dir: Path) -> None:
+    """Refuse (InstanceError) a file whose own value at a field an edit replaces is invalid: an option that
+    overrides a field (``--set``, ``--basis``, a sweep axis) does not hide a bad value in the file. A field the
+    file leaves out, which an edit supplies, is no problem; only the document's own values are validated."""
+    replaced = []
+    for edit in edits:
+        try:
+            tokens = parse_path(split_edit(edit)[0])
+        except ValueError:
+            continue
+        if _present(own, tokens):
+            replaced.append((tokens, edit))
+    if not replaced:
+        return
+    try:
+        validate(own, file, base_dir)
+    except InstanceError as exc:
+        problems = []
+        for problem in exc.problems:
+            by = next((e for field, e in reversed(replaced) if problem.path and _related(problem.path, field)), None)
+            if by is not None and problem.rule != MISSING:
+                rule = f"{problem.rule} (the file's own value, which {by} replaces here)"
+                problems.append(Problem(problem.path, rule, problem.source))
+        if problems:
+            raise InstanceError(file, problems) from None
+
+
+def refuse_invalid(path: str | Path, edits: list[str]) -> None:
+    """Refuse (InstanceError) the file at ``path`` when it is invalid on its own, whatever ``edits`` (a sweep's
+    axes, ``PATH=VALUES``) would make of it: only a required field that an edit supplies may be missing."""
+    path = Path(path)
+    own = read_document(path)
+    supplied = []
+    for edit in edits:
+        try:
+            supplied.append(parse_path(split_edit(edit)[0]))
+        except ValueError:
+            continue
+    try:
+        validate(own, str(path), path.parent)
+    except InstanceError as exc:
+        problems = [
+            p
+            for p in exc.problems
+            if not (p.rule == MISSING and p.path and any(_related(p.path, field) for field in supplied))
+        ]
+        if problems:
+            refuse_replaced(own, edits, str(path), path.parent)  # a bad value an edit replaces: said so
+            raise InstanceError(str(path), problems) from None
+
+
+def _present(node: Any, tokens: list[str | int]) -> bool:
+    """Whether the document ``node`` holds a value at ``tokens`` (``[*]``: in some item of the list)."""
+    if not tokens:
+        return True
+    token, rest = tokens[0], tokens[1:]
+    if token == WILDCARD:
+        return isinstance(node, list) and any(_present(item, rest) for item in node)
+    if isinstance(token, int):
+        return isinstance(node, list) and token < len(node) and _present(node[token], rest)
+    return isinstance(node, dict) and token in node and _present(node[token], rest)
 
 
 def blamed_on_edits(error: InstanceError, edits: list[str]) -> InstanceError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
@@ -18,8 +19,18 @@ from trainground.models.plausible import magnitude_errors, size_errors
 from trainground.models.stage_rules import stage_errors
 from trainground.models.uncertainty import path_errors
 
-__all__ = ["EXTENSIONS", "InstanceError", "Problem", "load_instance", "read_capped", "read_document", "validate"]
+__all__ = [
+    "EXTENSIONS",
+    "MISSING",
+    "InstanceError",
+    "Problem",
+    "load_instance",
+    "read_capped",
+    "read_document",
+    "validate",
+]
 
+MISSING = "required field is missing"  # the rule of a required field the document leaves out
 _UNION_TAGS = {"occupancy", "update_time"}
 # Each model of a tagged union by its tag ("lognormal" -> Lognormal): pydantic puts the tag into error locations.
 _TAG_MODELS = {
@@ -39,9 +50,11 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None, *, c
         if problems:
             raise InstanceError(file, problems)
     try:
-        instance = Instance.model_validate(data, context={"base_dir": str(base_dir or Path("."))})
+        # Strict on the user's document: a string is not read as a number or a boolean ('yes', '75'), nor a
+        # number as a boolean; the program's own copies (capped off) keep the values they were given.
+        instance = Instance.model_validate(data, strict=capped, context={"base_dir": str(base_dir or Path("."))})
     except ValidationError as exc:
-        raise InstanceError(file, [_problem(err) for err in exc.errors()]) from None
+        raise InstanceError(file, _typos_first([_problem(err) for err in exc.errors()])) from None
     problems = reference_errors(instance) + stage_errors(instance)
     if instance.uncertainty is not None and not problems:
         problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
@@ -110,13 +123,31 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 _SIGNS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 
 
+def _typos_first(problems: list[Problem]) -> list[Problem]:
+    """A misspelled key (``deadlin``) is the one problem behind the required key it misses (``deadline``): its
+    did-you-mean comes first, and the missing key it names is not reported apart."""
+    meant = set()
+    for p in problems:
+        match = _DID_YOU_MEAN.search(p.rule)
+        if p.rule.startswith("unknown key") and match:
+            meant.add(f"{p.path.rsplit('.', 1)[0]}.{match.group(1)}" if "." in p.path else match.group(1))
+    if not meant:
+        return problems
+    typos = [p for p in problems if p.rule.startswith("unknown key") and _DID_YOU_MEAN.search(p.rule)]
+    rest = [p for p in problems if p not in typos and not (p.rule == MISSING and p.path in meant)]
+    return typos + rest
+
+
+_DID_YOU_MEAN = re.compile(r"; did you mean '([^']+)'\?")
+
+
 def _problem(err: Mapping[str, Any]) -> Problem:
     loc = tuple(err["loc"])
     kind = err["type"]
     ctx = err.get("ctx") or {}
     given = err.get("input")
     if kind == "missing":
-        rule = "required field is missing"
+        rule = MISSING
     elif kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
@@ -128,6 +159,13 @@ def _problem(err: Mapping[str, Any]) -> Problem:
         rule = f"must be {sign} {_fmt(float(bound)) if isinstance(bound, (int, float)) else bound}, got {_fmt(given)}"
     elif kind == "finite_number":
         rule = f"must be a finite number, got {_fmt(given)}"
+    elif kind in ("int_type", "int_parsing", "int_from_float") and isinstance(given, float):
+        if not math.isfinite(given):
+            rule = f"must be a finite number, got {_fmt(given)}"
+        elif given == int(given):
+            rule = f"must be a whole number, got {given!r} (write {int(given)}, without a decimal point)"
+        else:
+            rule = f"must be a whole number, got {_fmt(given)}"
     elif kind in ("int_type", "int_parsing", "int_from_float"):
         rule = f"must be a whole number, got {_fmt(given)}"
     elif kind in ("float_type", "float_parsing"):
@@ -151,7 +189,7 @@ def _problem(err: Mapping[str, Any]) -> Problem:
         rule = f"must be {expected}, got {_fmt(ctx.get('tag'))}"
     elif kind == "union_tag_not_found":
         loc += (str(ctx.get("discriminator", "")).strip("'"),)
-        rule = "required field is missing"
+        rule = MISSING
     elif kind == "value_error":
         error = ctx.get("error")
         if isinstance(error, FieldError):

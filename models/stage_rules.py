@@ -28,8 +28,6 @@ def stage_errors(inst: Instance) -> list[Problem]:
         if stage.name in seen:
             problems.append(Problem(f"stages.list[{i}].name", f"duplicate name '{stage.name}'"))
         seen.add(stage.name)
-    if stages.capacity == "fixed" and stages.switch_time > 0:
-        problems.append(Problem("stages.switch_time", "applies to capacity: replan only; remove it or set 0"))
     problems += _unsupported(inst)
     return problems
 
@@ -52,6 +50,16 @@ _STAGE_FIELDS = (  # a run-level field a stage may set for itself, and its name 
     ("workload.tokens_per_attempt", "tokens_per_attempt"),
     ("workload.intake_rate", "intake_rate"),
 )
+
+
+def switch_warnings(inst: Instance) -> list[str]:
+    """A switch time under ``capacity: fixed`` does nothing (one capacity never changes): said, not refused."""
+    if inst.stages is None or inst.stages.capacity != "fixed" or inst.stages.switch_time == 0:
+        return []
+    return [
+        f"stages.switch_time: {inst.stages.switch_time:g} s applies to capacity: replan only; under fixed one "
+        "capacity serves every stage and nothing switches, so it is ignored"
+    ]
 
 
 def factor_warnings(inst: Instance) -> list[str]:

@@ -50,10 +50,12 @@ def _png(fig) -> bytes:
 
 
 def money(value: float, _pos=None) -> str:
+    """An axis label in dollars, in thousands (k) or millions (M) to four significant figures: a tick at
+    $12,500 reads $12.5k, never a rounded $12k that a tick at $12,000 would share."""
     if abs(value) >= 1e6:
-        return f"${value / 1e6:,.2f}M"
+        return f"${value / 1e6:,.4g}M"
     if abs(value) >= 1e4:
-        return f"${value / 1e3:,.0f}k"
+        return f"${value / 1e3:,.4g}k"
     return f"${value:,.0f}"
 
 

@@ -38,7 +38,8 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
     for name, front in found.frontiers.items():
         what = "total cost" if name == "total_cost" else "hourly cost"
         if not front.points:
-            console.print(f"[bold]{found.instance}[/bold]: makespan vs {what}: no feasible plan")
+            none = "no plan found within the time limit" if front.stopped == "time_limit" else "no feasible plan"
+            console.print(f"[bold]{found.instance}[/bold]: makespan vs {what}: {none}")
             if front.end is not None and front.end.diagnosis:
                 render_diagnosis(console, front.end.diagnosis)
             continue
@@ -101,6 +102,12 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
             console.print(
                 "* the allowance the cheapest plan's replays set, carried by every faster plan (not replayed; "
                 "--simulate R replays the corners shown)",
+                markup=False,
+            )
+        if front.stopped == "time_limit":
+            console.print(
+                f"the time limit ended the walk: faster plans than {fast.makespan_s / DAY_S:.3f} d may exist "
+                "(a longer --time-limit walks further)",
                 markup=False,
             )
         if len(shown) < len(front.corners):

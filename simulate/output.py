@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -82,6 +83,24 @@ def write_atomic_bytes(path: str | Path, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise OutputError(path, exc) from None
         raise
+
+
+# The temporary file write_atomic_bytes writes beside its target: the target's name, hidden, mkstemp's 8 characters.
+_TEMPORARY = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")
+
+
+def remove_temporaries(folder: str | Path) -> int:
+    """Remove the temporary files :func:`write_atomic_bytes` left under ``folder`` when its writer was killed
+    before it could (SIGKILL); how many. Only for a folder no other writer is using (a batch it resumes)."""
+    removed = 0
+    for path in Path(folder).rglob(".*.tmp"):
+        if _TEMPORARY.fullmatch(path.name) and path.is_file():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed += 1
+    return removed
 
 
 def write_atomic(path: str | Path, text: str) -> None:

@@ -85,7 +85,8 @@ def build(folder: Path, big: bool = True) -> list[Case]:
     folder.mkdir(parents=True, exist_ok=True)
     cases = _caps(folder) + _digits(folder) + _nesting(folder) + _aliases(folder) + _lists(folder, big)
     cases += _files(folder, big) + _grids(folder) + _edits(folder) + _samples_csv(folder, big) + _outputs(folder)
-    cases += _bundled(folder) + _sections(folder) + _calibrate(folder)
+    cases += _bundled(folder) + _sections(folder) + _calibrate(folder) + _strings(folder) + _overridden(folder)
+    cases += _refusals(folder)
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -446,6 +447,75 @@ def _sections(folder: Path) -> list[Case]:
     ):
         file = _write(folder, name, apply_edit(_doc(SEED), where, value), ".yaml")
         cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
+    return cases
+
+
+def _strings(folder: Path) -> list[Case]:
+    """Strings where the schema wants a boolean or a number: never read as one ('yes' is not true)."""
+    cases = []
+    for name, where, value, fragment in (
+        ("strings-count-startup-yes", "schedule.count_startup", "yes", "must be true or false, got 'yes'"),
+        ("strings-count-startup-one", "schedule.count_startup", 1, "must be true or false, got 1"),
+        ("strings-gpus", "gpu_pools[0].gpus", "10000", "must be a whole number, got '10000'"),
+        ("strings-gpus-float", "gpu_pools[0].gpus", 10000.0, "write 10000, without a decimal point"),
+        ("strings-tokens", "inference.shapes[0].tokens_per_gpu_s", "75", "must be a number, got '75'"),
+        ("strings-peak", "environment.peak_to_mean", "1.2", "must be a number, got '1.2'"),
+        ("strings-deadline-days", "schedule.deadline", "5days", "did you mean '5d'?"),
+        ("strings-step-hours", "schedule.cadence.step", "1 Hour", "did you mean '1h'?"),
+        ("strings-restart-mins", "reliability.restart_time", "15mins", "did you mean '15m'?"),
+    ):
+        file = _write(folder, name, apply_edit(_doc(SEED), where, value), (".yaml", ".json")[len(cases) % 2])
+        cases.append(Case(name, _solve(file), file, f"{where}: ", fragment))
+    return cases
+
+
+def _overridden(folder: Path) -> list[Case]:
+    """A bad value in the file at a field an option replaces (--basis, --set, a sweep axis): still refused."""
+    file = _write(folder, "override-basis", apply_edit(_doc(STAGED), "planning.basis", "wrong_value"), ".yaml")
+    deadline = _write(folder, "override-deadline", apply_edit(_doc(SEED), "schedule.deadline", "5days"), ".yaml")
+    fragment = "the file's own value, which"
+    sweep = ("sweep", file, "--basis", "hold", "--set", "schedule.deadline=7d,8d", "--out", str(folder / "sweep"))
+    return [
+        Case("override-basis-solve", _solve(file, "--basis", "hold"), file, "planning.basis: ", fragment),
+        Case("override-basis-simulate", ("simulate", file, "--basis", "hold"), file, "planning.basis: ", fragment),
+        Case("override-basis-frontier", ("frontier", file, "--basis", "hold"), file, "planning.basis: ", fragment),
+        Case("override-basis-risk", ("risk", file, "--basis", "hold"), file, "planning.basis: ", fragment),
+        Case("override-basis-sweep", sweep, file, "planning.basis: ", fragment),
+        Case(
+            "override-set-deadline",
+            _solve(deadline, "--set", "schedule.deadline=7d"),
+            deadline,
+            "schedule.deadline: ",
+            "schedule.deadline=7d replaces here",
+        ),
+    ]
+
+
+def _refusals(folder: Path) -> list[Case]:
+    """One bad file (a negative iteration count) through every command that reads an instance: each refuses it
+    before it builds, solves, plots or writes anything (bench/hostile.py --only refusal- times them)."""
+    bad = _write(folder, "refusal-bad", apply_edit(_doc(SEED), "workload.iterations", -5), ".yaml")
+    logs = folder / "refusal-trajectories.csv"
+    logs.write_text("start,end,output_tokens\n" + "".join(f"{i},{i - 5},5\n" for i in range(30)))
+    where, fragment = "workload.iterations: ", "must be > 0"
+    out = str(folder / "refusal-out")
+    commands = {
+        "solve": ("solve", bad),
+        "explain": ("explain", bad),
+        "simulate": ("simulate", bad),
+        "risk": ("risk", bad),
+        "frontier": ("frontier", bad, "--out", out),
+        "compare": ("compare", bad),
+        "sweep": ("sweep", bad, "--set", "schedule.deadline=7d,8d", "--out", out),
+        "report": ("report", bad, "--out", f"{out}/report.html"),
+    }
+    cases = [Case(f"refusal-{name}", args, bad, where, fragment) for name, args in commands.items()]
+    calibrate = ("calibrate", "--trajectories", str(logs), "--inference-gpus", "8")
+    cases.append(Case("refusal-calibrate", calibrate, str(logs), "row 1 (line 2), column 'end': ", "before"))
+    good = folder / "refusal-good-trajectories.csv"
+    good.write_text(TRAJECTORIES)
+    into = ("calibrate", "--trajectories", str(good), "--into", bad, "--inference-gpus", "8", "-o", f"{out}.yaml")
+    cases.append(Case("refusal-calibrate-into", into, bad, where, fragment))
     return cases
 
 

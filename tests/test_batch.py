@@ -317,6 +317,23 @@ def test_resume_solves_only_what_changed(tmp_path):
     assert other.tally.reused == 0 and {row["objective"] for row in other.rows} == {"hourly_cost"}
 
 
+def test_resume_removes_the_temporary_files_a_killed_run_left(tmp_path):
+    """A writer killed by SIGKILL leaves its hidden temporary file (.NAME.XXXXXXXX.tmp) beside the result it
+    was writing; --resume removes those, and nothing else that is hidden or ends in .tmp."""
+    write(tmp_path / "in" / "v0.yaml", variant(**{TOKENS: 80}))
+    out = tmp_path / "out"
+    tasks = driver.plan_tasks(driver.discover([str(tmp_path / "in")]))
+    driver.run_batch(tasks, out, workers=1)
+    result = next(out.rglob("*.json"))
+    stale = [result.parent / f".{result.name}.k2x_9QzA.tmp", out / ".summary.csv.a1b2c3d4.tmp"]
+    kept = [out / ".keep", out / "notes.tmp", out / ".notes.tmp"]
+    for path in stale + kept:
+        path.write_text("{")
+    driver.run_batch(tasks, out, workers=1, resume=True)
+    assert [p for p in stale if p.exists()] == []
+    assert all(p.exists() for p in kept)
+
+
 @pytest.mark.parametrize("kill", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_batch_resumes_to_the_uninterrupted_summary(mixed, reference, tmp_path, kill):
     root, expect = mixed
@@ -354,6 +371,7 @@ def test_killed_batch_resumes_to_the_uninterrupted_summary(mixed, reference, tmp
     assert len(result_files(out)) == len(expect)
     for path in result_files(out):
         json.loads(path.read_text())
+    assert not list(out.rglob(".*.tmp"))  # no half-written file of the killed run is left behind
 
 
 def test_dask_cluster_gives_the_local_pool_results(mixed, reference, tmp_path):

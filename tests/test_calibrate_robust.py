@@ -231,6 +231,20 @@ def test_restarts_keep_the_last_row_and_missing_iterations_count_in_the_cadence(
     assert "1 iterations missing" in got["cadence"]["achieved_s"]["note"]
 
 
+def test_rows_copied_exactly_are_said_apart_from_a_restarts_repeats(tmp_path):
+    """Iteration 0 three times in identical rows is no restart (a re-run takes its own time): the note says so,
+    and counts the restart's repeats (iterations 6-7 again, at other times) apart."""
+    _, traj = _trajectories(tmp_path)
+    rows = [(0, 0.0, 100.0)] * 3 + [(i, 600.0 * i, 100.0) for i in range(1, 8)]
+    rows += [(i, 600.0 * (i + 2), 300.0) for i in range(6, 12)]
+    (tmp_path / "s.csv").write_text(
+        "iteration,boundary,update_s,training_gpus\n" + "".join(f"{i},{b},{u},64\n" for i, b, u in rows)
+    )
+    notes = fitted("--trajectories", str(traj), "--steps", str(tmp_path / "s.csv"))["notes"]
+    assert any("2 rows are exact copies of another row of their iteration" in n for n in notes), notes
+    assert any("2 rows repeat an earlier iteration number (a restart" in n for n in notes), notes
+
+
 def test_a_relative_step_log_beside_an_epoch_trajectory_log_is_aligned(tmp_path):
     cols = two_pool_columns(TRUTH, 8)
     first = np.nanmin(cols["start"])

@@ -1,4 +1,4 @@
-"""Field edits by MODEL.md path: values read as YAML reads them, documents never changed in place."""
+"""Field edits by MODEL.md path: values read as a file's YAML reads them, documents never changed in place."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import examples
+from trainground.models.documents import EXPONENT
 from trainground.models.edits import apply_edit, parse_value
 from trainground.models.load import read_document
 
@@ -47,8 +48,11 @@ NUMBER_TEXT = st.from_regex(r"\A[-+]?[0-9]{0,4}(\.[0-9]{0,4})?([eE][-+]?[0-9]{1,
         ]
     )
 )
-def test_parse_value_reads_like_yaml(text):
+def test_parse_value_reads_like_a_file(text):
+    """As YAML reads a value in a file, exponent notation without a decimal point (1e3) included: a number."""
     expected = yaml.safe_load(text) if text.strip() else ""
+    if EXPONENT.fullmatch(text):
+        expected = float(text)
     got = parse_value(text)
     assert type(got) is type(expected)
     assert got == expected or (isinstance(got, float) and math.isnan(got) and math.isnan(expected))

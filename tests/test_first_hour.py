@@ -26,3 +26,17 @@ def test_the_walk_through_instance_is_valid_and_plausible():
     inst = load_instance(path)
     assert (inst.name, [p.gpus for p in inst.gpu_pools]) == ("h100-h200-10d", [4096, 2048])
     assert unit_warnings(read_document(path)) == []
+
+
+def test_the_prose_quotes_no_figure_its_outputs_do_not_show():
+    """A figure with a decimal point in the prose (a computed one: 0.5442) must be in a quoted output, and the
+    prose's start-up bullet must agree with what solve says of the start-up."""
+    text = (DOCS / "first-hour.md").read_text(encoding="utf-8")
+    outputs = "".join(body for _, body in BLOCK.findall(text))
+    prose = BLOCK.sub("", text)
+    prose = re.sub(r"```\n.*?```\n", "", prose, flags=re.S)  # the commands shown, not outputs
+    figures = re.findall(r"(?<![\w.§])\d[\d,]*\.\d{2,}", prose)
+    assert [f for f in figures if f not in outputs] == []
+    solve = (DOCS / "first-hour" / "solve.txt").read_text(encoding="utf-8")
+    if "start-up: counted" in solve:
+        assert "not counted unless" not in prose

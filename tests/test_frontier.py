@@ -14,6 +14,7 @@ from tests import reference
 from tests.strategies import examples, instance_of, small_instances
 from trainground.cli import main
 from trainground.drivers.tradeoffs.frontier import CRITERIA, cost_of, frontiers, hull_corners
+from trainground.models.edits import load_edited
 from trainground.models.load import load_instance
 from trainground.render.plots import FRONTIER_PX
 from trainground.solver.solve import solve_instance
@@ -148,3 +149,60 @@ def test_cli_infeasible_instance_exits_3(tmp_path):
     assert run.exit_code == 3, run.output
     assert "no feasible plan" in run.output
     assert png_size((tmp_path / "frontier.png").read_bytes()) == FRONTIER_PX
+
+
+@pytest.mark.parametrize("start, step", [(10_000, 2_500), (12_000, 250), (100_000, 12_500), (1e6, 125_000)])
+def test_money_axis_labels_are_distinct_and_read_back_as_their_ticks(start, step):
+    """The hourly-cost axis of a frontier: ticks 2,500 apart once read '$12k' and '$18k' for $12,500 and $17,500."""
+    from trainground.render.plots import money
+
+    ticks = [start + k * step for k in range(8)]
+    labels = [money(t) for t in ticks]
+    assert len(set(labels)) == len(labels), labels
+    scale = {"M": 1e6, "k": 1e3}
+    for tick, label in zip(ticks, labels):
+        number = float(label.strip("$kM").replace(",", "")) * scale.get(label[-1], 1)
+        assert number == pytest.approx(tick, rel=1e-9), (tick, label)
+
+
+class _Ticks:
+    """A clock that moves one second each time it is read: a walk's time runs out after a known number of reads."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_the_time_limit_bounds_the_whole_walk_and_keeps_the_plans_found(monkeypatch):
+    """With 5 s on a clock read once per solve (and once per walk), the first walk gets half and finds its
+    cheapest plan, the second finds none; every solve is given the time that is left."""
+    import trainground.drivers.tradeoffs.frontier as driver
+    from trainground.solver.solve import Planner
+
+    inst = load_edited(SEED, ["planning.basis=steady_state"])
+    given = []
+    original = Planner.solve
+
+    def spy(self, objective=None, **options):
+        given.append(options.get("time_limit"))
+        return original(self, objective, **{k: v for k, v in options.items() if k != "time_limit"})
+
+    monkeypatch.setattr(Planner, "solve", spy)
+    monkeypatch.setattr(driver, "time", _Ticks())
+    found = driver.frontiers(inst, time_limit=5.0)
+    total, hourly = found.frontiers["total_cost"], found.frontiers["hourly_cost"]
+    assert (total.stopped, len(total.points)) == ("time_limit", 1)
+    assert (hourly.stopped, len(hourly.points)) == ("time_limit", 0)
+    assert given == [1.0]  # the one solve, given what was left of its walk's share
+    assert total.cheapest.plan.total_cost == pytest.approx(solve_instance(inst).plan.total_cost, rel=1e-9)
+
+
+def test_frontier_with_a_time_limit_says_so_and_exits_4(tmp_path):
+    args = ["frontier", str(SEED), "--basis", "steady_state", "--time-limit", "0.000001", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 4, result.output
+    assert "no plan found within the time limit" in result.output
+    assert (tmp_path / "frontier.json").exists()

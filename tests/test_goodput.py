@@ -109,6 +109,24 @@ def test_bad_reliability_fields_exit_2_naming_the_field(tmp_path, edit, where, r
     assert "Traceback" not in output
 
 
+def test_a_checkpoint_interval_shorter_than_a_checkpoint_is_diagnosed_as_the_interval(tmp_path):
+    """With checkpoint_interval 1 s and 60 s checkpoints no gpu_mtbf gives progress: the diagnosis names the
+    interval and the window of intervals that do (just inside it training progresses, just outside not)."""
+    section = {**SECTION, "checkpoint_interval": "1s"}
+    code, output = run(["solve", "--json"], tmp_path, seed(**section))
+    conflict = json.loads(output)["diagnosis"]["conflict"]
+    assert "checkpoint_interval between " in conflict and "inf" not in conflict, conflict
+    assert "gpu_mtbf above" not in conflict, conflict
+    low, high = (
+        float(text.split(" s")[0].replace(",", ""))
+        for text in conflict.split("checkpoint_interval between ")[1].split(" and ")[:2]
+    )
+    assert 60 < low < high
+    for interval, progresses in ((low * 1.01, True), (high * 0.99, True), (low * 0.98, False), (high * 1.01, False)):
+        changed = validate(seed(**{**section, "checkpoint_interval": interval}), "seed.yaml")
+        assert (explain(changed, 604).values()["training_goodput"] > 0) is progresses, interval
+
+
 def test_no_progress_is_diagnosed_with_the_smallest_fixes(tmp_path):
     code, output = run(["solve", "--json"], tmp_path, seed(**{**SECTION, "gpu_mtbf": "500h"}))
     result = json.loads(output)

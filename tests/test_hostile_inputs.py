@@ -11,6 +11,7 @@ are measured by bench/hostile.py.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -158,3 +159,33 @@ def test_plans_spanning_many_orders_of_magnitude_solve_or_are_refused(tmp_path: 
     assert len(outcomes) >= 50
     assert not [name for name, code in outcomes.items() if code not in (0, 2, 3, 4)], outcomes
     assert {0, 3} <= set(outcomes.values())  # some still have a plan, some have none
+
+
+HEAVY = ("pyomo", "highspy", "matplotlib", "scipy")  # what a solve, a fit or a plot imports
+WATCH = """
+import atexit, json, sys
+atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps([m for m in HEAVY if m in sys.modules])))
+from trainground.cli import main
+main(sys.argv[2:], prog_name="trainground")
+"""
+
+
+def test_a_refused_file_costs_no_import_of_the_solver_a_fit_or_the_plots(tmp_path: Path):
+    """Every command refuses a bad file before it imports what it would build, fit or plot with, so a refusal
+    costs what reading the file costs (bench/hostile.py --only refusal- measures it)."""
+    drivers = {"frontier", "compare", "sweep", "report", "calibrate"}  # solve's own path is the floor: not run here
+    cases = [
+        case for case in build(tmp_path, big=False) if case.name.startswith("refusal-") and case.args[0] in drivers
+    ]
+    assert {c.args[0] for c in cases} == drivers
+    env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"} | {"PYTHONPATH": str(ROOT)}
+    loaded = {}
+    for case in cases:
+        seen = tmp_path / f"{case.name}.json"
+        script = f"HEAVY = {HEAVY!r}\n" + WATCH
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(seen), *case.args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert not complaints(case, proc.returncode, proc.stdout, proc.stderr), (case.name, proc.stderr)
+        loaded[case.name] = json.loads(seen.read_text())
+    assert {name: mods for name, mods in loaded.items() if mods} == {}

@@ -35,7 +35,8 @@ CASES: dict[str, tuple] = {
     "duplicate-yaml-key.yaml": ("workload.iterations", "key given twice (lines 5 and 6)"),
     "json-duplicate-key.json": ("objective", "key given twice"),
     # structure
-    "unknown-top-level-key.yaml": ("workloads", "unknown key 'workloads'; did you mean 'workload'?", 2),
+    # a misspelled required key: its did-you-mean alone, not also the key it misses as missing
+    "unknown-top-level-key.yaml": ("workloads", "unknown key 'workloads'; did you mean 'workload'?", 1),
     "unknown-nested-key.yaml": ("workload.intake_rat", "unknown key 'intake_rat'; did you mean 'intake_rate'?"),
     "unknown-occupancy-key.yaml": ("environment.occupancy.p50", "unknown key 'p50' (allowed here: distribution,"),
     "missing-required-field.yaml": ("workload.iterations", "required field is missing"),

@@ -46,7 +46,6 @@ def staged(capacity: str = "fixed", **changes) -> dict:
         (lambda d: d["stages"]["list"][1].update(iterations=300), "stages.list", "sum to 900"),
         (lambda d: d["stages"]["list"][0].update(colour=1), "stages.list[0].colour", "unknown key"),
         (lambda d: d["stages"]["list"][2].update(name="early"), "stages.list[2].name", "duplicate name"),
-        (lambda d: d["stages"].update(switch_time="30m"), "stages.switch_time", "replan only"),
         (lambda d: d.update(reliability={"gpu_mtbf": "50000h"}), "reliability", "not available"),
         (
             lambda d: d["stages"]["list"][0].update(occupancy={"distribution": "lognormal", "median": 10}),
@@ -61,6 +60,22 @@ def test_a_broken_stages_section_names_the_field_and_the_rule(edit, where, rule)
     with pytest.raises(InstanceError) as err:
         validate(data, "staged.yaml")
     assert any(p.path == where and rule in p.rule for p in err.value.problems), err.value.message
+
+
+def test_a_switch_time_under_fixed_capacity_is_a_warning_and_changes_nothing(tmp_path):
+    from trainground.models.edits import load_edited_checked
+
+    path = tmp_path / "staged.yaml"
+    path.write_text(yaml.safe_dump(staged()))
+    plain, _ = load_edited_checked(path, [])
+    switched, warnings = load_edited_checked(path, ["stages.switch_time=30m"])
+    assert [w for w in warnings if w.startswith("stages.switch_time: 1800 s applies to capacity: replan only")]
+    assert not [
+        w
+        for w in load_edited_checked(path, ["stages.capacity=replan", "stages.switch_time=30m"])[1]
+        if w.startswith("stages.switch_time")
+    ]
+    assert StagedPlanner(switched).solve("total_cost").plan == StagedPlanner(plain).solve("total_cost").plan
 
 
 @pytest.mark.parametrize("name", ["seed-week-75.yaml", "seed-intake-80.yaml", "two-backends-cloud.yaml"])

@@ -74,9 +74,10 @@ def _document_of(inst: Instance) -> dict[str, Any]:
 
 
 def _from_document(data: dict[str, Any], edits: Sequence[str]) -> Instance:
-    from trainground.models.edits import apply_edit, blamed_on_edits, parse_value, split_edit
+    from trainground.models.edits import apply_edit, blamed_on_edits, parse_value, refuse_replaced, split_edit
     from trainground.models.load import InstanceError, Problem, validate
 
+    own = data
     for edit in edits:
         try:
             path, text = split_edit(edit)
@@ -84,9 +85,11 @@ def _from_document(data: dict[str, Any], edits: Sequence[str]) -> Instance:
         except ValueError as exc:
             raise InstanceError(DICT_SOURCE, [Problem("", str(exc), source=f"--set {edit}")]) from None
     try:
-        return validate(data, DICT_SOURCE, Path.cwd())
+        inst = validate(data, DICT_SOURCE, Path.cwd())
     except InstanceError as exc:
         raise blamed_on_edits(exc, list(edits)) from None
+    refuse_replaced(own, list(edits), DICT_SOURCE, Path.cwd())
+    return inst
 
 
 def solve(

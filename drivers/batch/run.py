@@ -34,7 +34,7 @@ from trainground.drivers.batch.summary import (  # noqa: F401 (the batch's API)
     write_summaries,
 )
 from trainground.drivers.batch.workers import one_line, prepare_worker
-from trainground.simulation.output import make_folder, write_json
+from trainground.simulation.output import make_folder, remove_temporaries, write_json
 
 # The summaries are rewritten (whole, atomically) after every result while they hold fewer than 2·SUMMARY_ROWS
 # rows; a longer summary is rewritten every len(rows) // SUMMARY_ROWS results, so a batch of n files writes
@@ -332,6 +332,8 @@ def run_batch(
     ``task_function`` is what each worker runs (tests pass a stand-in).
     """
     out = make_folder(out)
+    if resume:  # a killed run's half-written files: its results are either whole or absent
+        remove_temporaries(out)
     tally = Tally(total=len(tasks))
     rows: dict[Task, dict] = {}  # summary rows only: whole results live in their files
     todo: list[Task] = []

@@ -61,12 +61,31 @@ def _inputs(rel) -> list[str]:
     return names + (["reliability.checkpoint_interval"] if rel.checked_interval() is not None else [])
 
 
+def interval_window(checkpoint: float, restart: float, mtbf: float) -> tuple[float, float] | None:
+    """The checkpoint intervals τ (s) with γ > 0 at M_train = ``mtbf``: 1 - c/τ - (r + τ/2)/M > 0 is, times τ,
+    the quadratic -τ²/(2M) + (1 - r/M)τ - c > 0, positive between its roots (None: no interval helps)."""
+    b = 1 - restart / mtbf
+    disc = b * b - 2 * checkpoint / mtbf
+    if b <= 0 or disc <= 0:
+        return None
+    return mtbf * (b - math.sqrt(disc)), mtbf * (b + math.sqrt(disc))
+
+
 def _no_progress(inst: Instance, gpus: int, mtbf: float) -> str:
     rel = inst.reliability
     c, r, tau = rel.checkpoint_time, rel.restart_time, rel.checked_interval()
     need = least_mtbf(c, r, tau)
-    fixes = [f"gpu_mtbf above {format_duration(need * gpus)}"]
+    fixes = []
+    if tau is not None:
+        window = interval_window(c, r, mtbf)
+        if window is not None:
+            lo, hi = window
+            fixes.append(
+                f"checkpoint_interval between {format_duration(lo)} and {format_duration(hi)} (or auto, "
+                f"Young's interval {format_duration(math.sqrt(2 * c * mtbf))})"
+            )
     if math.isfinite(need):
+        fixes.append(f"gpu_mtbf above {format_duration(need * gpus)}")
         fixes.append(f"at most {int(rel.gpu_mtbf / need):,} training GPUs (you need {gpus:,} to keep up)")
     if tau is None:
         spare = mtbf * (1 - math.sqrt(2 * c / mtbf))
@@ -74,8 +93,21 @@ def _no_progress(inst: Instance, gpus: int, mtbf: float) -> str:
             fixes.append(f"restart_time below {format_duration(spare)}")
         if mtbf > r:
             fixes.append(f"checkpoint_time below {format_duration(mtbf * (1 - r / mtbf) ** 2 / 2)}")
+    else:
+        spare = mtbf * (1 - c / tau) - tau / 2
+        if spare > 0:
+            fixes.append(f"restart_time below {format_duration(spare)}")
+        if tau * (1 - (r + tau / 2) / mtbf) > 0:
+            fixes.append(f"checkpoint_time below {format_duration(tau * (1 - (r + tau / 2) / mtbf))}")
+    every = "" if tau is None else f" every {format_duration(tau)} (checkpoint_interval)"
+    why = (
+        f"; a checkpoint of {format_duration(c)} every {format_duration(tau)} leaves no time to train, whatever "
+        "gpu_mtbf"
+        if tau is not None and c >= tau
+        else ""
+    )
     return (
         f"training goodput: failures every {format_duration(mtbf)} on {gpus:,} training GPUs (gpu_mtbf "
-        f"{format_duration(rel.gpu_mtbf)}), restarts {format_duration(r)}, checkpoints {format_duration(c)}: "
-        f"training cannot make progress (γ <= 0); the smallest fix: " + ", or ".join(fixes)
+        f"{format_duration(rel.gpu_mtbf)}), restarts {format_duration(r)}, checkpoints {format_duration(c)}{every}: "
+        f"training cannot make progress (γ <= 0){why}; the smallest fix: " + ", or ".join(fixes)
     )

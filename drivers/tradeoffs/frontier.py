@@ -26,6 +26,7 @@ STAGED_GAP, so two plans closer than that in makespan are one point.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -219,13 +220,17 @@ def frontiers(
     on_progress: Progress | None = None,
     diagnose: bool = True,
     replays: ReplayCache | None = None,
+    time_limit: float | None = None,
 ) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
     ``diagnose``: explain why when not even the cheapest plan exists (the walk's later,
     expected infeasible solves are never diagnosed). ``replays``: under hold, replays of plans already
-    replayed (a solve of the same instance just before) are taken from there.
+    replayed (a solve of the same instance just before) are taken from there. ``time_limit``: seconds for
+    every walk together, each criterion's walk given an equal share of what is left; a walk that runs out
+    stops with the plans it found (``stopped``: ``time_limit``).
     """
+    until = None if time_limit is None else time.monotonic() + time_limit
     planner = planner_for(inst, replays)
     table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
     spans = None if inst.stages is not None else np.unique(table.every_row().makespan)
@@ -245,7 +250,8 @@ def frontiers(
             elif on_progress is not None:  # a staged walk: points found so far, one more to come
                 on_progress(done, done + 1)
 
-        out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose)
+        share = None if until is None else (until - time.monotonic()) / (len(criteria) - k)
+        out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose, time_limit=share)
         out.solves += solves
         front = out.frontiers[criterion]
         if front.points and front.stopped == "infeasible":
@@ -279,22 +285,29 @@ def walk(
     spans: np.ndarray | None,
     step: Callable[[int], None],
     diagnose: bool = True,
+    time_limit: float | None = None,
 ) -> tuple[Frontier, int]:
     """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took.
     ``spans``: the admissible makespans, each cap the next below; None (a staged instance): each cap is the
-    plan's makespan less STAGED_GAP of it."""
+    plan's makespan less STAGED_GAP of it. ``time_limit``: seconds for the walk, each solve given what is left;
+    when they run out the walk stops (``stopped``: ``time_limit``) with the plans found so far."""
     found: list[Result] = []
     cap: float | None = None
     end: Result | None = None
     stopped = "grid"
     solves = 0
     carried: float | None = None  # under hold, the cheapest plan's allowance, once it is found
+    until = None if time_limit is None else time.monotonic() + time_limit
     while True:
         last_cap = cap
+        left = {} if until is None else {"time_limit": until - time.monotonic()}
+        if left and left["time_limit"] <= 0:
+            stopped = "time_limit"
+            break
         if isinstance(planner, HoldingPlanner) and carried is not None:
-            result = planner.solve_carried(carried, criterion, max_makespan=cap)
+            result = planner.solve_carried(carried, criterion, max_makespan=cap, **left)
         else:
-            result = planner.solve(criterion, max_makespan=cap)
+            result = planner.solve(criterion, max_makespan=cap, **left)
             carried = result.hold.allowance_s if result.hold is not None else None
         if diagnose and not found:
             result = diagnosed(planner.inst, result)

@@ -29,7 +29,7 @@ import yaml
 
 from trainground.drivers.batch.workers import clip, one_line, prepare_worker
 from trainground.drivers.tradeoffs.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
-from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value
+from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value, refuse_replaced
 from trainground.models.load import InstanceError, Problem, read_document, validate
 from trainground.models.result import STATUSES, key_columns
 
@@ -126,6 +126,7 @@ def run_sweep(
     """
     file = str(file)
     document = read_document(Path(file))
+    refuse_replaced(document, [f"{axis.path}={','.join(axis.texts)}" for axis in axes], file, Path(file).parent)
     points = grid_points(axes)
     clock = time.perf_counter()
     workers = max(1, min(workers, len(points)))
@@ -214,6 +215,12 @@ def solve_points(
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
                 result = diagnosed(inst, planner.solve(objective), "conflict")
+            except InstanceError as exc:  # a point the planner refuses (a staged model too large): bad input
+                planner = None
+                exc = blamed_on_edits(InstanceError(file, exc.problems), [f"{p}={t}" for p, t in edits.items()])
+                rows.append(
+                    _row(index, edits, "invalid", objective, message=exc.message, seconds=time.perf_counter() - clock)
+                )
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
                 rows.append(
