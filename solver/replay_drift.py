@@ -8,8 +8,9 @@ the trainer cannot catch up a batch that arrives late. Three terms make the repl
    the slow ones have had time to finish; the batch-ready times fall behind ``fill + j·L`` by a
    constant that the trainer never wins back.
 2. The wait of a nearly saturated server: the batch-ready times fluctuate (whole groups, the drop rule,
-   the intake draw), so batches queue for the trainer; Kingman's heavy-traffic mean wait
-   ``W = σ²/(2(L_a - U))`` (deterministic service), σ² the variance of the ready-time increments.
+   the intake draw), so batches queue for the trainer; Kingman's heavy-traffic mean wait with Siegmund's
+   correction, ``W = σ²/(2(L_a - U)) - 0.5826·σ`` (deterministic service), σ² the variance of the
+   ready-time increments.
 3. The drop rate the replay really sees: a batch that waits ``W`` for the trainer is consumed ``W`` later
    and its version floor ``b_{j-K-1}`` is ``W`` later, so more groups overrun ``K``; fewer effective
    trajectories per second stretch the ready-time spacing to ``L_a > L``, which feeds back into ``W``.
@@ -34,6 +35,7 @@ from trainground.solver.calculus import Occupancy, occupancy_of
 
 TABLE_POINTS = 8193  # points of the completed-group-time table the fluid recursion interpolates
 WAIT_BISECTIONS = 60  # bisection steps of Kingman's fixed point (the wait to well below a millisecond)
+LADDER = 0.5825971579390106  # -ζ(1/2)/sqrt(2π): Siegmund's correction of the diffusion wait, in units of σ
 SPACING_STEPS = 40  # bisection steps of the rate balance L_a·(1 - d(W, L_a)) = L·(1 - d(0))
 
 
@@ -93,16 +95,17 @@ def increment_sd(batch: int, group_size: int, intake: float, drop: float, attemp
 
 
 def kingman_wait(shape: _Shape, d0: float, update: float, sd: float) -> float:
-    """Kingman's mean wait of a batch for the trainer, W = σ²/(2(L_a(W) - U)), with the spacing L_a(W) that
-    the wait's extra drops set: 2·W·(L_a(W) - U) grows with W from 0, so the least W where it reaches σ² is
-    bracketed by doubling and found by bisection (at most (K + 1)·L, where every group would be dropped)."""
+    """The mean wait of a batch for the trainer: Kingman's heavy-traffic wait less Siegmund's ladder
+    correction, W = σ²/(2(L_a(W) - U)) - 0.5826·σ (at least 0), with the spacing L_a(W) that the wait's extra
+    drops set: 2·(W + 0.5826·σ)·(L_a(W) - U) grows with W, so the least W where it reaches σ² is bracketed by
+    doubling and found by bisection (at most (K + 1)·L, where every group would be dropped)."""
     if sd <= 0:
         return 0.0
     top = (shape.kept + 1) * shape.cadence
 
     def enough(wait: float) -> bool:
         slack = shape.spacing(wait, d0) - update
-        return slack > 0 and 2 * wait * slack >= sd * sd
+        return slack > 0 and 2 * (wait + LADDER * sd) * slack >= sd * sd
 
     hi = 1.0
     while not enough(hi):
