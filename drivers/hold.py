@@ -321,6 +321,15 @@ def base_planner(inst: Instance, **options) -> Planner:
     return Planner(inst, **options)
 
 
+def neighbour_start(planner, before: Result | None) -> dict:
+    """The options that start ``planner``'s allowance loop from the final Δ of the point before it (MODEL §11:
+    ``allowance_start: neighbour``): none unless ``planner`` holds and that point's allowance converged."""
+    hold = None if before is None else before.hold
+    if not isinstance(planner, HoldingPlanner) or hold is None or not hold.allowance_converged:
+        return {}
+    return {"start": hold.allowance_s}
+
+
 def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:
     """The planner of ``inst``'s basis: its base planner under steady_state (:func:`base_planner`), a
     HoldingPlanner around it under hold."""

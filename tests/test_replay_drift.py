@@ -109,3 +109,17 @@ def test_an_infeasible_start_restarts_from_zero():
     assert result.plan is not None and hold.allowance_converged
     assert hold.allowance_start == "zero"
     assert hold.allowance_s < 0.9 * inst.schedule.deadline
+
+
+def test_a_sweep_starts_each_point_from_the_allowance_of_the_point_before(tmp_path):
+    import yaml
+
+    from trainground.api import _document_of
+    from trainground.drivers.sweep import parse_axis, run_sweep
+
+    file = tmp_path / "small.yaml"
+    file.write_text(yaml.safe_dump(_document_of(small())))
+    report = run_sweep(file, [parse_axis("workload.iterations=40,42")])
+    holds = [row["result"]["hold"] for row in report.rows]
+    assert [h["allowance_start"] for h in holds] == ["estimate", "neighbour"]
+    assert all(h["allowance_converged"] for h in holds)
