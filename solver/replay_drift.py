@@ -137,7 +137,9 @@ def fluid_last_boundary(shape: _Shape, need: float, iterations: int, update: flo
 @dataclass(frozen=True)
 class _Shape:
     """The group completion law and the plan's (K, L) that the drop rule reads, with H(t) = ∫_0^t F_grp(s) ds
-    tabulated on [0, top] (linear beyond, at the slope F_grp(top))."""
+    tabulated on [0, top]; beyond, the larger of its two lower bounds H(top) + (t - top)·F_grp(top) and
+    t - E[M] (H(t) = t - E[M] + ∫_t^∞ S_M), which meet H as t grows (no floor under downweight: t grows
+    with the run)."""
 
     group_size: int
     kept: int
@@ -146,6 +148,7 @@ class _Shape:
     xs: list[float]
     hs: list[float]
     slope: float
+    mean: float  # E[M]
 
     @classmethod
     def of(
@@ -157,7 +160,8 @@ class _Shape:
         slope = float(startup.group_completion_cdf(occ, top, group_size, correlation))
         if slope <= 0:
             return None
-        return cls(group_size, kept, cadence, drops, x.tolist(), np.asarray(ramp, dtype=float).tolist(), slope)
+        mean = startup.group_completion_mean(occ, group_size, correlation)
+        return cls(group_size, kept, cadence, drops, x.tolist(), np.asarray(ramp, dtype=float).tolist(), slope, mean)
 
     def completed(self, t: float) -> float:
         """H(t)."""
@@ -165,7 +169,7 @@ class _Shape:
         if t <= 0:
             return 0.0
         if t >= xs[-1]:
-            return hs[-1] + (t - xs[-1]) * self.slope
+            return max(hs[-1] + (t - xs[-1]) * self.slope, t - self.mean)
         i = min(bisect.bisect_right(xs, t), len(xs) - 1)
         return hs[i - 1] + (t - xs[i - 1]) / (xs[i] - xs[i - 1]) * (hs[i] - hs[i - 1])
 
@@ -173,7 +177,7 @@ class _Shape:
         """The least t with H(t) = h (h > 0)."""
         xs, hs = self.xs, self.hs
         if h >= hs[-1]:
-            return xs[-1] + (h - hs[-1]) / self.slope
+            return min(xs[-1] + (h - hs[-1]) / self.slope, h + self.mean)
         i = max(bisect.bisect_right(hs, h), 1)
         span = hs[i] - hs[i - 1]
         return xs[i - 1] + (0.0 if span <= 0 else (h - hs[i - 1]) / span * (xs[i] - xs[i - 1]))
