@@ -157,26 +157,51 @@ BATCH = [SEED, "instances/seed-two-pools.yaml", "instances/seed-cadence-500.yaml
 BATCH += ["instances/seed-drop-comonotone.yaml"]
 
 
-def drivers(repeats: int) -> None:
+def rounds_seen(name: str, stdout: str, scratch: str) -> str:
+    """Rounds and allowance starts of each new plan under hold: a sweep's rows, a batch's result files."""
+    if name == "sweep":
+        holds = [(row.get("result") or {}).get("hold") for row in json.loads(stdout)["rows"]]
+    else:
+        holds = []
+        for path in sorted(Path(scratch).glob("*.json")):
+            try:
+                holds.append(json.loads(path.read_text()).get("hold"))
+            except (ValueError, AttributeError):
+                continue
+    return ", ".join(f"{h['rounds']} ({h.get('allowance_start') or '—'})" for h in holds if h)
+
+
+def drivers(repeats: int, baseline: str | None = None) -> None:
     print(f"whole `sweep {SEED} {' '.join(SWEEP[1:])}` and `batch` of {len(BATCH)} seed variants, medians of", repeats)
-    print(f"{'command':<8} {'basis':<14} {'wall s':>8} {'cpu s':>8}")
-    with tempfile.TemporaryDirectory() as scratch:
-        for name, command in (
-            ("sweep", ["sweep", SEED, *SWEEP, "--out", scratch, "--json"]),
-            ("batch", ["batch", *BATCH, "--workers", "2", "--out", scratch, "--quiet"]),
-        ):
-            medians = {}
-            for basis in ("steady_state", "hold"):
-                walls, cpus = [], []
-                for _ in range(repeats):
-                    wall, cpu, done = timed([str(TRAINGROUND), *command, "--basis", basis])
+    print(f"{'command':<8} {'basis':<18} {'wall s':>8} {'cpu s':>8}  rounds (start) per plan")
+    runs = [("steady_state", str(TRAINGROUND)), ("hold", str(TRAINGROUND))]
+    if baseline:
+        runs.append(("hold (baseline)", baseline))
+    for name, command in (
+        ("sweep", ["sweep", SEED, *SWEEP, "--json"]),
+        ("batch", ["batch", *BATCH, "--workers", "2", "--quiet"]),
+    ):
+        walls: dict[str, list[float]] = {label: [] for label, _ in runs}
+        cpus: dict[str, list[float]] = {label: [] for label, _ in runs}
+        seen: dict[str, str] = {}
+        for _ in range(repeats):
+            for label, executable in runs:
+                basis = "steady_state" if label == "steady_state" else "hold"
+                with tempfile.TemporaryDirectory() as scratch:
+                    wall, cpu, done = timed([executable, *command, "--out", scratch, "--basis", basis])
                     if done.returncode not in (0, 3):
-                        sys.exit(f"{name} --basis {basis} failed: {done.stderr.strip()}")
-                    walls.append(wall)
-                    cpus.append(cpu)
-                medians[basis] = statistics.median(walls)
-                print(f"{name:<8} {basis:<14} {medians[basis]:>8.2f} {statistics.median(cpus):>8.2f}")
-            print(f"{name}: hold / steady_state {medians['hold'] / medians['steady_state']:.2f}x wall")
+                        sys.exit(f"{name} ({label}) failed: {done.stderr.strip()}")
+                    seen[label] = "" if basis != "hold" else rounds_seen(name, done.stdout, scratch)
+                walls[label].append(wall)
+                cpus[label].append(cpu)
+        for label, _ in runs:
+            print(
+                f"{name:<8} {label:<18} {statistics.median(walls[label]):>8.2f} {statistics.median(cpus[label]):>8.2f}"
+                f"  {seen[label]}"
+            )
+        steady = statistics.median(walls["steady_state"])
+        for label, _ in runs[1:]:
+            print(f"{name}: {label} / steady_state {statistics.median(walls[label]) / steady:.2f}x wall")
 
 
 def finegrid(repeats: int, time_limit: float = 20.0) -> None:
@@ -259,7 +284,7 @@ def main() -> None:
     if "frontier" in args.sections:
         frontier(args.repeats)
     if "drivers" in args.sections:
-        drivers(args.repeats)
+        drivers(args.repeats, args.baseline)
     if "finegrid" in args.sections:
         finegrid(args.repeats)
     if "acceptance" in args.sections:
