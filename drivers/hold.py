@@ -121,7 +121,8 @@ class HoldingPlanner:
             start, origin = 0.0, "zero"
         allowance, rounds, last, why = float(start), 0, None, "rounds"
         passed = None  # (planner, result, replays, lateness, allowance) of the last round that passed
-        while rounds < ROUNDS:
+        fresh = 0  # the rounds before a restart from 0 (rule iii), which gets ROUNDS of its own
+        while rounds - fresh < ROUNDS:
             if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
                 why = "time"
                 break
@@ -129,9 +130,9 @@ class HoldingPlanner:
             first = None
             if result.plan is None:
                 if allowance > 0 and origin != "zero" and passed is None:  # rule iii: a start never makes it infeasible
-                    allowance, origin = 0.0, "zero"
+                    allowance, origin, fresh = 0.0, "zero", rounds
                     continue
-                if last is None:
+                if last is None or (allowance == 0 and rounds == fresh):
                     return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
                 why = "infeasible"
                 break
@@ -155,7 +156,7 @@ class HoldingPlanner:
                 break
             last = (planner, result, replays, lateness, allowance)
             if passes(planner, result, lateness):
-                if allowance - lateness > TOO_SAFE * inst.schedule.deadline and rounds < ROUNDS:  # rule ii
+                if allowance - lateness > TOO_SAFE * inst.schedule.deadline and rounds - fresh < ROUNDS:  # rule ii
                     passed, allowance = last, lateness
                     continue
                 break
