@@ -1,11 +1,20 @@
 """Plans that hold (MODEL.md §11): what the allowance loop costs, and whether its plans hold in fresh replays.
 
-    python bench/hold.py [--sections timing frontier drivers finegrid acceptance] [--repeats 3] [--replications 20] [--seed 1000]
+    python bench/hold.py [--sections timing model frontier drivers finegrid acceptance] [--repeats 3]
+                         [--replications 20] [--seed 1000] [--baseline PATH/TO/trainground]
 
 timing: the whole `trainground solve instances/seed-week-75.yaml --no-levers --json` command on each basis,
 ``--repeats`` runs each, in fresh processes (imports, loading, solving, the replays, printing): the median
-wall-clock seconds, the median CPU seconds (the command and its children; the replays run on threads), and
-the ratio hold / steady_state.
+wall-clock seconds, the median CPU seconds (the command and its children; the replays run on threads), the
+rounds and the allowance's start, and the ratio hold / steady_state; then the hold command with the levers
+(without --no-levers). ``--baseline``: another checkout's `trainground` executable, whose hold command is
+timed in the same run, interleaved with this one's.
+
+model: for each instance below, the hold solve's prediction of its replays' median makespan
+(hold.predicted_makespan_s, made before any replay) beside the final plan's replays (their median and p90),
+the allowance, the rounds and where the allowance started; "within" says whether the median lies within
+max(0.1 %, two standard errors of the median) of the prediction (the standard error from the replays' p50
+and p90 as if normal: 1.2533·sd/sqrt(R), sd = (p90 - p50)/1.2816).
 
 frontier: the whole `trainground frontier instances/seed-week-75.yaml` on each basis (median wall and CPU
 of ``--repeats`` runs, the points found, the ratio hold / steady_state).
@@ -66,26 +75,60 @@ def timed(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     return wall, cpu, done
 
 
-def timing(repeats: int) -> None:
+def timing(repeats: int, baseline: str | None = None) -> None:
     print("whole `solve instances/seed-week-75.yaml --no-levers --json`, medians of", repeats)
-    print(f"{'basis':<14} {'wall s':>8} {'cpu s':>8}  rounds  replays run")
-    medians = {}
-    for basis in ("steady_state", "hold"):
-        walls, cpus, rounds, per_round = [], [], None, 0
-        for _ in range(repeats):
-            wall, cpu, done = timed([str(TRAINGROUND), "solve", SEED, "--no-levers", "--json", "--basis", basis])
+    print(f"{'command':<22} {'wall s':>8} {'cpu s':>8}  rounds  replays run  start")
+    runs = [("steady_state", str(TRAINGROUND), ["--basis", "steady_state", "--no-levers"])]
+    runs.append(("hold", str(TRAINGROUND), ["--basis", "hold", "--no-levers"]))
+    if baseline:
+        runs.append(("hold (baseline)", baseline, ["--basis", "hold", "--no-levers"]))
+    runs.append(("hold, with levers", str(TRAINGROUND), ["--basis", "hold"]))
+    walls: dict[str, list[float]] = {label: [] for label, _, _ in runs}
+    cpus: dict[str, list[float]] = {label: [] for label, _, _ in runs}
+    seen: dict[str, str] = {}
+    for _ in range(repeats):  # interleaved, so that a change in the machine's load falls on every command
+        for label, executable, options in runs:
+            wall, cpu, done = timed([executable, "solve", SEED, "--json", *options])
             if done.returncode != 0:
-                sys.exit(f"solve --basis {basis} failed: {done.stderr.strip()}")
-            walls.append(wall)
-            cpus.append(cpu)
+                sys.exit(f"solve ({label}) failed: {done.stderr.strip()}")
+            walls[label].append(wall)
+            cpus[label].append(cpu)
             hold = json.loads(done.stdout).get("hold")
-            rounds, per_round = (hold["rounds"], hold["replays"]) if hold else (None, 0)
-        medians[basis] = (statistics.median(walls), statistics.median(cpus))
-        replays = "" if rounds is None else f"{rounds:>6}  {rounds * per_round:>6}"
-        print(f"{basis:<14} {medians[basis][0]:>8.2f} {medians[basis][1]:>8.2f}  {replays}")
-    wall_ratio = medians["hold"][0] / medians["steady_state"][0]
-    cpu_ratio = medians["hold"][1] / medians["steady_state"][1]
-    print(f"hold / steady_state: {wall_ratio:.2f}x wall, {cpu_ratio:.2f}x cpu")
+            seen[label] = (
+                ""
+                if not hold
+                else f"{hold['rounds']:>6}  {hold['rounds'] * hold['replays']:>11}  {hold.get('allowance_start') or '—'}"
+            )
+    for label, _, _ in runs:
+        print(
+            f"{label:<22} {statistics.median(walls[label]):>8.2f} {statistics.median(cpus[label]):>8.2f}  {seen[label]}"
+        )
+    steady = statistics.median(walls["steady_state"])
+    for label, _, _ in runs[1:]:
+        print(f"{label} / steady_state: {statistics.median(walls[label]) / steady:.2f}x wall")
+
+
+def model() -> None:
+    print("the model's prediction of its replays (hold.predicted_makespan_s) and the final plan's replays")
+    head = f"{'instance':<32} {'predicted s':>12} {'median s':>11} {'p90 s':>11} {'error':>7} {'within':>6}"
+    print(head + f" {'allowance s':>11} {'rounds':>6}  start")
+    for label, file, edits in CASES:
+        _, _, done = timed([str(TRAINGROUND), "solve", file, *edits, "--no-levers", "--json", "--basis", "hold"])
+        if done.returncode != 0:
+            print(f"{label:<32} solve exit {done.returncode}: {done.stderr.strip()[:80]}")
+            continue
+        hold = json.loads(done.stdout)["hold"]
+        predicted, spans = hold.get("predicted_makespan_s"), hold["makespan_s"]
+        median, p90 = spans["p50"], spans["p90"]
+        if predicted is None or median is None:
+            print(f"{label:<32} {'—':>12} {median or float('nan'):>11,.0f}")
+            continue
+        standard_error = 1.2533 * (p90 - median) / 1.2816 / hold["replays"] ** 0.5
+        within = abs(median - predicted) <= max(0.001 * median, 2 * standard_error)
+        print(
+            f"{label:<32} {predicted:>12,.0f} {median:>11,.0f} {p90:>11,.0f} {(predicted - median) / median:>+7.3%} "
+            f"{'yes' if within else 'no':>6} {hold['allowance_s']:>11,.0f} {hold['rounds']:>6}  {hold['allowance_start']}"
+        )
 
 
 def frontier(repeats: int) -> None:
@@ -114,26 +157,51 @@ BATCH = [SEED, "instances/seed-two-pools.yaml", "instances/seed-cadence-500.yaml
 BATCH += ["instances/seed-drop-comonotone.yaml"]
 
 
-def drivers(repeats: int) -> None:
+def rounds_seen(name: str, stdout: str, scratch: str) -> str:
+    """Rounds and allowance starts of each new plan under hold: a sweep's rows, a batch's result files."""
+    if name == "sweep":
+        holds = [(row.get("result") or {}).get("hold") for row in json.loads(stdout)["rows"]]
+    else:
+        holds = []
+        for path in sorted(Path(scratch).glob("*.json")):
+            try:
+                holds.append(json.loads(path.read_text()).get("hold"))
+            except (ValueError, AttributeError):
+                continue
+    return ", ".join(f"{h['rounds']} ({h.get('allowance_start') or '—'})" for h in holds if h)
+
+
+def drivers(repeats: int, baseline: str | None = None) -> None:
     print(f"whole `sweep {SEED} {' '.join(SWEEP[1:])}` and `batch` of {len(BATCH)} seed variants, medians of", repeats)
-    print(f"{'command':<8} {'basis':<14} {'wall s':>8} {'cpu s':>8}")
-    with tempfile.TemporaryDirectory() as scratch:
-        for name, command in (
-            ("sweep", ["sweep", SEED, *SWEEP, "--out", scratch, "--json"]),
-            ("batch", ["batch", *BATCH, "--workers", "2", "--out", scratch, "--quiet"]),
-        ):
-            medians = {}
-            for basis in ("steady_state", "hold"):
-                walls, cpus = [], []
-                for _ in range(repeats):
-                    wall, cpu, done = timed([str(TRAINGROUND), *command, "--basis", basis])
+    print(f"{'command':<8} {'basis':<18} {'wall s':>8} {'cpu s':>8}  rounds (start) per plan")
+    runs = [("steady_state", str(TRAINGROUND)), ("hold", str(TRAINGROUND))]
+    if baseline:
+        runs.append(("hold (baseline)", baseline))
+    for name, command in (
+        ("sweep", ["sweep", SEED, *SWEEP, "--json"]),
+        ("batch", ["batch", *BATCH, "--workers", "2", "--quiet"]),
+    ):
+        walls: dict[str, list[float]] = {label: [] for label, _ in runs}
+        cpus: dict[str, list[float]] = {label: [] for label, _ in runs}
+        seen: dict[str, str] = {}
+        for _ in range(repeats):
+            for label, executable in runs:
+                basis = "steady_state" if label == "steady_state" else "hold"
+                with tempfile.TemporaryDirectory() as scratch:
+                    wall, cpu, done = timed([executable, *command, "--out", scratch, "--basis", basis])
                     if done.returncode not in (0, 3):
-                        sys.exit(f"{name} --basis {basis} failed: {done.stderr.strip()}")
-                    walls.append(wall)
-                    cpus.append(cpu)
-                medians[basis] = statistics.median(walls)
-                print(f"{name:<8} {basis:<14} {medians[basis]:>8.2f} {statistics.median(cpus):>8.2f}")
-            print(f"{name}: hold / steady_state {medians['hold'] / medians['steady_state']:.2f}x wall")
+                        sys.exit(f"{name} ({label}) failed: {done.stderr.strip()}")
+                    seen[label] = "" if basis != "hold" else rounds_seen(name, done.stdout, scratch)
+                walls[label].append(wall)
+                cpus[label].append(cpu)
+        for label, _ in runs:
+            print(
+                f"{name:<8} {label:<18} {statistics.median(walls[label]):>8.2f} {statistics.median(cpus[label]):>8.2f}"
+                f"  {seen[label]}"
+            )
+        steady = statistics.median(walls["steady_state"])
+        for label, _ in runs[1:]:
+            print(f"{name}: {label} / steady_state {statistics.median(walls[label]) / steady:.2f}x wall")
 
 
 def finegrid(repeats: int, time_limit: float = 20.0) -> None:
@@ -201,19 +269,22 @@ def acceptance(replications: int, seed: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sections = ["timing", "frontier", "drivers", "finegrid", "acceptance"]
+    sections = ["timing", "model", "frontier", "drivers", "finegrid", "acceptance"]
     parser.add_argument("--sections", nargs="+", default=sections, choices=sections)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--replications", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--baseline", help="another checkout's trainground executable, timed in the same run")
     args = parser.parse_args()
     print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]))
     if "timing" in args.sections:
-        timing(args.repeats)
+        timing(args.repeats, args.baseline)
+    if "model" in args.sections:
+        model()
     if "frontier" in args.sections:
         frontier(args.repeats)
     if "drivers" in args.sections:
-        drivers(args.repeats)
+        drivers(args.repeats, args.baseline)
     if "finegrid" in args.sections:
         finegrid(args.repeats)
     if "acceptance" in args.sections:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainground.drivers.hold import planner_for
+from trainground.drivers.hold import neighbour_start, planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
 from trainground.models.result import Result
@@ -125,11 +125,13 @@ def curve(
     base = planner_for(with_alpha(inst, None), replays, cache=cache).solve(objective)
     table = ScenarioTable(inst, sc.draw(inst)) if alphas else None
     points = []
+    before = base  # under hold, each point's allowance loop starts from the Δ of the point before it (MODEL §11)
     for k, alpha in enumerate(sorted(alphas), start=1):
         if on_progress is not None:
             on_progress(k, total)
         planner = planner_for(with_alpha(inst, alpha), replays, cache=cache, table=table)
-        points.append((alpha, planner.solve(objective)))
+        before = planner.solve(objective, **neighbour_start(planner, before))
+        points.append((alpha, before))
     if on_progress is not None:
         on_progress(total, total)
     return CertaintyCurve(instance=inst.name or "", objective=objective, deterministic=base, points=points)

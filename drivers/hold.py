@@ -27,11 +27,13 @@ from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
 from trainground.simulation.setup import setup_of
 from trainground.solver.laws.calculus import wilson
+from trainground.solver.laws.replay_drift import ReplayEstimate, replay_estimate
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.uncertainty import scenarios as sc
 
 ROUNDS = 4  # MODEL §11 item 4: rounds of solve and replay before the allowance is declared unconverged
+TOO_SAFE = 0.001  # MODEL §11 rule ii: a start that passes by more than this share of the deadline is re-solved at D_(k)
 
 
 def replay_seeds(inst: Instance) -> list[int]:
@@ -73,27 +75,64 @@ class HoldingPlanner:
         self._steady = None
         return inst.holds and self.planner.retarget(inst)
 
-    def solve(self, objective: str | None = None, *, time_limit: float | None = None, **restrictions) -> Result:
+    def solve(
+        self,
+        objective: str | None = None,
+        *,
+        time_limit: float | None = None,
+        start: float | None = None,
+        **restrictions,
+    ) -> Result:
         """The cheapest plan that passes its own replays (MODEL §11 item 4), with its ``hold`` report. A
         confidence solve's replays draw a scenario each and its scenarios carry the allowance (§11, last
-        paragraphs): the order statistic is at α, over at least ceil(α/(1 - α)) replays."""
+        paragraphs): the order statistic is at α, over at least ceil(α/(1 - α)) replays.
+
+        ``start``: Δ_0 from a neighbouring point (``allowance_start: neighbour``); None starts from the model's
+        estimate of the replays' lateness (:mod:`solver.laws.replay_drift`) for the plan solved at Δ = 0, or from 0
+        where the model has none. A start that passes by more than 0.001·deadline is solved again at D_(k)
+        (rule ii); an infeasible round after a non-zero start restarts the loop from 0 (rule iii)."""
         clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
         replayed_before = self.cache.seconds
         inst = self.inst
         count, k = self.replay_count()
-        allowance, rounds, last, why = 0.0, 0, None, "rounds"
         planner, pace = self.planner, ReplayPace(clock, self.cache.threads)
         spent = Timings()
-        while rounds < ROUNDS:
-            if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
-                why = "time"
-                break
+
+        def solve_at(allowance: float) -> Result:
+            nonlocal spent
             result = planner.solve(
                 objective, time_limit=clock.remaining(), allowance=allowance, confidence_report=False, **restrictions
             )
             spent = Timings(**{name: v + getattr(result.timings, name) for name, v in spent.model_dump().items()})
+            return result
+
+        first: Result | None = None
+        origin = "neighbour"
+        if start is None:  # the model's estimate for the plan at Δ = 0 (which also says whether any plan exists)
+            first = solve_at(0.0)
+            if first.plan is None:
+                return first
+            estimate = self.estimate(first)
+            start, origin = (
+                (0.0, "zero") if estimate is None or estimate.start_s <= 0 else (estimate.start_s, "estimate")
+            )
+            first = first if start == 0.0 else None  # round 1 at Δ = 0 is the solve just made
+        elif start <= 0:
+            start, origin = 0.0, "zero"
+        allowance, rounds, last, why = float(start), 0, None, "rounds"
+        passed = None  # (planner, result, replays, lateness, allowance) of the last round that passed
+        fresh = 0  # the rounds before a restart from 0 (rule iii), which gets ROUNDS of its own
+        while rounds - fresh < ROUNDS:
+            if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
+                why = "time"
+                break
+            result = first if first is not None else solve_at(allowance)
+            first = None
             if result.plan is None:
-                if last is None:
+                if allowance > 0 and origin != "zero" and passed is None:  # rule iii: a start never makes it infeasible
+                    allowance, origin, fresh = 0.0, "zero", rounds
+                    continue
+                if last is None or (allowance == 0 and rounds == fresh):
                     return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
                 why = "infeasible"
                 break
@@ -109,8 +148,17 @@ class HoldingPlanner:
                 break
             planned = result.plan.makespan_s if replays.planned is None else replays.planned
             lateness = order_statistic(replays.makespans - planned, k)
+            if passed is not None:  # rule ii's second solve: returned only if it passes too
+                if passes(planner, result, lateness):
+                    last = (planner, result, replays, lateness, allowance)
+                else:
+                    last = passed
+                break
             last = (planner, result, replays, lateness, allowance)
             if passes(planner, result, lateness):
+                if allowance - lateness > TOO_SAFE * inst.schedule.deadline and rounds - fresh < ROUNDS:  # rule ii
+                    passed, allowance = last, lateness
+                    continue
                 break
             allowance = max(allowance, lateness)
             if not math.isfinite(allowance) or clock.expired():
@@ -123,6 +171,9 @@ class HoldingPlanner:
         alpha = None if planner.confidence is None else planner.confidence.alpha
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
+        final = self.estimate(result)
+        result.hold.predicted_makespan_s = None if final is None else final.predicted_makespan(result.plan)
+        result.hold.allowance_start = origin
         if planner.confidence is not None:  # a staged planner has no confidence solve (refused before)
             planner.report_confidence(result, used)
         if result.confidence is not None:
@@ -131,6 +182,13 @@ class HoldingPlanner:
             result.status = Status.TIME_LIMIT
             result.message = unconverged_message(why, rounds, used, lateness, allowance, replays.makespans.size)
         return result
+
+    def estimate(self, result: Result) -> ReplayEstimate | None:
+        """The model's estimate of the replays' lateness for ``result``'s plan (None: none for this instance,
+        or a confidence solve, whose replays each draw a scenario)."""
+        if result.plan is None or result.metrics is None or self.planner.confidence is not None:
+            return None
+        return replay_estimate(self.inst, result.plan, result.metrics)
 
     def replay_count(self) -> tuple[int, int]:
         """(R, k): the replays of each round and the order statistic that sets the allowance; a confidence
@@ -262,6 +320,15 @@ def base_planner(inst: Instance, **options) -> Planner:
         kept = {k: v for k, v in options.items() if k in ("threads", "confidence")}
         return StagedPlanner(inst, **kept)  # type: ignore[return-value]
     return Planner(inst, **options)
+
+
+def neighbour_start(planner, before: Result | None) -> dict:
+    """The options that start ``planner``'s allowance loop from the final Δ of the point before it (MODEL §11:
+    ``allowance_start: neighbour``): none unless ``planner`` holds and that point's allowance converged."""
+    hold = None if before is None else before.hold
+    if not isinstance(planner, HoldingPlanner) or hold is None or not hold.allowance_converged:
+        return {}
+    return {"start": hold.allowance_s}
 
 
 def planner_for(inst: Instance, replays: ReplayCache | None = None, **options) -> Planner | HoldingPlanner:

@@ -243,6 +243,10 @@ class HoldReport(Out):
     steady_state_makespan_s: float | None = Field(None, description="makespan_s of that steady_state optimum")
     steady_state_status: str | None = None
     replay_seconds: float = Field(0.0, description="wall time of the replays this solve ran (reused ones cost none)")
+    predicted_makespan_s: float | None = Field(
+        None, description="the model's prediction of the replays' median makespan, T + the drift it expects, s"
+    )
+    allowance_start: str | None = Field(None, description="where Δ_0 came from: zero, estimate or neighbour")
 
 
 class Result(Out):

@@ -187,7 +187,7 @@ def solve_points(
     unusable edit is ``invalid``, a failure inside the solver ``error``.
     """
     from trainground.drivers.diagnosis.diagnose import diagnosed
-    from trainground.drivers.hold import planner_for
+    from trainground.drivers.hold import neighbour_start, planner_for
     from trainground.drivers.replays import ReplayCache
     from trainground.solver.table.pairs import TableCache
 
@@ -198,6 +198,7 @@ def solve_points(
     rows = []
     base_dir = Path(file).parent
     read: dict[str, Any] = {}  # each value text read once: validation and later edits never change it in place
+    before = None  # the result of the point before, in input order: under hold its Δ starts the next point's loop
     for done, (index, values) in enumerate(points, start=1):
         edits = {axis.path: text for axis, text in zip(axes, values)}
         clock = time.perf_counter()
@@ -214,15 +215,16 @@ def solve_points(
                     planner = planner_for(inst, replays, reusable=reuse, cache=cache if reuse else None)
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
-                result = diagnosed(inst, planner.solve(objective), "conflict")
+                result = diagnosed(inst, planner.solve(objective, **neighbour_start(planner, before)), "conflict")
+                before = result
             except InstanceError as exc:  # a point the planner refuses (a staged model too large): bad input
-                planner = None
+                planner = before = None
                 exc = blamed_on_edits(InstanceError(file, exc.problems), [f"{p}={t}" for p, t in edits.items()])
                 rows.append(
                     _row(index, edits, "invalid", objective, message=exc.message, seconds=time.perf_counter() - clock)
                 )
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
-                planner = None
+                planner = before = None
                 rows.append(
                     _row(
                         index,
