@@ -15,6 +15,7 @@ from trainground.models.documents import EXTENSIONS, read_capped, read_document
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import FieldError, Instance, Occupancy, UpdateTime
 from trainground.models.plausible import magnitude_errors, size_errors
+from trainground.models.regime_rules import regime_errors
 from trainground.models.stage_rules import stage_errors
 from trainground.models.uncertainty import path_errors
 
@@ -42,7 +43,7 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None, *, c
         instance = Instance.model_validate(data, context={"base_dir": str(base_dir or Path("."))})
     except ValidationError as exc:
         raise InstanceError(file, [_problem(err) for err in exc.errors()]) from None
-    problems = reference_errors(instance) + stage_errors(instance)
+    problems = reference_errors(instance) + stage_errors(instance) + regime_errors(instance)
     if instance.uncertainty is not None and not problems:
         problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
     if capped and not problems:
