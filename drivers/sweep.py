@@ -214,6 +214,12 @@ def solve_points(
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
                 result = diagnosed(inst, planner.solve(objective), "conflict")
+            except InstanceError as exc:  # a rule the planner checks (an unplanned regime): an invalid point
+                planner = None
+                exc = blamed_on_edits(InstanceError(file, exc.problems), [f"{p}={t}" for p, t in edits.items()])
+                rows.append(
+                    _row(index, edits, "invalid", objective, message=exc.message, seconds=time.perf_counter() - clock)
+                )
             except Exception as exc:  # one point's failure is that point's row, never the sweep's
                 planner = None
                 rows.append(
