@@ -202,7 +202,13 @@ def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float,
         assert k is not None
         draws = rg.group_draws(inst)
         group_max = rg.expected_max(occ, draws, tau)
-        add(REGIME, "slowest_attempt_s", group_max, "s", f"E[M_g] = ∫_0^τ (1 - F(t)^{draws}) dt (a group's completion)")
+        add(
+            REGIME,
+            "slowest_attempt_s",
+            group_max,
+            "s",
+            f"E[M_g] = ∫_0^{'∞' if tau is None else f'{tau:g}'} (1 - F(t)^{draws}) dt (a group's completion)",
+        )
         slots = math.ceil((k + 1) * w.batch_trajectories / w.group_size - 1e-9)
         add(
             REGIME,
