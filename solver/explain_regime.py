@@ -198,40 +198,7 @@ def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float,
     mean = rg.timeout_mean(occ, tau)
     r_raw = w.batch_trajectories / (L * p)
     if r.staleness == "admission":
-        k = r.steps_ahead
-        assert k is not None
-        draws = rg.group_draws(inst)
-        group_max = rg.expected_max(occ, draws, tau)
-        add(
-            REGIME,
-            "slowest_attempt_s",
-            group_max,
-            "s",
-            f"E[M_g] = ∫_0^{'∞' if tau is None else f'{tau:g}'} (1 - F(t)^{draws}) dt (a group's completion)",
-        )
-        slots = math.ceil((k + 1) * w.batch_trajectories / w.group_size - 1e-9)
-        add(
-            REGIME,
-            "admission_slots",
-            slots,
-            "groups",
-            f"ceil((k+1)·B/g) = ceil({k + 1:g}·{w.batch_trajectories}/{w.group_size})",
-        )
-        groups = int(calc.min_groups_for(inst, L)[0])
-        if groups == 0:
-            add(REGIME, "admission_cadence_s", None, "s", f"no admissible training groups keep U(m) <= L = {L:.6g} s")
-        else:
-            update = float(calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group))
-            bound = rg.admission_cadence(group_max, p, update, sync, k)
-            verdict = "meets" if bound <= L else "exceeds"
-            add(
-                REGIME,
-                "admission_cadence_s",
-                bound,
-                "s",
-                f"L >= (E[M_g]/p + U + t_s)/(k + 1/2) = ({group_max:.6g}/"
-                f"{p:.6g} + {update:.6g} + {sync:g})/{k + 0.5:g} (m = {groups}; L = {L:.6g} s {verdict} it)",
-            )
+        _admission(inst, r, L, occ, p, sync, add)
     cap = r.max_concurrent_attempts
     if cap is not None:
         add(
@@ -255,3 +222,42 @@ def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float,
         )
         demand = r_raw * tokens
         add(REGIME, "recompute_share", extra / (demand + extra), "share", "recompute/(R_raw·tokens + recompute)")
+
+
+def _admission(inst, r: Regime, L: float, occ, p: float, sync: float, add) -> None:
+    """Admission: E[M_g], the slots and the cadence bound at the update time of the fewest groups keeping up at L."""
+    w, tau = inst.workload, r.rollout_timeout
+    k = r.steps_ahead
+    assert k is not None
+    draws = rg.group_draws(inst)
+    group_max = rg.expected_max(occ, draws, tau)
+    add(
+        REGIME,
+        "slowest_attempt_s",
+        group_max,
+        "s",
+        f"E[M_g] = ∫_0^{'∞' if tau is None else f'{tau:g}'} (1 - F(t)^{draws}) dt (a group's completion)",
+    )
+    slots = math.ceil((k + 1) * w.batch_trajectories / w.group_size - 1e-9)
+    add(
+        REGIME,
+        "admission_slots",
+        slots,
+        "groups",
+        f"ceil((k+1)·B/g) = ceil({k + 1:g}·{w.batch_trajectories}/{w.group_size})",
+    )
+    groups = int(calc.min_groups_for(inst, L)[0])
+    if groups == 0:
+        add(REGIME, "admission_cadence_s", None, "s", f"no admissible training groups keep U(m) <= L = {L:.6g} s")
+    else:
+        update = float(calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group))
+        bound = rg.admission_cadence(group_max, p, update, sync, k)
+        verdict = "meets" if bound <= L else "exceeds"
+        add(
+            REGIME,
+            "admission_cadence_s",
+            bound,
+            "s",
+            f"L >= (E[M_g]/p + U + t_s)/(k + 1/2) = ({group_max:.6g}/"
+            f"{p:.6g} + {update:.6g} + {sync:g})/{k + 0.5:g} (m = {groups}; L = {L:.6g} s {verdict} it)",
+        )
