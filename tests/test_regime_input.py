@@ -223,3 +223,38 @@ def test_a_sweep_over_the_mode_plans_the_default_and_refuses_the_rest():
 def test_the_python_api_refuses_it_too(call):
     with pytest.raises(InstanceError, match=f"regime.mode: async.*{REFUSAL}"):
         getattr(trainground, call)(str(ADMISSION))
+
+
+def test_the_json_schema_describes_the_regime_section():
+    import jsonschema
+
+    from trainground.models.fields import instance_schema
+
+    schema = instance_schema()
+    check = jsonschema.Draft202012Validator(schema)
+    for path in sorted(REGIMES.glob("*.yaml")):
+        assert not list(check.iter_errors(yaml.safe_load(path.read_text()))), path
+    bad = seed_with({"mode": "colocated", "switch_time": -1, "steps_ahead": -2})
+    where: set[str] = set()
+
+    def paths(error) -> None:  # the errors under the regime's anyOf (the section or null) too
+        where.add("/".join(map(str, error.absolute_path)))
+        for sub in error.context or ():
+            paths(sub)
+
+    for error in check.iter_errors(bad):
+        paths(error)
+    assert {"regime/switch_time", "regime/steps_ahead"} <= where
+
+
+def test_explain_of_a_stage_gives_that_stage_its_regime_arithmetic():
+    staged = str(ROOT / "instances" / "seed-week-stages.yaml")
+    args = ["explain", staged, "--stage", "late", "--json", "--set", "regime.mode=colocated"]
+    late = json.loads(CliRunner().invoke(main, [*args, "--set", "regime.rollout_timeout=2h"]).stdout)
+    early = json.loads(
+        CliRunner().invoke(main, [*args[:3], "early", *args[4:], "--set", "regime.rollout_timeout=2h"]).stdout
+    )
+    assert late["slowest_attempt_s"] == pytest.approx(7200.0, abs=0.1)  # both stages' batches reach the timeout
+    ratio = 3 * late["token_scale"] / early["token_scale"]  # 49,152 over 16,384 tokens, each cut by its own timeout
+    assert late["generation_throughput_s"] == pytest.approx(ratio * early["generation_throughput_s"], rel=1e-12)
+    assert late["regime_makespan_s"] == pytest.approx(300 * late["regime_cadence_s"])  # the late stage's 300
