@@ -3,8 +3,9 @@
 A rollout timeout τ cuts every lifetime at τ: ``W_τ = min(W, τ)`` (``tau=None``: no timeout). The batch
 modes wait for the slowest attempt of a batch, ``M_N = E[max of N' draws of W_τ] = ∫_0^τ (1 - F(t)^N') dt``;
 admission control waits for the slowest member of a group, ``E[M_g]``, the same integral with ``g`` draws.
-No pyomo, no scipy (docs/design.md): the lognormal integrals are Gauss-Legendre panels over
-``z = (ln t - mu)/sigma``, the empirical ones exact sums over the sorted samples. Times are seconds.
+These are the laws the model already has: the max of ``n`` lifetimes is MODEL §8's group-completion law with
+``n`` members (solver/startup.py), the cut mean is the limited mean of solver/calculus.py. No pyomo, no scipy
+(docs/design.md). Times are seconds.
 """
 
 from __future__ import annotations
@@ -15,13 +16,8 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver import calculus as calc
+from trainground.solver import startup
 from trainground.solver.normal import ndtr
-
-# ∫ (1 - F(t)^n) dt of a lognormal over z: 16-point Gauss-Legendre panels of width _PANEL from _Z_FLOOR (below
-# it F(t)^n is 0 to double precision for any n, and the rest of the integral is e^(mu + sigma·_Z_FLOOR), added
-# in closed form) to _Z_TOP (above it 1 - Φ(z)^n is below n·1e-300: nothing a double holds beside the rest).
-_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
-_PANEL, _Z_FLOOR, _Z_TOP = 0.25, -12.0, 37.0
 
 
 def _z_of(occ: calc.Occupancy, t: float) -> float:
@@ -65,24 +61,11 @@ def length_bias(occ: calc.Occupancy, tau: float | None) -> float:
 
 
 def expected_max(occ: calc.Occupancy, draws: int, tau: float | None) -> float:
-    """E[max of ``draws`` independent W_τ] = ∫_0^τ (1 - F(t)^draws) dt."""
-    if occ.samples is not None:
-        cut = occ.samples if tau is None else np.minimum(occ.samples, tau)
-        levels = np.arange(cut.size + 1) / cut.size
-        return float(np.sum(cut * np.diff(levels**draws)))
-    assert occ.mu is not None and occ.sigma is not None
-    top = _Z_TOP if tau is None else min(_Z_TOP, _z_of(occ, tau))
-    if tau is not None and top <= _Z_FLOOR:
-        return tau  # every draw outlives a timeout this short
-    edges = np.append(np.arange(_Z_FLOOR, top, _PANEL), top)
-    lo, hi = edges[:-1], edges[1:]
-    half = (hi - lo) / 2.0
-    z = (lo + half)[:, None] + half[:, None] * _NODES[None, :]
-    with np.errstate(divide="ignore"):  # each branch is evaluated on every z; the one kept is finite
-        log_cdf = np.where(z < 0, np.log(np.maximum(ndtr(z), 1e-300)), np.log1p(-ndtr(-z)))
-    waiting = -np.expm1(draws * log_cdf)  # 1 - F(t)^n
-    body = (occ.sigma * np.exp(occ.mu + occ.sigma * z) * waiting * _WEIGHTS).sum(axis=1) * half
-    return float(body.sum() + math.exp(occ.mu + occ.sigma * _Z_FLOOR))
+    """E[max of ``draws`` independent W_τ] = ∫_0^τ (1 - F(t)^draws) dt: the group-completion law of MODEL §8
+    (solver/startup.py) with ``draws`` members, cut at τ as E[min(M, τ)] = τ - ∫_0^τ F(t)^draws dt."""
+    if tau is None:
+        return startup.group_completion_mean(occ, draws, "independent")
+    return tau - float(startup.completed_group_time(occ, tau, draws, "independent"))
 
 
 def max_quantile(occ: calc.Occupancy, draws: int, q: float, tau: float | None) -> float:
