@@ -246,6 +246,11 @@ def _admission(inst, r: Regime, L: float, occ, p: float, sync: float, add) -> No
         "groups",
         f"ceil((k+1)·B/g) = ceil({k + 1:g}·{w.batch_trajectories}/{w.group_size})",
     )
+    mean_gap, p99_gap = rg.consumed_gaps(occ, draws, tau, L)
+    post = 1 if inst.freshness.gap_convention == "post_publish" else 0
+    note = f" at L = {L:.6g} s" + (" + 1 (post_publish)" if post else "")
+    add(REGIME, "consumed_mean_gap", mean_gap + post, "versions", f"E[M_g]/L, G = floor(u + M_g/L), no K{note}")
+    add(REGIME, "consumed_p99_gap", p99_gap + post, "versions", f"smallest k with P(G <= k) >= 0.99{note}")
     groups = int(calc.min_groups_for(inst, L)[0])
     if groups == 0:
         add(REGIME, "admission_cadence_s", None, "s", f"no admissible training groups keep U(m) <= L = {L:.6g} s")

@@ -68,6 +68,22 @@ def expected_max(occ: calc.Occupancy, draws: int, tau: float | None) -> float:
     return tau - float(startup.completed_group_time(occ, tau, draws, "independent"))
 
 
+def consumed_gaps(occ: calc.Occupancy, draws: int, tau: float | None, cadence: float) -> tuple[float, int]:
+    """(mean, p99) of the consumed gap G = floor(u + M/L), M the max of ``draws`` lifetimes W_τ, not truncated
+    at any K (admission, MODEL §14; §11 item 3's law): the mean is E[M]/L, the p99 the smallest k with
+    P(G <= k) >= 0.99, where P(G > k) = (E[min(M, (k+1)L)] - E[min(M, kL)])/L. Consumer convention."""
+    top = 16
+    while True:
+        multiples = np.arange(top + 2) * cadence
+        cut = multiples if tau is None else np.minimum(multiples, tau)
+        limited = cut - startup.completed_group_time(occ, cut, draws, "independent")  # E[min(M, cut)]
+        tails = np.clip(np.diff(limited) / cadence, 0.0, 1.0)
+        reached = np.flatnonzero(1.0 - tails >= 0.99)
+        if reached.size:
+            return expected_max(occ, draws, tau) / cadence, int(reached[0])
+        top *= 2
+
+
 def max_quantile(occ: calc.Occupancy, draws: int, q: float, tau: float | None) -> float:
     """The q-quantile of the max of ``draws`` independent W_τ: F⁻¹(q^(1/draws)), at most τ."""
     level = q ** (1.0 / draws)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,3 +148,25 @@ def test_the_recompute_demand():
     assert base == pytest.approx(10.0 * 1448.0 * 0.05 * 24468.0 * 0.822 / 600.0)
     assert rg.recompute_demand(10.0, 1448.0, 0.10, 0.0, 24468.0, 0.822, 600.0) == pytest.approx(2 * base)
     assert rg.recompute_demand(10.0, 1448.0, 0.05, 0.0, 24468.0, 0.822, 1200.0) == pytest.approx(base / 2)
+
+
+def test_the_consumed_gap_under_admission_is_the_group_law_without_k():
+    """G = floor(u + M_8/L): its mean E[M_8]/L and p99 agree with seeded Monte Carlo, and without a timeout with
+    §11's unconditioned (downweight) law of solver/holding.py."""
+    from trainground.models.edits import edited
+    from trainground.models.load import load_instance
+    from trainground.solver import holding
+
+    seed = load_instance(Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml")
+    downweight = edited(seed, {"freshness.overrun_policy": "downweight"})
+    mean, p99 = rg.consumed_gaps(SEED_W, 8, None, 604.0)
+    assert (mean, float(p99)) == pytest.approx(holding.consumed_gaps(downweight, SEED_W, 604.0, 10), rel=1e-12)
+    rng = np.random.default_rng(5)
+    for tau, cadence in ((None, 604.0), (TAU, 339.5)):
+        most = np.exp(SEED_W.mu + SEED_W.sigma * rng.standard_normal((400_000, 8))).max(axis=1)
+        cut = most if tau is None else np.minimum(most, tau)
+        gaps = np.floor(rng.random(cut.size) + cut / cadence)
+        mean, p99 = rg.consumed_gaps(SEED_W, 8, tau, cadence)
+        assert abs(mean - gaps.mean()) < 4 * gaps.std() / math.sqrt(gaps.size)
+        spread = 4 * math.sqrt(0.99 * 0.01 / gaps.size)  # the p99 within the sampling error of the share
+        assert np.mean(gaps <= p99) >= 0.99 - spread and np.mean(gaps <= p99 - 1) <= 0.99 + spread

@@ -149,6 +149,8 @@ def test_explain_gives_the_admission_bound():
     groups = int(calc.min_groups_for(inst, 700.0)[0])
     update = float(calc.update_time(inst.training.update_time, groups * 8))
     assert got["admission_cadence_s"] == pytest.approx((got["slowest_attempt_s"] + update) / 8.5, rel=1e-12)
+    assert got["consumed_mean_gap"] == pytest.approx(got["slowest_attempt_s"] / 700.0)  # E[M_g]/L, no cap at K
+    assert got["consumed_p99_gap"] > inst.freshness.max_versions_kept  # nothing is dropped for age
 
 
 def test_explain_pipelined_needs_the_inference_gpus_for_its_phase():
