@@ -122,7 +122,8 @@ def _phase(inst, r: Regime, G: int | None, occ, N: int, tokens: float, slowest: 
         if update is not None
         else "no admissible training groups",
     )
-    _batch_cadence(inst, r, phase, update, sync, train_gpus, add)
+    used = max(train_gpus, gpus or 0) if r.mode == "colocated" else train_gpus  # the GPUs γ is computed on
+    _batch_cadence(inst, r, phase, update, sync, used, add)
 
 
 def _fleet(inst: Instance, r: Regime, G: int | None) -> tuple[int | None, float | None, int]:
@@ -147,8 +148,9 @@ def _fleet(inst: Instance, r: Regime, G: int | None) -> tuple[int | None, float 
     return gpus, (None if math.isnan(update) else update), train
 
 
-def _batch_cadence(inst, r: Regime, phase, update, sync: float, train_gpus: int, add) -> None:
-    """The least admissible L of the batch mode, and the makespan and time margin it implies."""
+def _batch_cadence(inst, r: Regime, phase, update, sync: float, used: int, add) -> None:
+    """The least admissible L of the batch mode, and the makespan and time margin it implies, with §13's γ on
+    the ``used`` GPUs (colocated: max(inference, training) GPUs; pipelined: the training GPUs)."""
     if phase is None or update is None:
         add(REGIME, "regime_cadence_s", None, "s", "needs D and U")
         return
@@ -162,8 +164,7 @@ def _batch_cadence(inst, r: Regime, phase, update, sync: float, train_gpus: int,
         formula = f"L = {'D + U' if k == 0 else 'max(D, U)'} + t_s (k = {k:g}) = {terms} + {sync:g}"
     add(REGIME, "regime_cadence_s", least, "s", formula)
     n, extra, deadline = inst.workload.iterations, inst.schedule.extra_time, inst.schedule.deadline
-    gpus_used = max(train_gpus, _used(inst, r, train_gpus))
-    gamma = float(goodput.training_terms(inst.reliability, gpus_used).goodput) if inst.reliability else 1.0
+    gamma = float(goodput.training_terms(inst.reliability, used).goodput) if inst.reliability else 1.0
     if gamma <= 0:
         add(REGIME, "regime_makespan_s", None, "s", f"γ = {gamma:.4g} <= 0: no progress")
         return
@@ -181,15 +182,6 @@ def _batch_cadence(inst, r: Regime, phase, update, sync: float, train_gpus: int,
         "share",
         f"(deadline - T)/deadline, deadline {deadline:g} s",
     )
-
-
-def _used(inst: Instance, r: Regime, train_gpus: int) -> int:
-    """GPUs γ is computed on: colocated the GPUs used, max(inference, training); pipelined the training GPUs."""
-    if r.mode != "colocated":
-        return train_gpus
-    shape = inst.inference.shapes[0]
-    pool = inst.pool(inst.training.pool)
-    return pool.gpus // shape.gpus_per_replica * shape.gpus_per_replica
 
 
 def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float, add) -> None:

@@ -260,3 +260,17 @@ def test_explain_of_a_stage_gives_that_stage_its_regime_arithmetic():
     ratio = 3 * late["token_scale"] / early["token_scale"]  # 49,152 over 16,384 tokens, each cut by its own timeout
     assert late["generation_throughput_s"] == pytest.approx(ratio * early["generation_throughput_s"], rel=1e-12)
     assert late["regime_makespan_s"] == pytest.approx(300 * late["regime_cadence_s"])  # the late stage's 300
+
+
+def test_colocated_goodput_divides_the_whole_run_on_the_gpus_used():
+    """Every GPU failure stops a colocated job: γ of MODEL §13 on the 10,000 shared GPUs divides n·L."""
+    from trainground.solver import goodput
+
+    args = ["explain", str(COLOCATED), "--json", "--set", "reliability.gpu_mtbf=50000h"]
+    got = json.loads(CliRunner().invoke(main, args).stdout)
+    inst = load_instance(COLOCATED)
+    gamma = float(
+        goodput.training_terms(validate(seed_with(None, reliability={}), "x.yaml").reliability, 10000).goodput
+    )
+    assert 0.8 < gamma < 0.9
+    assert got["regime_makespan_s"] == pytest.approx(inst.workload.iterations * got["regime_cadence_s"] / gamma)
