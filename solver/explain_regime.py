@@ -81,6 +81,8 @@ def _batch(inst, r: Regime, L: float, G: int | None, occ, p: float, tokens: floa
         value = rg.max_quantile(occ, draws, q, tau)
         add(REGIME, key, value, "s", f"F⁻¹(q^(1/N')) at q = {q:g} (the spread of the max), at most τ = {limit}")
     _phase(inst, r, G, occ, N, tokens, slowest, sync, add)
+    peak = {b.name: N * b.share for b in inst.environment.backends}
+    add(REGIME, "launch_peak", peak, "envs", "N·s_b: all N attempts of a batch start at once (row 6 at least this)")
     cap = r.max_concurrent_attempts
     if cap is not None:
         add(REGIME, "concurrency_cap_holds", N <= cap, "", f"N <= max_concurrent_attempts: {N} <= {cap}")
@@ -238,6 +240,8 @@ def _admission(inst, r: Regime, L: float, occ, p: float, sync: float, add) -> No
         "groups",
         f"ceil((k+1)·B/g) = ceil({k + 1:g}·{w.batch_trajectories}/{w.group_size})",
     )
+    peak = {b.name: rg.publish_peak(w.batch_trajectories, p, b.share, occ, tau, L) for b in inst.environment.backends}
+    add(REGIME, "publish_peak", peak, "envs", f"(B/p)·s_b·Σ_i S_τ(i·L) at L = {L:.6g} s (row 6 at least this)")
     mean_gap, p99_gap = rg.consumed_gaps(occ, draws, tau, L)
     post = 1 if inst.freshness.gap_convention == "post_publish" else 0
     note = f" at L = {L:.6g} s" + (" + 1 (post_publish)" if post else "")

@@ -84,6 +84,23 @@ def consumed_gaps(occ: calc.Occupancy, draws: int, tau: float | None, cadence: f
         top *= 2
 
 
+def survivors_sum(occ: calc.Occupancy, tau: float | None, cadence: float) -> float:
+    """Σ_{i>=0} S_τ(i·L): the attempts of a burst launched at one publish still running at a later one, summed
+    over the bursts before (S_τ(t) = S(t) below τ, 0 from τ on); the terms stop where S falls below 1e-12."""
+    far = occ.quantile(1.0 - 1e-12) if tau is None else tau
+    times = np.arange(int(math.ceil(far / cadence)) + 1) * cadence
+    alive = occ.survival(times)
+    if tau is not None:
+        alive = np.where(times < tau, alive, 0.0)
+    return float(np.sum(alive))
+
+
+def publish_peak(batch: int, intake_eff: float, share: float, occ, tau: float | None, cadence: float) -> float:
+    """Admission's sandbox peak of one backend: (B/p)·s_b·Σ_{i>=0} S_τ(i·L), groups launched in a burst at each
+    publish when the admission row binds, plus the survivors of earlier bursts."""
+    return batch / intake_eff * share * survivors_sum(occ, tau, cadence)
+
+
 def max_quantile(occ: calc.Occupancy, draws: int, q: float, tau: float | None) -> float:
     """The q-quantile of the max of ``draws`` independent W_τ: F⁻¹(q^(1/draws)), at most τ."""
     level = q ** (1.0 / draws)

@@ -170,3 +170,17 @@ def test_the_consumed_gap_under_admission_is_the_group_law_without_k():
         assert abs(mean - gaps.mean()) < 4 * gaps.std() / math.sqrt(gaps.size)
         spread = 4 * math.sqrt(0.99 * 0.01 / gaps.size)  # the p99 within the sampling error of the share
         assert np.mean(gaps <= p99) >= 0.99 - spread and np.mean(gaps <= p99 - 1) <= 0.99 + spread
+
+
+def test_the_survivors_of_earlier_bursts():
+    """Σ_{i>=0} S_τ(i·L): exactly mean(ceil(min(x, τ)/L)) over an empirical law's samples x, and for the seed's
+    lognormal the Euler-Maclaurin reading mean(W)/L + 1/2 at a short cadence."""
+    samples = np.array([600.0, 1200.0, 3000.0, 9000.0])
+    law = calc.empirical(samples)
+    for tau in (None, 2000.0, 5000.0):
+        cut = samples if tau is None else np.minimum(samples, tau)
+        assert rg.survivors_sum(law, tau, 700.0) == pytest.approx(np.mean(np.ceil(cut / 700.0)), rel=1e-12)
+    assert rg.survivors_sum(SEED_W, None, 60.0) == pytest.approx(SEED_W.mean / 60.0 + 0.5, rel=1e-5)
+    peak = rg.publish_peak(4096, 0.8, 0.25, SEED_W, TAU, 700.0)
+    assert peak == pytest.approx(4096 / 0.8 * 0.25 * rg.survivors_sum(SEED_W, TAU, 700.0))
+    assert rg.survivors_sum(SEED_W, TAU, 700.0) < rg.survivors_sum(SEED_W, None, 700.0)  # the timeout ends bursts

@@ -128,7 +128,7 @@ def test_explain_gives_the_colocated_seed_iteration():
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)
     assert round(got["timeout_occupancy_mean_s"]) == 1448 and round(got["token_scale"], 4) == 0.7467
-    assert got["attempts_per_batch"] == 4096
+    assert got["attempts_per_batch"] == 4096 and got["launch_peak"] == {"container": 4096}
     assert round(got["generation_throughput_s"], 1) == 133.6
     assert got["slowest_attempt_s"] == pytest.approx(3600.0, abs=0.1)
     assert got["generation_phase_s"] == pytest.approx(3600.0, abs=0.1)
@@ -151,6 +151,7 @@ def test_explain_gives_the_admission_bound():
     assert got["admission_cadence_s"] == pytest.approx((got["slowest_attempt_s"] + update) / 8.5, rel=1e-12)
     assert got["consumed_mean_gap"] == pytest.approx(got["slowest_attempt_s"] / 700.0)  # E[M_g]/L, no cap at K
     assert got["consumed_p99_gap"] > inst.freshness.max_versions_kept  # nothing is dropped for age
+    assert got["publish_peak"]["container"] > got["inflight_mean"]  # a burst per publish tops the mean load
 
 
 def test_explain_pipelined_needs_the_inference_gpus_for_its_phase():
