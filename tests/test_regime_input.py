@@ -5,6 +5,7 @@ the model does not plan yet (exit 2, naming regime.mode), while the default regi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,17 @@ def test_colocated_goodput_divides_the_whole_run_on_the_gpus_used():
     )
     assert 0.8 < gamma < 0.9
     assert got["regime_makespan_s"] == pytest.approx(inst.workload.iterations * got["regime_cadence_s"] / gamma)
+
+
+def test_the_starters_regime_block_uncommented_is_admission_at_k_8(tmp_path):
+    from tests.test_init import init, uncommented
+
+    text = init()
+    assert "regime" not in yaml.safe_load(text)  # off unless the user uncomments it
+    path = tmp_path / "starter.yaml"
+    path.write_text(uncommented(text, "regime"))
+    inst = load_instance(path)
+    assert inst.regime == Regime(staleness="admission", steps_ahead=8, in_flight_updates=True)
+    explained = json.loads(CliRunner().invoke(main, ["explain", str(path), "--json"]).stdout)
+    assert explained["admission_slots"] == math.ceil(9 * inst.workload.batch_trajectories / inst.workload.group_size)
+    assert refused(CliRunner().invoke(main, ["solve", str(path)]))
