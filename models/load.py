@@ -218,7 +218,7 @@ def reference_errors(inst: Instance) -> list[Problem]:
     backend_refs(inst.environment.cloud.eligible_share, "environment.cloud.eligible_share")
 
     total = sum(b.share for b in inst.environment.backends)
-    if abs(total - 1.0) > 1e-6:
+    if inst.environment.backends and abs(total - 1.0) > 1e-6:
         problems.append(Problem("environment.backends", f"shares must sum to 1, got {total:g}"))
 
     return problems
