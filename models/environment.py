@@ -312,12 +312,18 @@ class Environment(Strict):
         ),
     )
     backends: list[Backend] = Field(
-        min_length=1,
-        description=about("Sandbox backends and the share of attempts each runs", seed="one backend, container"),
+        min_length=0,
+        description=about(
+            "Sandbox backends and the share of attempts each runs; [] for a run without tool sandboxes (plain "
+            "reasoning RL): no sandbox rows, and attempts never wait for one",
+            seed="one backend, container",
+        ),
     )
     node_types: list[NodeType] = Field(
-        min_length=1,
-        description=about("Local sandbox node types the plan chooses counts of", seed="one type, standard"),
+        min_length=0,
+        description=about(
+            "Local sandbox node types the plan chooses counts of; [] with no backends", seed="one type, standard"
+        ),
     )
     utilisation_cap: PositiveFraction = Field(
         1.0,

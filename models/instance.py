@@ -42,6 +42,7 @@ from trainground.models.environment import (
 )
 from trainground.models.freshness import Freshness
 from trainground.models.planning import Planning, with_default_basis
+from trainground.models.regime import Regime
 from trainground.models.reliability import Reliability
 from trainground.models.stages import Stages
 from trainground.models.training import AmdahlLaw, InverseLaw, TableLaw, TablePoint, Training, UpdateTime
@@ -360,6 +361,16 @@ class Instance(Strict):
             "Optional stages of a run whose responses lengthen (docs/model.md §12): each stage its iterations, "
             "tokens per attempt, intake, lifetimes and update-time factor, planned with one cadence each; "
             "null: one stage, the instance itself",
+            seed="null",
+        ),
+    )
+
+    regime: Regime | None = Field(
+        None,
+        description=about(
+            "Optional run regime (docs/model.md §14): async (the seed's), pipelined or colocated, admission "
+            "control, in-flight updates, a rollout timeout, a concurrency cap; null: async with drop, the seed's. "
+            "explain gives any regime's arithmetic; planning and replaying take the seed's regime only for now",
             seed="null",
         ),
     )

@@ -16,6 +16,7 @@ from trainground.models.documents import EXTENSIONS, read_capped, read_document
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import FieldError, Instance, Occupancy, UpdateTime
 from trainground.models.plausible import magnitude_errors, size_errors
+from trainground.models.regime_rules import regime_errors
 from trainground.models.stage_rules import stage_errors
 from trainground.models.uncertainty import path_errors
 
@@ -55,7 +56,7 @@ def validate(data: dict[str, Any], file: str, base_dir: Path | None = None, *, c
         instance = Instance.model_validate(data, strict=capped, context={"base_dir": str(base_dir or Path("."))})
     except ValidationError as exc:
         raise InstanceError(file, _typos_first([_problem(err) for err in exc.errors()])) from None
-    problems = reference_errors(instance) + stage_errors(instance)
+    problems = reference_errors(instance) + stage_errors(instance) + regime_errors(instance)
     if instance.uncertainty is not None and not problems:
         problems = [Problem(where, rule) for where, rule in path_errors(instance.model_dump(mode="python"))]
     if capped and not problems:
@@ -255,7 +256,7 @@ def reference_errors(inst: Instance) -> list[Problem]:
     backend_refs(inst.environment.cloud.eligible_share, "environment.cloud.eligible_share")
 
     total = sum(b.share for b in inst.environment.backends)
-    if abs(total - 1.0) > 1e-6:
+    if inst.environment.backends and abs(total - 1.0) > 1e-6:
         problems.append(Problem("environment.backends", f"shares must sum to 1, got {total:g}"))
 
     return problems

@@ -136,7 +136,8 @@ def optional_sections() -> dict[str, Any]:
     """Sections `init` writes commented out, ready to uncomment: the reliability of MODEL §13 at the sourced
     figures (Llama 3's 419 interruptions in 54 days on 16,384 GPUs, about 50,000 GPU-hours between failures;
     checkpoint-engine's 16 s for Kimi-K2 to 16 instances on 256 GPUs), and the stages of MODEL §12 (the seed
-    week with responses growing from 16k to 48k tokens per attempt)."""
+    week with responses growing from 16k to 48k tokens per attempt), and a run regime of MODEL §14 (admission
+    control at k = 8 with in-flight updates, every field shown)."""
     return {
         "reliability": {
             "gpu_mtbf": "50000h",
@@ -145,6 +146,20 @@ def optional_sections() -> dict[str, Any]:
             "checkpoint_interval": "auto",
             "replica_restart_time": "5m",
             "weight_sync_time": "16s",
+        },
+        "regime": {
+            "mode": "async",
+            "staleness": "admission",
+            "steps_ahead": 8,
+            "in_flight_updates": True,
+            "recompute": "none",
+            "prefill_cost": 0.05,
+            "context_tokens": 0,
+            "rollout_timeout": None,
+            "truncated": "keep",
+            "max_concurrent_attempts": None,
+            "switch_time": "0s",
+            "weight_sync_time": None,
         },
         "stages": {
             "capacity": "fixed",

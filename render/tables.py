@@ -31,20 +31,23 @@ def _fmt(value: object, unit: str = "") -> str:
 
 
 def render_explanation(console, result) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    from trainground.solver.explain import SECTIONS
+    from trainground.solver.explain import OPTIONAL_SECTIONS, SECTIONS
 
     gpus = f", {result.inference_gpus:,} inference GPUs" if result.inference_gpus else ""
     console.print(f"[bold]{result.instance}[/bold]: the seed's arithmetic at cadence {result.cadence_s:.6g} s{gpus}")
     for section in SECTIONS:
+        if section in OPTIONAL_SECTIONS and not any(ln.section == section for ln in result.lines):
+            continue
         table = Table(title=section, title_justify="left", show_edge=False, pad_edge=False)
         table.add_column("figure", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
         table.add_column("unit", no_wrap=True)
         table.add_column("formula and inputs")
         for line in (ln for ln in result.lines if ln.section == section):
-            table.add_row(line.key, _fmt(line.value, line.unit), line.unit, line.formula)
+            table.add_row(line.key, _fmt(line.value, line.unit), line.unit, escape(line.formula))
         console.print(table)
     if result.stages and result.stage is None:
         console.print(

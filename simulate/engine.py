@@ -214,6 +214,8 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
         life, work = inject.fleet.expose(life, g)
         launch = inject.fleet.launches(launch, work, *span)
     arrival = np.repeat(launch, g)
+    if not queues:  # a run without sandboxes (no backends): every attempt starts as it arrives
+        return arrival, arrival + life, backend, ok, arrival, launch, life
     if len(queues) == 1:
         end = arrival + life
         start = queues[0].admit(arrival, life, end, g)  # ``arrival`` itself when no attempt waits

@@ -172,6 +172,8 @@ def inflight(setup: Setup, run: Run) -> dict:
     if len(setup.backends) == 1:
         whole = dict(per[setup.backends[0]])
     else:
+        if not setup.backends:  # a run without sandboxes: the attempts in flight, none of them held by a sandbox
+            total = _held(run.start, run.end, lo, step, size)[0]
         whole = {
             "mean": _held_mean(run.start, run.end, lo, hi),
             "p99": float(np.percentile(total, 99)),

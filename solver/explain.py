@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from trainground.models.instance import Instance
 from trainground.models.stage_rules import stage_instance
+from trainground.solver.explain_regime import regime_lines
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput, startup
 
@@ -48,7 +49,8 @@ class Explanation:
         return out
 
 
-SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness", "Goodput")
+SECTIONS = ("Generation threshold", "Environment side", "Cadence and margin", "Freshness", "Goodput", "Regime")
+OPTIONAL_SECTIONS = ("Regime",)  # printed only when the instance has lines in them
 Add = Callable[[int, str, object, str, str], None]  # (section index, key, value, unit, formula): one line
 
 
@@ -73,6 +75,8 @@ def explain(inst: Instance, cadence: float | None = None, inference_gpus: int | 
     _freshness(inst, L, occ, w_use, add)
     if inst.reliable:
         _goodput(inst, L, occ, add)
+    if inst.regime is not None and not inst.regime.is_default:  # the seed's regime has no section of its own
+        regime_lines(inst, L, inference_gpus, occ, add)
     if inst.stages is not None:
         out.stages = [st.name for st in inst.stages.list]
     return out

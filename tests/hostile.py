@@ -31,6 +31,7 @@ TOML_SEED = ROOT / "instances" / "seed-week-75.toml"
 DIGITS = 5001  # more than Python's 4,300-digit limit on converting a whole number
 INT_FIELDS = {
     "iterations",
+    "max_concurrent_attempts",
     "batch_trajectories",
     "group_size",
     "gpus",

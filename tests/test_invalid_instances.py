@@ -158,6 +158,18 @@ CASES: dict[str, tuple] = {
     "uncertainty-duplicate-factor.yaml": ("uncertainty.factors[1].name", "duplicate factor name 'throughput'"),
     "uncertainty-no-factors.yaml": ("uncertainty.factors", "must have at least 1 item(s), got 0"),
     "uncertainty-confidence-above-one.yaml": ("uncertainty.confidence", "must be in [0, 1], got 90"),
+    # run regimes (MODEL §14)
+    "regime-mode-unknown.yaml": ("regime.mode", "must be 'async', 'pipelined' or 'colocated', got 'sync'"),
+    "regime-pipelined-steps-ahead-two.yaml": ("regime.steps_ahead", "must be 0 or 1 with mode: pipelined, got 2"),
+    "regime-admission-without-in-flight-updates.yaml": (
+        "regime.in_flight_updates",
+        "must be true with staleness: admission",
+    ),
+    "regime-switch-time-not-colocated.yaml": ("regime.switch_time", "applies to mode: colocated only"),
+    "regime-colocated-shape-off-training-pool.yaml": (
+        "inference.shapes[1].pool",
+        "'side' is not the training pool 'main': under regime.mode colocated",
+    ),
     # plausibility caps (models.plausible): refused before anything is built
     "gpus-above-cap.yaml": ("gpu_pools[0].gpus", "must be at most 10,000,000 GPUs, a plausibility cap"),
     "cadence-grid-too-fine.yaml": ("schedule.cadence.step", "makes 544,800,001 cadence grid points"),

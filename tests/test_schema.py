@@ -112,6 +112,7 @@ BROKEN = [
     ("occupancy-unknown-distribution.yaml", "environment/occupancy"),
     ("update-time-unknown-law.yaml", "training/update_time"),
     ("json-negative-node-density.json", "environment/node_types/0/density/container"),
+    ("regime-mode-unknown.yaml", "regime/mode"),
 ]
 
 

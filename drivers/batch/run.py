@@ -120,6 +120,9 @@ def solve_file(
                 solve_planned(inst, objective, time_limit, threads=1, replays=ReplayCache(threads=1)),
                 notes=warnings,
             )
+        except InstanceError as exc:  # a rule the planner checks (an unplanned regime): invalid, by the file
+            message = InstanceError(label, exc.problems).message
+            return _failure(inst.name, "invalid", message, objective or inst.objective, label, digest)
         except Exception as exc:  # one file's crash becomes that file's row, never the batch's
             return _failure(inst.name, "error", one_line(exc), objective or inst.objective, label, digest)
         result.timings.load = load_seconds

@@ -217,7 +217,9 @@ def solve_points(
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
                 result = diagnosed(inst, planner.solve(objective, **neighbour_start(planner, before)), "conflict")
                 before = result
-            except InstanceError as exc:  # a point the planner refuses (a staged model too large): bad input
+            except (
+                InstanceError
+            ) as exc:  # a point the planner refuses (a staged model too large, an unplanned regime): bad input
                 planner = before = None
                 exc = blamed_on_edits(InstanceError(file, exc.problems), [f"{p}={t}" for p, t in edits.items()])
                 rows.append(

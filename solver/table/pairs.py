@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainground.models.instance import Instance
+from trainground.models.regime_rules import refuse_unplanned
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput, holding, startup
 from trainground.solver.table import group_counts
@@ -299,7 +300,7 @@ def build(
     worth having even where the makespan does not count the update time (a confidence solve: a scenario's
     slower update may ask for more groups than the fewest that keep up at the nominal values, and with MODEL
     §13's goodput they change T)."""
-    d = cache.demand(inst) if cache is not None else _demand(inst, None)
+    d = _run_part(inst, cache)
     grid, Ks, groups, attempts = d.grid, d.kept, d.groups, d.attempts
     rejected = dict(d.rejected)
     mult = supply_multipliers(inst, Ks)
@@ -343,6 +344,13 @@ def build(
         grid_points=int(grid.size),
         sandbox_rate=sandbox_rate,
     )
+
+
+def _run_part(inst: Instance, cache: TableCache | None) -> Demand:
+    """The run's part of the table (from ``cache`` when given). Every plan's model is indexed by this table, so a
+    run regime the model does not plan yet (MODEL §14) is refused here: one check for every command."""
+    refuse_unplanned(inst)
+    return cache.demand(inst) if cache is not None else _demand(inst, None)
 
 
 def _fills(inst: Instance, d: Demand, keep: np.ndarray, cache: TableCache | None) -> np.ndarray:

@@ -1,0 +1,156 @@
+"""The rules of MODEL.md §14 that tie the ``regime`` fields to one another and to the rest of the instance,
+and the refusal of a regime the planner does not plan yet.
+
+A field that applies to one mode only, set to anything but its default in another mode, is an error (not a
+warning): a regime block that says two things at once would otherwise be planned as one of them silently.
+"""
+
+from __future__ import annotations
+
+from trainground.models.errors import InstanceError, Problem
+from trainground.models.instance import Instance
+from trainground.models.regime import Regime
+
+SECTION = "docs/model.md §14"
+
+
+def regime_errors(inst: Instance) -> list[Problem]:
+    """Every broken rule of the instance's regime (none without one), each naming its field."""
+    r = inst.regime
+    if r is None:
+        return []
+    problems = _steps_ahead(r) + _async_only(r) + _options(r)
+    if r.mode == "colocated":
+        problems += _colocated_pools(inst)
+    return problems
+
+
+def _steps_ahead(r: Regime) -> list[Problem]:
+    where, k = "regime.steps_ahead", r.steps_ahead
+    if r.mode == "pipelined":
+        if k is None:
+            return [Problem(where, "is required with mode: pipelined: 0 (generate, then train) or 1 (one step off)")]
+        if k not in (0, 1):
+            return [Problem(where, f"must be 0 or 1 with mode: pipelined, got {k:g}")]
+        return []
+    if r.mode == "async" and r.staleness == "admission":
+        if k is None:
+            return [
+                Problem(
+                    where,
+                    "is required with staleness: admission: at most (k+1) batches' worth of groups are started but "
+                    "not yet trained; give a real k >= 1",
+                )
+            ]
+        if k < 1:
+            return [Problem(where, f"must be >= 1 with staleness: admission, got {k:g}")]
+        return []
+    if k is not None:
+        other = (
+            "under staleness: drop the versions kept are freshness.max_versions_kept"
+            if r.mode == "async"
+            else ("colocated generates and trains in turn")
+        )
+        return [Problem(where, f"applies to mode: pipelined and staleness: admission only ({other}); remove it")]
+    return []
+
+
+def _async_only(r: Regime) -> list[Problem]:
+    """staleness and in-flight updates belong to mode async; admission needs in-flight updates."""
+    problems = []
+    if r.mode != "async":
+        if r.staleness != "drop":
+            problems.append(Problem("regime.staleness", f"applies to mode: async only (mode is {r.mode}); remove it"))
+        if r.in_flight_updates:
+            problems.append(
+                Problem(
+                    "regime.in_flight_updates",
+                    f"applies to mode: async only (mode is {r.mode}: a batch is generated on one version); remove it",
+                )
+            )
+    elif r.staleness == "admission" and not r.in_flight_updates:
+        problems.append(
+            Problem(
+                "regime.in_flight_updates",
+                "must be true with staleness: admission: without in-flight updates an admission run keeps "
+                f"unboundedly many versions resident ({SECTION})",
+            )
+        )
+    return problems
+
+
+def _options(r: Regime) -> list[Problem]:
+    """Fields that refine another field's choice, set where that choice is not made."""
+    default = Regime()
+    problems = []
+    if r.recompute == "prefix" and not r.in_flight_updates:
+        problems.append(
+            Problem("regime.recompute", "prefix applies with in_flight_updates: true only; set it or remove recompute")
+        )
+    if r.recompute == "none":
+        for name in ("prefill_cost", "context_tokens"):
+            if getattr(r, name) != getattr(default, name):
+                problems.append(Problem(f"regime.{name}", "applies to recompute: prefix only; remove it"))
+    if r.truncated != "keep" and r.rollout_timeout is None:
+        problems.append(
+            Problem("regime.truncated", "applies with a rollout_timeout only; set regime.rollout_timeout or remove it")
+        )
+    if r.mode != "colocated" and r.switch_time > 0:
+        problems.append(
+            Problem("regime.switch_time", f"applies to mode: colocated only (mode is {r.mode}); remove it or set 0s")
+        )
+    return problems
+
+
+def _colocated_pools(inst: Instance) -> list[Problem]:
+    """Colocated inference runs on the training pool's GPUs, which may not be preemptible."""
+    train = inst.training.pool
+    problems = []
+    for i, shape in enumerate(inst.inference.shapes):
+        where = f"inference.shapes[{i}].pool"
+        if shape.pool != train:
+            problems.append(
+                Problem(
+                    where,
+                    f"'{shape.pool}' is not the training pool '{train}': under regime.mode colocated inference and "
+                    "training share the training pool's GPUs",
+                )
+            )
+        elif inst.pool(shape.pool).preemptions_per_hour is not None:
+            problems.append(
+                Problem(
+                    where,
+                    f"'{shape.pool}' has preemptions_per_hour: under regime.mode colocated a preemption stops the "
+                    "whole job; use a pool without preemptions_per_hour",
+                )
+            )
+    return problems
+
+
+def planned(inst: Instance) -> bool:
+    """The planner plans this instance's regime: none, or the seed's (async, drop, the rest at defaults)."""
+    return inst.regime is None or inst.regime.is_default
+
+
+def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
+    """InstanceError (naming regime.mode and staleness) for a regime other than the seed's: `explain` gives
+    its arithmetic, but no command plans or replays it yet. ``label``: the file to name (default the
+    instance's name)."""
+    if planned(inst):
+        return
+    r = inst.regime
+    assert r is not None
+    default = Regime()
+    changed = [name for name in Regime.model_fields if getattr(r, name) != getattr(default, name)]
+    raise InstanceError(
+        label or inst.name or "instance",
+        [
+            Problem(
+                "regime.mode",
+                f"{r.mode}, regime.staleness: {r.staleness} (set: {', '.join(changed)}) is not planned yet: "
+                f"`trainground explain` gives its arithmetic ({SECTION}); solve, simulate and the other commands "
+                "that plan or replay take only the default regime (mode: async, staleness: drop, every other "
+                "regime field at its default); remove the regime section to plan the seed's regime",
+            )
+        ],
+    )

@@ -1,0 +1,179 @@
+"""The closed forms of MODEL.md §14 (run regimes) over the occupancy law of solver/laws/calculus.py.
+
+A rollout timeout τ cuts every lifetime at τ: ``W_τ = min(W, τ)`` (``tau=None``: no timeout). The batch
+modes wait for the slowest attempt of a batch, ``M_N = E[max of N' draws of W_τ] = ∫_0^τ (1 - F(t)^N') dt``;
+admission control waits for the slowest member of a group, ``E[M_g]``, the same integral with ``g`` draws.
+These are the laws the model already has: the max of ``n`` lifetimes is MODEL §8's group-completion law with
+``n`` members (solver/laws/startup.py), the cut mean is the limited mean of solver/laws/calculus.py. No pyomo, no scipy
+(docs/design.md). Times are seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trainground.models.instance import Instance
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import startup
+from trainground.solver.laws.normal import ndtr
+
+
+def _z_of(occ: calc.Occupancy, t: float) -> float:
+    assert occ.mu is not None and occ.sigma is not None
+    return (math.log(t) - occ.mu) / occ.sigma
+
+
+def timeout_mean(occ: calc.Occupancy, tau: float | None) -> float:
+    """mean(W_τ) = E[min(W, τ)]; mean(W) without a timeout."""
+    return occ.mean if tau is None else float(occ.limited_mean(tau))
+
+
+def timeout_cdf(occ: calc.Occupancy, tau: float | None) -> float:
+    """F(τ) = P(W <= τ): the share of attempts that end before the timeout (1 without one)."""
+    return 1.0 if tau is None else float(1.0 - occ.survival(tau))
+
+
+def token_scale(occ: calc.Occupancy, tau: float | None) -> float:
+    """mean(W_τ)/mean(W): tokens of an attempt scale with its time, so a timeout cuts tokens per attempt by this."""
+    return timeout_mean(occ, tau) / occ.mean
+
+
+def second_moment(occ: calc.Occupancy, tau: float | None) -> float:
+    """E[W_τ²] = E[W²; W < τ] + τ²·S(τ)."""
+    if occ.samples is not None:
+        cut = occ.samples if tau is None else np.minimum(occ.samples, tau)
+        return float(np.mean(cut * cut))
+    assert occ.mu is not None and occ.sigma is not None
+    whole = math.exp(2.0 * occ.mu + 2.0 * occ.sigma**2)
+    if tau is None:
+        return whole
+    below = whole * float(ndtr(_z_of(occ, tau) - 2.0 * occ.sigma))
+    return below + tau * tau * float(occ.survival(tau))
+
+
+def length_bias(occ: calc.Occupancy, tau: float | None) -> float:
+    """E[W_τ²]/(2·E[W_τ]²): a running attempt's elapsed share of its own lifetime, on average, in units of the
+    mean lifetime (running attempts are length-biased); 1.725 for the seed's occupancy."""
+    mean = timeout_mean(occ, tau)
+    return second_moment(occ, tau) / (2.0 * mean * mean)
+
+
+def expected_max(occ: calc.Occupancy, draws: int, tau: float | None) -> float:
+    """E[max of ``draws`` independent W_τ] = ∫_0^τ (1 - F(t)^draws) dt: the group-completion law of MODEL §8
+    (solver/laws/startup.py) with ``draws`` members, cut at τ as E[min(M, τ)] = τ - ∫_0^τ F(t)^draws dt."""
+    if tau is None:
+        return startup.group_completion_mean(occ, draws, "independent")
+    return tau - float(startup.completed_group_time(occ, tau, draws, "independent"))
+
+
+def consumed_gaps(occ: calc.Occupancy, draws: int, tau: float | None, cadence: float) -> tuple[float, int]:
+    """(mean, p99) of the consumed gap G = floor(u + M/L), M the max of ``draws`` lifetimes W_τ, not truncated
+    at any K (admission, MODEL §14; §11 item 3's law): the mean is E[M]/L, the p99 the smallest k with
+    P(G <= k) >= 0.99, where P(G > k) = (E[min(M, (k+1)L)] - E[min(M, kL)])/L. Consumer convention."""
+    top = 16
+    while True:
+        multiples = np.arange(top + 2) * cadence
+        cut = multiples if tau is None else np.minimum(multiples, tau)
+        limited = cut - startup.completed_group_time(occ, cut, draws, "independent")  # E[min(M, cut)]
+        tails = np.clip(np.diff(limited) / cadence, 0.0, 1.0)
+        reached = np.flatnonzero(1.0 - tails >= 0.99)
+        if reached.size:
+            return expected_max(occ, draws, tau) / cadence, int(reached[0])
+        top *= 2
+
+
+def survivors_sum(occ: calc.Occupancy, tau: float | None, cadence: float) -> float:
+    """Σ_{i>=0} S_τ(i·L): the attempts of a burst launched at one publish still running at a later one, summed
+    over the bursts before (S_τ(t) = S(t) below τ, 0 from τ on); the terms stop where S falls below 1e-12."""
+    far = occ.quantile(1.0 - 1e-12) if tau is None else tau
+    times = np.arange(int(math.ceil(far / cadence)) + 1) * cadence
+    alive = occ.survival(times)
+    if tau is not None:
+        alive = np.where(times < tau, alive, 0.0)
+    return float(np.sum(alive))
+
+
+def publish_peak(batch: int, intake_eff: float, share: float, occ, tau: float | None, cadence: float) -> float:
+    """Admission's sandbox peak of one backend: (B/p)·s_b·Σ_{i>=0} S_τ(i·L), groups launched in a burst at each
+    publish when the admission row binds, plus the survivors of earlier bursts."""
+    return batch / intake_eff * share * survivors_sum(occ, tau, cadence)
+
+
+def max_quantile(occ: calc.Occupancy, draws: int, q: float, tau: float | None) -> float:
+    """The q-quantile of the max of ``draws`` independent W_τ: F⁻¹(q^(1/draws)), at most τ."""
+    level = q ** (1.0 / draws)
+    value = occ.quantile(level)
+    return value if tau is None else min(value, tau)
+
+
+def sync_time(inst: Instance) -> float:
+    """t_s: regime.weight_sync_time, else reliability.weight_sync_time, else 0."""
+    own = inst.regime.weight_sync_time if inst.regime is not None else None
+    if own is not None:
+        return own
+    return inst.reliability.weight_sync_time if inst.reliability is not None else 0.0
+
+
+def timeout_of(inst: Instance) -> float | None:
+    return inst.regime.rollout_timeout if inst.regime is not None else None
+
+
+def intake(inst: Instance, occ: calc.Occupancy) -> float:
+    """p, or p·F(τ) when cut-short attempts are filtered (truncated: filter)."""
+    p = inst.workload.intake_rate
+    r = inst.regime
+    if r is not None and r.rollout_timeout is not None and r.truncated == "filter":
+        return p * timeout_cdf(occ, r.rollout_timeout)
+    return p
+
+
+def attempts_per_batch(batch: int, group_size: int, intake_eff: float) -> int:
+    """N = g·ceil(B/(g·p_eff)): the attempts a batch mode launches together."""
+    return group_size * int(calc.ceil_tol(batch / (group_size * intake_eff)))
+
+
+def batch_draws(inst: Instance, attempts: int) -> int:
+    """N': the independent lifetimes among a batch's N attempts (N, or N/g when members are comonotone)."""
+    if inst.freshness.group_correlation == "comonotone":
+        return attempts // inst.workload.group_size
+    return attempts
+
+
+def group_draws(inst: Instance) -> int:
+    """The independent lifetimes of one group: g, or 1 when members are comonotone."""
+    return 1 if inst.freshness.group_correlation == "comonotone" else inst.workload.group_size
+
+
+def generation_phase(attempts: int, tokens: float, supply: float, slowest: float) -> float:
+    """D = max(N·tokens/S, M_N): the throughput-bound time, or the wait for the slowest attempt."""
+    return max(attempts * tokens / supply, slowest)
+
+
+def busy_share(attempts: int, tokens: float, supply: float, phase: float) -> float:
+    """N·tokens/(S·D): the share of the generation phase the supply is busy."""
+    return attempts * tokens / (supply * phase)
+
+
+def colocated_cadence(phase: float, update: float, sync: float, switch: float) -> float:
+    """The least admissible L of colocated: D + U + t_s + switch_time."""
+    return phase + update + sync + switch
+
+
+def pipelined_cadence(phase: float, update: float, sync: float, steps_ahead: float) -> float:
+    """The least admissible L of pipelined: k = 0 D + U + t_s; k = 1 max(D, U) + t_s."""
+    return (phase + update if steps_ahead == 0 else max(phase, update)) + sync
+
+
+def admission_cadence(group_max: float, intake_eff: float, update: float, sync: float, steps_ahead: float) -> float:
+    """The admission row (Little's law over the (k+1)·B/g slots): L >= (E[M_g]/p + U + t_s)/(k + 1/2)."""
+    return (group_max / intake_eff + update + sync) / (steps_ahead + 0.5)
+
+
+def recompute_demand(
+    attempts_per_s: float, mean_tau: float, prefill_cost: float, context: float, tokens: float, bias: float, cadence
+) -> float:
+    """Tokens/s that recompute: prefix adds: R_raw·mean(W_τ)·prefill_cost·(context + tokens·bias)/L, the
+    running attempts re-prefilled at every publish."""
+    return attempts_per_s * mean_tau * prefill_cost * (context + tokens * bias) / cadence
