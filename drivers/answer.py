@@ -29,7 +29,7 @@ class Beyond:
     """A confidence plan against the deterministic optimum of the same instance (MODEL §9)."""
 
     deterministic: Plan | None  # None: the instance without its confidence has no plan
-    drove: dict  # solver.confidence.planning.what_drove: decision deltas, the needs binding in the worst scenarios
+    drove: dict  # solver.confidence.report.what_drove: decision deltas, the needs binding in the worst scenarios
 
     def to_json(self) -> dict:
         return {

@@ -1,4 +1,4 @@
-"""A round's replays (MODEL §11 item 4): each one :func:`simulate.engine.replicate` without its per-attempt
+"""A round's replays (MODEL §11 item 4): each one :func:`simulation.engine.replicate` without its per-attempt
 records (the makespan and the waits are the recorded run's), and a cache of them by setup and seeds.
 
 Replays run ``threads`` at a time on threads: numpy releases the GIL in its bulk work, so two threads

@@ -185,7 +185,7 @@ def replay(
     """Replay the first ``count`` scenarios of ``risk`` trajectory by trajectory, each once, over
     ``iterations`` (default :data:`REPLAY_ITERATIONS`, at most n; the deadline pro rata): the
     scenario's fields, group launches at the plan's attempt rate at its realised cadence in the scenario
-    (:func:`simulate.scenarios.setup_in`, MODEL §10), the scenario's update time. One row per scenario:
+    (:func:`simulation.scenarios.setup_in`, MODEL §10), the scenario's update time. One row per scenario:
     analytic makespan of the same iterations (n'·L_s + extra, or §8's) and simulated makespan, with
     their verdicts (a scenario whose scaled fields do not form a valid instance is reported with its
     reason and not replayed)."""

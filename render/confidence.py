@@ -1,5 +1,5 @@
 """A confidence solve in words (MODEL.md §9): the on-time shares, and what the plan holds beyond the
-deterministic optimum and why. No computation: :func:`solver.confidence.planning.what_drove` gives the figures."""
+deterministic optimum and why. No computation: :func:`solver.confidence.report.what_drove` gives the figures."""
 
 from __future__ import annotations
 

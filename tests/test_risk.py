@@ -348,7 +348,7 @@ def test_at_deadline_coefficients_give_the_same_verdict_as_evaluate():
 
 
 def test_start_up_fill_per_scenario_matches_the_calculus():
-    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.laws.calculus.fill, one law
+    """MODEL §8's fill with a sigma per scenario (a factor on p99 alone) against solver.laws.startup.fill, one law
     at a time, for independent and comonotone groups."""
     from trainground.solver.laws import calculus as calc
     from trainground.solver.laws import startup

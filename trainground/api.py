@@ -2,7 +2,7 @@
 
 Each function calls the driver its command calls (``solve`` -> :func:`drivers.answer.answer`, ``frontier`` ->
 :func:`drivers.tradeoffs.frontier.frontiers`, ``sweep`` -> :func:`drivers.tradeoffs.sweep.solve_points`, ``risk`` ->
-:func:`drivers.risk.assess`, ``simulate`` -> :func:`simulate.runner.simulate_plan`), so a notebook and the
+:func:`drivers.risk.assess`, ``simulate`` -> :func:`simulation.runner.simulate_plan`), so a notebook and the
 command line cannot disagree: ``solve(...).to_dict()`` is `solve --json`'s document. Every plan returned has
 passed the independent verifier (``solver/verify/plan.py``), and every result converts to a plain dict
 (``to_dict()``) and to a list of flat dicts (``rows()``, one row per point, ready for ``pandas.DataFrame``).

@@ -3,7 +3,7 @@
 :func:`plan_metrics` reads a plan's decisions (L, K, m, the replica counts and its makespan) through the
 helpers the pair table uses (:mod:`solver.laws.calculus`, :mod:`solver.laws.holding`, :mod:`solver.laws.goodput`), so
 the figures users read are the model's. The verifier recomputes each from MODEL.md alone and rejects a
-plan whose reported metrics differ (:func:`solver.verify.plan.check_metrics`). No pyomo.
+plan whose reported metrics differ (:func:`solver.verify.metrics.metric_differences`). No pyomo.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def _panel_sums(sigma: np.ndarray, members: int) -> np.ndarray:
 def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndarray) -> np.ndarray:
     """Per scenario the smallest t >= 0 with ∫_0^t F(s)^g ds >= target, F the median-1 lognormal of
     ``sigma`` (``cum``: its :func:`_panel_sums`): Newton from t0 = target + E[group completion], monotone onto
-    the root of this convex increasing function (as :func:`solver.laws.calculus.fill`, vectorised over sigma)."""
+    the root of this convex increasing function (as :func:`solver.laws.startup.fill`, vectorised over sigma)."""
     top = np.exp(sigma * _Z_TOP)
 
     def completed(t: np.ndarray, at: np.ndarray) -> np.ndarray:
