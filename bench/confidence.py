@@ -4,9 +4,10 @@ seed-3000-cards-uncertain: two) for α = 0.5 ... 0.99 on both bases, medians of 
 seconds the allowance loop spent replaying (hold); the four-level `frontier --confidence-curve` likewise; then
 how the solve grows with S (100, 300, 1,000): scenario groups, pairs, pairs whose model HiGHS ran, seconds.
 
-    PYTHONPATH=. python bench/confidence.py [--repeat 3] [--root DIR] [--bases hold,steady_state] [--skip-growth]
+    python bench/confidence.py [--repeat 3] [--root DIR] [--bases hold,steady_state] [--skip-growth]
 
-``--root`` times another checkout's cli.py (e.g. the commit before a change) on this tree's instances.
+``--root`` times another checkout's cli.py (e.g. the commit before a change) on this tree's instances, run by
+that checkout's own venv (DIR/.venv, made with pip install -e .): its editable install maps its folders.
 The machine's other load inflates wall time; CPU time of the child process is printed beside it, and the
 load average before and after the table.
 """
@@ -30,6 +31,16 @@ ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 CURVE = "0.5,0.8,0.9,0.95"
 
 
+def python_of(root: Path) -> str:
+    """The interpreter that runs ``root``'s code: this one for this checkout, else that checkout's own venv's."""
+    if root.resolve() == ROOT:
+        return sys.executable
+    python = root / ".venv" / "bin" / "python"
+    if not python.exists():
+        raise SystemExit(f"--root {root}: no .venv there; make one with pip install -e . so its folders are its own")
+    return str(python)
+
+
 def timed(root: Path, args: list[str], repeat: int) -> tuple[float, float, float | None, dict]:
     """Median wall and CPU seconds of `cli.py ARGS --json` in ``root``, the median of the replay seconds its JSON
     reports (None: no replays), and the last run's JSON."""
@@ -38,11 +49,7 @@ def timed(root: Path, args: list[str], repeat: int) -> tuple[float, float, float
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, str(root / "cli.py"), *args, "--json"],
-            capture_output=True,
-            text=True,
-            cwd=root,
-            env={**os.environ, "PYTHONPATH": str(root)},
+            [python_of(root), str(root / "cli.py"), *args, "--json"], capture_output=True, text=True, cwd=root
         )
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -31,8 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if sys.path and Path(sys.path[0]).resolve() == ROOT / "bench":
-    sys.path[0] = str(ROOT)  # this file is named like the simulate package it measures: import that, not this
 SEED = ROOT / "instances" / "seed-week-75.yaml"
 
 
