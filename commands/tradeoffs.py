@@ -120,7 +120,7 @@ def _simulate_corners(inst, found, replications: int, show_all: bool, quiet: boo
 
 def certainty(file: str, inst, alphas: str, folder: Path, as_json: bool) -> None:
     """frontier --confidence-curve: the price of certainty (MODEL §9)."""
-    from trainground.drivers.certainty import CSV_COLUMNS, curve
+    from trainground.drivers.tradeoffs.certainty import CSV_COLUMNS, curve
     from trainground.models.load import InstanceError, Problem
     from trainground.render.confidence import curve_png, render_curve
     from trainground.simulation.output import write_atomic_bytes, write_csv, write_json

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from trainground.drivers.answer import LEVERS_SECONDS, Answer, answer
-from trainground.drivers.certainty import CertaintyCurve
 from trainground.drivers.risk import SAMPLES, Risk
+from trainground.drivers.tradeoffs.certainty import CertaintyCurve
 from trainground.drivers.tradeoffs.frontier import Frontiers
 from trainground.models.instance import Instance
 from trainground.models.result import Status
@@ -54,9 +54,9 @@ def gather(
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
-    from trainground.drivers.certainty import curve
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
+    from trainground.drivers.tradeoffs.certainty import curve
     from trainground.drivers.tradeoffs.frontier import frontiers
     from trainground.solver.confidence.table import Unsupported
 

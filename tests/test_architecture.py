@@ -221,6 +221,23 @@ def test_the_verifier_rule_sees_an_import_of_the_model(tmp_path):
     assert imports_of("solver.verify.plan", source, modules) == {"solver.tolerances"}
 
 
+NO_PYOMO = ("solver.laws", "solver.table", "solver.uncertainty")  # closed forms and tables: arrays, no model
+
+
+def test_the_closed_forms_and_tables_import_no_pyomo():
+    """solver/laws/, table/ and uncertainty/ compute numbers (their __init__ docstrings say "No pyomo"): the model
+    is built in mip/, so neither pyomo nor mip/ is imported there (an LP given to HiGHS through solver/highs.py,
+    as the cost bounds and the scenarios' sandbox room do, is arithmetic on arrays, not the model)."""
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if name.startswith(NO_PYOMO)
+        for target in targets
+        if target.split(".")[0] == "pyomo" or target.startswith("solver.mip")
+    ]
+    assert not wrong, "; ".join(sorted(wrong))
+
+
 def project_packages() -> set[str]:
     return {name.split(".")[0] for name in project_modules()}
 

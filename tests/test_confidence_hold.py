@@ -120,7 +120,7 @@ def test_a_confidence_solve_reports_its_replays_realised_costs_beside_the_nomina
 def test_the_price_of_certainty_under_hold_shares_its_work_and_gives_each_alpha_its_own_solve():
     """frontier --confidence-curve on the hold basis: each point runs its allowance loop; sharing the pair
     table, the scenario needs and the replays across the points changes no point (a lone solve gives it)."""
-    from trainground.drivers.certainty import curve, with_alpha
+    from trainground.drivers.tradeoffs.certainty import curve, with_alpha
 
     inst = uncertain_hold()
     found = curve(inst, [0.9, 0.5])

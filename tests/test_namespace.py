@@ -135,3 +135,21 @@ def test_the_package_imports_none_of_its_modules_at_import_time():
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_type_checkers_mirror_is_the_installed_package():
+    """.typing/trainground (mypy's view, pyproject.toml) links every mapped folder under its installed name, and
+    the package's own files and cli.py, so a new folder cannot go unchecked or be read under another name."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    mirror = ROOT / ".typing" / "trainground"
+    folders = {
+        name.removeprefix("trainground."): path
+        for name, path in config["tool"]["setuptools"]["package-dir"].items()
+        if name != "trainground"
+    }
+    assert {p.name for p in mirror.iterdir() if p.is_dir()} == set(folders)
+    for name, folder in folders.items():
+        assert (mirror / name).resolve() == (ROOT / folder).resolve(), name
+    files = {p.name for p in (ROOT / "trainground").glob("*.py")} | {"cli.py"}
+    assert {p.name for p in mirror.glob("*.py")} == files
+    assert (mirror / "cli.py").resolve() == ROOT / "cli.py"

@@ -47,7 +47,7 @@ def _staged_uncertain() -> dict:
 
 
 def test_the_price_of_certainty_of_a_staged_instance_is_refused_as_unsupported(tmp_path):
-    from trainground.drivers.certainty import curve
+    from trainground.drivers.tradeoffs.certainty import curve
     from trainground.solver.confidence.table import Unsupported
 
     path = tmp_path / "staged-uncertain.yaml"

@@ -1,1 +1,3 @@
-"""Why no plan exists and the smallest change that restores one: screening, candidate changes, feasibility probes, findings and thresholds, in the instance's own field names."""
+"""Why no plan exists and the smallest change that restores one, in the instance's own field names: the per-pair
+screen, candidate changes, feasibility probes, findings and thresholds, two changes at once, and the goodput and
+staged cases."""

@@ -18,8 +18,8 @@ from trainground.drivers.diagnosis import screen as sc
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.drivers.diagnosis.findings import change_entry, findings_of, fmt
 from trainground.drivers.diagnosis.goodput import goodput_conflict
-from trainground.drivers.diagnosis.pairs import cheapest_pairs
 from trainground.drivers.diagnosis.thresholds import settle
+from trainground.drivers.diagnosis.two_changes import cheapest_pairs
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.solve import Planner

@@ -1,1 +1,2 @@
-"""Many solves of one instance side by side: frontier, sweep, compare and the levers of a plan."""
+"""Many solves of one instance side by side: frontier, sweep, compare, the levers of a plan and the price of
+certainty."""
