@@ -9,7 +9,7 @@ import pyomo.core as pyo
 
 from trainground.models.instance import Instance
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, Result, ShapeReplicas, Status, Timings
-from trainground.solver.mip.formulation import Formulation
+from trainground.solver.mip.formulation import BuiltModel, Formulation
 from trainground.solver.mip.metrics import plan_metrics
 from trainground.solver.mip.search import Search
 from trainground.solver.stopwatch import Stopwatch
@@ -26,7 +26,7 @@ class ObjectiveMismatch(Exception):
     """HiGHS's objective differs from the cost the plan reports: a bug, never a result."""
 
 
-def extract_plan(live: Formulation, values) -> Plan:
+def extract_plan(live: BuiltModel, values) -> Plan:
     """The selected pair's decisions (integer counts rounded from HiGHS's values) and the costs its
     named cost terms give at those counts."""
     blk = live.selected(values)

@@ -11,7 +11,7 @@ its type.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,23 +22,36 @@ from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import Pairs
 
 
-class Formulation(Protocol):
+class BuiltModel(Protocol):
+    """What a plan's extraction reads of a model (:func:`solver.mip.assemble.extract_plan`): the instance, its
+    pair table, the pyomo model with its built pair blocks, each block's row in the table, and the block a
+    solution selects. A Formulation is one; so is each stage's sub-model of a staged solve."""
+
+    @property
+    def inst(self) -> Instance: ...
+
+    @property
+    def pairs(self) -> Pairs: ...
+
+    @property
+    def model(self) -> Any: ...
+
+    @property
+    def block_rows(self) -> dict: ...
+
+    def selected(self, values) -> Any:
+        """The built pair block whose selection binary is on in a solution."""
+
+
+class Formulation(BuiltModel, Protocol):
     """The model of one instance as a planner uses it across solves."""
 
-    inst: Instance
-    pairs: Pairs
     clock: Stopwatch
     reusable: bool  # can be pointed at another instance of the same structure (retarget)
     threads: int
 
     @property
-    def model(self): ...
-
-    @property
     def blocks(self) -> dict: ...
-
-    @property
-    def block_rows(self) -> dict: ...
 
     def use(self, allowance: float) -> None:
         """Solve with the allowance Δ of MODEL §11 from now on (where the formulation's rows read it)."""
@@ -59,9 +72,6 @@ class Formulation(Protocol):
         """The optimum under ``objective`` over the ``candidates`` pairs (MODEL §4's order): ``lower`` their
         bounds on the objective's cost criterion, ``lower_total`` on total cost (a makespan search's ties)."""
         ...
-
-    def selected(self, values):
-        """The built pair block whose selection binary is on in a solution."""
 
     def size(self) -> dict[str, int]: ...
 

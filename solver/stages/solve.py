@@ -27,6 +27,7 @@ from trainground.solver.stages.model import StagedModel, build_staged
 from trainground.solver.stages.plans import own_startup, run_plan
 from trainground.solver.stages.tables import StagedUnsupported, StageTables, stage_tables
 from trainground.solver.stopwatch import Stopwatch
+from trainground.solver.table.pairs import Pairs
 from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
 from trainground.solver.verify.stages import verify_staged
 
@@ -42,7 +43,7 @@ class _StageView:
     """What :func:`solver.mip.assemble.extract_plan` reads of a live model, for one stage's sub-model."""
 
     inst: Instance
-    pairs: object
+    pairs: Pairs
     model: pyo.ConcreteModel
     block_rows: dict
 
@@ -346,5 +347,5 @@ def extract_staged(staged: StagedModel, values) -> Plan:
     parts = []
     for si, table, sub in zip(staged.stage_insts, staged.pairs, staged.subs):
         view = _StageView(si, table, sub, {key: row for row, key in enumerate(sub.blocks)})
-        parts.append(own_startup(si, extract_plan(view, values)))  # type: ignore[arg-type]
+        parts.append(own_startup(si, extract_plan(view, values)))
     return run_plan(staged.inst, staged.stage_insts, parts)
