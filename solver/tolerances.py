@@ -77,3 +77,32 @@ CONVEX_TOL = 1e-12
 distance relative to the update times themselves: an inverse or Amdahl law evaluated in floating point is
 convex to a few ulps, and a line through two neighbours then passes above the others by rounding noise
 only (far below a second)."""
+
+ROOT_WIDTH_TOL = 1e-13
+"""A deadline pace's root (MODEL.md §9, solver/uncertainty/deadline.py) is found once its bracket is narrower
+than this share of the pace (at least of 1 s): the last few bits of a double, so the pace is exact to print."""
+
+ROOT_VALUE_TOL = 1e-12
+"""The same root is also found once the run's lateness at the bracket's lower end is within this share of the
+run's length of 0: the lateness is a sum over n iterations, whose rounding is about this large."""
+
+SLOPE_FLOOR = 1e-300
+"""A Newton step divides by a slope at least this (a completed-group curve can be flat to double precision far
+below its median): the step is then huge and the iteration's own bracket takes over; not a tolerance."""
+
+WEIGHT_TOL = 1e-9
+"""Scenario weights (MODEL.md §9) are shares of the scenario set summed in floating point: a set of groups
+reaches the weight a confidence needs, or stays within the weight it may lose, when it is this close (absolute,
+on shares of 1)."""
+
+RATIO_TOL = 1e-12
+"""Two ratios of the same instance's quantities (a peak over its steady load, one shape's throughput multiplier
+against another's) are one ratio within this relative distance: they differ by rounding only."""
+
+HULL_TOL = 1e-12
+"""A confidence hull's corners (solver/confidence/cuts.py) span a range or an edge only when it is longer than
+this (relative, on coordinates scaled to [0, 1]): shorter ones are rounding, not a facet."""
+
+DOUBT_SLACK = 1e-6
+"""A training-group row whose cost bound is within this relative distance of a budget (or of the cover's most
+cost) is kept: far above the float error of the bound's products, and a row kept in doubt costs only its row."""

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainground.solver.tolerances import HULL_TOL, WEIGHT_TOL
+
 GRID = 40  # thresholds per gridded need
 SAFETY = 1e-9  # relative: β lowered by this, so rounding in the hull never cuts off a plan
 
@@ -51,7 +53,7 @@ def frontier_grid(
     by_groups = g[None, :] <= g_up[:, None]  # (grid, n)
     by_peak = p[None, :] <= p_up[:, None]
     inside = by_groups[:, None, :] & by_peak[None, :, :]  # (grid g, grid p, n)
-    reached = np.cumsum(np.where(inside, w, 0.0), axis=2) >= needed - 1e-9
+    reached = np.cumsum(np.where(inside, w, 0.0), axis=2) >= needed - WEIGHT_TOL
     ok = reached[:, :, -1] if s.size else np.zeros(inside.shape[:2], bool)
     first = np.argmax(reached, axis=2)
     q = np.where(ok, s[np.minimum(first, max(s.size - 1, 0))] if s.size else 0.0, np.nan)
@@ -66,7 +68,7 @@ def hull_2d(points: np.ndarray) -> list[tuple[float, float, float]]:
     if points.shape[0] == 0:
         return []
     low, high = points.min(axis=0), points.max(axis=0)
-    span = np.where(high - low > 1e-12 * np.maximum(1.0, np.abs(high)), high - low, 1.0)
+    span = np.where(high - low > HULL_TOL * np.maximum(1.0, np.abs(high)), high - low, 1.0)
     scaled = (points - low) / span
     order = np.lexsort((scaled[:, 1], scaled[:, 0]))
     chain: list[np.ndarray] = []
@@ -77,7 +79,7 @@ def hull_2d(points: np.ndarray) -> list[tuple[float, float, float]]:
     facets = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]  # the rays, scaled: x >= min x, y >= min y
     for p, q in zip(chain, chain[1:]):
         a, b = p[1] - q[1], q[0] - p[0]  # the normal (-dy, dx) points away from the origin
-        if a > 1e-12 and b > 1e-12:
+        if a > HULL_TOL and b > HULL_TOL:
             facets.append((a, b, a * p[0] + b * p[1]))
     cuts = []
     for a, b, beta in facets:

@@ -24,7 +24,7 @@ import numpy as np
 
 from trainground.solver.confidence.cuts import hull_2d
 from trainground.solver.laws.goodput import weight_sync_factor
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import RATIO_TOL, REL_TOL, WEIGHT_TOL
 
 OWN_SLACK = 1e-6  # relative: the sandbox levels a pair's nominal split holds, taken this far under (tolerances)
 
@@ -63,7 +63,7 @@ def eta(values: np.ndarray, weight: np.ndarray, budget: float) -> float:
     plan late in at most ``budget`` of these weights meets at least this need (0 when all may be late)."""
     order = np.argsort(-values, kind="stable")
     spent = np.cumsum(weight[order])
-    cut = int(np.searchsorted(spent, budget + 1e-9, side="right"))
+    cut = int(np.searchsorted(spent, budget + WEIGHT_TOL, side="right"))
     return float(values[order[cut]]) if cut < order.size else 0.0
 
 
@@ -86,7 +86,7 @@ def pair_needs(conf, pairs, row: int, allowance: float, families: tuple[str, ...
     needs = table.needs(K, allowance, G)
     unmet = (L > needs.pace * (1 + REL_TOL)) | ~needs.fresh | (needs.groups > G)
     lost = float(table.weight[unmet].sum())
-    if lost > conf.allowed + 1e-9:
+    if lost > conf.allowed + WEIGHT_TOL:
         return None
     live = np.flatnonzero(~unmet)
     weight = table.weight[live]
@@ -120,20 +120,20 @@ def _ratio(steady: np.ndarray, peak: np.ndarray) -> float | None:
     ratio = peak / np.where(steady > 0, steady, np.nan)
     if ratio.size == 0 or not np.isfinite(ratio).all():
         return None
-    return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=1e-12, atol=0.0) else None
+    return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=RATIO_TOL, atol=0.0) else None
 
 
 def corners(supply: np.ndarray, peak: np.ndarray, weight: np.ndarray, needed: float) -> np.ndarray:
     """(C, 2) the least levels (supply, peak) a plan on time in groups of weight >= ``needed`` reaches: per peak
     threshold t (each group's peak need), the ``needed``-th smallest supply need, by weight, among the groups
     with peak at most t; dominated points left out (none when the groups cannot weigh ``needed``)."""
-    if supply.size == 0 or weight.sum() < needed - 1e-9:
+    if supply.size == 0 or weight.sum() < needed - WEIGHT_TOL:
         return np.zeros((0, 2))
     by_supply = np.argsort(supply, kind="stable")
     s, p, w = supply[by_supply], peak[by_supply], weight[by_supply]
     thresholds = np.unique(p)
     inside = p[None, :] <= thresholds[:, None]  # (T, n)
-    reached = np.cumsum(np.where(inside, w[None, :], 0.0), axis=1) >= needed - 1e-9
+    reached = np.cumsum(np.where(inside, w[None, :], 0.0), axis=1) >= needed - WEIGHT_TOL
     ok = reached[:, -1]
     first = np.argmax(reached, axis=1)
     points = np.column_stack([s[first[ok]], thresholds[ok]])

@@ -26,7 +26,7 @@ from trainground.solver.laws.holding import sandbox_occupancy
 from trainground.solver.table.bounds import SandboxCurve, SandboxLP, inference_lower_bound, sandbox_lower_bound
 from trainground.solver.table.coefficients import gpu_prices, index_of, reserved_cost
 from trainground.solver.table.pairs import Pairs
-from trainground.solver.tolerances import INTEGER_TOL, REL_TOL
+from trainground.solver.tolerances import INTEGER_TOL, RATIO_TOL, REL_TOL, WEIGHT_TOL
 from trainground.solver.uncertainty import scenarios as sc
 
 CHECK_SAMPLES = 10_000  # fresh scenarios the out-of-sample share is estimated on
@@ -186,7 +186,7 @@ class Screen:
             up = table.needs(kept, self.allowance)
             never = ~up.fresh | (up.groups > conf.top_groups)
             lost = _late_weight(pairs.cadence[rows], pairs.groups[rows], up.pace, up.groups, never, table.weight)
-            possible[rows] = lost <= conf.allowed + 1e-9
+            possible[rows] = lost <= conf.allowed + WEIGHT_TOL
             at = rows[possible[rows]]
             if at.size and not never.all():
                 hourly[at] = self._corner_bound(kept, at)
@@ -208,7 +208,7 @@ class Screen:
         )
         steady = np.full(p_low.size, eta(up.steady[live], weight[live], budget))
         ratio = up.peak[live] / np.where(up.steady[live] > 0, up.steady[live], np.nan)
-        if ratio.size and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0], rtol=1e-12, atol=0.0):
+        if ratio.size and np.isfinite(ratio).all() and np.allclose(ratio, ratio[0], rtol=RATIO_TOL, atol=0.0):
             steady = np.maximum(steady, p_low / ratio[0])  # every group's peak one multiple of its steady need
         counts, first, which = np.unique(pairs.groups[rows], return_index=True, return_inverse=True)
         reps = rows[first]  # one pair of each count: the others' inference part is the same

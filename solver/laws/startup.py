@@ -10,7 +10,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver.laws.calculus import Occupancy, ndtr, occupancy_of
 from trainground.solver.laws.normal import chunked
-from trainground.solver.tolerances import NEWTON_STEP_TOL
+from trainground.solver.tolerances import NEWTON_STEP_TOL, SLOPE_FLOOR
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
 _PANEL = 0.25
@@ -135,7 +135,7 @@ def fill(
     for _ in range(100):
         here = flat[live]
         slope = group_completion_cdf(occ, here, group_size, correlation)
-        step = (completed_group_time(occ, here, group_size, correlation) - goal[live]) / np.maximum(slope, 1e-300)
+        step = (completed_group_time(occ, here, group_size, correlation) - goal[live]) / np.maximum(slope, SLOPE_FLOOR)
         flat[live] = np.maximum(here - np.maximum(step, 0.0), goal[live])
         live = live[step > NEWTON_STEP_TOL * flat[live]]
         if live.size == 0:

@@ -21,7 +21,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import DOUBT_SLACK, REL_TOL
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def budget_groups(
     per_group = priced[t.pool] * t.gpus_per_group
     floor = fixed + demand * np.where(np.isfinite(per_token[k]), per_token[k], 0.0)
     room = np.full(k.shape, np.inf)
-    slack = 1 + 1e-6  # far above the float error of these products: a row kept in doubt costs only its row
+    slack = 1 + DOUBT_SLACK
     if limits.max_hourly_cost is not None:
         room = np.minimum(room, limits.max_hourly_cost * slack - floor)
     if limits.max_total_cost is not None:
@@ -172,7 +172,7 @@ def covered_groups(
     where = (np.searchsorted(grid, cover.cadence), cover.kept - 1)
     lower[where], first[where] = cover.lower, cover.groups
     base, start = lower[at, k], np.maximum(first[at, k], fewest)
-    hourly = np.full(base.shape, cover.most_cost * (1 + 1e-6))  # a row kept in doubt costs only its row
+    hourly = np.full(base.shape, cover.most_cost * (1 + DOUBT_SLACK))
     if cover.criterion == "total_cost":
         with np.errstate(divide="ignore"):
             hourly = hourly * 3600.0 / shortest

@@ -16,7 +16,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.laws import holding
-from trainground.solver.tolerances import REL_TOL
+from trainground.solver.tolerances import REL_TOL, ROOT_VALUE_TOL, ROOT_WIDTH_TOL
 from trainground.solver.uncertainty import goodput as goodput
 from trainground.solver.uncertainty.scenarios import (
     Scenarios,
@@ -217,7 +217,7 @@ def _startup_pace(
                 break
             lo, hi = np.where(short, hi, lo), np.where(short, 2 * hi, hi)
             g_hi = np.where(short, g(hi), g_hi)
-    pace[rows], g_root = _secant(g, lo, hi, g_lo, g_hi, 1e-12 * r)
+    pace[rows], g_root = _secant(g, lo, hi, g_lo, g_hi, ROOT_VALUE_TOL * r)
     with np.errstate(invalid="ignore"):
         fill[rows] = np.where(np.isfinite(g_root), (g_root + r - (n - 1) * pace[rows] - uu) * cc, np.nan)
     return pace, fill
@@ -228,13 +228,13 @@ def _secant(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per entry the largest L in ``[lo, hi]`` with g(L) <= 0 (g increasing, g(hi) >= 0) and g there (-inf when
     the lower end never moved from an unknown value), to the last bits (the
-    bracket narrower than 1e-13 of it, or g(lo) within ``close`` of 0): regula falsi with the Illinois rule (an
+    bracket narrower than ROOT_WIDTH_TOL of it, or g(lo) within ``close`` of 0): regula falsi with the Illinois rule (an
     end kept twice in a row has its value halved, so both ends move), a bisection where the lower end's value is
     unknown or the step would leave the bracket."""
     kept = np.zeros(lo.shape, dtype=int)  # which end the last step kept: -1 lower, 1 upper, 0 none yet
     for _ in range(PACE_ROUNDS):
         width = hi - lo
-        if np.all((width <= 1e-13 * np.maximum(hi, 1.0)) | (g_lo >= -close)):
+        if np.all((width <= ROOT_WIDTH_TOL * np.maximum(hi, 1.0)) | (g_lo >= -close)):
             break
         with np.errstate(invalid="ignore", divide="ignore"):
             step = hi - g_hi * width / (g_hi - g_lo)

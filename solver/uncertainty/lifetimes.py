@@ -16,7 +16,7 @@ from trainground.models.instance import Z_99, Empirical, Lognormal
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding, startup
 from trainground.solver.laws.calculus import ndtr
-from trainground.solver.tolerances import NEWTON_STEP_TOL
+from trainground.solver.tolerances import NEWTON_STEP_TOL, SLOPE_FLOOR
 
 SIGMA_FLOOR = 1e-9
 """A lognormal whose scaled p99 falls to its median (sigma 0) keeps this sigma: a near-point mass."""
@@ -136,7 +136,7 @@ def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndar
     for _ in range(100):
         here = t[at]
         slope = ndtr(np.log(here) / sigma[at]) ** members
-        step = (completed(here, at) - target[at]) / np.maximum(slope, 1e-300)
+        step = (completed(here, at) - target[at]) / np.maximum(slope, SLOPE_FLOOR)
         t[at] = np.maximum(here - np.maximum(step, 0.0), target[at])
         at = at[step > NEWTON_STEP_TOL * here]
         if at.size == 0:
