@@ -160,7 +160,7 @@ BATCH += ["instances/seed-drop-comonotone.yaml"]
 def rounds_seen(name: str, stdout: str, scratch: str) -> str:
     """Rounds and allowance starts of each new plan under hold: a sweep's rows, a batch's result files."""
     if name == "sweep":
-        holds = [(row.get("result") or {}).get("hold") for row in json.loads(stdout)["rows"]]
+        holds = [(row.get("result") or {}).get("hold") for row in json.loads(stdout)["points"]]
     else:
         holds = []
         for path in sorted(Path(scratch).glob("*.json")):
