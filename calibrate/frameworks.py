@@ -154,7 +154,9 @@ def load_log(path: str | Path, fmt: str, mapping: dict[str, str]) -> LoadedLog:
         records = read_records(path)
         if not records.rows:
             raise InstanceError(str(path), [Problem("", _nothing(records))])
-        counts = records.counts if records.kind == "console" else _counts([list(r) for r in records.rows])
+        counts = _counts([list(r) for r in records.rows])
+        if records.kind == "console":  # records of the other frameworks' shapes, found by their own parsers
+            counts = {n: counts[n] if n == records.framework else records.counts.get(n, 0) for n in NAMES}
         where = "records"
         table = as_table(records, mapping)
     own = all(table.has(c) for c in TRAINGROUND) and (table.has("update_s") or table.has("update_start"))
@@ -194,11 +196,23 @@ def _marks(name: str) -> str:
 
 def _decided(path: Path, name: str, counts: dict[str, int], where: str, records: Records | None) -> str:
     kind = {"console": "console log", "jsonl": "JSONL"}.get(records.kind if records else "", "export")
-    total = len(records.rows) if records else 1
-    others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
-    held = f"{counts[name]:,} of {total:,} {where}" if records else "its columns"
-    first = f"; first at line {records.lines[0]}" if records and records.lines else ""
-    return f"{path.name}: read as {SCHEMES[name].label}'s {kind}: {held} hold {_marks(name)} keys ({others}){first}"
+    if records is None:
+        others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
+        return f"{path.name}: read as {SCHEMES[name].label}'s {kind}: its columns hold {_marks(name)} keys ({others})"
+    total = len(records.rows)
+    mark = re.compile(SCHEMES[name].mark)
+    first = next((line for r, line in zip(records.rows, records.lines) if any(mark.match(k) for k in r)), None)
+    if records.kind == "console":
+        shapes = {"verl": "step:N lines", "slime": "perf N records", "areal": "Train step tables"}
+        others = ", ".join(f"{SCHEMES[n].label}'s {shapes[n]}: {counts[n]:,}" for n in NAMES if n != name)
+        held = f"{counts[name]:,} of its {total:,} {shapes[name]}"
+    else:
+        others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
+        held = f"{counts[name]:,} of {total:,} {where}"
+    where_first = f"; the first at line {first}" if first is not None else ""
+    return (
+        f"{path.name}: read as {SCHEMES[name].label}'s {kind}: {held} hold {_marks(name)} keys ({others}){where_first}"
+    )
 
 
 def _elsewhere(fmt: str, found: str, counts: dict[str, int], where: str) -> str:
@@ -211,7 +225,7 @@ def _elsewhere(fmt: str, found: str, counts: dict[str, int], where: str) -> str:
 
 def _unknown(table: Table, records: Records | None) -> str:
     keys = list(table.columns)[:12]
-    what = f"{len(records.rows):,} records" if records else "the columns"
+    what = (f"{len(records.rows):,} record{'s' if len(records.rows) != 1 else ''}") if records else "the columns"
     return (
         f"no framework's keys in {what} (verl's timing_s/*, slime's perf/<phase>_time, AReaL's timeperf/*) and "
         f"not trainground's step log (iteration, update_s, training_gpus); keys seen: {', '.join(keys) or 'none'}"

@@ -41,11 +41,11 @@ def split_of(got: dict) -> dict[str, float]:
 @pytest.mark.parametrize(
     ("file", "said"),
     [
-        ("verl-console.log", "read as verl's console log: 9 of 9 records hold timing_s/* or timing/* keys"),
+        ("verl-console.log", "read as verl's console log: 8 of its 9 step:N lines hold timing_s/* or timing/* keys"),
         ("verl-v05-file-logger.jsonl", "read as verl's JSONL: 8 of 9 records hold timing_s/* or timing/* keys"),
-        ("verl-old-keys.log", "read as verl's console log: 4 of 4 records"),
-        ("slime-console.log", "read as slime's console log: 6 of 6 records hold perf/<phase>_time keys"),
-        ("areal-console.log", "read as AReaL's console log: 8 of 8 records hold timeperf/* keys"),
+        ("verl-old-keys.log", "read as verl's console log: 4 of its 4 step:N lines"),
+        ("slime-console.log", "read as slime's console log: 6 of its 6 perf N records hold perf/<phase>_time keys"),
+        ("areal-console.log", "read as AReaL's console log: 8 of its 8 Train step tables hold timeperf/* keys"),
         ("verl-wandb-export.csv", "read as verl's export: its columns hold timing_s/* or timing/* keys"),
     ],
 )
@@ -56,7 +56,7 @@ def test_auto_reads_every_record_and_says_what_it_decided(file, said):
 
 def test_a_wrong_format_names_what_the_log_holds(tmp_path):
     out = run("--steps", str(DATA / "verl-console.log"), "--format", "areal", code=2)
-    assert "--format areal: no record holds timeperf/*; 9 hold verl's timing_s/* or timing/*: use --format verl" in out
+    assert "--format areal: no record holds timeperf/*; 8 hold verl's timing_s/* or timing/*: use --format verl" in out
     out = run("--steps", str(DATA / "areal-console.log"), "--format", "slime", code=2)
     assert "8 hold AReaL's timeperf/*: use --format areal" in out
     own = tmp_path / "own.csv"
