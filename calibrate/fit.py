@@ -8,10 +8,12 @@ import numpy as np
 
 from trainground.calibrate import lifetimes as lt
 from trainground.calibrate.figures import Figure, percentile_interval
-from trainground.calibrate.frameworks import AGENT_LOOP, FrameworkSteps
+from trainground.calibrate.frameworks import AGENT_LOOP
 from trainground.calibrate.logs import Steps, Trajectories
+from trainground.calibrate.phases import Split, split
 from trainground.calibrate.stages import StageProposal, propose
 from trainground.calibrate.stepfigures import step_figures
+from trainground.calibrate.stepreader import FrameworkSteps
 from trainground.calibrate.throughput import group_correlation, intake, tokens_per_attempt, tokens_per_gpu_s
 from trainground.calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
 from trainground.models.instance import Instance
@@ -74,6 +76,8 @@ class Calibration:
     pool_throughput: dict[str, Figure] = field(default_factory=dict)  # tokens/s per GPU of each logged pool
     step_figures: dict[str, Figure] = field(default_factory=dict)  # a framework step log's other figures
     stages: StageProposal | None = None  # MODEL §12: the trend of tokens per attempt, and stages when it is large
+    split: Split | None = None  # a framework step log: where a step's wall time went
+    holdout: dict | None = None  # --holdout: the first half's figures against the second half's step time
 
     def to_json(self) -> dict:
         def fig(f):
@@ -98,6 +102,8 @@ class Calibration:
             "tokens_per_gpu_s_per_pool": {k: v.to_json() for k, v in self.pool_throughput.items()},
             "step_log": {k: v.to_json() for k, v in self.step_figures.items()},
             "stages": self.stages.to_json() if self.stages is not None else None,
+            "step_split": self.split.to_json() if self.split is not None else None,
+            "holdout": self.holdout,
         }
 
     def _loop_occupancy(self) -> dict | None:
@@ -246,6 +252,7 @@ def calibrate(
         total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
         result.step_figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=True)
         result.notes += more
+        result.split = step_split(steps, framework)
     result.stages = propose(log, steps, into.workload.iterations if into is not None else None)
     if result.stages is not None:
         result.notes.append(result.stages.sentence())
@@ -261,18 +268,24 @@ def calibrate_steps(
     replicates: int = REPLICATES,
     seed: int = SEED,
 ) -> Calibration:
-    """What a framework's step log holds without a trajectory log: the update law, the cadence, the step
-    figures, and the lifetime law from the agent loop's per-step min/mean/max when the log has them (else a
-    bad log: lifetimes need one or the other)."""
+    """What a framework's step log holds without a trajectory log: the update law (the trainer's busy time), the
+    cadence, the split of a step, the step figures, and the lifetime law from the agent loop's per-step
+    min/mean/max when the log has them; without them the lifetimes are not in the log, which a note says."""
     rng = np.random.default_rng(seed)
     total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
     figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=False)
     if "agent_loop_median_s" not in figures:
-        keys = ", ".join(f"{AGENT_LOOP}{k}" for k in ("min", "mean", "max"))
-        raise InstanceError(
-            steps.file,
-            [Problem("keys", f"no lifetimes: give --trajectories, or a step log with {keys} (verl's agent loop)")],
+        keys = f"{AGENT_LOOP}{{min,mean,max}}"
+        why = (
+            f"{keys} in fewer than 5 usable steps"
+            if framework.loop is not None
+            else f"no per-trajectory times, no {keys}"
         )
+        more.append(
+            f"lifetimes: not in this log ({why}): the lifetime law is not fitted (with --into it is kept as the "
+            "instance has it); give --trajectories for one"
+        )
+    update = fit_update_law(steps, rng, replicates)
     result = Calibration(
         None,
         steps.file,
@@ -280,19 +293,26 @@ def calibrate_steps(
         {},
         {},
         None,
-        {"missing": "no trajectory log; the step log's figure needs --inference-gpus"},
+        {},
         None,
         None,
         None,
-        fit_update_law(steps, rng, replicates),
+        update,
         cadence(steps, rng, replicates),
         None,
         None,
         list(steps.notes) + more,
         step_figures=figures,
     )
+    result.split = step_split(steps, framework)
     result.bottleneck = bottleneck(result, into)
     return result
+
+
+def step_split(steps: Steps, framework: FrameworkSteps) -> Split | None:
+    if framework.wall_s is None or framework.scheme is None:
+        return None
+    return split(framework.values, framework.terms, framework.wall_s, steps.update_s)
 
 
 def bottleneck(cal: Calibration, into: Instance | None) -> str | None:
@@ -318,9 +338,10 @@ def bottleneck(cal: Calibration, into: Instance | None) -> str | None:
         if pace.time_split is not None:  # serial steps: the larger phase of each step
             side = "generation" if pace.generation_bound >= pace.update_bound else "update"
             share = max(pace.generation_bound, pace.update_bound) / total
+            trainer = "the trainer's passes" if cal.split is not None else "the update"
             return (
-                f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, the "
-                f"update {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps"
+                f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, "
+                f"{trainer} {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps"
             )
         if pace.update_bound > pace.generation_bound:
             return (

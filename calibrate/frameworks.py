@@ -1,166 +1,257 @@
-"""The per-step metrics RL frameworks log, read as a step log: verl, slime and AReaL.
+"""The per-step metrics verl, slime and AReaL log, as each framework's source names them, and the framework a
+log is from (docs/calibrate.md has the table with the versions).
 
-Each framework's keys, as its source names them (docs/calibrate.md has the table with units):
-
-- verl: its ``file`` tracking backend (``FileLogger`` in ``verl/utils/tracking.py``) writes one
-  ``{"step": N, "data": {...}}`` per step; a wandb export has the same keys flat. ``timing_s/<phase>``
-  (``compute_timing_metrics``, ``verl/trainer/ppo/metric_utils.py``: seconds of each ``marked_timer``
-  phase), ``response_length/mean`` and ``prompt_length/mean`` (tokens per response / prompt),
-  ``perf/total_num_tokens`` (prompt + response tokens of the step) and ``perf/throughput``
-  (``compute_throughout_metrics``: total tokens / (step time x every GPU of the job)).
-- slime: ``perf/<timer>_time`` (``log_perf_data_raw``: seconds of each ``Timer`` phase, e.g.
-  ``perf/actor_train_time``, ``perf/train_wait_time``, ``perf/update_weights_time``), ``perf/step_time``,
-  ``staleness/mean``, step key ``rollout/step``.
-- AReaL: ``timeperf/rollout``, ``timeperf/train_step``, ``timeperf/update_weights``, ``timeperf/save``
-  (seconds); its staleness is a setting (``max_head_offpolicyness``), not a log.
-
-GPU counts are not in these logs per role. Training GPUs come from a ``training_gpus`` column (``--columns
-training_gpus=KEY``) or ``--training-gpus``; verl's ``perf/throughput`` divisor counts every GPU of the job
-(inference pools included when they are not colocated), so it is used only when nothing else is given,
-and a note says what it counted.
+A *phase* is a timed part of a step: ``timing_s/<name>`` (verl's ``marked_timer`` phases through
+``compute_timing_metrics``, ``verl/trainer/ppo/metric_utils.py``; ``timing/<name>`` before the 2025 rename),
+``perf/<name>_time`` (slime's ``Timer`` phases, ``log_perf_data_raw``), ``timeperf/<name>`` (AReaL's
+``record_timing``). Each scheme says which phases generate, which run on the training GPUs, which are weight
+sync, checkpoint and validation, which sit inside another (never summed) and how the step time is logged.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from trainground.calibrate.guards import check_text
-from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, check_repeats, take
-from trainground.calibrate.tables import FORMATS, UNITS, Table, numbers, read_table, split_unit
+from trainground.calibrate.metricslog import Records, read_records
+from trainground.calibrate.tables import FORMATS, UNITS, Table, read_table, split_unit
 from trainground.models.load import InstanceError, Problem
 
 NAMES = ("verl", "slime", "areal")
+AGENT_LOOP = "timing_s/agent_loop/generate_sequences/"
 
 
 @dataclass(frozen=True)
-class Keys:
-    """The keys of one framework per role, the first present one read."""
-
-    step: tuple[str, ...]
-    update: tuple[str, ...]
-    generation: tuple[str, ...] = ()
-    step_time: tuple[str, ...] = ()
-    weight_sync: tuple[str, ...] = ()
+class Scheme:
+    name: str
+    label: str  # how the framework is named in messages
+    prefixes: tuple[str, ...]  # a phase key is PREFIX + name + suffix
+    suffix: str
+    step: tuple[str, ...]  # step-number keys, the first present read
+    step_time: tuple[str, ...]  # keys of the whole step's time, the first present read
+    generation: tuple[str, ...]  # phase names
+    trainer: tuple[str, ...]  # phase names: passes on the training GPUs (the update time written is their sum)
+    actor: tuple[str, ...]  # the actor update among them
+    sync: tuple[str, ...] = ()
     checkpoint: tuple[str, ...] = ()
+    validation: tuple[str, ...] = ()
     wait: tuple[str, ...] = ()  # the trainer waiting for rollouts
+    nested: tuple[str, ...] = ()  # phases timed inside another phase: never added to a sum
+    trainer_total: tuple[str, ...] = ()  # a phase holding every trainer pass (slime's ``train``)
+    partition: tuple[str, ...] = ()  # phases that add up to the step when the step time is not logged
+    stalls_inside: bool | None = None  # None: whether a save or validation is inside the step time is read
     response_mean: tuple[str, ...] = ()
     prompt_mean: tuple[str, ...] = ()
-    total_tokens: tuple[str, ...] = ()
-    throughput: tuple[str, ...] = ()  # tokens / (time x every GPU of the job)
+    total_tokens: tuple[str, ...] = ()  # prompt + response tokens of the step
+    throughput: tuple[str, ...] = ()  # tokens / (step time x every GPU of the job)
+    rate: tuple[str, ...] = ()  # response tokens / (generation time x generating GPUs), logged
     staleness_mean: tuple[str, ...] = ()
     loop: tuple[str, ...] = ()  # per-trajectory times of the step: min, mean, max
+    mark: str = ""  # a regex one of the framework's keys matches
+
+    def phase_name(self, key: str) -> str | None:
+        """The phase a key times, or None: not a phase key, or a statistic below one (``.../max``)."""
+        for prefix in self.prefixes:
+            if key.startswith(prefix) and key.endswith(self.suffix):
+                name = key[len(prefix) : len(key) - len(self.suffix)] if self.suffix else key[len(prefix) :]
+                return name if name and "/" not in name else None
+        return None
 
 
-AGENT_LOOP = "timing_s/agent_loop/generate_sequences/"
-KEYS = {
-    "verl": Keys(
+SCHEMES = {
+    "verl": Scheme(
+        "verl",
+        "verl",
+        ("timing_s/", "timing/"),
+        "",
         step=("step", "training/global_step", "_step"),
-        update=("timing_s/update_actor",),
-        generation=("timing_s/gen",),
-        step_time=("timing_s/step", "perf/time_per_step"),
-        weight_sync=("timing_s/update_weights",),
-        checkpoint=("timing_s/save_checkpoint",),
+        step_time=("timing_s/step", "timing/step", "perf/time_per_step"),
+        generation=("gen", "gen_max"),
+        trainer=("old_log_prob", "old", "ref", "values", "update_critic", "update_actor"),
+        actor=("update_actor",),
+        sync=("update_weights",),
+        checkpoint=("save_checkpoint",),
+        validation=("testing",),
+        nested=("generate_sequences", "reshard", "step"),
         response_mean=("response_length/mean",),
         prompt_mean=("prompt_length/mean",),
         total_tokens=("perf/total_num_tokens",),
         throughput=("perf/throughput",),
         loop=(AGENT_LOOP + "min", AGENT_LOOP + "mean", AGENT_LOOP + "max"),
+        mark=r"^timing(_s)?/[a-z_]+$",
     ),
-    "slime": Keys(
+    "slime": Scheme(
+        "slime",
+        "slime",
+        ("perf/",),
+        "_time",
         step=("rollout/step", "step", "_step"),
-        update=("perf/actor_train_time",),
-        generation=("perf/rollout_time",),
-        step_time=("perf/step_time",),
-        weight_sync=("perf/update_weights_time",),
-        checkpoint=("perf/save_model_time",),
-        wait=("perf/train_wait_time",),
+        step_time=("perf/step_time", "perf/total_train_time"),
+        generation=("rollout",),
+        trainer=("log_probs", "ref_log_probs", "actor_train", "critic_train"),
+        actor=("actor_train",),
+        sync=("update_weights",),
+        checkpoint=("save_model",),
+        wait=("train_wait",),
+        nested=(
+            "log_probs",
+            "ref_log_probs",
+            "actor_train",
+            "critic_train",
+            "data_preprocess",
+            "cp_seq_kl_prep",
+            "update_weights_pause",
+            "longest_sample_non_generation",
+            "longest_effective_sample_non_generation",
+            "step",
+            "total_train",
+        ),
+        trainer_total=("train",),
+        partition=("train_wait", "train"),
+        stalls_inside=True,
+        rate=("perf/tokens_per_gpu_per_sec",),
         staleness_mean=("staleness/mean",),
+        mark=r"^perf/[a-z_]+_time$",
     ),
-    "areal": Keys(
+    "areal": Scheme(
+        "areal",
+        "AReaL",
+        ("timeperf/",),
+        "",
         step=("step", "global_step", "_step"),
-        update=("timeperf/train_step",),
-        generation=("timeperf/rollout",),
-        weight_sync=("timeperf/update_weights",),
-        checkpoint=("timeperf/save",),
+        step_time=(),
+        generation=("rollout",),
+        trainer=("critic_values", "recompute_logp", "ref_logp", "teacher_logp", "compute_advantage", "train_step"),
+        actor=("train_step",),
+        sync=("update_weights",),
+        checkpoint=("save", "checkpoint_for_recover"),
+        validation=("eval",),
+        stalls_inside=True,
+        mark=r"^timeperf/[a-z_]+$",
     ),
 }
-SNIFF = {"verl": "timing_s/", "slime": "perf/actor_train_time", "areal": "timeperf/"}
+TRAINGROUND = ("iteration", "training_gpus")
 
 
 @dataclass
-class FrameworkSteps:
-    """What a framework's step log holds beyond the step log: per step, NaN where not logged."""
-
-    name: str
-    weight_sync_s: np.ndarray | None = None
-    checkpoint_s: np.ndarray | None = None
-    wait_s: np.ndarray | None = None
-    response_tokens: np.ndarray | None = None  # response (output) tokens of the step
-    staleness_mean: np.ndarray | None = None
-    loop: np.ndarray | None = None  # (steps, 3): min, mean, max of the step's per-trajectory times
-    responses: np.ndarray | None = None  # responses (trajectories) of the step
-    gpus_from_throughput: bool = False
+class LoadedLog:
+    table: Table
+    framework: str | None  # None: trainground's own step log
+    how: str  # what was decided and why
 
 
-def sniff(path: str | Path) -> str | None:
-    """The framework whose keys the log's first record (or header) holds, None for a plain step log."""
-    keys = set(framework_table(path, {}, probe=True).columns)
-    for name, mark in SNIFF.items():
-        if any(k.startswith(mark) for k in keys):
-            return name
-    return None
-
-
-def framework_table(path: str | Path, mapping: dict[str, str], probe: bool = False) -> Table:
-    """The log's columns: JSONL read record by record (verl's nested ``data`` flattened; NaN allowed, as
-    Python's json writes it), CSV and Parquet as any log. ``probe``: the first record only."""
+def load_log(path: str | Path, fmt: str, mapping: dict[str, str]) -> LoadedLog:
+    """The step log read into a table and the framework it is from: ``auto`` decides from every record (the
+    count of records holding each framework's keys), a named ``--format`` is checked against them."""
     path = Path(path)
-    if FORMATS.get(path.suffix.lower()) != "jsonl" or not path.is_file():
-        return read_table(path, mapping)
-    check_text(path, "jsonl")
-    records: list[dict] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise InstanceError(str(path), [Problem(f"line {line_no}", f"not valid JSON: {exc}")]) from None
-            if not isinstance(record, dict):
-                raise InstanceError(str(path), [Problem(f"line {line_no}", "each line must be a JSON object")])
-            data = record.get("data")
-            records.append(
-                {**{k: v for k, v in record.items() if k != "data"}, **data} if isinstance(data, dict) else record
+    kind = FORMATS.get(path.suffix.lower())
+    if kind in ("csv", "parquet"):
+        table = read_table(path, mapping, nan_is_empty=False)
+        counts, where = _counts([list(table.columns)] * 1), f"{kind.upper()} columns"
+        records = None
+    else:
+        records = read_records(path)
+        if not records.rows:
+            raise InstanceError(str(path), [Problem("", _nothing(records))])
+        counts = _counts([list(r) for r in records.rows])
+        if records.kind == "console":  # records of the other frameworks' shapes, found by their own parsers
+            counts = {n: counts[n] if n == records.framework else records.counts.get(n, 0) for n in NAMES}
+        where = "records"
+        table = as_table(records, mapping)
+    own = all(table.has(c) for c in TRAINGROUND) and (table.has("update_s") or table.has("update_start"))
+    found = max(counts, key=lambda n: counts[n]) if any(counts.values()) else None
+    if fmt == "auto":
+        if found is None:
+            if own:
+                return LoadedLog(table, None, f"{path.name}: read as trainground's step log (iteration, training_gpus)")
+            raise InstanceError(str(path), [Problem("", _unknown(table, records))])
+        return LoadedLog(table, found, _decided(path, found, counts, where, records))
+    if fmt == "steps":
+        if not own and found is not None:
+            raise InstanceError(str(path), [Problem("--format steps", _elsewhere("steps", found, counts, where))])
+        return LoadedLog(table, None, "")
+    if counts.get(fmt, 0) == 0:
+        theirs = (
+            _elsewhere(fmt, found, counts, where)
+            if found
+            else (
+                "it is trainground's step log (iteration, update_s, training_gpus): use --format steps"
+                if own
+                else _unknown(table, records)
             )
-            if probe:
-                break
-    if not records:
-        raise InstanceError(str(path), [Problem("", "empty file: no step records")])
-    return _as_table(str(path), records, mapping)
+        )
+        raise InstanceError(str(path), [Problem(f"--format {fmt}", theirs)])
+    return LoadedLog(table, fmt, _decided(path, fmt, counts, where, records))
 
 
-def _as_table(file: str, records: list[dict], mapping: dict[str, str]) -> Table:
+def _counts(key_lists: list[list[str]]) -> dict[str, int]:
+    marks = {name: re.compile(s.mark) for name, s in SCHEMES.items()}
+    return {name: sum(any(m.match(k) for k in keys) for keys in key_lists) for name, m in marks.items()}
+
+
+def _marks(name: str) -> str:
+    return {"verl": "timing_s/* or timing/*", "slime": "perf/<phase>_time", "areal": "timeperf/*"}[name]
+
+
+def _decided(path: Path, name: str, counts: dict[str, int], where: str, records: Records | None) -> str:
+    kind = {"console": "console log", "jsonl": "JSONL"}.get(records.kind if records else "", "export")
+    if records is None:
+        others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
+        return f"{path.name}: read as {SCHEMES[name].label}'s {kind}: its columns hold {_marks(name)} keys ({others})"
+    total = len(records.rows)
+    mark = re.compile(SCHEMES[name].mark)
+    first = next((line for r, line in zip(records.rows, records.lines) if any(mark.match(k) for k in r)), None)
+    if records.kind == "console":
+        shapes = {"verl": "step:N lines", "slime": "perf N records", "areal": "Train step tables"}
+        others = ", ".join(f"{SCHEMES[n].label}'s {shapes[n]}: {counts[n]:,}" for n in NAMES if n != name)
+        held = f"{counts[name]:,} of its {total:,} {shapes[name]}"
+    else:
+        others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
+        held = f"{counts[name]:,} of {total:,} {where}"
+    where_first = f"; the first at line {first}" if first is not None else ""
+    return (
+        f"{path.name}: read as {SCHEMES[name].label}'s {kind}: {held} hold {_marks(name)} keys ({others}){where_first}"
+    )
+
+
+def _elsewhere(fmt: str, found: str, counts: dict[str, int], where: str) -> str:
+    wanted = "trainground's columns (iteration, update_s, training_gpus)" if fmt == "steps" else _marks(fmt)
+    return (
+        f"no {where[:-1] if where.endswith('s') else where} holds {wanted}; {counts[found]:,} hold "
+        f"{SCHEMES[found].label}'s {_marks(found)}: use --format {found} (or auto)"
+    )
+
+
+def _unknown(table: Table, records: Records | None) -> str:
+    keys = list(table.columns)[:12]
+    what = (f"{len(records.rows):,} record{'s' if len(records.rows) != 1 else ''}") if records else "the columns"
+    return (
+        f"no framework's keys in {what} (verl's timing_s/*, slime's perf/<phase>_time, AReaL's timeperf/*) and "
+        f"not trainground's step log (iteration, update_s, training_gpus); keys seen: {', '.join(keys) or 'none'}"
+    )
+
+
+def _nothing(records: Records) -> str:
+    return (
+        "no step record found: a console log needs verl's `step:N - key:value` lines, slime's `perf N: {...}` "
+        "lines or AReaL's `Train step N/M done.` stats tables; JSONL needs one object per line"
+    )
+
+
+def as_table(records: Records, mapping: dict[str, str]) -> Table:
+    """Records as columns (every key of any record; a missing key is an empty cell), renamed by ``mapping``."""
     import pyarrow as pa
 
-    keys = list(dict.fromkeys(k for r in records for k in r))
+    keys = list(dict.fromkeys(k for r in records.rows for k in r))
     columns = {}
     for key in keys:
-        cells = [r.get(key) for r in records]
-        try:
-            numeric = [None if v is None else float(v) for v in cells if not isinstance(v, (str, dict, list))]
-            if len(numeric) != len(cells):
-                raise TypeError
-            columns[key] = pa.array(numeric, pa.float64())
-        except (TypeError, ValueError):
-            columns[key] = pa.array(
-                [None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in cells]
-            )
-    table = Table(file, "jsonl", columns, len(records))
+        cells = [r.get(key) for r in records.rows]
+        if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in cells):
+            columns[key] = pa.array([None if v is None else float(v) for v in cells], pa.float64())
+        else:
+            columns[key] = pa.array([None if v is None else v if isinstance(v, str) else str(v) for v in cells])
+    table = Table(records.file, records.kind, columns, len(records.rows), line_of=list(records.lines) or None)
     for name, spec in mapping.items():
         source, unit = split_unit(spec)
         if source in table.columns:
@@ -169,102 +260,3 @@ def _as_table(file: str, records: list[dict], mapping: dict[str, str]) -> Table:
         if unit is not None:
             table.scales[name] = UNITS[unit]
     return table
-
-
-def _first(table: Table, keys: tuple[str, ...]) -> str | None:
-    return next((k for k in keys if table.has(k)), None)
-
-
-def read_framework_steps(
-    path: str | Path,
-    name: str,
-    mapping: dict[str, str],
-    training_gpus: float | None,
-    max_bad: float = MAX_BAD_SHARE,
-) -> tuple[Steps, FrameworkSteps]:
-    """The step log of framework ``name`` and what else it holds. Repeated steps (a restart): the last row
-    of each is kept; a step whose checkpoint was saved has the save taken out of its step time."""
-    keys = KEYS[name]
-    table = framework_table(path, mapping)
-    step_key, update_key = _first(table, keys.step), _first(table, keys.update)
-    if update_key is None or step_key is None:
-        missing = [k for k, ok in ((keys.update[0], update_key), (keys.step[0], step_key)) if ok is None]
-        table.fail(None, None, f"missing {', '.join(repr(m) for m in missing)}: not a {name} step log (--format?)")
-    step = numbers(table, step_key, minimum=0, allow_null=False)
-    update = numbers(table, update_key, minimum=0, allow_null=False)
-    values = {
-        role: numbers(table, key, minimum=0)
-        for role in ("generation", "step_time", "weight_sync", "checkpoint", "wait", "staleness_mean")
-        if (key := _first(table, getattr(keys, role))) is not None
-    }
-    extra = FrameworkSteps(name)
-    gpus, notes = _training_gpus(table, keys, extra, training_gpus, update)
-    response, responses = _response_tokens(table, keys)
-    loop = None
-    if keys.loop and all(table.has(k) for k in keys.loop):
-        loop = np.stack([numbers(table, k, minimum=0) for k in keys.loop], axis=1)
-    keep = table.settle(max_bad)
-    if keep is not None:
-        notes.append(table.skipped_note())
-    steps = Steps(table.file, step, update, gpus, generation_s=values.get("generation"), notes=notes)
-    steps.step_s = values.get("step_time")
-    if steps.step_s is None:  # AReaL logs its phases, not the step: the step is their sum
-        phases = [values[k] for k in ("generation", "weight_sync") if k in values]
-        steps.step_s = update + sum(np.nan_to_num(p) for p in phases)
-        notes.append(f"{Path(table.file).name}: step time = the sum of the logged phases (no step-time key)")
-    checkpoint = values.get("checkpoint")
-    if steps.step_s is not None and checkpoint is not None:  # a save is a rare outlier of its step: taken out
-        steps.step_s = steps.step_s - np.nan_to_num(checkpoint)
-    before = steps.rows if keep is None else int(keep.sum())
-    steps, rows = take(steps, keep)
-    check_repeats(table, before, rows.size, step_key)
-    extra.weight_sync_s, extra.checkpoint_s, extra.wait_s, extra.staleness_mean = (
-        values[k][rows] if k in values else None for k in ("weight_sync", "checkpoint", "wait", "staleness_mean")
-    )
-    extra.response_tokens = response[rows] if response is not None else None
-    extra.responses = responses[rows] if responses is not None else None
-    extra.loop = loop[rows] if loop is not None else None
-    missing = int(steps.iteration[-1] - steps.iteration[0] + 1 - steps.rows) if steps.rows else 0
-    if missing > 0:
-        steps.notes.append(
-            f"{Path(table.file).name}: {missing:,} step numbers have no row kept (absent from the log or skipped): "
-            "the figures are of the steps logged"
-        )
-    return steps, extra
-
-
-def _training_gpus(table: Table, keys: Keys, extra: FrameworkSteps, given: float | None, update) -> tuple:
-    notes: list[str] = []
-    if table.has("training_gpus"):
-        gpus = numbers(table, "training_gpus", minimum=0, allow_null=False)
-        table.skip(gpus == 0, "training_gpus", lambda row: "must be > 0")
-        return gpus, notes
-    if given is not None:
-        return np.full(update.size, float(given)), notes
-    tokens, throughput = _first(table, keys.total_tokens), _first(table, keys.throughput)
-    step_time = _first(table, keys.step_time)
-    if tokens and throughput and step_time:
-        t, r, s = (numbers(table, k, minimum=0, allow_null=False) for k in (tokens, throughput, step_time))
-        table.skip(~(r * s > 0), throughput, lambda row: "must be > 0")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gpus = np.rint(t / (r * s))
-        extra.gpus_from_throughput = True
-        counts = ", ".join(f"{g:,.0f}" for g in np.unique(gpus[np.isfinite(gpus)])[:6])
-        notes.append(
-            f"training GPUs taken from {throughput}'s divisor ({counts}): it counts every GPU of the job, inference "
-            "included when it is not colocated; give --training-gpus N (or --columns training_gpus=KEY) when it is not"
-        )
-        return gpus, notes
-    table.fail(None, None, "no training GPU count: give --training-gpus N or --columns training_gpus=KEY")
-
-
-def _response_tokens(table: Table, keys: Keys) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Response tokens and responses of each step: the step's tokens (verl's total counts prompt and
-    response) over a prompt + response."""
-    total, response, prompt = (_first(table, k) for k in (keys.total_tokens, keys.response_mean, keys.prompt_mean))
-    if not (total and response and prompt):
-        return None, None
-    t, r, p = (numbers(table, k, minimum=0) for k in (total, response, prompt))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        responses = np.where(r + p > 0, t / (r + p), np.nan)
-    return responses * r, responses

@@ -95,6 +95,8 @@ class Steps:
     generation_s: np.ndarray | None = None  # time waiting for the batch (framework logs that time it)
     step_s: np.ndarray | None = None  # wall time of the whole step (framework logs)
     notes: list[str] = field(default_factory=list)
+    update_source: str | None = None  # framework logs: the keys the update time is the sum of
+    step_source: str | None = None  # framework logs: how the step time was had
 
     @property
     def rows(self) -> int:

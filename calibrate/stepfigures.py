@@ -1,25 +1,32 @@
 """Figures a framework's step log holds beyond the update law and the cadence: weight-sync time per version,
-checkpoint time per save, the trainer's wait for rollouts, the version gap's mean from staleness counters,
-and tokens/s per inference GPU from the response tokens and the generation time of each step. Intervals
-resample steps (200 replicates, percentile)."""
+checkpoint time per save, validation time per pass (each its own term, out of the cadence), the trainer's
+wait for rollouts, the version gap's mean from staleness counters, and tokens/s per inference GPU from the
+response tokens and the generation time of each step. Each figure's source names the keys it comes from.
+Intervals resample steps (200 replicates, percentile); a figure of one row has none."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from trainground.calibrate.figures import Figure, percentile_interval, resample
-from trainground.calibrate.frameworks import FrameworkSteps
 from trainground.calibrate.logs import Steps
+from trainground.calibrate.stepreader import FrameworkSteps
 
 
-def _median(values: np.ndarray, rng, replicates: int) -> tuple[float, float, float]:
+def _median(values: np.ndarray, rng, replicates: int) -> tuple[float, float | None, float | None]:
+    if values.size < 2:
+        return float(np.median(values)), None, None
     draws = resample(rng, values.size, replicates)
     boot = [np.median(np.repeat(values, d.astype(int))) for d in draws]
     lo, hi = percentile_interval(np.array(boot))
     return float(np.median(values)), lo, hi
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, rng, replicates: int) -> tuple[float, float, float]:
+def _ratio(num: np.ndarray, den: np.ndarray, rng, replicates: int) -> tuple[float, float | None, float | None]:
+    if num.size < 2:
+        return float(num.sum() / den.sum()), None, None
     w = resample(rng, num.size, replicates)
     lo, hi = percentile_interval((w @ num) / (w @ den))
     return float(num.sum() / den.sum()), lo, hi
@@ -34,57 +41,77 @@ def step_figures(
     per_trajectory: bool = True,
 ) -> tuple[dict[str, Figure], list[str]]:
     """The figures and the notes on what could not be measured. ``per_trajectory``: a trajectory log gives
-    the lifetime law (the agent loop's is shown beside it); else the agent loop's is the law written."""
+    the lifetime law (the agent loop's is shown beside it); else the agent loop's is the law written. Each
+    figure's source names the keys it comes from; a figure of one row has no interval."""
     figures: dict[str, Figure] = {}
     notes: list[str] = []
-    source = f"{steps.file} ({extra.name})"
-    if extra.weight_sync_s is not None and np.isfinite(extra.weight_sync_s).sum() >= 2:
-        sync = extra.weight_sync_s[np.isfinite(extra.weight_sync_s)]
-        figures["weight_sync_s"] = Figure(
-            "weight_sync_s", *_median(sync, rng, replicates), sync.size, "s", source, "median per published version"
-        )
-    if extra.checkpoint_s is not None:
-        saves = np.flatnonzero(np.nan_to_num(extra.checkpoint_s) > 0)
-        if saves.size >= 1:
-            seconds = extra.checkpoint_s[saves]
-            every = float(np.median(np.diff(steps.iteration[saves]))) if saves.size >= 2 else float("nan")
-            value, lo, hi = _median(seconds, rng, replicates) if saves.size >= 2 else (float(seconds[0]), None, None)
-            figures["checkpoint_s"] = Figure(
-                "checkpoint_s",
-                value,
-                lo,
-                hi,
-                saves.size,
+    name = Path(steps.file).name
+    terms = extra.terms
+    if extra.weight_sync_s is not None:
+        sync = extra.weight_sync_s[np.isfinite(extra.weight_sync_s) & (extra.weight_sync_s > 0)]
+        if sync.size:
+            figures["weight_sync_s"] = Figure(
+                "weight_sync_s",
+                *_median(sync, rng, replicates),
+                sync.size,
                 "s",
-                source,
-                f"median per save; a save every {every:g} steps (taken out of those steps' times)"
-                if saves.size >= 2
-                else "one save",
+                f"{name}: {' + '.join(terms.sync)}",
+                "median per published version; its own term, out of the cadence",
             )
+    for key, what, seconds, keys in (
+        ("checkpoint_s", "save", extra.checkpoint_s, terms.checkpoint),
+        ("validation_s", "validation pass", extra.validation_s, terms.validation),
+    ):
+        figure = _stall(key, what, seconds, keys, steps.iteration, name, rng, replicates)
+        if figure is not None:
+            figures[key] = figure
     if extra.wait_s is not None and steps.step_s is not None:
-        ok = np.isfinite(extra.wait_s) & np.isfinite(steps.step_s) & (steps.step_s > 0)
-        if ok.sum() >= 2:
+        ok = np.isfinite(extra.wait_s) & np.isfinite(extra.logged_step) & (extra.logged_step > 0)
+        if ok.sum():
             figures["trainer_wait_share"] = Figure(
                 "trainer_wait_share",
-                *_ratio(extra.wait_s[ok], steps.step_s[ok], rng, replicates),
+                *_ratio(extra.wait_s[ok], extra.logged_step[ok], rng, replicates),
                 int(ok.sum()),
                 "share",
-                source,
+                f"{name}: {' + '.join(terms.wait)} / {extra.step_keys[0] if extra.step_keys else 'step'}",
                 "share of step time the trainer waited for rollouts",
             )
-    if extra.staleness_mean is not None and np.isfinite(extra.staleness_mean).sum() >= 2:
+    if extra.staleness_mean is not None and np.isfinite(extra.staleness_mean).sum():
         gaps = extra.staleness_mean[np.isfinite(extra.staleness_mean)]
         w = resample(rng, gaps.size, replicates)
-        lo, hi = percentile_interval(w @ gaps / gaps.size)
+        lo, hi = percentile_interval(w @ gaps / gaps.size) if gaps.size > 1 else (None, None)
         figures["version_gap_mean"] = Figure(
-            "version_gap_mean", float(gaps.mean()), lo, hi, gaps.size, "versions", source, "mean of staleness/mean"
+            "version_gap_mean",
+            float(gaps.mean()),
+            lo,
+            hi,
+            gaps.size,
+            "versions",
+            f"{name}: staleness/mean",
+            "mean of staleness/mean",
         )
-    _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, source)
-    loop = agent_loop_lifetimes(extra, rng, replicates, source)
+    _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name)
+    loop = agent_loop_lifetimes(extra, rng, replicates, f"{steps.file} ({extra.name})")
     if loop:
         notes.append(_loop_note(extra.name, loop, per_trajectory))
     figures |= loop
     return figures, notes
+
+
+def _stall(key, what, seconds, keys, iteration, name, rng, replicates) -> Figure | None:
+    """Median seconds per save (or validation pass) over the steps that had one, and how often they came."""
+    if seconds is None:
+        return None
+    had = np.flatnonzero(np.nan_to_num(seconds) > 0)
+    if not had.size:
+        return None
+    values = seconds[had]
+    every = float(np.median(np.diff(iteration[had]))) if had.size >= 2 else float("nan")
+    value, lo, hi = _median(values, rng, replicates)
+    how = f"a {what} every {every:g} steps" if had.size >= 2 else f"one {what} in the log"
+    return Figure(
+        key, value, lo, hi, had.size, "s", f"{name}: {' + '.join(keys)}", f"median per {what}; {how}; its own term"
+    )
 
 
 def _loop_note(name: str, loop: dict[str, Figure], per_trajectory: bool) -> str:
@@ -155,8 +182,29 @@ def _simulated_loop(rng, mu: float, sigma: float, counts) -> tuple[np.ndarray, n
     return out[0], out[1], out[2]
 
 
-def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, source) -> None:
-    if extra.response_tokens is None or steps.generation_s is None:
+def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name) -> None:
+    """Response tokens per second per generating GPU over each step's generation phase (never a window, so
+    never one holding a save or a validation). slime logs the rate with its own GPU count; verl's needs the
+    generating GPUs (--inference-gpus)."""
+    gen = steps.generation_s
+    if extra.rate is not None and gen is not None:
+        ok = np.isfinite(extra.rate) & np.isfinite(gen) & (gen > 0)
+        if ok.sum():
+            figures["generation_tokens_per_gpu_s"] = Figure(
+                "generation_tokens_per_gpu_s",
+                *_ratio(extra.rate[ok] * gen[ok], gen[ok], rng, replicates),
+                int(ok.sum()),
+                "tok/s/GPU",
+                f"{name}: {extra.token_keys[0]} weighted by {' + '.join(extra.terms.generation)}",
+                "response tokens / (rollout time x the rollout GPUs slime counted); generation phase only",
+            )
+        return
+    if extra.response_tokens is None or gen is None:
+        if extra.name == "areal":
+            notes.append(
+                "AReaL: tokens/s per GPU not measured: timeperf/rollout is the trainer's wait for a batch, not a "
+                "generation time (its rollouts run beside training)"
+            )
         return
     if inference_gpus is None:
         notes.append(
@@ -164,15 +212,15 @@ def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figure
             "(the GPUs that generated; the log does not say)"
         )
         return
-    ok = np.isfinite(extra.response_tokens) & np.isfinite(steps.generation_s) & (steps.generation_s > 0)
-    if ok.sum() < 2:
+    ok = np.isfinite(extra.response_tokens) & np.isfinite(gen) & (gen > 0)
+    if not ok.sum():
         return
-    num, den = extra.response_tokens[ok], steps.generation_s[ok] * inference_gpus
+    num, den = extra.response_tokens[ok], gen[ok] * inference_gpus
     figures["generation_tokens_per_gpu_s"] = Figure(
         "generation_tokens_per_gpu_s",
         *_ratio(num, den, rng, replicates),
         int(ok.sum()),
         "tok/s/GPU",
-        source,
-        f"response tokens / (generation time x {inference_gpus:,.0f} GPUs); a step-level figure, not per trajectory",
+        f"{name}: {', '.join(extra.token_keys)}, {' + '.join(extra.terms.generation)}",
+        f"response tokens / (generation time x {inference_gpus:,.0f} GPUs); generation phase of each step",
     )

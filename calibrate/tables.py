@@ -46,12 +46,15 @@ class Table:
     scales: dict = field(default_factory=dict)  # name read as -> seconds per unit of the file's numbers
     bad: np.ndarray | None = None  # rows set aside
     reasons: list = field(default_factory=list)  # (rows, first row, column, rule) per problem found
+    line_of: list[int] | None = None  # console and JSONL records: the file's line each row starts at
 
     def label(self, column: str) -> str:
         source = self.sources.get(column, column)
         return f"'{source}'" if source == column else f"'{source}' (read as {column})"
 
     def where(self, row: int, column: str) -> str:
+        if self.line_of is not None and row < len(self.line_of):
+            return f"row {row + 1} (line {self.line_of[row]}), column {self.label(column)}"
         line = {"csv": f" (line {row + 2})", "jsonl": f" (line {row + 1})"}.get(self.kind, "")
         return f"row {row + 1}{line}, column {self.label(column)}"
 
@@ -123,8 +126,9 @@ def _need_pyarrow(file: str):
         ) from None
 
 
-def read_table(path: str | Path, mapping: dict[str, str] | None = None) -> Table:
-    """The file's columns, renamed by ``mapping`` (name read as -> the file's column name); InstanceError for
+def read_table(path: str | Path, mapping: dict[str, str] | None = None, nan_is_empty: bool = True) -> Table:
+    """The file's columns, renamed by ``mapping`` (name read as -> the file's column name); ``nan_is_empty``:
+    a CSV ``nan``/``NaN`` cell reads as empty (else as NaN, a framework export's missing value); InstanceError for
     a missing, empty, unreadable or unknown-type file, a byte that is not UTF-8, too deep a nesting or a
     column named twice."""
     path = Path(path)
@@ -144,7 +148,7 @@ def read_table(path: str | Path, mapping: dict[str, str] | None = None) -> Table
     if kind != "parquet":
         check_text(path, kind)
     try:
-        table = _read(path, kind)
+        table = _read(path, kind, nan_is_empty)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
         raise InstanceError(file, [Problem("", f"cannot read as {kind.upper()}: {_first_line(exc)}")]) from None
     check_header(file, table.column_names)
@@ -168,7 +172,7 @@ def split_unit(spec: str) -> tuple[str, str | None]:
     return (head, unit) if head and unit in UNITS else (spec, None)
 
 
-def _read(path: Path, kind: str):
+def _read(path: Path, kind: str, nan_is_empty: bool = True):
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -179,7 +183,9 @@ def _read(path: Path, kind: str):
         return pj.read_json(path)
     import pyarrow.csv as pcsv
 
-    return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
+    if nan_is_empty:
+        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
+    return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True, null_values=[""]))
 
 
 def _first_line(exc: Exception) -> str:

@@ -1,7 +1,7 @@
 """The step log: the update-time law, the cadence achieved, where the time went, the version gaps.
 
 Update law (MODEL.md §2) from the (training GPUs, update seconds) rows by least squares on relative
-errors:
+errors (a framework log's update seconds are the trainer's busy time, calibrate/stepreader.py):
 ``inverse`` ``U = k/G`` when it misses the median of every GPU count by at most LAW_TOLERANCE,
 else ``amdahl`` ``U = a + b/G`` (a, b >= 0) under the same test, else a ``table`` of the medians.
 One GPU count only: ``inverse`` through its median (amdahl needs two counts).
@@ -72,7 +72,16 @@ def _least_squares(w: np.ndarray, g: np.ndarray, u: np.ndarray) -> tuple[np.ndar
     return k, a, b
 
 
-def fit_update_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateFit:
+def fit_update_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateFit | None:
+    """The law over the rows with an update time and a GPU count (a framework log's missing cells left out);
+    None when there is no such row."""
+    ok = np.isfinite(steps.update_s) & np.isfinite(steps.training_gpus) & (steps.training_gpus > 0)
+    if not ok.any():
+        return None
+    if not ok.all():
+        steps = replace(
+            steps, iteration=steps.iteration[ok], update_s=steps.update_s[ok], training_gpus=steps.training_gpus[ok]
+        )
     fit = _fit_law(steps, rng, replicates)
     fit.observed = (steps.training_gpus, steps.update_s)
     if steps.rows > 1:  # how far single updates stray from the law: the spread a later run will see
@@ -89,10 +98,12 @@ def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateF
     ref = float(values[np.argmax(freq)])  # the GPU count the run spent most iterations at
     ones = np.ones((1, g.size))
     draws = resample(rng, g.size, replicates)
-    source = f"{steps.file}: training_gpus, update_s"
+    source = f"{steps.file}: " + (
+        f"{steps.update_source} at training_gpus" if steps.update_source else "training_gpus, update_s"
+    )
     if counts.size == 1:
         boot = [np.median(np.repeat(u, d.astype(int))) for d in draws]
-        lo, hi = percentile_interval(np.array(boot))
+        lo, hi = percentile_interval(np.array(boot)) if g.size > 1 else (None, None)
         fig = Figure(
             "update_reference_time_s",
             float(medians[0]),
@@ -101,7 +112,8 @@ def _fit_law(steps: Steps, rng: np.random.Generator, replicates: int) -> UpdateF
             g.size,
             "s",
             source,
-            f"one GPU count ({ref:g}): inverse through the median; amdahl needs two",
+            f"one GPU count ({ref:g}): inverse through the median; amdahl needs two"
+            + (" (one row: no interval)" if g.size == 1 else ""),
         )
         return UpdateFit("inverse", ref, fig, None, [(float(counts[0]), float(medians[0]))])
     k, a, b = (x[0] for x in _weighted_fits(ones, g, u))
@@ -184,27 +196,34 @@ def cadence(steps: Steps, rng: np.random.Generator, replicates: int) -> Cadence:
         waited = steps.boundary[1:] - (steps.boundary[:-1] + steps.update_s[:-1])
         bound = waited <= UPDATE_BOUND_SLACK * value * span
         return Cadence(fig, int(bound.sum()), int((~bound).sum()))
-    if steps.generation_s is not None:
-        total = steps.step_s if steps.step_s is not None else steps.generation_s + steps.update_s
-        split = {
-            "generation": float(steps.generation_s.sum() / total.sum()),
-            "update": float(steps.update_s.sum() / total.sum()),
-        }
-        split["other"] = max(0.0, 1.0 - split["generation"] - split["update"])
+    if steps.step_s is not None and np.isfinite(steps.step_s).any():
+        total = steps.step_s[np.isfinite(steps.step_s)]
         value = float(total.mean())
-        lo, hi = percentile_interval(resample(rng, total.size, replicates) @ total / total.size)
+        lo, hi = (
+            percentile_interval(resample(rng, total.size, replicates) @ total / total.size)
+            if total.size > 1
+            else (None, None)
+        )
         fig = Figure(
             "cadence_s",
             value,
             lo,
             hi,
-            steps.rows,
+            int(total.size),
             "s",
-            f"{steps.file}: step time",
-            "serial steps: generation, then the update and the other phases",
+            f"{steps.file}: {steps.step_source or 'step time'}",
+            "mean step time; weight sync, saves and validations are their own terms",
         )
-        gen_bound = int((steps.generation_s > steps.update_s).sum())
-        return Cadence(fig, steps.rows - gen_bound, gen_bound, split)
+        both = np.isfinite(steps.step_s) & np.isfinite(steps.update_s)
+        if steps.generation_s is not None:
+            both &= np.isfinite(steps.generation_s)
+        if steps.generation_s is None or not both.any():
+            return Cadence(fig, 0, 0)
+        step, gen, upd = steps.step_s[both], steps.generation_s[both], steps.update_s[both]
+        split = {"generation": float(gen.sum() / step.sum()), "update": float(upd.sum() / step.sum())}
+        split["other"] = max(0.0, 1.0 - split["generation"] - split["update"])
+        gen_bound = int((gen > upd).sum())
+        return Cadence(fig, int(both.sum()) - gen_bound, gen_bound, split)
     return Cadence(None, 0, 0)
 
 

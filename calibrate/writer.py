@@ -21,6 +21,7 @@ from trainground.calibrate.pools import shapes_of
 from trainground.models.load import read_document
 
 FACTOR_NAMES = ("throughput", "lifetimes", "intake", "updates")
+MIN_ROWS = 3  # a figure from fewer rows is reported, never written into the instance
 
 
 class _Fields:
@@ -50,8 +51,23 @@ def _interval(f: Figure) -> str:
 
 
 def _comment(f: Figure, what: str | None = None) -> str:
-    where = Path(f.source.split(":")[0]).name
+    file, _, keys = f.source.partition(": ")
+    where = Path(file.split(" (")[0]).name + (f" ({keys})" if keys else "")
     return f"calibrated{': ' + what if what else ''}: {f.rows:,} rows of {where}, {_interval(f)}"
+
+
+def enough(cal: Calibration, figure: Figure, what: str) -> bool:
+    """Whether ``figure`` has the rows to be written; when not, a note says it is reported only, and why."""
+    if figure.rows >= MIN_ROWS:
+        return True
+    note = (
+        f"not written: {what} ({figure.value:,.4g} {figure.unit} from {figure.rows:,} row"
+        f"{'s' if figure.rows != 1 else ''} of {Path(figure.source.partition(': ')[0]).name}): a figure needs "
+        f"{MIN_ROWS} rows to go into the instance; it is reported above"
+    )
+    if note not in cal.notes:
+        cal.notes.append(note)
+    return False
 
 
 def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
@@ -66,7 +82,9 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     present = isinstance(doc.get("reliability"), dict)
     if present:
         _reliability(doc["reliability"], cal, fields)
-    doc["uncertainty"] = _uncertainty(doc.get("uncertainty"), cal, fields, written)
+    uncertainty = _uncertainty(doc.get("uncertainty"), cal, fields, written)
+    if uncertainty.get("factors"):  # nothing fitted with an interval: the instance's own section, if any, stays
+        doc["uncertainty"] = uncertainty
     _stages(doc, cal)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
@@ -83,9 +101,13 @@ RELIABILITY_HEAD = (
 
 
 def _reliability_figures(cal: Calibration) -> list[tuple[str, Figure]]:
-    """(reliability field, figure) for the weight-sync and checkpoint times a step log gave."""
+    """(reliability field, figure) for the weight-sync and checkpoint times a step log gave, from enough rows."""
     names = (("weight_sync_time", "weight_sync_s"), ("checkpoint_time", "checkpoint_s"))
-    return [(field, cal.step_figures[key]) for field, key in names if key in cal.step_figures]
+    return [
+        (field, cal.step_figures[key])
+        for field, key in names
+        if key in cal.step_figures and enough(cal, cal.step_figures[key], f"reliability.{field}")
+    ]
 
 
 def _reliability(section: dict, cal: Calibration, fields: _Fields) -> None:
@@ -108,6 +130,12 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
     occ = cal.occupancy
     env = doc.setdefault("environment", {})
     if occ is None:
+        if "agent_loop_median_s" not in cal.step_figures:
+            cal.notes.append(
+                "environment.occupancy kept from --into: the step log holds no per-trajectory times (give "
+                "--trajectories for a fitted lifetime law)"
+            )
+            return
         _loop_occupancy(env, cal, fields)
         return
     if occ.law == "lognormal":
@@ -188,6 +216,14 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tupl
                     f"shape {shape.get('name')} (pool {shape.get('pool')}) keeps its own tokens/s per GPU "
                     f"({shape.get('tokens_per_gpu_s')}): the logs have no pool of that name"
                 )
+    elif (fig := _step_log_rate(cal)) is not None:
+        pools = sorted({str(s.get("pool")) for s in shapes})
+        if len(pools) > 1:
+            cal.notes.append(f"tokens/s per GPU not written: one figure from the step log, {len(pools)} pools")
+        elif enough(cal, fig, "inference.shapes[*].tokens_per_gpu_s"):
+            for shape in shapes:
+                shape["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, fig.note))
+            written.append(("", list(range(len(shapes))), fig))
     elif cal.tokens_per_gpu_s is not None:
         pools = sorted({str(s.get("pool")) for s in shapes})
         if len(pools) > 1:
@@ -204,12 +240,36 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tupl
     return written
 
 
+def _step_log_rate(cal: Calibration) -> Figure | None:
+    """The step log's tokens/s per GPU over each step's generation phase, written when there is no trajectory
+    log, or when the step log logged saves or validations: the trajectory log's steady window then holds those
+    stalls and its figure comes out low (a note says which was written)."""
+    fig = cal.step_figures.get("generation_tokens_per_gpu_s")
+    if fig is None:
+        return None
+    if cal.trajectories is None:
+        return fig
+    stalled = cal.split is not None and (cal.split.share("checkpoint") + cal.split.share("validation")) > 0
+    if not stalled or cal.tokens_per_gpu_s is None:
+        return None
+    window = cal.tokens_per_gpu_s
+    cal.notes.append(
+        f"tokens/s per GPU written from the step log's generation phases ({fig.value:,.4g}), not the trajectory "
+        f"log's window ({window.value:,.4g}): the step log logged saves and validations "
+        f"({cal.split.share('checkpoint') + cal.split.share('validation'):.1%} of a step's time), which the window "
+        "holds and a generation phase never does"
+    )
+    return fig
+
+
 def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
     fit = cal.update
-    if fit is None:
+    if fit is None or not enough(cal, fit.reference, "training.update_time"):
+        if fit is None and cal.steps and cal.trajectories is None:
+            cal.notes.append("training.update_time kept from --into: the step log gave no update law")
         return
     ref = fit.reference
-    why = _comment(ref, f"{fit.law} law by least squares")
+    why = _comment(ref, f"{fit.law} law by least squares" + ("; the trainer's busy time" if cal.split else ""))
     if fit.law == "table":
         points = "[" + ", ".join(f"{{gpus: {number(g)}, seconds: {number(s)}}}" for g, s in fit.points) + "]"
         law = {"law": "table", "points": fields.put(points, why + " (medians per GPU count)")}
@@ -275,7 +335,7 @@ def _uncertainty(
         factors.append(_factor(fields, f"throughput_{pool}" if pool else "throughput", shape_paths, "normal", fig))
     if cal.intake is not None and cal.intake.value > 0:
         factors.append(_factor(fields, "intake", ["workload.intake_rate"], "normal", cal.intake))
-    if cal.update is not None:
+    if cal.update is not None and cal.update.reference.rows >= MIN_ROWS:
         path = (
             "training.update_time.points[*].seconds"
             if cal.update.law == "table"

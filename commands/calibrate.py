@@ -8,19 +8,22 @@ from trainground.commands.common import Finite, guarded, write_and_show
 
 
 def _steps(path: str | None, origin: float | None, mapping: dict, max_bad: float, fmt: str, training_gpus):
-    """The step log and, for a framework's, what else it holds; ``auto`` sniffs the keys and says what it
-    found."""
+    """The step log and, for a framework's, what else it holds; ``auto`` decides from every record and says
+    what it found, a named ``--format`` that does not fit the log names what does."""
     if path is None:
         return None, None
-    from trainground.calibrate.frameworks import read_framework_steps, sniff
+    from trainground.calibrate.frameworks import load_log
     from trainground.calibrate.logs import read_steps
+    from trainground.calibrate.stepreader import read_framework_steps
 
-    found = sniff(path) if fmt == "auto" else (None if fmt == "steps" else fmt)
-    if found is None:
-        return read_steps(path, origin, mapping, max_bad), None
-    steps, extra = read_framework_steps(path, found, mapping, training_gpus, max_bad)
-    if fmt == "auto":
-        steps.notes.insert(0, f"--format auto: {path} read as {found}'s step log (its keys)")
+    loaded = load_log(path, fmt, mapping)
+    if loaded.framework is None:
+        steps = read_steps(path, origin, mapping, max_bad)
+        if loaded.how:
+            steps.notes.insert(0, f"--format {fmt}: {loaded.how}")
+        return steps, None
+    steps, extra = read_framework_steps(loaded, training_gpus, max_bad)
+    steps.notes.insert(0, f"--format {fmt}: {loaded.how}")
     return steps, extra
 
 
@@ -35,16 +38,24 @@ def _trajectory_log(trajectories, pool_files, mapping: dict, timeout, max_bad: f
     return merge([(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files])
 
 
-def _steps_alone(path: str, mapping: dict, max_bad: float, fmt: str, training_gpus, inst, inference_gpus):
-    """A framework's step log without a trajectory log: its lifetimes are the agent loop's, if it has them."""
+def _steps_alone(path: str, steps, framework, inst, inference_gpus):
+    """A framework's step log without a trajectory log: calibrated for what it holds."""
     from trainground.calibrate.fit import calibrate_steps
     from trainground.models.load import InstanceError, Problem
 
-    steps, framework = _steps(path, None, mapping, max_bad, fmt, training_gpus)
     if framework is None:
-        rule = "a trainground step log holds no lifetimes: give --trajectories (or a verl step log, --format)"
+        rule = "a trainground step log holds no lifetimes: give --trajectories (or a framework's step log, --format)"
         raise InstanceError(path, [Problem("--steps", rule)])
     return calibrate_steps(steps, framework, inst, inference_gpus)
+
+
+def _holdout(cal, steps, framework) -> None:
+    if framework is None:
+        raise click.UsageError("--holdout checks a framework's step log (--steps with verl's, slime's or AReaL's)")
+    from trainground.calibrate.holdout import holdout
+
+    cal.holdout, sentence = holdout(steps, framework)
+    cal.notes.append(sentence)
 
 
 def _gpus(ctx, param, value: str | None) -> float | dict[str, float] | None:
@@ -117,7 +128,8 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     "steps_file",
     type=click.Path(dir_okay=False),
     help="Step log: iteration, update_s (or update_start/update_end), training_gpus [inference_gpus, "
-    "boundary]; or the per-step metrics of verl, slime or AReaL (--format).",
+    "boundary]; or the per-step metrics of verl, slime or AReaL as they write them: a console log (any other "
+    "extension), JSONL or a wandb CSV export (--format).",
 )
 @click.option(
     "--format",
@@ -125,8 +137,8 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     type=click.Choice(["auto", "steps", "verl", "slime", "areal"]),
     default="auto",
     show_default=True,
-    help="What --steps is: trainground's step log, or a framework's metrics (JSONL or a wandb CSV export); auto "
-    "sniffs the keys.",
+    help="What --steps is: trainground's step log, or a framework's metrics; auto decides from the keys of every "
+    "record and says what it found.",
 )
 @click.option(
     "--training-gpus",
@@ -186,6 +198,12 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     help="Write the logged run's own configuration as a plan (JSON) of the calibrated instance, for "
     "`simulate CALIBRATED --plan FILE`; needs -o.",
 )
+@click.option(
+    "--holdout",
+    is_flag=True,
+    help="A framework step log: fit on its first half, predict the second half's mean step time (saves and "
+    "validations left out) from the fitted figures, beside the first half's mean.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
@@ -202,6 +220,7 @@ def calibrate(
     timeout,
     max_bad,
     plan_file,
+    holdout,
     as_json,
     out,
 ) -> None:
@@ -232,7 +251,10 @@ def calibrate(
 
         cal = run(log, steps, inst, inference_gpus, framework=framework)
     else:
-        cal = _steps_alone(steps_file, mapping, max_bad, fmt, training_gpus, inst, inference_gpus)
+        steps, framework = _steps(steps_file, None, mapping, max_bad, fmt, training_gpus)
+        cal = _steps_alone(steps_file, steps, framework, inst, inference_gpus)
+    if holdout:
+        _holdout(cal, steps, framework)
     notes = []
     if output:
         calibrated = _write_instance(cal, into, output)

@@ -1,6 +1,7 @@
-"""What a person reads after `calibrate`: each fitted figure with its interval and rows, the bottleneck
-sentence, and three plots (lifetime histogram with the fitted density, Kaplan–Meier against the fitted
-survival, update time against training GPUs with the fitted law)."""
+"""What a person reads after `calibrate`: each fitted figure with its interval, its rows and the keys it comes
+from, the split of a framework step, the bottleneck sentence, and the plots (lifetime histogram with the fitted
+density, Kaplan–Meier against the fitted survival, update time against training GPUs with the fitted law, and
+a framework step's time by term)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from trainground.render.plots import _figure, _png
 HISTOGRAM_PX = (1000, 460)
 SURVIVAL_PX = (1000, 460)
 UPDATE_PX = (1000, 460)
+SPLIT_PX = (1000, 460)
 
 
 def _value(f: Figure) -> str:
@@ -48,12 +50,14 @@ def figure_rows(cal: Calibration) -> list[tuple[str, Figure]]:
         if fig is not None:
             rows.append((label, fig))
     if cal.update is not None:
-        rows.append((f"update time at {cal.update.reference_gpus:,.0f} GPUs ({cal.update.law})", cal.update.reference))
+        what = "trainer busy time" if cal.split is not None else "update time"
+        rows.append((f"{what} at {cal.update.reference_gpus:,.0f} GPUs ({cal.update.law})", cal.update.reference))
     if cal.cadence is not None and cal.cadence.achieved is not None:
         rows.append(("cadence achieved", cal.cadence.achieved))
     labels = {
         "weight_sync_s": "weight sync per version",
         "checkpoint_s": "checkpoint per save",
+        "validation_s": "validation per pass",
         "trainer_wait_share": "trainer waiting for rollouts",
         "version_gap_mean": "version gap (staleness)",
         "generation_tokens_per_gpu_s": "tokens/s per GPU (step log)",
@@ -75,19 +79,52 @@ def render_calibration(console, cal: Calibration) -> None:
         ("90 % interval", "right"),
         ("unit", "left"),
         ("rows", "right"),
+        ("from", "left"),
         ("how", "left"),
     ):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify, overflow="fold")
     for label, fig in figure_rows(cal):
-        table.add_row(label, _value(fig), _interval(fig), fig.unit, f"{fig.rows:,}", fig.note)
+        keys = short_keys(fig.source.partition(": ")[2] or fig.source)
+        table.add_row(label, _value(fig), _interval(fig), fig.unit, f"{fig.rows:,}", keys, fig.note)
     console.print(table)
+    if cal.split is not None:
+        console.print(split_table(cal))
     for line in summary_lines(cal):
         console.print(line)
+
+
+def short_keys(keys: str) -> str:
+    """``a/x + a/y + a/z at G`` as ``a/{x,y,z} at G``: the same keys, in less width."""
+    head, at, tail = keys.partition(" at ")
+    parts = head.split(" + ")
+    prefix = parts[0].rpartition("/")[0] + "/"
+    if len(parts) < 3 or prefix == "/" or not all(p.startswith(prefix) and "/" not in p[len(prefix) :] for p in parts):
+        return keys
+    return prefix + "{" + ",".join(p[len(prefix) :] for p in parts) + "}" + (at + tail if at else "")
+
+
+def split_table(cal: Calibration):
+    """Where a step's wall time went, term by term, with the keys each comes from."""
+    from rich.table import Table
+
+    s = cal.split
+    table = Table(
+        title=f"a step's time: mean of {s.rows:,} steps, {s.wall_s:,.4g} s each (saves and validations averaged "
+        "over every step)",
+        title_justify="left",
+    )
+    for name, justify in (("term", "left"), ("from", "left"), ("s per step", "right"), ("share", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for term, keys, seconds, share in s.terms:
+        table.add_row(term, keys, f"{seconds:,.4g}", f"{share:.1%}")
+    return table
 
 
 def _lifetime_lines(cal: Calibration) -> list[str]:
     occ = cal.occupancy
     if occ is None:
+        if "agent_loop_median_s" not in cal.step_figures:
+            return []
         return [
             "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log): the occupancy "
             "(agent loop) rows, with their wider intervals"
@@ -124,7 +161,7 @@ def summary_lines(cal: Calibration) -> list[str]:
             else ""
         )
         lines.append(f"version gaps (consumed attempts): mean {g['mean']:.2f}, p99 {g['p99']:.2f}{model}")
-    if cal.cadence is not None and cal.cadence.time_split:
+    if cal.cadence is not None and cal.cadence.time_split and cal.split is None:
         split = ", ".join(f"{k} {v:.0%}" for k, v in cal.cadence.time_split.items())
         lines.append(f"step time: {split}")
     if cal.bottleneck:
@@ -139,7 +176,50 @@ def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
         out = {"calibrate-lifetimes.png": histogram_png(cal), "calibrate-survival.png": survival_png(cal)}
     if cal.update is not None and cal.update.observed is not None:
         out["calibrate-update.png"] = update_png(cal)
+    if cal.split is not None:
+        out["calibrate-step-split.png"] = split_png(cal)
     return out
+
+
+SPLIT_COLOURS = {
+    "generation": "tab:blue",
+    "trainer": "tab:red",
+    "weight sync": "tab:purple",
+    "checkpoint": "tab:brown",
+    "validation": "tab:olive",
+    "other": "tab:gray",
+}
+
+
+def split_png(cal: Calibration) -> bytes:
+    """One stacked bar: a step's mean wall time by term, each part labelled with its key and seconds."""
+    s = cal.split
+    fig = _figure(SPLIT_PX)
+    ax = fig.subplots()
+    left = 0.0
+    for term, keys, seconds, share in s.terms:
+        if seconds <= 0:
+            continue
+        ax.barh([0], [seconds], left=left, color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
+        if share >= 0.04:
+            ax.text(
+                left + seconds / 2,
+                0,
+                f"{keys.split('/')[-1]}\n{seconds:,.3g} s",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white",
+            )
+        left += seconds
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colour, label=term) for term, colour in SPLIT_COLOURS.items()]
+    ax.set_yticks([])
+    ax.set_xlabel(f"seconds per step (mean of {s.rows:,} steps)")
+    ax.set_title("where a step's time went (saves and validations averaged over every step)")
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(SPLIT_COLOURS))
+    return _png(fig)
 
 
 def histogram_png(cal: Calibration) -> bytes:

@@ -108,17 +108,30 @@ def test_a_trajectory_log_given_is_the_lifetime_law(logs):
     assert any("the instance's law is the trajectory log's (per-trajectory times)" in n for n in got["notes"])
 
 
-@pytest.mark.parametrize(
-    ("log", "rule"),
-    [
-        ("slime.jsonl", "no lifetimes: give --trajectories, or a step log with timing_s/agent_loop"),
-        ("plain.csv", "a trainground step log holds no lifetimes: give --trajectories"),
-    ],
-)
-def test_a_step_log_without_lifetimes_alone_is_refused(logs, log, rule):
+def test_a_trainground_step_log_alone_is_refused(logs):
     (logs / "plain.csv").write_text("iteration,update_s,training_gpus\n0,300,64\n1,301,64\n2,299,64\n")
-    out = CliRunner().invoke(main, ["calibrate", "--steps", str(logs / log), "--training-gpus", "64"])
-    assert out.exit_code == 2 and rule in out.output and log in out.output, out.output
+    out = CliRunner().invoke(main, ["calibrate", "--steps", str(logs / "plain.csv"), "--training-gpus", "64"])
+    rule = "a trainground step log holds no lifetimes: give --trajectories"
+    assert out.exit_code == 2 and rule in out.output and "plain.csv" in out.output, out.output
+
+
+def test_a_framework_step_log_without_lifetimes_alone_keeps_the_instances_law(logs, tmp_path):
+    """Issue 37: a slime log has no per-trajectory times; it is calibrated for what it holds and the lifetime
+    law of --into is kept, which a note says (no fake trajectory log needed)."""
+    out_file = tmp_path / "slime.yaml"
+    got = CliRunner().invoke(
+        main,
+        ["calibrate", "--steps", str(logs / "slime.jsonl"), "--training-gpus", "64", "--into", str(TWO_POOLS)]
+        + ["-o", str(out_file), "--json"],
+    )
+    assert got.exit_code == 0, got.output
+    notes = json.loads(got.output)["notes"]
+    assert any(n.startswith("lifetimes: not in this log (no per-trajectory times") for n in notes), notes
+    assert any(n.startswith("environment.occupancy kept from --into") for n in notes), notes
+    assert (
+        yaml.safe_load(out_file.read_text())["environment"]["occupancy"]
+        == yaml.safe_load(TWO_POOLS.read_text())["environment"]["occupancy"]
+    )
 
 
 def test_no_log_at_all_is_a_usage_error(logs):
@@ -128,7 +141,7 @@ def test_no_log_at_all_is_a_usage_error(logs):
     assert out.exit_code == 2 and "--timeout censors a trajectory log's lifetimes" in out.output
 
 
-def test_a_step_log_alone_draws_the_update_plot_only_and_writes_no_plan(logs, tmp_path):
+def test_a_step_log_alone_draws_the_update_and_split_plots_and_writes_no_plan(logs, tmp_path):
     out_file = tmp_path / "c.yaml"
     got = CliRunner().invoke(
         main,
@@ -136,6 +149,9 @@ def test_a_step_log_alone_draws_the_update_plot_only_and_writes_no_plan(logs, tm
         + ["-o", str(out_file), "--plan", str(tmp_path / "p.json"), "--out", str(tmp_path / "out")],
     )
     assert got.exit_code == 0, got.output
-    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["calibrate-update.png"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == [
+        "calibrate-step-split.png",
+        "calibrate-update.png",
+    ]
     assert "logged plan: not written" in got.output and not (tmp_path / "p.json").exists()
     assert "lifetimes: lognormal from the agent loop's per-step min/mean/max (no trajectory log)" in got.output

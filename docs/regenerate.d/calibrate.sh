@@ -1,7 +1,8 @@
 # Regenerates the outputs quoted in docs/calibrate.md; run by docs/regenerate.sh (docs/regenerate.sh calibrate).
 # The bundled logs come from `simulate instances/seed-week-75.yaml --iterations 8
 # --set workload.batch_trajectories=256 --trace ...` (columns trimmed, times rounded to 0.1 s);
-# instances/logs/verl-metrics.jsonl is a synthetic file in the shape verl's file logger writes. The two-pool
+# instances/logs/verl-metrics.jsonl is a synthetic file in the shape verl's file logger writes; the files of
+# tests/data/frameworks/ are ours too, in the shapes verl, slime and AReaL write (their README). The two-pool
 # logs are drawn from known parameters by bench/calibrate.py (tests/calibrate_logs.py) into the scratch folder.
 set -e
 OUT=docs/calibrate
@@ -17,6 +18,11 @@ show $OUT/bottleneck-200.txt "trainground calibrate --trajectories instances/log
 show $OUT/verl.txt "trainground calibrate --trajectories instances/logs/seed-small-trajectories.csv \
     --steps instances/logs/verl-metrics.jsonl --json \
     | python -c \"import json, sys; d = json.load(sys.stdin); print(json.dumps({k: d[k] for k in ('update_time', 'cadence', 'bottleneck', 'notes')}, indent=2))\""
+show $OUT/frameworks-console.txt trainground calibrate --steps tests/data/frameworks/verl-console.log --inference-gpus 8
+show $OUT/frameworks-format.txt trainground calibrate --steps tests/data/frameworks/verl-console.log --format areal
+also $OUT/frameworks-format.txt "printf 'Loading checkpoint shards: 100%%\\nnothing else\\n' > run.log && trainground calibrate --steps run.log"
+show $OUT/frameworks-holdout.txt "trainground calibrate --steps tests/data/frameworks/verl-v05-file-logger.jsonl --holdout --json \
+    | python -c \"import json, sys; d = json.load(sys.stdin); print(*[n for n in d['notes'] if 'inside' in n or n.startswith('hold-out')], sep='\\n')\""
 show $OUT/solve.txt trainground solve docs/calibrate/seed-small-calibrated.yaml
 show $OUT/bad.txt "printf 'start,end,output_tokens\n0,100,5\n10,4,5\n' > bad.csv && trainground calibrate --trajectories bad.csv"
 show $OUT/hostile.txt "printf 'start,end,output_tokens\n0,100,5\n1,101,\377\n' > latin1.csv && trainground calibrate --trajectories latin1.csv"

@@ -1,0 +1,101 @@
+"""A hold-out check of a framework step log's figures (``calibrate --holdout``): fit on the first half of the
+steps, predict the second half's mean step time from the fitted figures alone, and compare with what the
+second half logged; the naive prediction, the first half's mean logged step time, beside it.
+
+The prediction is generation + the trainer's busy time (the update law at each second-half step's training
+GPUs, the run's configuration) + weight sync + the rest of a step, each the first half's figure: the
+generation's and the rest's means, the weight sync's median, over the first half's steps without a save or a
+validation. Steps with a save or a validation are left out of the second half's mean (they are their own terms).
+Nothing measured in the second half enters the prediction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from trainground.calibrate.logs import Steps
+from trainground.calibrate.stepreader import FrameworkSteps
+from trainground.calibrate.updates import fit_update_law
+
+MIN_HALF = 3  # steps each half needs
+
+
+def holdout(steps: Steps, extra: FrameworkSteps, replicates: int = 200, seed: int = 0) -> tuple[dict | None, str]:
+    """The check as a JSON-ready dict and its sentence, or None and why it could not be made."""
+    n = steps.rows
+    logged = extra.logged_step
+    gen = steps.generation_s if steps.generation_s is not None else np.zeros(n)
+    stall = np.zeros(n, bool)
+    for seconds in (extra.checkpoint_s, extra.validation_s):
+        if seconds is not None:
+            stall |= np.nan_to_num(seconds) > 0
+    sync = extra.weight_sync_s if extra.weight_sync_s is not None else np.zeros(n)
+    usable = np.isfinite(logged) & np.isfinite(gen) & np.isfinite(steps.update_s) & ~stall
+    half = n // 2
+    first, second = np.arange(n) < half, np.arange(n) >= half
+    a, b = first & usable, second & np.isfinite(logged) & ~stall
+    if a.sum() < MIN_HALF or b.sum() < MIN_HALF:
+        return None, (
+            f"hold-out not made: each half needs {MIN_HALF} steps without a save or a validation and with every "
+            f"phase logged (first half {int(a.sum())}, second half {int(b.sum())} of {n:,} steps)"
+        )
+    rng = np.random.default_rng(seed)
+    fit = fit_update_law(
+        Steps(
+            steps.file,
+            steps.iteration[first],
+            steps.update_s[first],
+            steps.training_gpus[first],
+            update_source=steps.update_source,
+        ),
+        rng,
+        replicates,
+    )
+    gpus = steps.training_gpus[b]
+    if fit is not None and np.isfinite(gpus).all():
+        trainer, how = float(np.mean(fit.seconds(gpus))), f"the {fit.law} law at the second half's training GPUs"
+    else:
+        trainer, how = float(np.median(steps.update_s[a])), "the first half's median (no training GPU count)"
+    sync_s = np.nan_to_num(sync)
+    terms = {
+        "generation": float(gen[a].mean()),
+        "trainer": trainer,
+        "weight sync": float(np.median(sync_s[a])),
+        "other": float(np.mean(logged[a] - gen[a] - steps.update_s[a] - sync_s[a])),
+    }
+    predicted = sum(terms.values())
+    actual = float(logged[b].mean())
+    naive = float(np.nanmean(logged[first]))
+    it = steps.iteration
+    left_out = [f"{v:g}" for v in it[second & stall]]
+    result = {
+        "first_steps": [float(it[first][0]), float(it[first][-1])],
+        "second_steps": [float(it[second][0]), float(it[second][-1])],
+        "fitted_rows": int(a.sum()),
+        "checked_rows": int(b.sum()),
+        "left_out": left_out,
+        "terms": terms,
+        "trainer_from": how,
+        "predicted_s": predicted,
+        "naive_s": naive,
+        "logged_s": actual,
+        "predicted_error": predicted / actual - 1,
+        "naive_error": naive / actual - 1,
+    }
+    parts = " + ".join(f"{k} {v:,.4g}" for k, v in terms.items())
+    sentence = (
+        f"hold-out ({Path(steps.file).name}): fitted on steps {it[first][0]:g}-{it[first][-1]:g} "
+        f"({int(a.sum())} steps), the second half's mean step time (steps {it[second][0]:g}-{it[second][-1]:g}, "
+        f"{int(b.sum())} steps{_left_out(left_out)})"
+        f" is {actual:,.4g} s; predicted {predicted:,.4g} s ({predicted / actual - 1:+.1%}) = {parts} (trainer from "
+        f"{how}); naive, the first half's mean logged step time: {naive:,.4g} s ({naive / actual - 1:+.1%})"
+    )
+    return result, sentence
+
+
+def _left_out(steps: list[str]) -> str:
+    if not steps:
+        return ""
+    return f", the save/validation step{'s' if len(steps) > 1 else ''} {', '.join(steps)} left out"

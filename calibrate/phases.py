@@ -1,0 +1,145 @@
+"""A framework step's time, phase by phase: the step time (logged, or the sum of every logged phase), whether a
+save, a validation or the weight sync is inside it, the trainer's busy time, and the split of a step.
+
+Every sum is row by row: a generation or trainer pass that is missing on a row (NaN, text, negative) makes that
+row's sum missing; a save, a validation, a weight sync or another phase missing on a row did not happen there (0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+INSIDE_SHARE = 0.5  # a stall is inside the logged step time when the step exceeds its other phases by this share
+
+
+@dataclass
+class Terms:
+    """The keys of each role present in the log, top-level phases only (nested ones are never summed)."""
+
+    generation: list[str] = field(default_factory=list)
+    trainer: list[str] = field(default_factory=list)  # the passes (or slime's ``perf/train_time`` alone)
+    passes: list[str] = field(default_factory=list)  # the passes themselves, shown in the split
+    sync: list[str] = field(default_factory=list)
+    checkpoint: list[str] = field(default_factory=list)
+    validation: list[str] = field(default_factory=list)
+    wait: list[str] = field(default_factory=list)
+    partition: list[str] = field(default_factory=list)  # slime: phases that add up to the step
+    other: list[str] = field(default_factory=list)  # top-level phases of no role
+
+    def stalls(self) -> dict[str, list[str]]:
+        return {"weight sync": self.sync, "checkpoint": self.checkpoint, "validation": self.validation}
+
+
+def strict_sum(values: dict[str, np.ndarray], keys: list[str], rows: int) -> np.ndarray | None:
+    """Row sums of ``keys``, NaN where any is missing; None when no key is in the log."""
+    if not keys:
+        return None
+    return np.sum([values[k] for k in keys], axis=0)
+
+
+def lenient_sum(values: dict[str, np.ndarray], keys: list[str], rows: int) -> np.ndarray:
+    """Row sums of ``keys`` with a missing cell read as 0 (the phase did not run on that row)."""
+    return np.sum([np.nan_to_num(values[k]) for k in keys], axis=0) if keys else np.zeros(rows)
+
+
+def fallback_step(values: dict[str, np.ndarray], terms: Terms, rows: int) -> tuple[np.ndarray, list[str]]:
+    """The step time when none is logged: the partition's sum (slime: train_wait + train) when the log has
+    it, else every top-level phase; generation and trainer passes must be there, the rest may be missing."""
+    if terms.partition:
+        return strict_sum(values, terms.partition, rows), list(terms.partition)
+    needed = terms.generation + terms.trainer
+    rest = terms.sync + terms.checkpoint + terms.validation + terms.wait + terms.other
+    core = strict_sum(values, needed, rows)
+    total = (core if core is not None else np.zeros(rows)) + lenient_sum(values, rest, rows)
+    return total, needed + rest
+
+
+def stalls_inside(
+    values: dict[str, np.ndarray], terms: Terms, logged: np.ndarray, fixed: bool | None
+) -> tuple[dict[str, bool], list[str]]:
+    """For each of weight sync, checkpoint and validation: is it inside the logged step time? ``fixed``: the
+    framework's answer (True: inside by construction); None: read from the rows that have it: the logged step
+    less every other phase is at least INSIDE_SHARE of the stall (verl before 0.6 times its saves and validations
+    inside ``timing_s/step``, from 0.6 on outside)."""
+    rows = logged.size
+    stall_keys = [k for keys in terms.stalls().values() for k in keys]
+    inner = lenient_sum(values, terms.generation + terms.trainer + terms.wait + terms.other, rows)
+    inner = inner - lenient_sum(values, [k for k in terms.other if k.endswith("_profile")], rows)  # verl: outside
+    residual = logged - inner
+    out, notes = {}, []
+    for name, keys in terms.stalls().items():
+        if not keys:
+            continue
+        stall = lenient_sum(values, keys, rows)
+        has = (stall > 0) & np.isfinite(logged)
+        if fixed is not None or not has.any():
+            out[name] = True if fixed is None else fixed
+            continue
+        ratio = float(np.median(residual[has] / stall[has]))
+        out[name] = ratio >= INSIDE_SHARE
+        others = len(stall_keys) - len(keys)
+        notes.append(
+            f"{' + '.join(keys)} ({int(has.sum()):,} row{'s' if has.sum() > 1 else ''}): "
+            f"{'inside' if out[name] else 'outside'} the logged step "
+            f"time (on those rows the step exceeds its other phases{' and stalls' if others else ''} by "
+            f"{np.median(residual[has]):,.3g} s against {np.median(stall[has]):,.3g} s of it)"
+            + ("" if out[name] else ": not taken out of the step time, added to the wall time per step")
+        )
+    return out, notes
+
+
+@dataclass
+class Split:
+    """Where a step's wall time went: (term, keys, mean seconds per step, share of the wall time)."""
+
+    rows: int
+    wall_s: float
+    terms: list[tuple[str, str, float, float]]
+
+    def to_json(self) -> dict:
+        return {
+            "rows": self.rows,
+            "wall_s": self.wall_s,
+            "terms": [{"term": t, "keys": k, "seconds": s, "share": f} for t, k, s, f in self.terms],
+        }
+
+    def share(self, term: str) -> float:
+        return sum(f for t, _, _, f in self.terms if t == term)
+
+
+def split(values: dict[str, np.ndarray], terms: Terms, wall: np.ndarray, trainer: np.ndarray | None) -> Split | None:
+    """Mean seconds per step of each term over the rows whose wall time is known: generation, each trainer pass
+    (and slime's rest of ``train``), weight sync, checkpoint, validation, each other phase, and the unlogged rest
+    of the wall time. Saves and validations are averaged over every step, as they cost over a run. The rows are
+    those with the wall time, the generation and every trainer pass logged."""
+    ok = np.isfinite(wall)
+    for key in terms.generation + terms.passes + terms.trainer:
+        ok &= np.isfinite(values[key])
+    if not ok.any():
+        return None
+    n, total = int(ok.sum()), float(wall[ok].mean())
+    out: list[tuple[str, str, float, float]] = []
+
+    def add(term: str, keys: list[str], seconds: np.ndarray) -> None:
+        value = float(np.nan_to_num(seconds[ok]).mean())
+        out.append((term, " + ".join(keys), value, value / total if total > 0 else 0.0))
+
+    rows = wall.size
+    if terms.generation:
+        add("generation", terms.generation, lenient_sum(values, terms.generation, rows))
+    for key in terms.passes:
+        add("trainer", [key], values[key])
+    if (
+        trainer is not None and terms.trainer and terms.trainer != terms.passes and terms.passes
+    ):  # slime: train_time less its passes
+        add("trainer", [f"{terms.trainer[0]} (rest)"], trainer - lenient_sum(values, terms.passes, rows))
+    for term, keys in terms.stalls().items():
+        if keys:
+            add(term, keys, lenient_sum(values, keys, rows))
+    for key in terms.other:
+        add("other", [key], values[key])
+    rest = total - sum(s for _, _, s, _ in out)
+    out.append(("other", "not logged (the rest of the step)", rest, rest / total if total > 0 else 0.0))
+    return Split(n, total, out)
