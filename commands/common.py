@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from trainground.models.edits import load_edited_checked
+from trainground.models.errors import RefusedInstance
 from trainground.models.instance import OBJECTIVES
 from trainground.models.load import InstanceError
 from trainground.simulation.output import OutputError, check_writable
@@ -92,6 +93,10 @@ def guarded(func):
                 if isinstance(kwargs.get(name), str):
                     check_writable(kwargs[name])
             return func(*args, **kwargs)
+        except RefusedInstance as exc:  # refused once loaded: blamed on the file the command read it from
+            file = kwargs.get("instance")
+            click.echo(InstanceError(file, exc.problems).message if file else exc.message, err=True)
+            sys.exit(EXIT_INVALID)
         except InstanceError as exc:
             click.echo(exc.message, err=True)
             sys.exit(EXIT_INVALID)

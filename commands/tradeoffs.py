@@ -251,11 +251,25 @@ def compare(
     show_default=True,
     help="Processes; the points are cut into this many contiguous chunks, each reusing one model.",
 )
+@click.option(
+    "--time-limit",
+    type=Finite(min=0, min_open=True),
+    help="Seconds for the whole sweep: each solve gets what is left; points reached after it are rows "
+    "with status time_limit, not solved (exit 4).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and counts as JSON.")
 @basis_option
 @guarded
 def sweep(
-    instance: str, axes, zipped, objective: str | None, out: str, workers: int, as_json: bool, basis: str | None
+    instance: str,
+    axes,
+    zipped,
+    objective: str | None,
+    out: str,
+    workers: int,
+    time_limit: float | None,
+    as_json: bool,
+    basis: str | None,
 ) -> None:
     """Solve every point of the product of --set PATH=V1,V2,... edits to INSTANCE; one row per point.
 
@@ -266,7 +280,8 @@ def sweep(
     diagnosis. Writes sweep.csv, sweep.json (every point's docs/model.md §6 result) and plots:
     the objective and key decisions against each swept field, and a heatmap for two fields.
     Exit codes: 0 the sweep ran (whatever each point's status), 1 some point hit an
-    internal error, 2 invalid options or base file (no point valid).
+    internal error, 2 invalid options or base file (no point valid), 4 --time-limit left points unsolved
+    or cut a solve short.
     """
     from trainground.drivers.tradeoffs.sweep_axes import SweepError, parse_axes
     from trainground.models.edits import refuse_invalid
@@ -285,7 +300,7 @@ def sweep(
     from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
 
     with SolvingBar("sweep", show_bar(as_json)) as bar:
-        report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar)
+        report = driver.run_sweep(instance, parsed, objective, workers=workers, on_progress=bar, time_limit=time_limit)
     folder = Path(out)
     files = [folder / "sweep.csv", folder / "sweep.json"]
     write_csv(files[0], report.csv_columns(), report.csv_rows())
@@ -308,7 +323,9 @@ def sweep(
             f"{instance}: no point of the sweep is a valid instance; the first: {report.rows[0]['message']}", err=True
         )
         sys.exit(EXIT_INVALID)
-    sys.exit(EXIT_INTERNAL if report.counts.get("error") else EXIT_OK)
+    if report.counts.get("error"):
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(EXIT_TIME_LIMIT if report.counts.get("time_limit") else EXIT_OK)
 
 
 def switch_seconds(text: str | None) -> float | None:

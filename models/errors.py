@@ -29,3 +29,8 @@ class InstanceError(Exception):
             f"{p.source or self.file}: {p.path}: {p.rule}" if p.path else f"{p.source or self.file}: {p.rule}"
             for p in self.problems
         )
+
+
+class RefusedInstance(InstanceError):
+    """An instance the solver refuses once loaded (a staged model over its pair cap): raised with the
+    instance's name, to be blamed on the file it was read from by whoever knows it (the command)."""

@@ -177,38 +177,46 @@ def render_comparison(console, result) -> None:
             "attempt and the environment's lifetimes for every iteration); the plan columns plan its stages",
             markup=False,
         )
+    repeats = result.repeats()  # a column holding the plan of an earlier one is not shown twice
+    shown = [(n, col) for n, col in enumerate(result.columns, start=1) if col.key not in repeats]
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("figure", no_wrap=True)
-    for n, col in enumerate(result.columns, start=1):
+    for n, col in shown:
         table.add_column(f"({n}) {col.heading}", justify="right")
-    table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for col in result.columns))
+    table.add_row("status", *("arithmetic ✗" if col.yardstick else col.status for _, col in shown))
     for key, label, kind in ROWS:
-        if (
-            kind == "map"
-            and key == "inference_by_pool"
-            and all(len(c.figures.get(key) or {}) <= 1 for c in result.columns)
-        ):
+        if kind == "map" and key == "inference_by_pool" and all(len(c.figures.get(key) or {}) <= 1 for _, c in shown):
             continue  # one pool: the row would repeat "inference GPUs"
-        table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for col in result.columns))
-    if any(col.simulation for col in result.columns):
-        cells = [_simulated_cells(col.simulation) for col in result.columns]
+        table.add_row(label, *(_figure(col.figures.get(key), kind) if col.ok else "" for _, col in shown))
+    if any(col.simulation for _, col in shown):
+        cells = [_simulated_cells(col.simulation) for _, col in shown]
         table.add_row("simulated makespan", *(c[0] for c in cells))
         table.add_row("simulated verdict", *(c[1] for c in cells))
     console.print(table)
+    number = {col.key: n for n, col in enumerate(result.columns, start=1)}
+    said = {f"({number[same]}) and ({number[key]}) coincide: " for key, same in repeats.items()}
     for n, col in enumerate(result.columns, start=1):
         console.print(f"({n}) {col.title}: {col.note}", markup=False)
+        if col.key in repeats:
+            same = result.column(repeats[col.key])
+            head = f"({number[same.key]}) and ({n}) coincide: "
+            why = next((text[len(head) :] for text in result.coincide if text.startswith(head)), "")
+            margin = col.figures.get("time_margin")
+            other = "" if margin == same.figures.get("time_margin") else f"; its time margin here {margin * 100:.2f} %"
+            console.print(
+                f"    the plan of ({number[same.key]}), not repeated in the table: {why}{other}", markup=False
+            )
         if col.yardstick:
             console.print(f"    ✗ infeasible as a yardstick: {col.yardstick}", markup=False)
     for sentence in result.coincide:
-        console.print(sentence, markup=False)
+        if not any(sentence.startswith(head) for head in said):
+            console.print(sentence, markup=False)
     if result.capacity is not None:
         console.print(result.capacity.sentence(), markup=False)
-    console.print("[bold]Against the baseline[/bold]")
-    for key, phrases in result.deltas().items():
-        n = next(i for i, col in enumerate(result.columns, start=1) if col.key == key)
-        console.print(f"({n}) {result.column(key).heading}:", markup=False)
-        for phrase in phrases:
-            console.print(f"    {phrase}", markup=False)
+    console.print("[bold]Against the baseline[/bold] (relative changes; the figures are in the table)")
+    for key, line in result.changes().items():
+        if key not in repeats:
+            console.print(f"({number[key]}) {result.column(key).heading}: {line}", markup=False)
 
 
 def render_sweep(console, report, files) -> None:

@@ -180,6 +180,32 @@ def test_two_pools_arithmetic_never_claims_more_than_its_shapes_deliver(two_pool
     assert base["attempts_with_drops_per_s"] > base["attempts_per_s"]
 
 
+def test_the_human_report_shows_each_plan_once_and_the_baseline_changes_in_one_line_each(two_pools):
+    """Column (4) holds the plan of (2) here: it is named under the table, not printed again, and the comparison
+    with the baseline is a line of relative changes per column, not the table again."""
+    import io
+
+    from rich.console import Console
+
+    from trainground.render.tradeoffs import render_comparison
+
+    _, report = two_pools
+    repeats = report.repeats()
+    assert repeats == {"shorter_same_hourly": "fewer_cards"}
+    out = io.StringIO()
+    render_comparison(Console(file=out, width=100, highlight=False), report)
+    text = out.getvalue()
+    header = next(line for line in text.splitlines() if line.startswith("figure"))
+    assert "(2) fewer cards" in header and "(4)" not in header
+    assert "    the plan of (2), not repeated in the table: no faster plan costs no more per hour" in text
+    assert "(2) and (4) coincide" not in text  # said once, under (4)
+    against = text.split("Against the baseline")[1].splitlines()[1:]
+    starts = [line[:3] for line in against if line.startswith("(")]
+    assert starts == ["(2)", "(3)", "(5)"]
+    assert len(against) <= 3 * len(starts)  # one wrapped line each
+    assert all(line.count(" vs ") == 0 for line in against)  # changes only: the figures are in the table
+
+
 def test_an_undeliverable_baseline_is_flagged(two_pools):
     inst, _ = two_pools
     report = compare(inst, 450)  # docs/levers.md's 450-card comparison: far too few once drops count

@@ -120,3 +120,15 @@ def test_a_misspelled_required_key_is_reported_as_the_typo_first_and_not_also_as
     assert [line.split(": ")[1] for line in lines] == ["schedule.deadlin", "gpu_pools[0].gpu", "workload.colour"]
     assert "did you mean 'deadline'?" in lines[0] and "did you mean 'gpus'?" in lines[1]
     assert not any("required field is missing" in line for line in lines)
+
+
+@pytest.mark.parametrize("command", ["frontier", "compare", "simulate", "report"])
+def test_every_command_blames_the_file_for_a_staged_model_over_the_pair_cap(monkeypatch, tmp_path, command):
+    from trainground.solver.stages import tables as stage_tables
+
+    monkeypatch.setattr(stage_tables, "STAGED_PAIRS", 10)
+    out = {"frontier": ["--out", str(tmp_path)], "report": ["--out", str(tmp_path / "r.html")]}
+    args = [command, str(STAGED), *out.get(command, [])]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"{STAGED}: schedule.cadence.step: the staged model would choose among")

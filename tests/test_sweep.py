@@ -228,3 +228,50 @@ def test_a_sweep_with_one_valid_point_exits_0(tmp_path):
         main, ["sweep", str(SEED), "--set", "workload.iterations=0,1000", "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
+
+
+class _Ticks:
+    """time as the sweep reads it, its wall clock moving 1,000 s each time it is read (a solve's real time is
+    then never what ends it)."""
+
+    perf_counter = staticmethod(__import__("time").perf_counter)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def time(self) -> float:
+        self.now += 1000.0
+        return self.now
+
+
+def test_the_time_limit_bounds_the_whole_sweep(monkeypatch):
+    """2,500 s on a clock read once at the start and once per point: the first two points are solved, each
+    given what is left, and the third is a time_limit row, not solved."""
+    import trainground.drivers.tradeoffs.sweep as driver
+    from trainground.solver.solve import Planner
+
+    given = []
+    original = Planner.solve
+
+    def spy(self, objective=None, **options):
+        given.append(options.get("time_limit"))
+        return original(self, objective, **options)
+
+    monkeypatch.setattr(Planner, "solve", spy)
+    monkeypatch.setattr(driver, "time", _Ticks())
+    axes = _axes(NARROW, "planning.basis=steady_state", "schedule.deadline=7d,8d,9d")
+    rows = run_sweep(SEED, axes, time_limit=2500.0).rows
+    assert [r["status"] for r in rows] == ["optimal", "optimal", "time_limit"]
+    assert given[:2] == [1500.0, 500.0]
+    assert rows[2]["result"] is None and "--time-limit ran out" in rows[2]["message"]
+
+
+def test_a_sweep_cut_by_its_time_limit_exits_4_with_its_rows_written(monkeypatch, tmp_path):
+    import trainground.drivers.tradeoffs.sweep as driver
+
+    monkeypatch.setattr(driver, "time", _Ticks())
+    args = ["sweep", str(SEED), "--set", NARROW, "--set", "schedule.deadline=7d,8d", "--basis", "steady_state"]
+    result = CliRunner().invoke(main, [*args, "--time-limit", "1500", "--out", str(tmp_path)])
+    assert result.exit_code == 4, result.output
+    rows = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert [r["status"] for r in rows] == ["optimal", "time_limit"]

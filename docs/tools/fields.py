@@ -18,7 +18,8 @@ items of a list; a field of one kind of a tagged union shows the tag it belongs 
 it means, with its unit, typical values, the value in the seed article's baseline
 (`instances/seed-week-75.yaml`) and its default, or *Required*. Durations are seconds when given as a
 bare number, or a string with one unit: `600s`, `10m`, `168h`, `7d`, `2w`; spaces around the unit are
-allowed (`7 d` is seven days, as the outputs print durations).
+allowed (`7 d` is seven days, as the outputs print durations). Numbers and booleans are written as
+such: a quoted `'75'` or a `yes` is refused, not read as 75 or true; `1e-3` is a number.
 
 `trainground init` writes a starter instance with every field present and these descriptions as
 comments; `trainground schema` prints the same descriptions as a JSON Schema for editors.

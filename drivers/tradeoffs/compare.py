@@ -61,6 +61,21 @@ class Comparison:
     def column(self, key: str) -> Column:
         return next(c for c in self.columns if c.key == key)
 
+    def repeats(self) -> dict[str, str]:
+        """Each plan column that repeats an earlier plan column (:func:`same_plan`), by key: the earlier's key."""
+        out: dict[str, str] = {}
+        for j, b in enumerate(self.columns):
+            for a in self.columns[:j]:
+                if a.key not in out and same_plan(a, b):
+                    out[b.key] = a.key
+                    break
+        return out
+
+    def changes(self) -> dict[str, str]:
+        """Each column against the baseline in one line of relative changes (the table holds the figures)."""
+        base = self.column("baseline")
+        return {c.key: changes(base, c) for c in self.columns if c.key != "baseline" and c.ok}
+
     def deltas(self) -> dict[str, list[str]]:
         base = self.column("baseline")
         return {c.key: deltas(base, c) for c in self.columns if c.key != "baseline" and c.ok}
@@ -212,15 +227,52 @@ SAME_PLAN = {
 
 
 def coinciding(columns: list[Column]) -> list[str]:
-    """A sentence for each pair of columns with the same figures, saying why they coincide."""
+    """A sentence for each pair of columns with the same figures (plans: the same plan, :func:`same_plan`),
+    saying why they coincide."""
     out = []
     for i, a in enumerate(columns):
         for j in range(i + 1, len(columns)):
             b = columns[j]
-            if a.ok and b.ok and a.kind == b.kind and a.figures == b.figures:
+            if (a.ok and b.ok and a.kind == b.kind and a.figures == b.figures) or same_plan(a, b):
                 why = SAME_PLAN.get((a.key, b.key), "the same figures")
                 out.append(f"({i + 1}) and ({j + 1}) coincide: {why}")
     return out
+
+
+PLAN_ONLY = ("time_margin",)  # a figure of how a plan was found (its allowance), not of the plan
+
+
+def same_plan(a: Column, b: Column) -> bool:
+    """Whether plan columns ``a`` and ``b`` hold one plan: every figure equal but those of PLAN_ONLY."""
+    if not (a.kind == b.kind == "plan" and a.ok and b.ok):
+        return False
+    return {k: v for k, v in a.figures.items() if k not in PLAN_ONLY} == {
+        k: v for k, v in b.figures.items() if k not in PLAN_ONLY
+    }
+
+
+CHANGES = (  # the figures the one-line comparison with the baseline names, in its order
+    ("makespan_s", "makespan"),
+    ("effective_trajectories_per_s", "supply"),
+    ("attempts_per_s", "raw attempts"),
+    ("inference_gpus", "inference cards"),
+    ("training_gpus", "training cards"),
+    ("inflight_mean", "in flight"),
+    ("hourly_cost", "hourly cost"),
+    ("total_cost", "total cost"),
+)
+
+
+def changes(base: Column, col: Column) -> str:
+    """``col`` against ``base``: its time margin, then the relative change of each CHANGES figure both have."""
+    b, c = base.figures, col.figures
+    out = [f"time margin {c['time_margin'] * 100:.1f} % (baseline {b['time_margin'] * 100:.1f} %)"]
+    for key, what in CHANGES:
+        new, old = c.get(key), b.get(key)
+        if new is None or old is None or not old or math.isnan(old):
+            continue
+        out.append(f"{what} {_change(new, old)}")
+    return ", ".join(out)
 
 
 def pinned(inst: Instance, cadence: float) -> Instance:

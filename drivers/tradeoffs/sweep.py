@@ -119,11 +119,15 @@ def run_sweep(
     workers: int = 1,
     on_progress: Progress | None = None,
     reuse: bool = True,
+    time_limit: float | None = None,
 ) -> SweepReport:
     """Solve every point of the axes' product on ``file``; one row per point, in product order.
 
     ``reuse=False`` builds a fresh model for every point (the baseline the benchmark compares with).
+    ``time_limit``: seconds for the whole sweep; each solve is given what is left, and a point reached
+    once none is left is a ``time_limit`` row, not solved.
     """
+    until = None if time_limit is None else time.time() + time_limit  # wall clock: workers share it
     file = str(file)
     document = read_document(Path(file))
     refuse_replaced(document, [f"{axis.path}={','.join(axis.texts)}" for axis in axes], file, Path(file).parent)
@@ -131,9 +135,11 @@ def run_sweep(
     clock = time.perf_counter()
     workers = max(1, min(workers, len(points)))
     if workers == 1:
-        rows, builds = solve_points(file, document, axes, list(enumerate(points)), objective, on_progress, reuse)
+        rows, builds = solve_points(
+            file, document, axes, list(enumerate(points)), objective, on_progress, reuse, until=until
+        )
     else:
-        rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse)
+        rows, builds = _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse, until)
     name = document.get("name") if isinstance(document.get("name"), str) else Path(file).stem
     return SweepReport(
         instance=name,
@@ -180,11 +186,13 @@ def solve_points(
     objective: str | None,
     on_point: Callable[[int, int], None] | None = None,
     reuse: bool = True,
+    until: float | None = None,
 ) -> tuple[list[dict], int]:
     """Solve ``points`` in order, re-solving one model across them where it can be retargeted.
 
     Returns the rows and the number of models built. Never raises for a point: an
-    unusable edit is ``invalid``, a failure inside the solver ``error``.
+    unusable edit is ``invalid``, a failure inside the solver ``error``. ``until``: the wall-clock time
+    (time.time()) the sweep must end by; a point reached after it is a ``time_limit`` row, not solved.
     """
     from trainground.drivers.diagnosis.diagnose import diagnosed
     from trainground.drivers.hold import neighbour_start, planner_for
@@ -210,16 +218,25 @@ def solve_points(
                 _row(index, edits, "invalid", objective, message=exc.message, seconds=time.perf_counter() - clock)
             )
         else:
+            left = None if until is None else until - time.time()
+            if left is not None and left <= 0:
+                message = "not solved: the sweep's --time-limit ran out before this point"
+                rows.append(_row(index, edits, "time_limit", objective or inst.objective, message=message, seconds=0.0))
+                if on_point is not None:
+                    on_point(done, len(points))
+                continue
             try:
                 if planner is None or not planner.retarget(inst):  # a planner built with reuse off never retargets
                     planner = planner_for(inst, replays, reusable=reuse, cache=cache if reuse else None)
                     builds += 1
                 # Per point, say which families conflict (a few re-solves), not the full bisection.
-                result = diagnosed(inst, planner.solve(objective, **neighbour_start(planner, before)), "conflict")
+                result = diagnosed(
+                    inst, planner.solve(objective, time_limit=left, **neighbour_start(planner, before)), "conflict"
+                )
                 before = result
             except (
                 InstanceError
-            ) as exc:  # a point the planner refuses (a staged model too large, an unplanned regime): bad input
+            ) as exc:  # the planner refuses the point (a staged model too large, an unplanned regime)
                 planner = before = None
                 exc = blamed_on_edits(InstanceError(file, exc.problems), [f"{p}={t}" for p, t in edits.items()])
                 rows.append(
@@ -326,12 +343,13 @@ def _solve_chunk(
     chunk: list[tuple[int, tuple[str, ...]]],
     objective: str | None,
     reuse: bool,
+    until: float | None = None,
 ) -> tuple[list[dict], int]:
     def tick(done: int, total: int) -> None:
         if _progress_queue is not None:
             _progress_queue.put(1)
 
-    return solve_points(file, document, axes, chunk, objective, tick, reuse)
+    return solve_points(file, document, axes, chunk, objective, tick, reuse, until=until)
 
 
 def chunks(items: Sequence, count: int) -> list[list]:
@@ -345,7 +363,9 @@ def chunks(items: Sequence, count: int) -> list[list]:
     return [c for c in out if c]
 
 
-def _solve_in_pool(file, document, axes, points, objective, workers, on_progress, reuse) -> tuple[list[dict], int]:
+def _solve_in_pool(
+    file, document, axes, points, objective, workers, on_progress, reuse, until=None
+) -> tuple[list[dict], int]:
     context = multiprocessing.get_context("spawn")
     progress = context.Queue()
     parts = chunks(list(enumerate(points)), workers)
@@ -369,7 +389,9 @@ def _solve_in_pool(file, document, axes, points, objective, workers, on_progress
         with ProcessPoolExecutor(
             len(parts), mp_context=context, initializer=_worker_init, initargs=(progress,)
         ) as pool:
-            futures = [pool.submit(_solve_chunk, file, document, list(axes), part, objective, reuse) for part in parts]
+            futures = [
+                pool.submit(_solve_chunk, file, document, list(axes), part, objective, reuse, until) for part in parts
+            ]
             results = [f.result() for f in futures]
     finally:
         stop.set()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyomo.core as pyo
 
-from trainground.models.errors import InstanceError, Problem
+from trainground.models.errors import InstanceError, Problem, RefusedInstance
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan, Result, Status
 from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
@@ -76,7 +76,7 @@ class StagedPlanner:
             try:
                 self.found = stage_tables(inst)
             except StagedUnsupported as exc:
-                raise InstanceError(inst.name or "instance", [Problem(exc.where, exc.rule)]) from None
+                raise RefusedInstance(inst.name or "instance", [Problem(exc.where, exc.rule)]) from None
         self.empty = empty_stage(inst, self.found)
         self._pair: tuple[StagedModel, HighsModel] | None = None
         self._compact: tuple[CompactModel, HighsModel] | None = None
