@@ -9,7 +9,8 @@ split at carriage returns (progress bars):
   or a line wrapped mid-key by a paste), read until a line that holds no pair.
 - slime (``log_perf_data_raw`` and the rollout manager): ``perf N: {'perf/…': …}`` dicts, the trainer's and the
   rollout manager's of the same N merged into one record; ``rollout N: {...}`` merged likewise; a dict
-  wrapped over lines is joined. ``eval N: {...}`` marks a validation at N.
+  wrapped over lines is joined. An ``eval N: {...}`` line marks the first step whose perf lines end after it
+  (``EVAL_MARK``): slime logs no time for a validation, which runs between two trainer steps (``train.py``).
 - AReaL (``StatsLogger.commit``): ``… Train step G/T done.`` then ``tabulate_stats`` tables, ``│ key │ value │``
   cells (``|`` too), read as step G.
 
@@ -37,6 +38,7 @@ WRAPPED = re.compile(rf"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\(\s*({NUMBE
 PLAIN = re.compile(rf"^({NUMBER})$", re.I)
 PAIR = re.compile(rf"'([^'\n]+)'\s*:\s*_?\s*((?:np\.\w+|tensor)\(\s*(?:{NUMBER})[^)]*\)|{NUMBER}|None)", re.I)
 CELL_RULE = re.compile(r"^[\s╒╞╘├┝┠╟═─┼╪╤╧┬┴╕╡╛┤┥┨╢+|=-]+$")
+EVAL_MARK = "eval/at_this_step"  # slime: a validation ran inside this step (1)
 MAX_WRAP = 5000  # lines a record may run on over (one key a line: a few hundred)
 
 
@@ -167,7 +169,9 @@ def _slime(lines: list[str]) -> tuple[list[dict], list[int], list[int]]:
     """``perf N`` and ``rollout N`` dicts merged per N, in order of first appearance; ``eval N`` steps apart."""
     merged: dict[int, dict] = {}
     first: dict[int, int] = {}
+    last: dict[int, int] = {}
     evals: list[int] = []
+    eval_lines: list[int] = []
     i = 0
     while i < len(lines):
         match = SLIME_DICT.search(lines[i])
@@ -182,10 +186,16 @@ def _slime(lines: list[str]) -> tuple[list[dict], list[int], list[int]]:
         i += 1
         if kind == "eval":
             evals.append(n)
+            eval_lines.append(start)
             continue
         body = {key: (number(value) if value != "None" else None) for key, value in PAIR.findall(text)}
         merged.setdefault(n, {"step": float(n)}).update(body)
         first.setdefault(n, start + 1)
+        last[n] = start
+    for line in eval_lines:
+        after = [n for n in merged if last[n] > line]
+        if after:
+            merged[min(after, key=lambda n: last[n])][EVAL_MARK] = 1.0
     order = sorted(merged, key=lambda n: first[n])
     return [merged[n] for n in order], [first[n] for n in order], evals
 

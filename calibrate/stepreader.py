@@ -17,7 +17,8 @@ import numpy as np
 
 from trainground.calibrate.frameworks import SCHEMES, LoadedLog, Scheme
 from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, check_repeats, last_rows
-from trainground.calibrate.phases import Terms, fallback_step, stalls_inside, strict_sum
+from trainground.calibrate.metricslog import EVAL_MARK
+from trainground.calibrate.phases import Terms, fallback_step, lenient_sum, stalls_inside, strict_sum
 from trainground.calibrate.tables import NUMBER, Table
 
 
@@ -159,6 +160,8 @@ def read_framework_steps(
     else:
         logged, extra.step_keys = fallback_step(values, terms, n)
         extra.step_logged = False
+    if table.has(EVAL_MARK):
+        _unlogged_validation(values, terms, logged, lenient(table, EVAL_MARK, {})[rows])
     fixed = True if not extra.step_logged else scheme.stalls_inside
     extra.inside, stall_notes = stalls_inside(values, terms, logged, fixed)
     notes += stall_notes
@@ -197,6 +200,23 @@ def read_framework_steps(
             f"{'has' if gaps == 1 else 'have'} no record: the figures are of the steps logged"
         )
     return steps, extra
+
+
+UNLOGGED_VALIDATION = "eval N lines (estimated: the step's unlogged time above the other steps')"
+
+
+def _unlogged_validation(values: dict, terms: Terms, logged: np.ndarray, marked: np.ndarray) -> None:
+    """slime logs no time for a validation (``eval N``): the steps it ran in are found from the lines, and its
+    time estimated as such a step's unlogged time (the step less every logged phase) above the median unlogged
+    time of the other steps; its own term like a logged one."""
+    marked = np.nan_to_num(marked) > 0
+    logged_phases = terms.generation + terms.trainer + terms.sync + terms.checkpoint + terms.other
+    unlogged = logged - lenient_sum(values, logged_phases, logged.size)
+    others = unlogged[~marked & np.isfinite(unlogged)]
+    if not marked.any() or not others.size:
+        return
+    values[UNLOGGED_VALIDATION] = np.where(marked, np.maximum(unlogged - np.median(others), 0.0), np.nan)
+    terms.validation.append(UNLOGGED_VALIDATION)
 
 
 def plural(count: int, one: str, many: str) -> str:

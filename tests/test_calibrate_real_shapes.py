@@ -44,7 +44,7 @@ def split_of(got: dict) -> dict[str, float]:
         ("verl-console.log", "read as verl's console log: 8 of its 9 step:N lines hold timing_s/* or timing/* keys"),
         ("verl-v05-file-logger.jsonl", "read as verl's JSONL: 8 of 9 records hold timing_s/* or timing/* keys"),
         ("verl-old-keys.log", "read as verl's console log: 4 of its 4 step:N lines"),
-        ("slime-console.log", "read as slime's console log: 6 of its 6 perf N records hold perf/<phase>_time keys"),
+        ("slime-console.log", "read as slime's console log: 10 of its 10 perf N records hold perf/<phase>_time keys"),
         ("areal-console.log", "read as AReaL's console log: 8 of its 8 Train step tables hold timeperf/* keys"),
         ("verl-wandb-export.csv", "read as verl's export: its columns hold timing_s/* or timing/* keys"),
     ],
@@ -150,20 +150,31 @@ def test_older_verl_keys_without_a_step_time_sum_every_logged_phase():
 
 
 def test_slime_console_log_merges_the_rollout_managers_and_the_trainers_perf_lines(tmp_path):
-    got = run("--steps", str(DATA / "slime-console.log"), "--training-gpus", "16")
-    # perf/step_time = train_wait (rollout + 7.5) + train (17 + n % 2) (+ save 45 at n=3); less sync 0.5 and save
-    assert got["cadence"]["achieved_s"]["value"] == pytest.approx(105 + 24 + 0.5)
+    """Rollout ids 0-9: rollout 100 + 2n s at 1,000 + 10n tok/s/GPU; train_wait = rollout + sleep 4 + wake 2 +
+    sync 0.5 + 1 unlogged (+ the 30 s validation of eval 0, which slime does not time, in step 0); train =
+    log_probs 3 + ref 3.5 + actor 10 + n % 2 + 0.5; save_model 45 s in step 3; perf/step_time = train_wait + train
+    (+ save)."""
+    got = run("--steps", str(DATA / "slime-console.log"), "--training-gpus", "16", "--holdout")
+    # the step less sync, the save and the estimated validation: rollout + 24 + n % 2, rollouts averaging 109
+    assert got["cadence"]["achieved_s"]["value"] == pytest.approx(109 + 24 + 0.5)
     law = got["update_time"]["reference_time_s"]
     assert law["value"] == pytest.approx(17.5) and "perf/train_time" in law["source"]
     rate = got["step_log"]["generation_tokens_per_gpu_s"]
-    assert rate["value"] == pytest.approx(646_100 / 630)  # sum(rate x rollout time) / sum(rollout time)
-    assert got["step_log"]["trainer_wait_share"]["value"] == pytest.approx(675 / 825)
+    assert rate["value"] == pytest.approx(1_140_700 / 1090)  # sum(rate x rollout time) / sum(rollout time)
+    assert got["step_log"]["trainer_wait_share"]["value"] == pytest.approx(1195 / 1415)
     assert got["step_log"]["checkpoint_s"]["value"] == 45
+    # eval 0 is found in step 0 and estimated from its unlogged time: 31 s against 1 s in the other steps
+    validation = got["step_log"]["validation_s"]
+    assert validation["value"] == pytest.approx(30) and "eval N lines (estimated" in validation["source"]
     parts = split_of(got)
     assert parts["perf/wake_up_time"] == pytest.approx(2.0)  # rollout 2's dict was wrapped mid-key: joined
-    assert parts["perf/actor_train_time"] == pytest.approx(10.5) and parts["perf/train_time (rest)"] == pytest.approx(
-        0.5
-    )
+    assert parts["perf/actor_train_time"] == pytest.approx(10.5)
+    assert parts["perf/train_time (rest)"] == pytest.approx(0.5)
+    hold = got["holdout"]
+    # first half 0-4 without 0 (validation) and 3 (save): generation (102 + 104 + 108) / 3, trainer 17 (median of
+    # 17 18 17 18 17), sync 0.5, other 7; second half 5-9: 135.5 136.5 139.5 140.5 143.5; naive: 719.5 / 5
+    assert hold["predicted_s"] == pytest.approx(314 / 3 + 17 + 0.5 + 7) and hold["logged_s"] == pytest.approx(139.1)
+    assert hold["naive_s"] == pytest.approx(143.9)
 
 
 def test_areal_stats_tables_sum_every_phase_and_say_tokens_are_not_measured():
@@ -204,7 +215,7 @@ def test_the_step_split_plot_is_drawn(tmp_path):
     )
     assert got.exit_code == 0, got.output
     assert (tmp_path / "out/calibrate-step-split.png").stat().st_size > 10_000
-    assert "a step's time: mean of 6 steps" in got.output and "perf/sleep_time" in got.output
+    assert "a step's time: mean of 10 steps" in got.output and "perf/sleep_time" in got.output
 
 
 def test_numbers_as_python_prints_them():
