@@ -80,7 +80,9 @@ only (far below a second)."""
 
 ROOT_WIDTH_TOL = 1e-13
 """A deadline pace's root (MODEL.md §9, solver/uncertainty/deadline.py) is found once its bracket is narrower
-than this share of the pace (at least of 1 s): the last few bits of a double, so the pace is exact to print."""
+than this share of the pace (at least of 1 s), and a scenario's smallest cadence (solver/uncertainty/scenarios.py)
+once its bracket is narrower than this share of its top: the last few bits of a double, so either is exact to
+print."""
 
 ROOT_VALUE_TOL = 1e-12
 """The same root is also found once the run's lateness at the bracket's lower end is within this share of the

@@ -24,7 +24,7 @@ from trainground.solver.table.pairs import build
 from trainground.solver.tolerances import REL_TOL
 
 SETTINGS = settings(
-    max_examples=examples(60), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(24), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 
 
@@ -76,10 +76,10 @@ def test_the_shortest_and_the_cheapest_plans_of_the_probes_are_a_solves(data, po
     data = _with_startup(data, pools)
     data["limits"] = {"max_hourly_cost": None, "max_total_cost": None}
     inst = instance_of(data)
-    checker = Feasibility(inst)
-    _same_plan(checker.shortest({}), Planner(inst).solve("makespan"))
+    checker, plain = Feasibility(inst), Planner(inst)
+    _same_plan(checker.shortest({}), plain.solve("makespan"))
     for criterion in ("total_cost", "hourly_cost"):
-        _same_plan(checker.cheapest({}, criterion), Planner(inst).solve(criterion))
+        _same_plan(checker.cheapest({}, criterion), plain.solve(criterion))
     # a budget in the instance: the probe keeps it and solves on every row
     budgeted = edited(inst, {"limits.max_total_cost": 1e12})
     _same_plan(Feasibility(budgeted).cheapest({}, "hourly_cost"), Planner(budgeted).solve("hourly_cost"))

@@ -11,10 +11,11 @@ import random
 import pytest
 
 from tests import stages_reference as ref
+from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.stages.solve import StagedPlanner
 
-INSTANCES = 200
+INSTANCES = examples(80)
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
 
 

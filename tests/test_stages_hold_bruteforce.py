@@ -11,11 +11,12 @@ import random
 import pytest
 
 from tests import stages_reference as ref
+from tests.strategies import examples
 from tests.test_stages_bruteforce import VALUE, _close, _host_top, random_staged
 from trainground.models.load import validate
 from trainground.solver.stages.solve import StagedPlanner
 
-INSTANCES = 120
+INSTANCES = examples(80)
 
 
 def _variant(seed: int) -> tuple[dict, float]:

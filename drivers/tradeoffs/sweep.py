@@ -28,8 +28,16 @@ from typing import Any
 import yaml
 
 from trainground.drivers.batch.workers import clip, one_line, prepare_worker
-from trainground.drivers.tradeoffs.sweep_axes import Axis, SweepError, grid_points, parse_axes, parse_axis, split_values
-from trainground.models.edits import WILDCARD, apply_edit, blamed_on_edits, parse_path, parse_value, refuse_replaced
+from trainground.drivers.tradeoffs.sweep_axes import (
+    Axis,
+    SweepError,
+    grid_points,
+    item_names,
+    parse_axes,
+    parse_axis,
+    split_values,
+)
+from trainground.models.edits import apply_edit, blamed_on_edits, parse_value, refuse_replaced
 from trainground.models.load import InstanceError, Problem, read_document, validate
 from trainground.models.result import STATUSES, key_columns
 
@@ -152,30 +160,6 @@ def run_sweep(
         seconds=time.perf_counter() - clock,
         names=item_names(document, [axis.path for axis in axes]),
     )
-
-
-def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
-    """The ``name`` of every list item along ``paths`` in the base document, by item path
-    (``inference.shapes[1]`` -> ``h200-tp8``); items without a name are left out, and so is
-    what follows a ``[*]`` (every item: :func:`render.labels.field_label` says so)."""
-    out: dict[str, str] = {}
-    for path in paths:
-        node: Any = document
-        prefix = ""
-        for token in parse_path(path):
-            if token == WILDCARD:
-                break
-            if isinstance(token, int):
-                prefix += f"[{token}]"
-                node = node[token] if isinstance(node, list) and token < len(node) else None
-                if isinstance(node, dict) and isinstance(node.get("name"), str):
-                    out[prefix] = node["name"]
-            else:
-                prefix = f"{prefix}.{token}" if prefix else token
-                node = node.get(token) if isinstance(node, dict) else None
-            if node is None:
-                break
-    return out
 
 
 def solve_points(

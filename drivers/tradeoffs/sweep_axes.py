@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
-from trainground.models.edits import parse_path
+from trainground.models.edits import WILDCARD, parse_path
 
 
 class SweepError(ValueError):
@@ -125,3 +126,27 @@ def grid_points(axes: Sequence[Axis]) -> list[tuple[str, ...]]:
         tuple(axis.texts[combo[d]] for axis, d in zip(axes, dims))
         for combo in itertools.product(*(range(n) for n in sizes))
     ]
+
+
+def item_names(document: dict, paths: Sequence[str]) -> dict[str, str]:
+    """The ``name`` of every list item along ``paths`` in the base document, by item path
+    (``inference.shapes[1]`` -> ``h200-tp8``); items without a name are left out, and so is
+    what follows a ``[*]`` (every item: :func:`render.labels.field_label` says so)."""
+    out: dict[str, str] = {}
+    for path in paths:
+        node: Any = document
+        prefix = ""
+        for token in parse_path(path):
+            if token == WILDCARD:
+                break
+            if isinstance(token, int):
+                prefix += f"[{token}]"
+                node = node[token] if isinstance(node, list) and token < len(node) else None
+                if isinstance(node, dict) and isinstance(node.get("name"), str):
+                    out[prefix] = node["name"]
+            else:
+                prefix = f"{prefix}.{token}" if prefix else token
+                node = node.get(token) if isinstance(node, dict) else None
+            if node is None:
+                break
+    return out

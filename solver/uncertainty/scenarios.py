@@ -23,7 +23,7 @@ from trainground.models.instance import AmdahlLaw, Instance, InverseLaw
 from trainground.models.uncertainty import expand, render_path, valid_range
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
-from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
+from trainground.solver.tolerances import REL_TOL, ROOT_WIDTH_TOL, ZERO_SHARE_TOL
 from trainground.solver.uncertainty import goodput as goodput
 from trainground.solver.uncertainty.lifetimes import Lifetimes, lifetimes_of
 
@@ -303,7 +303,9 @@ def _smallest_cadence(
             break
         lo, hi = np.where(short, hi, lo), np.where(short, 2.0 * hi, hi)
     bracketed = done | ok(hi)
-    for _ in range(64):
+    for _ in range(64):  # halve until every open bracket is within ROOT_WIDTH_TOL of its top (or 64 halvings)
+        if not np.any(~done & (hi - lo > ROOT_WIDTH_TOL * hi)):
+            break
         mid = 0.5 * (lo + hi)
         good = ok(mid)
         hi, lo = np.where(~done & good, mid, hi), np.where(~done & ~good, mid, lo)
