@@ -100,13 +100,16 @@ def test_the_slowest_of_a_seed_batch_is_the_check_figure():
 @pytest.mark.parametrize("tau", [None, 20000.0])
 def test_the_mean_slowest_attempt_is_the_expected_max(correlation, tau):
     """N = 256 attempts (N' = 256 independent, 32 comonotone); τ = 20,000 s cuts the max in 64 % and 12 % of
-    batches, so the cut and the uncut part both count."""
+    batches, so the cut and the uncut part both count. A batch's tokens average N·tokens_per_attempt·token
+    scale (a comonotone group's members each count their shared lifetime)."""
     inst = colocated(**SMALL, **{"freshness.group_correlation": correlation, "regime.rollout_timeout": tau})
     run = run_of(inst)
     maxima = run.batches.slowest
     draws = 256 if correlation == "independent" else 32
     assert rg.batch_draws(inst, run.setup.attempts) == draws
     assert abs(maxima.mean() - rg.expected_max(run.setup.occupancy, draws, tau)) < Z * se(maxima)
+    tokens = 256 * inst.workload.tokens_per_attempt * rg.token_scale(run.setup.occupancy, tau)
+    assert abs(run.batches.tokens.mean() - tokens) < Z * se(run.batches.tokens)
     if tau is not None:
         assert 0.05 < np.mean(maxima == tau) < 0.95
 
