@@ -15,6 +15,7 @@ from trainground.drivers.risk import SAMPLES, Risk
 from trainground.drivers.tradeoffs.certainty import CertaintyCurve
 from trainground.drivers.tradeoffs.frontier import Frontiers
 from trainground.models.instance import Instance
+from trainground.models.regime_rules import refuse_unreplayed
 from trainground.models.result import Status
 from trainground.solver.stopwatch import Stopwatch
 
@@ -54,6 +55,7 @@ def gather(
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
+    refuse_unreplayed(inst)
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
     from trainground.drivers.tradeoffs.certainty import curve

@@ -128,29 +128,63 @@ def _colocated_pools(inst: Instance) -> list[Problem]:
 
 
 def planned(inst: Instance) -> bool:
-    """The planner plans this instance's regime: none, or the seed's (async, drop, the rest at defaults)."""
-    return inst.regime is None or inst.regime.is_default
+    """The planner plans this instance's regime: the seed's (none, or async/drop with the rest at defaults), or a
+    pipelined run (:func:`unplanned_reason` says which combinations it plans)."""
+    return unplanned_reason(inst) is None
+
+
+def unplanned_reason(inst: Instance) -> str | None:
+    """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
+    with everything; a pipelined run (MODEL §14) under planning.basis steady_state, without stages, a confidence
+    solve or a reliability section (and, for steps_ahead 1, without count_startup)."""
+    r = inst.regime
+    if r is None or r.is_default:
+        return None
+    if r.mode != "pipelined":
+        return (
+            f"{r.label} is not planned yet: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
+            "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
+            "regime field at its default) and mode: pipelined"
+        )
+    others = [
+        (
+            inst.planning.basis == "hold",
+            "planning.basis hold (its replays of a pipelined run are not wired yet): set planning.basis: steady_state",
+        ),
+        (inst.stages is not None, "stages"),
+        (inst.uncertainty is not None and inst.uncertainty.confidence is not None, "uncertainty.confidence"),
+        (inst.reliable, "a reliability section or a preemptible pool"),
+        (r.steps_ahead == 1 and inst.schedule.count_startup, "schedule.count_startup with steps_ahead 1"),
+    ]
+    found = [what for hit, what in others if hit]
+    if not found:
+        return None
+    return f"{r.label} is planned, but not yet with {found[0]} ({SECTION})"
 
 
 def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
-    """InstanceError (naming regime.mode and staleness) for a regime other than the seed's: `explain` gives
-    its arithmetic, but no command plans or replays it yet. ``label``: the file to name (default the
-    instance's name)."""
-    if planned(inst):
+    """InstanceError naming regime.mode for a regime the planner does not plan yet (:func:`unplanned_reason`):
+    `explain` gives its arithmetic. ``label``: the file to name (default the instance's name)."""
+    reason = unplanned_reason(inst)
+    if reason is None:
         return
+    raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", reason)])
+
+
+def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
+    """InstanceError naming regime.mode for any regime but the seed's: the replays (`simulate`, risk's scenarios)
+    and the scenario evaluation read the seed's regime only. ``label``: the file to name."""
+    refuse_unplanned(inst, label)
     r = inst.regime
-    assert r is not None
-    default = Regime()
-    changed = [name for name in Regime.model_fields if getattr(r, name) != getattr(default, name)]
+    if r is None or r.is_default:
+        return
     raise InstanceError(
         label or inst.name or "instance",
         [
             Problem(
                 "regime.mode",
-                f"{r.mode}, regime.staleness: {r.staleness} (set: {', '.join(changed)}) is not planned yet: "
-                f"`trainground explain` gives its arithmetic ({SECTION}); solve, simulate and the other commands "
-                "that plan or replay take only the default regime (mode: async, staleness: drop, every other "
-                "regime field at its default); remove the regime section to plan the seed's regime",
+                f"{r.label} is planned by solve, frontier, sweep, batch and compare, but not replayed yet: simulate, "
+                f"risk and report read the seed's regime only ({SECTION})",
             )
         ],
     )

@@ -184,6 +184,16 @@ class Metrics(Out):
     )
     availability: dict[str, float] | None = Field(None, description="MODEL §13: a_s per shape")
     weight_sync_share: float | None = Field(None, description="MODEL §13: weight_sync_time / L")
+    generation_phase_s: float | None = Field(
+        None, description="MODEL §14, batch modes: D = max(N·tokens/S, M_N), a batch's generation phase"
+    )
+    slowest_attempt_s: float | None = Field(None, description="MODEL §14: M_N, the slowest attempt of a batch")
+    generation_busy_share: float | None = Field(
+        None, description="MODEL §14, batch modes: N·tokens/(S·D), the share of D the supply is busy"
+    )
+    launch_peak: float | None = Field(None, description="MODEL §14: row 6's launch figure, Σ_b N·s_b in batch modes")
+    consumed_mean_gap: float | None = Field(None, description="MODEL §14: the consumed trajectories' mean gap")
+    consumed_p99_gap: float | None = Field(None, description="MODEL §14: the consumed trajectories' p99 gap")
 
 
 class Timings(Out):
@@ -266,6 +276,9 @@ class Result(Out):
     ties: dict | None = None  # {"plans", "decided_by", "sentence"}: plans tied after MODEL §4's order
     basis: str | None = Field(None, description="planning.basis the plan was sized on (MODEL §11)")
     hold: HoldReport | None = None
+    regime: dict | None = Field(
+        None, description='MODEL §14: {"mode", "staleness", "steps_ahead", "in_flight_updates"} of a run with regime:'
+    )
 
     @property
     def allowance_s(self) -> float:
@@ -274,7 +287,12 @@ class Result(Out):
 
     def to_json(self) -> dict:
         out = self.model_dump(mode="json")
-        for key in ("confidence", "hold", "ties"):  # optional keys (MODEL §9, §11, ties): only such solves have them
+        for key in (
+            "confidence",
+            "hold",
+            "ties",
+            "regime",
+        ):  # optional keys (MODEL §9, §11, ties, §14): only such solves have them
             if out[key] is None:
                 del out[key]
         return out

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem, field_path
-from trainground.models.regime_rules import refuse_unplanned
+from trainground.models.regime_rules import refuse_unreplayed
 from trainground.models.result import Metrics, Plan
 from trainground.simulation.engine import Run, replicate
 from trainground.simulation.processes import THREAD_VARS, one_line
@@ -95,7 +95,7 @@ def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0
     by the verifier (a staged plan's by the staged verifier: the metrics of the stage ``run_metrics`` marks);
     InstanceError naming each broken rule if it does not fit, or the regime (MODEL §14) if it is not the
     default (a plan from a file replays the seed's regime only)."""
-    refuse_unplanned(inst)
+    refuse_unreplayed(inst)
     if inst.stages is not None:
         staged = verify_staged(inst, plan, allowance)
         if staged.ok and staged.metrics is not None:

@@ -23,6 +23,7 @@ from trainground.solver.confidence.table import ScenarioTable
 from trainground.solver.mip.assemble import assemble, timings_of
 from trainground.solver.mip.formulation import Formulation, PairModel
 from trainground.solver.mip.search import Search
+from trainground.solver.regimes.table import batched, extension_of, pair_table
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.table.bounds import SandboxLP, hourly_lower_bound
@@ -63,28 +64,25 @@ class Planner:
         if fewest_groups and not fewest_rows_suffice(inst, confidence):
             raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
         self.fewest_groups = fewest_groups
-        if inst.stages is not None:  # MODEL §12 is solved by solver.stages.solve.StagedPlanner alone
-            raise InstanceError(
-                inst.name or "instance",
-                [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
-            )
+        alpha = confidence_of.alpha_of(inst, confidence)
+        _refuse_other_planners(inst, alpha)
         self.cache = cache if cache is not None else pair_tables.TableCache(2)  # this planner's own tables
         self._first_clock = clock
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
-        alpha = confidence_of.alpha_of(inst, confidence)
         # start-up counted: the table grows by the group counts each solve needs (solver.table.rows)
-        self.rows = RowCover() if covered and inst.counts_startup and alpha is None and not fewest_groups else None
+        counted = inst.counts_startup and not batched(inst)  # a batch regime's start-up is inside L (MODEL §14)
+        self.rows = RowCover() if covered and counted and alpha is None and not fewest_groups else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
             fewest = fewest_groups or self.rows is not None
-            pairs = pair_tables.build(inst, self.cache, fewest_groups=fewest, every_count=alpha is not None)
+            pairs = pair_table(inst, self.cache, fewest_groups=fewest, every_count=alpha is not None)
             self.build_clock.note(f"{inst.name}: cost bounds of {pairs.size:,} (cadence, K) pairs")
             self.confidence: confidence_of.Confidence | None = None
             self.live: Formulation
             if alpha is None:
-                self.live = PairModel(inst, pairs, reusable, threads, self.build_clock)
+                self.live = PairModel(inst, pairs, reusable, threads, self.build_clock, extension_of(inst))
                 ix = self.live.model.ix
             else:
                 ix = index_of(inst)
@@ -114,11 +112,12 @@ class Planner:
             or index_of(inst) != live.model.ix
             or confidence_of.alpha_of(inst) is not None
             or inst.planning.basis != self.inst.planning.basis
+            or inst.regime != self.inst.regime
             or (self.fewest_groups and not fewest_rows_suffice(inst))
         ):
             return False
         with self.build_clock.phase("build"):
-            pairs = pair_tables.build(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
+            pairs = pair_table(inst, self.cache, fewest_groups=self.fewest_groups or self.rows is not None)
             if not live.retarget(inst, pairs):
                 return False
             if self.rows is not None:
@@ -145,7 +144,7 @@ class Planner:
         with self.build_clock.phase("build"):
             inst = self.inst
             if not live.retarget(inst, pairs):
-                self.live = PairModel(inst, pairs, True, live.threads, self.build_clock)
+                self.live = PairModel(inst, pairs, True, live.threads, self.build_clock, extension_of(inst))
                 self._highs_seen = 0.0
             shared = global_values(inst, self.live.model.ix)
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)
@@ -340,6 +339,21 @@ class Planner:
         start = time.perf_counter()
         result.confidence = confidence_of.report(self.inst, result.plan, self.confidence, allowance)
         result.timings.verify += time.perf_counter() - start
+
+
+def _refuse_other_planners(inst: Instance, alpha: float | None) -> None:
+    """InstanceError for what this planner does not plan: stages (MODEL §12 is solved by
+    solver.stages.solve.StagedPlanner alone) and a confidence solve of a batch regime (§14)."""
+    if inst.stages is not None:
+        raise InstanceError(
+            inst.name or "instance",
+            [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
+        )
+    if alpha is not None and inst.regime is not None and inst.regime.batched:
+        raise InstanceError(
+            inst.name or "instance",
+            [Problem("regime.mode", f"{inst.regime.label} is planned, but not yet for a confidence solve")],
+        )
 
 
 def fewest_rows_suffice(inst: Instance, confidence: float | None = None) -> bool:

@@ -159,7 +159,21 @@ def assemble(
         model_size={**live.size(), "highs_runs": search.runs},
         ties=search.ties.to_json() if search.ties is not None and search.ties.plans > 1 else None,
         basis=inst.planning.basis,
+        regime=regime_json(inst),
     )
+
+
+def regime_json(inst: Instance) -> dict | None:
+    """MODEL §14's ``regime`` object of a result (None without a regime section, or with the seed's written out)."""
+    r = inst.regime
+    if r is None or r.is_default:
+        return None
+    return {
+        "mode": r.mode,
+        "staleness": r.staleness,
+        "steps_ahead": r.steps_ahead,
+        "in_flight_updates": r.in_flight_updates,
+    }
 
 
 def timings_of(clock: Stopwatch, search: Search | None, highs_before: float) -> Timings:

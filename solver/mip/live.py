@@ -34,12 +34,15 @@ class LiveModel:
         reusable: bool = False,
         threads: int = 1,
         clock: Stopwatch | None = None,
+        extension=None,
     ):
+        """``extension``: a regime's rows in each pair block (:func:`solver.regimes.table.extension_of`); a model
+        with one is not retargeted (its rows hold plain numbers)."""
         self.clock = clock or Stopwatch()
-        self.reusable = reusable
+        self.reusable = reusable and extension is None
         self.threads = threads
         with self.clock.phase("build"):
-            self.model = build_model(inst, pairs, self.reusable)
+            self.model = build_model(inst, pairs, self.reusable, extension)
         self.inst, self.pairs = inst, pairs
         self.keys = pairs.keys()
         self.row_of = {key: row for row, key in enumerate(self.keys)}

@@ -12,43 +12,26 @@ section. A violation is a bug in the model, never a result to show: :mod:`solver
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.verify import goodput as reliability
 from trainground.solver.verify import hold as hold
 from trainground.solver.verify import laws as laws
+from trainground.solver.verify import regimes as regimes
+from trainground.solver.verify.check import (
+    BINDING_TOL,
+    COST_TOL,
+    FILL_TOL,
+    GRID_TOL,
+    MAKESPAN_TOL,
+    REL_TOL,
+    Check,
+    leq,
+)
+from trainground.solver.verify.hosts import _counts, check_host_binding, check_peak_sandbox, check_steady_sandbox
 from trainground.solver.verify.laws import resource_rows
 from trainground.solver.verify.metrics import metric_differences
-
-ROW_TOL = 1e-8  # relative (and absolute, in environments or hosts) slack for rows HiGHS solves to 1e-9
-COST_TOL = 1e-7  # relative: a reported cost against its recomputation
-REL_TOL = 1e-9  # MODEL §4's relative tolerance, for limits compared with quantities of the instance alone
-GRID_TOL = 1e-6  # a cadence is on the grid when (L - min)/step is this close to a whole number
-MAKESPAN_TOL = 1e-9  # relative: a reported makespan against n·L + extra_time (exact sums of the inputs)
-BINDING_TOL = 1e-6  # relative: this close to its limit (a budget, the cloud share), a quantity is binding
-COUNT_TOL = 1e-9  # in hosts: a node type binds when its fullest row needs more than count - 1 + this
-FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
-
-
-@dataclass
-class Check:
-    violations: list[str] = field(default_factory=list)
-    binding: list[str] = field(default_factory=list)
-    metrics: Metrics | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-
-def _leq(lhs: float, rhs: float) -> bool:
-    return lhs <= rhs + ROW_TOL * max(1.0, abs(rhs))
-
-
-def _geq(lhs: float, rhs: float) -> bool:
-    return lhs >= rhs * (1 - ROW_TOL) - ROW_TOL
 
 
 def verify_plan(
@@ -60,6 +43,8 @@ def verify_plan(
     out = Check()
     if not check_domains(inst, plan, out):
         return out
+    if inst.regime is not None and inst.regime.mode == "pipelined":
+        return _verify_pipelined(inst, plan, allowance, reported, out)
     holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy, memo)
     run = laws.run_at(
@@ -105,6 +90,47 @@ def verify_plan(
         inflight_sized=sum(inflight.values()) if holds else None,
         **reliability.metrics(inst, plan, run.makespan, run.law.mean, trainer),
     )
+    if reported is not None:
+        out.violations += metric_differences(out.metrics, reported)
+    return out
+
+
+def _verify_pipelined(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
+    """A pipelined plan (MODEL §14): §3's pools, hosts, costs and budgets with the batch's own rows and loads."""
+    law = laws.law_of(inst.environment.occupancy)
+    used = check_pools(inst, plan, out)
+    shapes = {s.name: s for s in inst.inference.shapes}
+    a = inst.inference.availability
+    supply = math.fsum(
+        a * shapes[r.shape].gpus_per_replica * shapes[r.shape].tokens_per_gpu_s * r.replicas for r in plan.inference
+    )
+    update = laws.update_time(inst.training.update_time, plan.training_gpus)
+    if not update == update:
+        out.violations.append(f"update_time: U({plan.training_gpus} GPUs) is outside the measured table")
+        return out
+    b = regimes.check_batch(inst, plan, supply, update, out.violations)
+    if plan.versions_kept != 1:
+        out.violations.append(f"versions_kept: a pipelined run keeps one version, the plan says {plan.versions_kept}")
+    L, sched = plan.cadence_s, inst.schedule
+    span = inst.workload.iterations * L + sched.extra_time
+    if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span:
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed n·L + extra_time = {span!r}")
+    if not span + allowance <= sched.deadline * (1 + REL_TOL):
+        out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
+    env = inst.environment
+    inflight = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
+    peak = {n: max(e * env.peak_to_mean, b.attempts * x.share) for (n, e), x in zip(inflight.items(), env.backends)}
+    rows = resource_rows(inst)
+    check_steady_sandbox(inst, plan, rows, inflight, out)
+    check_peak_sandbox(inst, plan, rows, peak, out)
+    check_host_binding(inst, plan, rows, out)
+    limit = inst.freshness.max_mean_gap
+    if limit is not None and not leq(b.gap, limit):
+        out.violations.append(f"max_mean_gap: {b.gap:g} > {limit:g}")
+    run = laws.Run(law, b.w_use, 0.0, 0.0, b.intake, b.attempts / L, update, None, span)
+    hourly, total = check_costs(inst, plan, run, used, out)
+    check_budgets(inst, hourly, total, out)
+    out.metrics = regimes.batch_metrics(inst, plan, b, supply, update, allowance)
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)
     return out
@@ -245,103 +271,6 @@ def check_deadline(inst: Instance, plan: Plan, run: laws.Run, allowance: float, 
         out.binding.append("deadline")
 
 
-def _check_split(
-    inst: Instance, rows, kind: str, family: str, split: dict[str, dict[str, float]], counts: dict[str, int], out: Check
-) -> None:
-    """One split against its hosts, per existing row (MODEL §3.5): Σ_b split[h][b]·load_{h,r,b} <=
-    capacity_{h,r}·count_h, and only the backends a host runs (in its density map), none negative."""
-    bad = out.violations.append
-    backends = {b.name for b in inst.environment.backends}
-    known = {h for (k, h, _) in rows if k == kind}
-    for host, load in split.items():
-        if host not in known:
-            bad(f"{family}: unknown {kind} type {host}")
-            continue
-        runs = rows[kind, host, "density"].load
-        for b, envs in load.items():
-            if b not in backends:
-                bad(f"{family}[{host}]: unknown backend {b}")
-            elif not envs >= -ROW_TOL:
-                bad(f"{family}[{host}][{b}]: negative placement {envs}")
-            elif envs > ROW_TOL and b not in runs:
-                bad(f"{family}[{host}]: places backend {b}, which it cannot run (no density)")
-    for (k, host, resource), row in rows.items():
-        if k != kind:
-            continue
-        lhs = math.fsum(envs * row.load.get(b, 0.0) for b, envs in split.get(host, {}).items())
-        rhs = row.capacity * counts.get(host, 0)
-        if not _leq(lhs, rhs):
-            bad(f"{family}[{host}].{resource}: {lhs:.10g} > {counts.get(host, 0)} × {row.capacity:.10g} = {rhs:.10g}")
-
-
-def _placed(split: dict[str, dict[str, float]], backend: str) -> float:
-    return math.fsum(load.get(backend, 0.0) for load in split.values())
-
-
-def _counts(plan: Plan) -> tuple[dict[str, int], dict[str, int]]:
-    return {c.type: c.count for c in plan.local_nodes}, {c.type: c.count for c in plan.cloud_vms}
-
-
-def check_steady_sandbox(inst: Instance, plan: Plan, rows, inflight: dict[str, float], out: Check) -> None:
-    """MODEL §3.5: Σ_k y_kb >= E_b per backend, and the node rows of the steady split y under the cap u:
-    density Σ_b y_kb/density_kb <= u·N_k, cores Σ_b y_kb·cores_b <= u·N_k·cores_k, memory likewise."""
-    nodes, _ = _counts(plan)
-    _check_split(inst, rows, "node", "steady_nodes", plan.placement.steady, nodes, out)
-    for b, need in inflight.items():
-        placed = _placed(plan.placement.steady, b)
-        if not _geq(placed, need):
-            out.violations.append(f"steady_cover[{b}]: {placed:.10g} placed on nodes < {need:.10g} in flight")
-
-
-def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float], out: Check) -> None:
-    """MODEL §3.6: Σ_k y'_kb + Σ_v c_vb >= E^pk_b, the node rows of y' under u (as §3.5, same N_k), the VM
-    rows of c at full capacity against V_v, and Σ_v c_vb <= eligible_share_b·E^pk_b."""
-    nodes, vms = _counts(plan)
-    placement = plan.placement
-    _check_split(inst, rows, "node", "peak_nodes", placement.peak, nodes, out)
-    _check_split(inst, rows, "vm", "cloud_vms", placement.cloud, vms, out)
-    eligible = inst.environment.cloud.eligible_share
-    for b, need in peak.items():
-        cloud = _placed(placement.cloud, b)
-        if not _geq(_placed(placement.peak, b) + cloud, need):
-            out.violations.append(
-                f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
-                f"and VMs < {need:.10g} at peak"
-            )
-        share = eligible.get(b, 0.0)
-        if not _leq(cloud, share * need):
-            out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
-        if share > 0 and cloud > 0 and cloud >= share * need * (1 - BINDING_TOL):
-            out.binding.append(f"cloud_eligible[{b}]")
-
-
-def check_host_binding(inst: Instance, plan: Plan, rows, out: Check) -> None:
-    """Binding host counts: a node type whose placed load would not fit one node fewer (its fullest row,
-    steady or peak), and node or VM counts at their max_nodes / max_vms."""
-    nodes, vms = _counts(plan)
-    placement = plan.placement
-    for k in inst.environment.node_types:
-        count = nodes.get(k.name, 0)
-        if count <= 0:
-            continue
-        fullest = max(
-            (
-                math.fsum(e * row.load.get(b, 0.0) for b, e in split.get(k.name, {}).items()) / row.capacity
-                for (kind, host, _), row in rows.items()
-                if kind == "node" and host == k.name
-                for split in (placement.steady, placement.peak)
-            ),
-            default=0.0,
-        )
-        if fullest > count - 1 + COUNT_TOL:
-            out.binding.append(f"sandbox_nodes[{k.name}]")
-        if k.max_nodes is not None and count == k.max_nodes:
-            out.binding.append(f"max_nodes[{k.name}]")
-    for v in inst.environment.cloud.vm_types:
-        if v.max_vms is not None and v.max_vms > 0 and vms.get(v.name, 0) == v.max_vms:
-            out.binding.append(f"max_vms[{v.name}]")
-
-
 def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
     """MODEL §3.7 (each only if set): mean gap <= max_mean_gap, q(L, K) <= max_exceedance, drop <=
     max_group_drop. The mean gap is W_use/L (§2; +1 post_publish), or under hold the consumed gap's (§11
@@ -357,7 +286,7 @@ def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tu
         ("max_exceedance", fr.max_exceedance, run.exceedance),
         ("max_group_drop", fr.max_group_drop, run.drop),
     ):
-        if limit is not None and not _leq(value, limit):
+        if limit is not None and not leq(value, limit):
             out.violations.append(f"{name}: {value:.6g} > {limit:g}")
     return mean_gap, p99_gap
 

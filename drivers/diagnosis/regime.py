@@ -1,0 +1,47 @@
+"""Why a pipelined run (MODEL.md §14) has no plan: which of its rows cut every cadence of the grid, and the
+smallest change that the cut names (a rollout timeout, a longer deadline, a larger pool)."""
+
+from __future__ import annotations
+
+from trainground.models.instance import Instance
+from trainground.solver.laws import calculus as calc
+from trainground.solver.regimes.batch import Batch, batch_pairs
+
+HINTS = {
+    "slowest_attempt": "set regime.rollout_timeout (or allow longer cadences: schedule.deadline, schedule.cadence.max)",
+    "update_time": "more training GPUs (training.max_groups, the training pool) or longer cadences",
+    "pool_capacity": "more GPUs for generation (gpu_pools, inference.shapes) or longer cadences",
+    "deadline": "a later schedule.deadline",
+    "max_mean_gap": "raise freshness.max_mean_gap to the batch's gap",
+    "max_concurrent_attempts": "raise regime.max_concurrent_attempts to the batch's N",
+}
+
+
+def regime_diagnosis(inst: Instance, batch: Batch) -> dict:
+    """MODEL §6's ``diagnosis`` of an infeasible pipelined run: the cut counts per row and one sentence."""
+    pairs = batch_pairs(inst, batch)
+    cut = dict(pairs.rejected)
+    assert inst.regime is not None
+    grid = calc.cadence_grid(inst)
+    top = float(grid[-1]) if grid.size else 0.0
+    label = inst.regime.label
+    if not grid.size:
+        conflict = f"{label}: the cadence grid is empty"
+    elif cut.get("slowest_attempt", 0) == grid.size:
+        conflict = (
+            f"{label}: each batch waits {batch.slowest:,.0f} s on average for its slowest of {batch.attempts:,} "
+            f"attempts (+ weight sync {batch.sync:g} s), above every cadence of the grid (at most {top:,.1f} s)"
+        )
+    else:
+        named = ", ".join(f"{name} ({count})" for name, count in sorted(cut.items(), key=lambda kv: -kv[1]))
+        conflict = f"{label}: no cadence of the grid meets the batch's rows (cut by: {named})"
+    worst = max(cut, key=lambda name: cut[name]) if cut else None
+    hint = HINTS.get(worst or "", "")
+    return {
+        "conflict": conflict + (f"; {hint}" if hint else ""),
+        "rejected_pairs": cut,
+        "cut_alone": cut,
+        "relaxations": [],
+        "notes": [f"the rows of {label} are MODEL §14's: D + U + t_s <= L (k = 0) or max(D, U) + t_s <= L (k = 1)"],
+        "solves": 0,
+    }

@@ -1,0 +1,164 @@
+"""The pair table of a pipelined run (MODEL.md §14): one batch generated at a time on separate pools.
+
+Every batch launches ``N = g·ceil(B/(g·p_eff))`` attempts together and waits for the slowest, ``M_N``; its
+generation phase is ``D = max(N·tokens/S, M_N)``. A cadence ``L`` on the grid is admissible with ``m`` training
+groups iff
+
+- ``k = 0`` (generate, then train): ``D + U(m) + t_s <= L``, i.e. ``M_N + U(m) + t_s <= L`` and a token supply
+  ``S >= N·tokens/(L - t_s - U(m))``: more groups leave more of ``L`` to generate in, so each group count from
+  the fewest that fit (``U(m) <= L - t_s - M_N``) up has its own supply row (:mod:`solver.regimes.rows`);
+- ``k = 1`` (generate batch i+1 while batch i trains): ``max(D, U(m)) + t_s <= L``, i.e. the fewest groups with
+  ``U(m) <= L - t_s``, ``M_N + t_s <= L`` and ``S >= N·tokens/(L - t_s)``.
+
+A pair is (L, K = 1, the fewest groups): one version is resident, nothing is dropped for age, every consumed
+trajectory has gap ``k`` (+1 under ``post_publish``). Its ``attempts`` column is the least supply the batch asks
+(:func:`demand`'s unit, at the most groups the pool holds; the group-choice rows ask the exact one), so the cost
+bounds read from it stay valid. Sandboxes hold ``E_b = (N/L)·s_b·W_use`` on average and ``max(peak_to_mean·E_b,
+N·s_b)`` at the launch of a batch. ``T = n·L + extra_time``. A rollout timeout τ cuts every lifetime at τ
+(``W_τ``), and tokens per attempt by ``mean(W_τ)/mean(W)``. No pyomo.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainground.models.instance import Instance
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import regimes as law
+from trainground.solver.table.pairs import Pairs, best_supply, shape_availability, supply_multipliers
+from trainground.solver.tolerances import REL_TOL
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The quantities of one batch, set by the run alone (MODEL §14)."""
+
+    steps_ahead: int  # k
+    attempts: int  # N
+    slowest: float  # M_N, s
+    tokens: float  # tokens per attempt after the timeout's scale
+    sync: float  # t_s, s
+    intake: float  # p_eff
+    w_use: float  # the occupancy Little's law uses, after the timeout, s
+    gap: float  # every consumed trajectory's version gap
+
+    def generation_budget(self, cadence, update):
+        """The time a batch may take to generate: ``L - t_s - U`` (k = 0) or ``L - t_s`` (k = 1)."""
+        spare = np.asarray(cadence, dtype=float) - self.sync
+        return spare - np.asarray(update, dtype=float) if self.steps_ahead == 0 else spare
+
+
+def batch_of(inst: Instance) -> Batch | None:
+    """The batch of ``inst``'s regime when it is pipelined (None otherwise)."""
+    r = inst.regime
+    if r is None or r.mode != "pipelined":
+        return None
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    tau = law.timeout_of(inst)
+    intake = law.intake(inst, occ)
+    attempts = law.attempts_per_batch(inst.workload.batch_trajectories, inst.workload.group_size, intake)
+    if inst.environment.littles_law_uses == "mean":
+        w_use = law.timeout_mean(occ, tau)
+    else:
+        w_use = occ.median if tau is None else min(occ.median, tau)
+    k = int(r.steps_ahead or 0)
+    post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
+    return Batch(
+        steps_ahead=k,
+        attempts=attempts,
+        slowest=law.expected_max(occ, law.batch_draws(inst, attempts), tau),
+        tokens=inst.workload.tokens_per_attempt * law.token_scale(occ, tau),
+        sync=law.sync_time(inst),
+        intake=intake,
+        w_use=w_use,
+        gap=k + post,
+    )
+
+
+def group_counts(inst: Instance, fewest: int) -> np.ndarray:
+    """The training-group counts from ``fewest`` to the most the training pool holds (or max_groups)."""
+    _, top = calc.group_range(inst)
+    return np.arange(fewest, max(fewest, top) + 1)
+
+
+def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
+    """The admissible (cadence, K = 1, fewest groups) pairs of a pipelined run, ordered by cadence."""
+    grid = calc.cadence_grid(inst)
+    rejected: dict[str, int] = {}
+
+    def cut(keep: np.ndarray, ok: np.ndarray, family: str) -> np.ndarray:
+        lost = int(np.count_nonzero(keep & ~ok))
+        if lost:
+            rejected[family] = rejected.get(family, 0) + lost
+        return keep & ok
+
+    keep = np.ones(grid.shape, dtype=bool)
+    span = calc.makespan(inst, grid)
+    keep = cut(keep, span <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
+    fr = inst.freshness
+    if fr.max_mean_gap is not None:
+        keep = cut(keep, np.full(grid.shape, batch.gap <= fr.max_mean_gap * (1 + REL_TOL)), "max_mean_gap")
+    keep = cut(keep, grid - batch.sync >= batch.slowest * (1 - REL_TOL), "slowest_attempt")
+    cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
+    if cap is not None:
+        keep = cut(keep, np.full(grid.shape, batch.attempts <= cap), "max_concurrent_attempts")
+    if batch.steps_ahead == 0:
+        room = grid - batch.sync - batch.slowest  # U(m) must fit beside the slowest attempt
+    else:
+        room = grid - batch.sync
+    groups = calc.min_groups_for(inst, np.maximum(room, 0.0)) if grid.size else np.zeros(0, dtype=int)
+    keep = cut(keep, (groups > 0) & (room > 0), "update_time")
+    least = np.full(grid.shape, np.inf)  # the supply asked (demand's unit) at the most groups
+    ones = np.ones(1, dtype=int)
+    for i in np.flatnonzero(keep):
+        counts = group_counts(inst, int(groups[i])) if batch.steps_ahead == 0 else np.array([groups[i]])
+        need = demand(inst, batch, float(grid[i]), counts)
+        tokens = need * inst.workload.tokens_per_attempt
+        fits = best_supply(inst, counts, ones, np.full(counts.size, grid[i]))[:, 0] >= tokens * (1 - REL_TOL)
+        if fits.any():
+            least[i] = float(np.min(need[np.isfinite(need)]))
+    keep = cut(keep, np.isfinite(least), "pool_capacity")
+    at = np.flatnonzero(keep)
+    L = grid[at]
+    shares = np.array([b.share for b in inst.environment.backends])
+    mean_load = (batch.attempts / L * batch.w_use)[:, None] * shares[None, :]
+    launch = batch.attempts * shares
+    peak = np.maximum(mean_load * inst.environment.peak_to_mean, launch[None, :])
+    per_replica = np.array(
+        [a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in zip(shape_availability(inst), inst.inference.shapes)]
+    )
+    mult = supply_multipliers(inst, ones)
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    w_bound = occ.mean if inst.holds else calc.occupancy_used(occ, inst.environment.littles_law_uses)
+    zeros = np.zeros(at.size)
+    return Pairs(
+        cadence=L,
+        kept=np.ones(at.size, dtype=int),
+        makespan=span[at],
+        startup=zeros,
+        groups=groups[at],
+        exceedance=zeros,
+        drop=zeros,
+        attempts=least[at],
+        inflight=mean_load,
+        peak=peak,
+        supply_per_replica=np.repeat(per_replica[None, :] * mult, at.size, axis=0),
+        rejected=rejected,
+        grid_points=int(grid.size),
+        sandbox_rate=batch.attempts / L * batch.w_use / w_bound,  # loads rate·s_b·W as the sandbox bound reads W
+    )
+
+
+def demand(inst: Instance, batch: Batch, cadence: float, counts: np.ndarray) -> np.ndarray:
+    """The supply ``cadence`` asks with each of ``counts`` training groups, in attempts/s of
+    ``workload.tokens_per_attempt`` tokens each (the unit of the model's supply row): N·tokens/tokens_per_attempt
+    over the generation budget (inf where the budget is shorter than the slowest attempt or U is unmeasured)."""
+    update = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
+    budget = batch.generation_budget(cadence, update)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = np.isfinite(budget) & (budget >= batch.slowest * (1 - REL_TOL)) & (budget > 0)
+        work = batch.attempts * batch.tokens / inst.workload.tokens_per_attempt
+        return np.where(ok, work / np.where(ok, budget, 1.0), math.inf)

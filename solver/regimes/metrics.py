@@ -1,0 +1,70 @@
+"""The metrics of a pipelined plan (MODEL.md §6 with §14's keys), from the batch the pair table reads.
+
+The §6 keys keep their meaning where a batch run has one: ``attempts_per_s`` is ``N/L``; ``token_demand_per_s``
+is what the supply must carry for the batch to fit its generation budget, ``N·tokens/(L - t_s - U)`` (``k = 0``)
+or ``N·tokens/(L - t_s)`` (``k = 1``), so ``throughput_margin`` is the slack of that row; nothing is dropped
+(``exceedance`` and ``group_drop_rate`` 0) and every consumed trajectory has the batch's gap. No pyomo.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import regimes as law
+from trainground.solver.regimes.batch import Batch
+from trainground.solver.table.pairs import shape_availability
+
+
+def batch_metrics(inst: Instance, plan: Plan, batch: Batch, allowance: float = 0.0) -> Metrics:
+    """MODEL §6 and §14's metrics of a pipelined ``plan``; ``allowance`` as :func:`solver.mip.metrics.plan_metrics`."""
+    env = inst.environment
+    L = plan.cadence_s
+    update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
+    budget = float(batch.generation_budget(L, update))
+    supply = batch_supply(inst, plan)
+    need = batch.attempts * batch.tokens
+    demand = need / budget if budget > 0 else math.inf
+    phase = law.generation_phase(batch.attempts, batch.tokens, supply, batch.slowest) if supply > 0 else math.inf
+    shares = np.array([b.share for b in env.backends])
+    mean_load = batch.attempts / L * batch.w_use * shares
+    launch = batch.attempts * shares
+    occ = calc.occupancy_of(env.occupancy)
+    return Metrics(
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=batch.attempts / L,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=update,
+        inflight_mean=float(mean_load.sum()),
+        inflight_peak=float(np.maximum(mean_load * env.peak_to_mean, launch).sum()),
+        occupancy_mean_s=law.timeout_mean(occ, law.timeout_of(inst)),
+        mean_version_gap=batch.gap,
+        p99_version_gap=batch.gap,
+        exceedance=0.0,
+        group_drop_rate=0.0,
+        effective_intake=batch.intake,
+        time_margin=(inst.schedule.deadline - plan.makespan_s - allowance) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - update / L,
+        generation_phase_s=phase,
+        slowest_attempt_s=batch.slowest,
+        generation_busy_share=law.busy_share(batch.attempts, batch.tokens, supply, phase) if supply > 0 else 0.0,
+        launch_peak=float(launch.sum()),
+        consumed_mean_gap=batch.gap,
+        consumed_p99_gap=batch.gap,
+    )
+
+
+def batch_supply(inst: Instance, plan: Plan) -> float:
+    """Σ_s x_s·a·g_s·r_s [tokens/s]: one version resident, no slowdown, no sync factor (t_s is in L)."""
+    replicas = {r.shape: r.replicas for r in plan.inference}
+    a = shape_availability(inst)
+    terms = [
+        replicas[s.name] * a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(inst.inference.shapes)
+    ]
+    return math.fsum(terms)

@@ -1,0 +1,33 @@
+"""The pair table and the model extension of an instance's regime (MODEL.md §14): the one place the model side
+asks which regime it plans. The seed's regime is :func:`solver.table.pairs.build`'s table with no extension; a
+pipelined run's is :func:`solver.regimes.batch.batch_pairs`, with :class:`solver.regimes.rows.GroupChoice` at
+``k = 0``. A regime the planner does not plan yet is refused here, by name."""
+
+from __future__ import annotations
+
+from trainground.models.instance import Instance
+from trainground.models.regime_rules import refuse_unplanned
+from trainground.solver.regimes.batch import batch_of, batch_pairs
+from trainground.solver.regimes.rows import GroupChoice
+from trainground.solver.table import pairs as pair_tables
+
+
+def pair_table(inst: Instance, cache: pair_tables.TableCache | None = None, **options) -> pair_tables.Pairs:
+    """The admissible pairs of ``inst`` under its regime (``options`` as :func:`solver.table.pairs.build`'s, for
+    the seed's regime)."""
+    refuse_unplanned(inst)
+    batch = batch_of(inst)
+    if batch is None:
+        return pair_tables.build(inst, cache, **options)
+    return batch_pairs(inst, batch)
+
+
+def extension_of(inst: Instance) -> GroupChoice | None:
+    """The rows a regime adds to each pair block (None: the pair's own rows are the regime's)."""
+    batch = batch_of(inst)
+    return GroupChoice(batch) if batch is not None and batch.steps_ahead == 0 else None
+
+
+def batched(inst: Instance) -> bool:
+    """A batch regime (MODEL §14): every batch's attempts launched together."""
+    return inst.regime is not None and inst.regime.batched

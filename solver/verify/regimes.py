@@ -1,0 +1,133 @@
+"""The verifier's reading of MODEL.md §14 for a pipelined plan: its own batch quantities and rows.
+
+Read from MODEL §14 alone, with this folder's laws (:mod:`solver.verify.laws`): ``N = g·ceil(B/(g·p_eff))``
+(``p_eff = p·F(τ)`` when cut-short attempts are filtered), the slowest attempt ``M_N = ∫_0^τ (1 - F(t)^{N'}) dt``
+by quadrature, ``mean(W_τ) = ∫_0^τ S(t) dt``, the generation phase ``D = max(N·tokens/S, M_N)`` and the cadence
+row (``k = 0``: ``D + U + t_s <= L``; ``k = 1``: ``max(D, U) + t_s <= L``), ``T = n·L + extra_time``, the
+sandbox loads ``E_b = (N/L)·s_b·W_use`` and the launch peak ``max(peak_to_mean·E_b, N·s_b)``, the gap ``k``
+(+1 post_publish). Pools, hosts, costs and budgets are §3's, checked by :mod:`solver.verify.plan`'s functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainground.models.instance import Instance
+from trainground.models.result import Metrics, Plan
+from trainground.solver.verify import laws
+
+REL = 1e-9  # MODEL §4's relative tolerance of every row
+TAIL = 1e-18  # the max's integral stops where N'·S(t) falls below this
+
+
+@dataclass(frozen=True)
+class BatchReading:
+    attempts: int  # N
+    slowest: float  # M_N, s
+    tokens: float  # tokens per attempt, after the timeout's scale
+    intake: float  # p_eff
+    w_use: float  # s
+    sync: float  # t_s, s
+    steps_ahead: int
+    gap: float
+    mean_cut: float  # mean(W_τ), s
+
+
+def read_batch(inst: Instance, law: laws.Law) -> BatchReading:
+    """The batch of a pipelined ``inst`` as MODEL §14 defines it."""
+    r = inst.regime
+    assert r is not None
+    w = inst.workload
+    tau = r.rollout_timeout
+    cut_share = 1.0 if tau is None else law.cdf(tau)
+    intake = w.intake_rate * (cut_share if tau is not None and r.truncated == "filter" else 1.0)
+    attempts = w.group_size * math.ceil(w.batch_trajectories / (w.group_size * intake) - 1e-9)
+    draws = attempts // w.group_size if inst.freshness.group_correlation == "comonotone" else attempts
+    top = tau if tau is not None else _far(law, draws)
+    slowest = laws.integral(lambda t: 1.0 - law.cdf(t) ** draws, 0.0, top)
+    mean_cut = law.mean if tau is None else laws.integral(law.survival, 0.0, tau)
+    if inst.environment.littles_law_uses == "mean":
+        w_use = mean_cut
+    else:
+        w_use = law.median if tau is None else min(law.median, tau)
+    own = r.weight_sync_time
+    sync = own if own is not None else (inst.reliability.weight_sync_time if inst.reliability is not None else 0.0)
+    k = int(r.steps_ahead or 0)
+    post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
+    return BatchReading(
+        attempts=attempts,
+        slowest=slowest,
+        tokens=w.tokens_per_attempt * mean_cut / law.mean,
+        intake=intake,
+        w_use=w_use,
+        sync=sync,
+        steps_ahead=k,
+        gap=k + post,
+        mean_cut=mean_cut,
+    )
+
+
+def _far(law: laws.Law, draws: int) -> float:
+    """A time past which the max of ``draws`` lifetimes is below it with probability 1 - TAIL."""
+    t = max(law.p99, 1.0)
+    while draws * law.survival(t) > TAIL:
+        t *= 2.0
+    return t
+
+
+def check_batch(inst: Instance, plan: Plan, supply: float, update: float, violations: list[str]) -> BatchReading:
+    """The rows of MODEL §14 a pipelined plan must meet beyond §3's: the slowest attempt and the generation phase
+    within the cadence, and the concurrency cap. Returns the batch read."""
+    law = laws.law_of(inst.environment.occupancy)
+    b = read_batch(inst, law)
+    L = plan.cadence_s
+    phase = max(b.attempts * b.tokens / supply, b.slowest) if supply > 0 else math.inf
+    busy = max(phase, update) if b.steps_ahead == 1 else phase + update
+    if not busy + b.sync <= L * (1 + REL):
+        how = "max(D, U) + t_s" if b.steps_ahead == 1 else "D + U + t_s"
+        violations.append(
+            f"regime.cadence: {how} = {busy + b.sync:.6g} s > cadence {L:g} s (D = {phase:.6g} s, "
+            f"M_N = {b.slowest:.6g} s, U = {update:.6g} s)"
+        )
+    cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
+    if cap is not None and b.attempts > cap:
+        violations.append(f"regime.max_concurrent_attempts: a batch launches {b.attempts} attempts > {cap}")
+    return b
+
+
+def batch_metrics(
+    inst: Instance, plan: Plan, b: BatchReading, supply: float, update: float, allowance: float
+) -> Metrics:
+    """The metrics MODEL §6 and §14 give a pipelined plan."""
+    env = inst.environment
+    L = plan.cadence_s
+    budget = L - b.sync - (update if b.steps_ahead == 0 else 0.0)
+    demand = b.attempts * b.tokens / budget if budget > 0 else math.inf
+    phase = max(b.attempts * b.tokens / supply, b.slowest) if supply > 0 else math.inf
+    loads = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
+    launch = {x.name: b.attempts * x.share for x in env.backends}
+    return Metrics(
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=b.attempts / L,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=update,
+        inflight_mean=math.fsum(loads.values()),
+        inflight_peak=math.fsum(max(loads[n] * env.peak_to_mean, launch[n]) for n in loads),
+        occupancy_mean_s=b.mean_cut,
+        mean_version_gap=b.gap,
+        p99_version_gap=b.gap,
+        exceedance=0.0,
+        group_drop_rate=0.0,
+        effective_intake=b.intake,
+        time_margin=(inst.schedule.deadline - plan.makespan_s - allowance) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - update / L,
+        generation_phase_s=phase,
+        slowest_attempt_s=b.slowest,
+        generation_busy_share=b.attempts * b.tokens / (supply * phase) if supply > 0 else 0.0,
+        launch_peak=math.fsum(launch.values()),
+        consumed_mean_gap=b.gap,
+        consumed_p99_gap=b.gap,
+    )

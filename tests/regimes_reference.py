@@ -1,0 +1,99 @@
+"""Test-only brute force for a pipelined run (MODEL.md §14), sharing nothing with solver/ but the instance schema
+and tests/reference.py's own readings (grid, lognormal law by scipy, update laws, replica vectors, host counts).
+
+Every (cadence, training groups) on the grid is tried: the slowest attempt of a batch ``M_N`` by quadrature of
+``1 - F(t)^N'`` (cut at the rollout timeout), the row ``D + U + t_s <= L`` (``k = 0``) or ``max(D, U) + t_s <= L``
+(``k = 1``) with ``D = max(N·tokens/S, M_N)``, the cheapest replica vector whose supply ``S`` meets it in the pools
+beside the groups, and the cheapest hosts holding the launch peak ``max(peak_to_mean·E, N·s)``. Instances: one
+backend, no cloud VMs, peak_to_mean >= 1 (then the peak rows imply the steady ones), lognormal lifetimes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate, special
+
+from tests import reference as ref
+from trainground.models.instance import Instance
+
+TOL = 1e-9
+
+
+def slowest(law: ref.Law, draws: int, tau: float | None) -> float:
+    """E[max of ``draws`` lifetimes min(W, τ)] = ∫_0^τ (1 - F(t)^draws) dt, in log time."""
+
+    def integrand(x: float) -> float:
+        return -math.expm1(draws * math.log(max(special.ndtr((x - law.mu) / law.sigma), 1e-300))) * math.exp(x)
+
+    top = math.log(tau) if tau is not None else law.mu + 40 * law.sigma
+    low = law.mu - 12 * law.sigma  # below it F is under 1e-33: the integrand is e^x, whose integral is e^low
+    body, _ = integrate.quad(integrand, low, top, epsabs=0, epsrel=1e-12, limit=400)
+    return math.exp(low) + body
+
+
+def cut_mean(law: ref.Law, tau: float | None) -> float:
+    if tau is None:
+        return law.mean
+    value, _ = integrate.quad(law.dist.sf, 0.0, tau, epsabs=0, epsrel=1e-12, limit=200)
+    return value
+
+
+def pipelined_points(inst: Instance) -> list[ref.Point]:
+    r = inst.regime
+    assert r is not None and r.mode == "pipelined"
+    law = ref.Law(inst.environment.occupancy)
+    w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
+    tau = r.rollout_timeout
+    intake = w.intake_rate * (law.dist.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
+    n_attempts = w.group_size * math.ceil(w.batch_trajectories / (w.group_size * intake) - 1e-9)
+    draws = n_attempts // w.group_size if fr.group_correlation == "comonotone" else n_attempts
+    m_n = slowest(law, draws, tau)
+    mean = cut_mean(law, tau)
+    tokens = w.tokens_per_attempt * mean / law.mean
+    w_use = mean if env.littles_law_uses == "mean" else (law.median if tau is None else min(law.median, tau))
+    sync = r.weight_sync_time or 0.0
+    k = int(r.steps_ahead or 0)
+    gap = k + (1 if fr.gap_convention == "post_publish" else 0)
+    if fr.max_mean_gap is not None and gap > fr.max_mean_gap * (1 + TOL):
+        return []
+    if r.max_concurrent_attempts is not None and n_attempts > r.max_concurrent_attempts:
+        return []
+    replicas = ref._replica_vectors(inst)
+    pools = {p.name: p for p in inst.gpu_pools}
+    supply = sum(
+        inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s * replicas.combos[:, i]
+        for i, s in enumerate(inst.inference.shapes)
+    )
+    sandboxes = ref.Sandboxes(inst)
+    sandboxes.w_use = w_use
+    fit = pools[t.pool].gpus // t.gpus_per_group
+    groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
+    points = []
+    for L in ref.grid(inst):
+        span = w.iterations * L + inst.schedule.extra_time
+        if span > inst.schedule.deadline * (1 + TOL) or m_n + sync > L * (1 + TOL):
+            continue
+        costs = []
+        for m in groups:
+            update = ref.update_time(t.update_time, m * t.gpus_per_group)
+            budget = L - sync - (update if k == 0 else 0.0)
+            busy = m_n + update + sync if k == 0 else max(m_n, update) + sync
+            if not math.isfinite(update) or busy > L * (1 + TOL) or budget <= 0:
+                continue
+            ok = supply >= n_attempts * tokens / budget * (1 - TOL)
+            for name, pool in pools.items():
+                ok &= replicas.use[name] + (m * t.gpus_per_group if name == t.pool else 0) <= pool.gpus
+            if ok.any():
+                train = pools[t.pool].gpu_hour_cost * m * t.gpus_per_group if pools[t.pool].billing == "used" else 0
+                costs.append(replicas.reserved + float(np.min(replicas.cost[ok])) + train)
+        if not costs:
+            continue
+        rate = n_attempts / L
+        equivalent = max(rate, n_attempts / (env.peak_to_mean * w_use))  # the launch peak as a rate's peak
+        hosts = sandboxes.cheapest(equivalent)
+        hourly = min(costs) + hosts
+        if math.isfinite(hourly):
+            points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
+    return points

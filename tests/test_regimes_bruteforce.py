@@ -1,0 +1,94 @@
+"""A pipelined run (MODEL.md §14) planned by the MIP against the brute force of tests/regimes_reference.py, on
+small random instances (k = 0 and 1, timeouts kept or filtered, weight sync, a second pool), every objective;
+and a run without regime: planned as before."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests import reference as ref
+from tests.regimes_reference import pipelined_points
+from tests.strategies import examples
+from trainground.models.load import validate
+from trainground.solver.solve import Planner
+
+INSTANCES = examples(60)
+VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
+
+
+def random_pipelined(seed: int) -> dict:
+    rng = random.Random(seed)
+    median = rng.choice([2.0, 5.0, 10.0])
+    regime: dict = {"mode": "pipelined", "steps_ahead": rng.choice([0, 1])}
+    if rng.random() < 0.5:
+        regime["rollout_timeout"] = median * rng.choice([1.5, 3.0])
+        regime["truncated"] = rng.choice(["keep", "filter"])
+    if rng.random() < 0.3:
+        regime["weight_sync_time"] = rng.choice([1.0, 3.0])
+    data = {
+        "schema_version": 1,
+        "name": f"pipelined-{seed}",
+        "workload": {
+            "iterations": 10,
+            "batch_trajectories": rng.choice([4, 6, 8]),
+            "group_size": rng.choice([1, 2]),
+            "tokens_per_attempt": 8,
+            "intake_rate": rng.choice([1.0, 0.75]),
+        },
+        "schedule": {"deadline": 2000.0, "extra_time": 0.0, "cadence": {"min": 20.0, "max": 80.0, "step": 5.0}},
+        "gpu_pools": [{"name": "main", "gpus": 12, "gpu_hour_cost": 1.0}],
+        "inference": {
+            "availability": rng.choice([1.0, 0.9]),
+            "shapes": [
+                {"name": "s0", "pool": "main", "gpus_per_replica": 1, "tokens_per_gpu_s": rng.choice([0.8, 1.5, 3.0])}
+            ],
+        },
+        "training": {
+            "pool": "main",
+            "gpus_per_group": 2,
+            "update_time": {"law": "inverse", "reference_gpus": 4, "reference_time": rng.choice([10.0, 20.0, 40.0])},
+        },
+        "environment": {
+            "occupancy": {"distribution": "lognormal", "median": median, "sigma": rng.choice([0.3, 0.6])},
+            "backends": [{"name": "c", "share": 1.0}],
+            "node_types": [{"name": "n", "density": {"c": rng.choice([2.0, 3.0])}, "hour_cost": 0.7, "max_nodes": 10}],
+            "peak_to_mean": rng.choice([1.0, 1.5]),
+            "cloud": {"eligible_share": {}, "vm_types": []},
+        },
+        "freshness": {"max_versions_kept": 2, "group_correlation": rng.choice(["independent", "comonotone"])},
+        "planning": {"basis": "steady_state"},
+        "regime": regime,
+    }
+    if rng.random() < 0.4:
+        data["gpu_pools"].append({"name": "side", "gpus": 6, "gpu_hour_cost": 0.6})
+        data["inference"]["shapes"].append(
+            {"name": "s1", "pool": "side", "gpus_per_replica": 2, "tokens_per_gpu_s": rng.choice([1.0, 2.0])}
+        )
+    return data
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_a_pipelined_run_matches_brute_force(chunk):
+    seen = {0: set(), 1: set()}
+    for seed in range(chunk, INSTANCES, 2):
+        inst = validate(random_pipelined(seed), "random.yaml")
+        points = pipelined_points(inst)
+        planner = Planner(inst)
+        for objective, key in VALUE.items():
+            expected = ref.best(points, objective)
+            result = planner.solve(objective)
+            if expected is None:
+                assert result.status == "infeasible", (seed, objective, result.plan)
+                continue
+            assert result.status == "optimal", (seed, objective, result.status)
+            plan = result.plan
+            got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
+            assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
+            seen[int(inst.regime.steps_ahead)].add(objective)
+    assert all(len(s) == 3 for s in seen.values()), seen  # both k, every objective, with plans
