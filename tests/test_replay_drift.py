@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.test_hold import small as hold_small
 from trainground.drivers.hold import TOO_SAFE, HoldingPlanner, solve_planned
 from trainground.drivers.replays import run_replays
-from trainground.models.edits import edited, load_edited_checked
+from trainground.models.edits import load_edited_checked
 from trainground.simulation.setup import setup_of
 from trainground.solver.laws.replay_drift import replay_estimate
 from trainground.solver.solve import Planner
@@ -25,26 +26,8 @@ def load(name: str, *edits: str):
 
 
 def small(**overrides):
-    """A run of 40 iterations of 64 trajectories (groups of 4) whose replays take milliseconds."""
-    edits = {
-        "workload.iterations": 40,
-        "workload.batch_trajectories": 64,
-        "workload.group_size": 4,
-        "schedule.deadline": "6h",
-        "schedule.cadence.min": "300s",
-        "schedule.cadence.step": "2s",
-        "gpu_pools[0].gpus": 400,
-        "training.update_time.reference_gpus": 64,
-        "training.update_time.reference_time": "120s",
-        "environment.occupancy.median": "300s",
-        "environment.occupancy.p99": "3000s",
-        "environment.node_types[0].density.container": 40,
-        "environment.cloud.vm_types[0].max_vms": 0,
-        "freshness.max_versions_kept": 3,
-        "planning.replays": 9,
-    }
-    edits.update(overrides)
-    return edited(load("seed-week-75.yaml"), edits)
+    """tests/test_hold.py's small run (40 iterations of 64 trajectories), its allowance set by 9 replays."""
+    return hold_small(**{"planning.replays": 9, **overrides})
 
 
 @pytest.mark.parametrize("name", ["seed-week-75.yaml", "seed-drop-comonotone.yaml"])
