@@ -9,6 +9,7 @@ from trainground.commands.calibrate import calibrate
 from trainground.commands.common import protect_stdout
 from trainground.commands.init import init
 from trainground.commands.plan import explain, schema, solve
+from trainground.commands.regimes import regimes
 from trainground.commands.report import report
 from trainground.commands.risk import risk
 from trainground.commands.simulate import simulate
@@ -22,7 +23,21 @@ def main() -> None:
     protect_stdout()
 
 
-for command in (init, explain, solve, frontier, compare, sweep, batch, simulate, risk, report, calibrate, schema):
+for command in (
+    init,
+    explain,
+    solve,
+    frontier,
+    compare,
+    regimes,
+    sweep,
+    batch,
+    simulate,
+    risk,
+    report,
+    calibrate,
+    schema,
+):
     main.add_command(command)
 
 

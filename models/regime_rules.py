@@ -141,8 +141,14 @@ def unplanned_reason(inst: Instance) -> str | None:
     if r is None or r.is_default:
         return None
     if r.mode != "pipelined":
+        shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
+        default = Regime()
+        extra = [
+            name for name in Regime.model_fields if name not in shown and getattr(r, name) != getattr(default, name)
+        ]
+        also = f" (with {', '.join(extra)})" if extra else ""
         return (
-            f"{r.label} is not planned yet: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
+            f"{r.label} is not planned yet{also}: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
             "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
             "regime field at its default) and mode: pipelined"
         )

@@ -1,7 +1,7 @@
 """trainground: size the training ground of an agentic-RL run as one mixed-integer program.
 
 The Python API (docs/api.md): :func:`load`, :func:`solve`, :func:`simulate`, :func:`risk`,
-:func:`frontier`, :func:`sweep` and :func:`report`, each over the same drivers the commands call.
+:func:`frontier`, :func:`sweep`, :func:`regimes` and :func:`report`, each over the same drivers the commands call.
 
 The repository keeps its packages at its top (``solver/``, ``models/``, ``cli.py``, ...); an installation
 holds them inside this package (pyproject.toml maps each folder: ``solver/`` is ``trainground.solver``,
@@ -39,7 +39,7 @@ if not (_HERE / "cli.py").is_file() and _CHECKOUT_CLI.is_file():
     _sys.meta_path.append(_CheckoutCli)
 
 _API = {"Frontier", "RiskReport", "Simulation", "Solution", "Sweep", "frontier", "load", "plan_row", "report", "risk"}
-_API |= {"simulate", "solve", "sweep"}
+_API |= {"regimes", "simulate", "solve", "sweep"}
 _PACKAGES = {"calibrate", "commands", "drivers", "models", "render", "simulation", "solver"}  # loaded on first use
 
 
@@ -71,6 +71,7 @@ __all__ = [
     "frontier",
     "load",
     "plan_row",
+    "regimes",
     "report",
     "risk",
     "simulate",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from trainground.results import Frontier, RiskReport, Simulation, Solution, Sweep, plan_row
 
 if TYPE_CHECKING:
+    from trainground.drivers.tradeoffs.regimes import RegimeComparison
     from trainground.models.instance import Instance
     from trainground.models.result import Metrics, Plan, Result
 
@@ -32,6 +33,7 @@ __all__ = [
     "frontier",
     "load",
     "plan_row",
+    "regimes",
     "report",
     "risk",
     "simulate",
@@ -136,6 +138,24 @@ def frontier(source: Source, *, edits: Sequence[str] = (), basis: str | None = N
     from trainground.drivers.tradeoffs.frontier import frontiers
 
     return Frontier(frontiers(load(source, edits, basis=basis)))
+
+
+def regimes(
+    source: Source,
+    specs: Sequence[str | Mapping[str, Any]] | None = None,
+    *,
+    edits: Sequence[str] = (),
+    basis: str = "steady_state",
+    objective: str | None = None,
+) -> RegimeComparison:
+    """The optimum of each regime (MODEL.md §14) side by side, as the ``regimes`` command prints it: ``specs``
+    are the command's ``--regime`` texts or regime mappings (default §14's list); ``.rows`` each hold the regime,
+    its label, its verified §6 result or why it has none; ``.best`` is the index of the best under the
+    objective; ``.to_json()`` is the command's ``--json``."""
+    from trainground.drivers.tradeoffs.regimes import compare_regimes, parse_regime
+
+    parsed = None if specs is None else [parse_regime(s) if isinstance(s, str) else dict(s) for s in specs]
+    return compare_regimes(load(source, edits, basis=basis), parsed, objective)
 
 
 def _axis_texts(axes: Mapping[str, Sequence[Any]]) -> list[str]:

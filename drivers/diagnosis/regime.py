@@ -37,6 +37,8 @@ def regime_diagnosis(inst: Instance, batch: Batch) -> dict:
         conflict = f"{label}: no cadence of the grid meets the batch's rows (cut by: {named})"
     worst = max(cut, key=lambda name: cut[name]) if cut else None
     hint = HINTS.get(worst or "", "")
+    if worst == "slowest_attempt" and inst.regime.rollout_timeout is not None:
+        hint = "a shorter regime.rollout_timeout (or allow longer cadences: schedule.deadline, schedule.cadence.max)"
     return {
         "conflict": conflict + (f"; {hint}" if hint else ""),
         "rejected_pairs": cut,

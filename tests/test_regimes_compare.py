@@ -1,0 +1,97 @@
+"""The regime comparison (MODEL.md §14, "Choosing a regime"): each row is its regime's own verified optimum, the
+best is the least under the objective, rows without a plan say why, bad specs are one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import trainground
+from trainground.cli import main
+from trainground.drivers.tradeoffs.regimes import compare_regimes, parse_regime
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.solver.solve import solve_instance
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
+PIPELINED = ROOT / "instances" / "regimes" / "seed-week-pipelined-1.yaml"
+LONG = ("--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s")  # room for hour-long batches
+
+
+def long_run():
+    inst = load_instance(PIPELINED)
+    return edited(
+        inst, {"schedule.deadline": 60 * 86400.0, "schedule.cadence.step": 10.0, "planning.basis": "steady_state"}
+    )
+
+
+def test_each_row_is_the_plain_solve_of_its_regime_and_the_best_is_the_cheapest():
+    inst = long_run()
+    found = compare_regimes(inst, [parse_regime("pipelined-0"), parse_regime("pipelined-1")])
+    costs = []
+    for row in found.rows:
+        alone = solve_instance(edited(inst, {"regime": {**row.regime, "rollout_timeout": 3600.0}}), "total_cost")
+        assert row.ok and alone.plan is not None
+        assert row.result.plan.total_cost == pytest.approx(alone.plan.total_cost, rel=1e-9)
+        costs.append(row.result.plan.total_cost)
+    assert found.best == costs.index(min(costs))
+    # generating the next batch while the trainer works (k = 1) is cheaper here than waiting for it (k = 0)
+    assert costs[1] < costs[0]
+    assert found.rows[1].result.metrics.consumed_mean_gap == 1 and found.rows[0].result.metrics.consumed_mean_gap == 0
+
+
+def test_the_seed_week_has_a_plan_in_its_own_regime_only_and_the_batch_rows_name_the_long_tail():
+    inst = edited(load_instance(SEED), {"planning.basis": "steady_state"})
+    found = compare_regimes(inst)
+    labels = [row.label for row in found.rows]
+    assert labels[:4] == ["colocated", "pipelined k=0", "pipelined k=1", "async drop"]
+    assert found.best == 3 and found.rows[3].ok
+    assert found.rows[3].result.plan.total_cost == pytest.approx(solve_instance(inst).plan.total_cost, rel=1e-9)
+    for row in found.rows[1:3]:
+        assert not row.ok and "63,370 s" in row.reason and "rollout_timeout" in row.reason
+    assert all(
+        r.refused is not None and "not planned yet" in r.refused
+        for r in found.rows
+        if r.label != "async drop" and "pipelined" not in r.label
+    )
+
+
+def test_the_command_prints_the_table_writes_its_plot_and_exits_by_whether_a_regime_has_a_plan(tmp_path):
+    out = tmp_path / "cmp"
+    args = [
+        "regimes",
+        str(PIPELINED),
+        *LONG,
+        "--regime",
+        "pipelined-0",
+        "--regime",
+        "{mode: pipelined, steps_ahead: 1}",
+    ]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "pipelined k=1 ★" in result.output and "the best under total cost: pipelined k=1" in result.output
+    assert (out / "regimes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = json.loads((out / "regimes.json").read_text())["rows"]
+    assert [r["best"] for r in rows] == [False, True] and rows[1]["result"]["regime"]["steps_ahead"] == 1
+    none = CliRunner().invoke(main, ["regimes", str(PIPELINED), "--regime", "pipelined-1"])
+    assert none.exit_code == 3 and "no regime of the list has a plan" in none.output
+
+
+@pytest.mark.parametrize("spec", ["admission-0", "sideways", "{mode: sideways}"])
+def test_a_bad_regime_is_one_clear_error(spec):
+    result = CliRunner().invoke(main, ["regimes", str(SEED), "--regime", spec])
+    if spec.startswith("{"):  # a mapping that breaks a rule: its row says which, the others still solve
+        assert result.exit_code == 3 and "regime.mode" in result.output
+    else:
+        assert result.exit_code == 2 and "--regime" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_the_python_api_compares_regimes_as_the_command_does():
+    found = trainground.regimes(str(PIPELINED), ["pipelined-1"], edits=LONG[1::2])
+    assert found.rows[0].ok and found.best == 0
+    assert found.to_json()["rows"][0]["status"] == "optimal"
