@@ -129,18 +129,19 @@ def _colocated_pools(inst: Instance) -> list[Problem]:
 
 def planned(inst: Instance) -> bool:
     """The planner plans this instance's regime: the seed's (none, or async/drop with the rest at defaults), or a
-    pipelined run (:func:`unplanned_reason` says which combinations it plans)."""
+    batch run, pipelined or colocated (:func:`unplanned_reason` says which combinations it plans)."""
     return unplanned_reason(inst) is None
 
 
 def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
-    with everything; a pipelined run (MODEL §14) under planning.basis steady_state, without stages, a confidence
-    solve or a reliability section (and, for steps_ahead 1, without count_startup)."""
+    with everything; a batch run (MODEL §14: pipelined or colocated) under planning.basis steady_state, without
+    stages, a confidence solve, a reliability section or a preemptible pool (and, for steps_ahead 1, without
+    count_startup)."""
     r = inst.regime
     if r is None or r.is_default:
         return None
-    if r.mode != "pipelined":
+    if not r.batched:
         shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
         default = Regime()
         extra = [
@@ -150,12 +151,12 @@ def unplanned_reason(inst: Instance) -> str | None:
         return (
             f"{r.label} is not planned yet{also}: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
             "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
-            "regime field at its default) and mode: pipelined"
+            "regime field at its default) and the batch modes, pipelined and colocated"
         )
     others = [
         (
             inst.planning.basis == "hold",
-            "planning.basis hold (its replays of a pipelined run are not wired yet): set planning.basis: steady_state",
+            "planning.basis hold (the replays of a batch run are not wired yet): set planning.basis: steady_state",
         ),
         (inst.stages is not None, "stages"),
         (inst.uncertainty is not None and inst.uncertainty.confidence is not None, "uncertainty.confidence"),

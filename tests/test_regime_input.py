@@ -177,17 +177,20 @@ def refused(result) -> bool:
     return result.exit_code == 2 and "regime.mode" in result.stderr and REFUSAL in result.stderr
 
 
+HOLD_REFUSAL = "is planned, but not yet with planning.basis hold"
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["solve", str(COLOCATED)],
+        ["solve", str(ADMISSION)],
         ["solve", str(ADMISSION), "--basis", "steady_state"],
-        ["simulate", str(COLOCATED), "--iterations", "5"],
+        ["simulate", str(ADMISSION), "--iterations", "5"],
         ["frontier", str(ADMISSION)],
-        ["compare", str(COLOCATED)],
-        ["sweep", str(COLOCATED), "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
+        ["compare", str(ADMISSION)],
+        ["sweep", str(ADMISSION), "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), str(ADMISSION), "--out", "out/regime-batch"],
-        ["risk", str(UNCERTAIN), "--set", "regime.mode=colocated"],
+        ["risk", str(UNCERTAIN), "--set", "regime.rollout_timeout=1h"],
         ["report", str(ADMISSION), "--out", "out/regime-report"],
     ],
 )
@@ -196,7 +199,8 @@ def test_every_planning_command_refuses_a_regime_it_does_not_plan(args):
     assert result.exit_code == 2, result.output
     if args[0] == "batch":  # a row per file, each invalid with the refusal
         rows = (ROOT / "out" / "regime-batch" / "summary.csv").read_text()
-        assert rows.count(REFUSAL) == 2 and rows.count(",invalid,") == 2
+        # admission is refused; colocated is planned (the suite's basis is steady_state) and has no plan in a week
+        assert rows.count(REFUSAL) == 1 and rows.count(",invalid,") == 1 and rows.count(",infeasible,") == 1
     elif args[0] == "sweep":  # no point is valid: the first point's message
         assert "regime.mode" in result.stderr and REFUSAL in result.stderr
     else:
@@ -214,13 +218,29 @@ def test_a_plan_from_a_file_is_not_replayed_under_another_regime(tmp_path):
     assert CliRunner().invoke(main, args[:-2]).exit_code == 0  # the same plan replays without the regime
 
 
-def test_a_sweep_over_the_mode_plans_the_default_and_refuses_the_rest():
-    args = ["sweep", str(SEED), "--basis", "steady_state", "--set", "regime.mode=async,colocated", "--json"]
+def test_a_sweep_over_the_mode_plans_each_batch_mode_and_refuses_the_rest():
+    modes = "regime.mode=async,colocated,pipelined"
+    args = ["sweep", str(SEED), "--basis", "steady_state", "--set", modes, "--set", "regime.steps_ahead=null", "--json"]
     result = CliRunner().invoke(main, [*args, "--out", "out/regime-mode-sweep"])
     assert result.exit_code == 0, result.output
     points = json.loads(result.stdout)["points"]
-    assert [p["status"] for p in points] == ["optimal", "invalid"]
-    assert REFUSAL in points[1]["message"] and "--set regime.mode=colocated" in points[1]["message"]
+    # the seed's long tail: a colocated batch waits 63,370 s for its slowest attempt; pipelined needs steps_ahead
+    assert [p["status"] for p in points] == ["optimal", "infeasible", "invalid"]
+    assert "regime.steps_ahead" in points[2]["message"]
+
+
+def test_a_batch_regime_is_planned_on_steady_state_only_and_not_replayed_yet(tmp_path):
+    held = CliRunner().invoke(main, ["solve", str(COLOCATED), "--basis", "hold"])
+    assert held.exit_code == 2 and HOLD_REFUSAL in held.stderr and "steady_state" in held.stderr
+    steady = ["--basis", "steady_state", "--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
+    solved = CliRunner().invoke(main, ["solve", str(COLOCATED), *steady, "--json"])
+    assert solved.exit_code == 0, solved.output
+    result = json.loads(solved.stdout)
+    assert result["regime"]["mode"] == "colocated" and result["metrics"]["slowest_attempt_s"] == pytest.approx(3600)
+    plan = tmp_path / "plan.json"
+    plan.write_text(solved.stdout)
+    again = CliRunner().invoke(main, ["simulate", str(COLOCATED), "--plan", str(plan), *steady])
+    assert again.exit_code == 2 and "not replayed yet" in again.stderr
 
 
 @pytest.mark.parametrize("call", ["solve", "frontier", "simulate", "report"])
