@@ -135,9 +135,8 @@ def planned(inst: Instance) -> bool:
 
 def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
-    with everything; a batch run (MODEL §14: pipelined or colocated) under planning.basis steady_state, without
-    stages, a confidence solve, a reliability section or a preemptible pool (and, for steps_ahead 1, without
-    count_startup)."""
+    with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
+    reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis)."""
     r = inst.regime
     if r is None or r.is_default:
         return None
@@ -155,8 +154,9 @@ def unplanned_reason(inst: Instance) -> str | None:
         )
     others = [
         (
-            inst.planning.basis == "hold",
-            "planning.basis hold (the replays of a batch run are not wired yet): set planning.basis: steady_state",
+            inst.planning.basis == "hold" and r.steps_ahead == 1,
+            "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
+            "planning.basis: steady_state",
         ),
         (inst.stages is not None, "stages"),
         (inst.uncertainty is not None and inst.uncertainty.confidence is not None, "uncertainty.confidence"),

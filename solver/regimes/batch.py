@@ -17,7 +17,8 @@ A pair is (L, K = 1, the fewest groups): one version is resident, nothing is dro
 trajectory has gap ``k`` (+1 under ``post_publish``). Its ``attempts`` column is the least supply the batch asks
 (:func:`demand`'s unit, at the most groups the pool holds; the group-choice rows ask the exact one), so the cost
 bounds read from it stay valid. Sandboxes hold ``E_b = (N/L)·s_b·W_use`` on average and ``max(peak_to_mean·E_b,
-N·s_b)`` at the launch of a batch. ``T = n·L + extra_time``. A rollout timeout τ cuts every lifetime at τ
+N·s_b)`` at the launch of a batch (under hold ``N·s_b + β·sqrt(N·s_b·(1 - s_b))``: :func:`launch_peak`).
+``T = n·L + extra_time`` (the start-up is inside ``L``). A rollout timeout τ cuts every lifetime at τ
 (``W_τ``), and tokens per attempt by ``mean(W_τ)/mean(W)``. No pyomo.
 """
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
 from trainground.solver.table.pairs import Pairs, best_supply, pool_rate, shape_availability, supply_multipliers
 from trainground.solver.tolerances import REL_TOL
@@ -134,7 +136,7 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
     L = grid[at]
     shares = np.array([b.share for b in inst.environment.backends])
     mean_load = (batch.attempts / L * batch.w_use)[:, None] * shares[None, :]
-    launch = batch.attempts * shares
+    launch = launch_peak(inst, batch)
     peak = np.maximum(mean_load * inst.environment.peak_to_mean, launch[None, :])
     per_replica = np.array(
         [a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in zip(shape_availability(inst), inst.inference.shapes)]
@@ -157,8 +159,21 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
         supply_per_replica=np.repeat(per_replica[None, :] * mult, at.size, axis=0),
         rejected=rejected,
         grid_points=int(grid.size),
-        sandbox_rate=batch.attempts / L * batch.w_use / w_bound,  # loads rate·s_b·W as the sandbox bound reads W
+        # the rate whose loads rate·s_b·W (W as the sandbox bound reads it) are E_b; 0 under hold, whose bound
+        # reads E^hold of a rate, more than a batch's E_b (the pair's own loads still bound it)
+        sandbox_rate=np.zeros(at.size) if inst.holds else batch.attempts / L * batch.w_use / w_bound,
     )
+
+
+def launch_peak(inst: Instance, batch: Batch) -> np.ndarray:
+    """(backends,) the environments a batch's launch asks at once: N·s_b, and under hold (MODEL §11 with §14)
+    N·s_b + β·sqrt(N·s_b·(1 - s_b)), each member drawing its backend."""
+    shares = np.array([b.share for b in inst.environment.backends])
+    mean = batch.attempts * shares
+    if not inst.holds:
+        return mean
+    beta = holding.safety_factor(inst.planning.sandbox_wait)
+    return mean + beta * np.sqrt(np.maximum(mean * (1.0 - shares), 0.0))
 
 
 def most_supply(inst: Instance, batch: Batch, counts: np.ndarray, cadence: float) -> np.ndarray:

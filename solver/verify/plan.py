@@ -124,7 +124,8 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
         out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
     env = inst.environment
     inflight = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
-    peak = {n: max(e * env.peak_to_mean, b.attempts * x.share) for (n, e), x in zip(inflight.items(), env.backends)}
+    launch = regimes.launches(inst, b)
+    peak = {n: max(e * env.peak_to_mean, launch[n]) for n, e in inflight.items()}
     rows = resource_rows(inst)
     check_steady_sandbox(inst, plan, rows, inflight, out)
     check_peak_sandbox(inst, plan, rows, peak, out)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
-from trainground.solver.verify import laws
+from trainground.solver.verify import hold, laws
 
 REL = 1e-9  # MODEL §4's relative tolerance of every row
 TAIL = 1e-18  # the max's integral stops where N'·S(t) falls below this
@@ -109,7 +109,7 @@ def batch_metrics(
     demand = b.attempts * b.tokens / budget if budget > 0 else math.inf
     phase = max(b.attempts * b.tokens / supply, b.slowest) if supply > 0 else math.inf
     loads = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
-    launch = {x.name: b.attempts * x.share for x in env.backends}
+    launch = launches(inst, b)
     return Metrics(
         effective_trajectories_per_s=inst.workload.batch_trajectories / L,
         attempts_per_s=b.attempts / L,
@@ -134,6 +134,17 @@ def batch_metrics(
         consumed_mean_gap=b.gap,
         consumed_p99_gap=b.gap,
     )
+
+
+def launches(inst: Instance, b: BatchReading) -> dict[str, float]:
+    """Per backend the environments a batch's launch asks at once (MODEL §14): N·s_b, and under hold (§11's row 5
+    for a batch mode) N·s_b + β·sqrt(N·s_b·(1 - s_b)), β the Halfin–Whitt factor of planning.sandbox_wait."""
+    beta = hold.safety_factor(inst.planning.sandbox_wait) if inst.planning.basis == "hold" else 0.0
+    out = {}
+    for x in inst.environment.backends:
+        mean = b.attempts * x.share
+        out[x.name] = mean + beta * math.sqrt(max(mean * (1.0 - x.share), 0.0))
+    return out
 
 
 def shared_pools(inst: Instance, plan: Plan, violations: list[str]) -> dict[str, int]:
