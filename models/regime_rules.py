@@ -179,8 +179,8 @@ def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
 
 
 def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for any regime but the seed's: the replays (`simulate`, risk's scenarios)
-    and the scenario evaluation read the seed's regime only. ``label``: the file to name."""
+    """InstanceError naming regime.mode for any regime but the seed's, where a replay or the scenario evaluation
+    reads the seed's regime only (risk, report, simulate's engine of MODEL §10). ``label``: the file to name."""
     refuse_unplanned(inst, label)
     r = inst.regime
     if r is None or r.is_default:
@@ -190,8 +190,9 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
         [
             Problem(
                 "regime.mode",
-                f"{r.label} is planned by solve, frontier, sweep, batch and compare, but not replayed yet: simulate, "
-                f"risk and report read the seed's regime only ({SECTION})",
+                f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's "
+                f"scenarios, report and simulate's scenario, trace and worker options read the seed's regime only "
+                f"({SECTION})",
             )
         ],
     )

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import trainground
 from trainground.cli import main
+from trainground.models.edits import load_edited
 from trainground.models.load import InstanceError, load_instance, validate
 from trainground.models.regime import Regime
 from trainground.solver.explain import explain
@@ -229,9 +230,7 @@ def test_a_sweep_over_the_mode_plans_each_batch_mode_and_refuses_the_rest():
     assert "regime.steps_ahead" in points[2]["message"]
 
 
-def test_a_batch_regime_is_planned_on_steady_state_only_and_not_replayed_yet(tmp_path):
-    held = CliRunner().invoke(main, ["solve", str(COLOCATED), "--basis", "hold"])
-    assert held.exit_code == 2 and HOLD_REFUSAL in held.stderr and "steady_state" in held.stderr
+def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuses_it(tmp_path):
     steady = ["--basis", "steady_state", "--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
     solved = CliRunner().invoke(main, ["solve", str(COLOCATED), *steady, "--json"])
     assert solved.exit_code == 0, solved.output
@@ -239,8 +238,21 @@ def test_a_batch_regime_is_planned_on_steady_state_only_and_not_replayed_yet(tmp
     assert result["regime"]["mode"] == "colocated" and result["metrics"]["slowest_attempt_s"] == pytest.approx(3600)
     plan = tmp_path / "plan.json"
     plan.write_text(solved.stdout)
-    again = CliRunner().invoke(main, ["simulate", str(COLOCATED), "--plan", str(plan), *steady])
-    assert again.exit_code == 2 and "not replayed yet" in again.stderr
+    args = ["simulate", str(COLOCATED), "--plan", str(plan), *steady, "--iterations", "50", "--json"]
+    again = CliRunner().invoke(main, [*args, "--replications", "3"])
+    assert again.exit_code == 0, again.output
+    replay = json.loads(again.stdout)
+    # every batch is cut at the one-hour timeout: the slowest attempt is the timeout in every replication
+    assert replay["figures"]["slowest_attempt_s"]["simulated"] == pytest.approx(3600)
+    assert replay["on_time"] == 3 and replay["regime"]["mode"] == "colocated"
+    traced = CliRunner().invoke(main, [*args, "--trace", str(tmp_path / "trace")])
+    assert traced.exit_code == 2 and "--trace does not apply to a batch regime" in traced.stderr
+    from trainground.drivers.risk import assess
+    from trainground.models.result import Plan
+
+    inst = load_edited(COLOCATED, ["planning.basis=steady_state", "schedule.deadline=60d", "schedule.cadence.step=10s"])
+    with pytest.raises(InstanceError, match="regime.mode: colocated is planned and replayed by solve and simulate"):
+        assess(inst, Plan.model_validate(result["plan"]))  # risk's scenarios read the seed's regime only
 
 
 @pytest.mark.parametrize("call", ["solve", "frontier", "simulate", "report"])
