@@ -247,7 +247,12 @@ def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figure
         int(ok.sum()),
         "tok/s/GPU",
         f"{name}: {', '.join(extra.token_keys)}, {' + '.join(keys)}",
-        f"response tokens / (generation time x {count} GPUs{gpus_from}); generation phase of each step",
+        f"response tokens / (generation time x {count} GPUs{gpus_from}); "
+        + (
+            "each batch's own generation, beside the step"
+            if extra.terms.overlapped
+            else "generation phase of each step"
+        ),
     )
 
 
