@@ -42,8 +42,12 @@ def write_regime(doc: dict, cal: Calibration, fields: Fields, into: Path) -> Non
             + ")"
         )
         return
-    source = "said with --regime" if finding.source == "--regime" else f"read from {Path(cal.steps or '').name}"
-    section: dict = {"mode": fields.put(regime.mode, f"calibrated: {source} (the notes give the evidence)")}
+    source = (
+        "said with --regime"
+        if finding.source == "--regime"
+        else f"read from {Path(cal.steps or '').name} (the notes give the evidence)"
+    )
+    section: dict = {"mode": fields.put(regime.mode, f"calibrated: {source}")}
     section |= regime.model_dump(include={"staleness", "steps_ahead", "in_flight_updates"}, exclude_defaults=True)
     switch = cal.step_figures.get("switch_time_s")
     if regime.mode == "colocated" and switch is not None and enough(cal, switch, "regime.switch_time"):

@@ -194,6 +194,12 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: Fields) -> list[tuple
         for shape in shapes:
             shape["tokens_per_gpu_s"] = fields.put(number(fig.value), comment(fig, how))
         written.append(("", list(range(len(shapes))), fig))
+        if cal.regime is not None and cal.regime.regime is not None and cal.regime.regime.batched:
+            cal.notes.append(
+                f"tokens/s per GPU written from the trajectory log's window: in a run that generated in batches "
+                f"({cal.regime.regime.label}) the window also holds the time its GPUs trained or waited, so the "
+                "figure understates their generation rate; a framework step log gives it over the generation phases"
+            )
     return written
 
 

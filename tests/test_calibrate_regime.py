@@ -214,6 +214,11 @@ def test_with_a_trajectory_log_a_colocated_run_writes_the_generation_phase_rate(
     )
     assert load_instance(out_file).inference.shapes[0].tokens_per_gpu_s == pytest.approx(614_400 / (8 * 61.5))
     assert "the run generated in batches (colocated)" in note(got, "tokens/s per GPU written from the step log")
+    # a step log of no framework holds no generation phase: the window's figure is written, and said to understate
+    steps = ROOT / "instances/logs/seed-small-steps.csv"
+    got, doc, _ = written(tmp_path, "--trajectories", str(trajectories), "--steps", str(steps), "--regime", "colocated")
+    assert doc["regime"] == {"mode": "colocated"} and got["regime"]["seen"] is None
+    assert "understates their generation rate" in note(got, "tokens/s per GPU written from the trajectory log's window")
 
 
 def test_config_values_read_the_printed_config_and_the_command_line(tmp_path):
