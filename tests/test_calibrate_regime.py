@@ -240,9 +240,9 @@ def test_config_values_read_the_printed_config_and_the_command_line(tmp_path):
     assert config_values(FULLY_ASYNC) == {}  # JSONL holds no config
 
 
-def test_a_logged_plan_is_not_written_for_a_regime_no_command_replays(tmp_path):
+def test_a_logged_plan_is_written_for_the_seed_regime_only(tmp_path):
     from trainground.calibrate.replay import logged_plan
 
     _, _, out_file = written(tmp_path, "--steps", str(COLOCATED))
     plan, why = logged_plan(load_instance(out_file), None)  # refused before the calibration is read
-    assert plan is None and "regime (colocated) is not planned or replayed yet" in why[0]
+    assert plan is None and "regime (colocated) has no logged plan yet" in why[0]
