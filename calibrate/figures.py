@@ -22,6 +22,7 @@ class Figure:
     source: str  # the log (and column) it was read from
     note: str = ""
     spread: float | None = None  # relative sd of the figure from one part of the run to the next, when measured
+    every: float | None = None  # a save or a validation pass: steps from one to the next (the median), when known
 
     def to_json(self) -> dict:
         return {

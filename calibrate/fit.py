@@ -11,6 +11,7 @@ from trainground.calibrate.figures import Figure, percentile_interval
 from trainground.calibrate.frameworks import AGENT_LOOP
 from trainground.calibrate.logs import Steps, Trajectories
 from trainground.calibrate.phases import Split, split
+from trainground.calibrate.regime import Finding, cpu_note, detect, generating_gpus, switch_time
 from trainground.calibrate.stages import StageProposal, propose
 from trainground.calibrate.stepfigures import step_figures
 from trainground.calibrate.stepreader import FrameworkSteps
@@ -18,6 +19,7 @@ from trainground.calibrate.throughput import group_correlation, intake, tokens_p
 from trainground.calibrate.updates import Cadence, UpdateFit, cadence, fit_update_law, version_gaps
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem
+from trainground.models.regime import Regime
 
 REPLICATES = 200  # bootstrap replicates behind every interval
 SEED = 0  # bootstrap seed: the same logs give the same intervals
@@ -78,6 +80,7 @@ class Calibration:
     stages: StageProposal | None = None  # MODEL §12: the trend of tokens per attempt, and stages when it is large
     split: Split | None = None  # a framework step log: where a step's wall time went
     holdout: dict | None = None  # --holdout: the first half's figures against the second half's step time
+    regime: Finding | None = None  # MODEL §14: the regime written, said with --regime or read from the step log
 
     def to_json(self) -> dict:
         def fig(f):
@@ -104,6 +107,7 @@ class Calibration:
             "stages": self.stages.to_json() if self.stages is not None else None,
             "step_split": self.split.to_json() if self.split is not None else None,
             "holdout": self.holdout,
+            "regime": self.regime.to_json() if self.regime is not None else None,
         }
 
     def _loop_occupancy(self) -> dict | None:
@@ -198,7 +202,9 @@ def calibrate(
     replicates: int = REPLICATES,
     seed: int = SEED,
     framework: FrameworkSteps | None = None,
+    regime: Regime | None = None,
 ) -> Calibration:
+    """Every figure the logs hold; ``regime``: the run's regime as --regime says it (else read from the step log)."""
     rng = np.random.default_rng(seed)
     source = f"{log.file}: start, end"
     data = lt.lifetimes_of(log.start, log.end, log.log_end, group=log.group, cut=log.cut)
@@ -248,11 +254,14 @@ def calibrate(
         list(log.notes) + (list(steps.notes) if steps is not None else []),
         pools,
     )
+    finding = detect(steps, framework, regime)
     if framework is not None:
         total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
-        result.step_figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=True)
+        gpus, how = generating_gpus(finding, steps, total)
+        result.step_figures, more = step_figures(steps, framework, gpus, rng, replicates, True, how)
         result.notes += more
         result.split = step_split(steps, framework)
+    _regime(result, finding, steps, framework, rng, replicates)
     result.stages = propose(log, steps, into.workload.iterations if into is not None else None)
     if result.stages is not None:
         result.notes.append(result.stages.sentence())
@@ -267,13 +276,17 @@ def calibrate_steps(
     inference_gpus: float | dict[str, float] | None = None,
     replicates: int = REPLICATES,
     seed: int = SEED,
+    regime: Regime | None = None,
 ) -> Calibration:
     """What a framework's step log holds without a trajectory log: the update law (the trainer's busy time), the
-    cadence, the split of a step, the step figures, and the lifetime law from the agent loop's per-step
-    min/mean/max when the log has them; without them the lifetimes are not in the log, which a note says."""
+    cadence, the split of a step, the step figures, the regime (or ``regime``, --regime), and the lifetime law
+    from the agent loop's per-step min/mean/max when the log has them; without them the lifetimes are not in
+    the log, which a note says."""
     rng = np.random.default_rng(seed)
     total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
-    figures, more = step_figures(steps, framework, total, rng, replicates, per_trajectory=False)
+    finding = detect(steps, framework, regime)
+    gpus, how = generating_gpus(finding, steps, total)
+    figures, more = step_figures(steps, framework, gpus, rng, replicates, False, how)
     if "agent_loop_median_s" not in figures:
         keys = f"{AGENT_LOOP}{{min,mean,max}}"
         why = (
@@ -305,8 +318,27 @@ def calibrate_steps(
         step_figures=figures,
     )
     result.split = step_split(steps, framework)
+    _regime(result, finding, steps, framework, rng, replicates)
     result.bottleneck = bottleneck(result, into)
     return result
+
+
+def _regime(cal: Calibration, finding: Finding, steps, framework, rng, replicates: int) -> None:
+    """The regime finding, said in a note (with a framework step log or --regime), and the terms it gives a place:
+    a colocated run's switch time per iteration (a step log whose generation is a phase of the step)."""
+    cal.regime = finding
+    if framework is None and finding.regime is None:
+        return
+    cal.notes.append(finding.sentence())
+    if finding.regime is None or framework is None:
+        return
+    if finding.colocated and framework.terms.generation:
+        figure = switch_time(steps, framework, rng, replicates)
+        if figure is not None:
+            cal.step_figures["switch_time_s"] = figure
+    note = cpu_note(steps, framework, finding.regime)
+    if note is not None:
+        cal.notes.append(note)
 
 
 def step_split(steps: Steps, framework: FrameworkSteps) -> Split | None:
@@ -335,13 +367,15 @@ def bottleneck(cal: Calibration, into: Instance | None) -> str | None:
             )
     if pace is not None and pace.achieved is not None and pace.update_bound + pace.generation_bound:
         total = pace.update_bound + pace.generation_bound
-        if pace.time_split is not None:  # serial steps: the larger phase of each step
+        if pace.time_split is not None:  # the larger phase of each step
             side = "generation" if pace.generation_bound >= pace.update_bound else "update"
             share = max(pace.generation_bound, pace.update_bound) / total
             trainer = "the trainer's passes" if cal.split is not None else "the update"
+            beside = cal.regime is not None and cal.regime.overlapped  # one step off: the longer sets the step
             return (
-                f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time, "
-                f"{trainer} {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps"
+                f"{side}-bound: generation took {pace.time_split['generation']:.0%} of the step time"
+                + (" (beside the step, the next batch's)" if beside else "")
+                + f", {trainer} {pace.time_split['update']:.0%}; {side} was the longer phase in {share:.0%} of steps"
             )
         if pace.update_bound > pace.generation_bound:
             return (

@@ -63,17 +63,18 @@ SCHEMES = {
     "verl": Scheme(
         "verl",
         "verl",
-        ("timing_s/", "timing/"),
+        ("timing_s/timing_s/", "timing_s/", "timing/"),  # the fully-async trainer's param_sync is prefixed twice
         "",
         step=("step", "training/global_step", "_step"),
         step_time=("timing_s/step", "timing/step", "perf/time_per_step"),
         generation=("gen", "gen_max"),
         trainer=("old_log_prob", "old", "ref", "values", "update_critic", "update_actor"),
         actor=("update_actor",),
-        sync=("update_weights",),
+        sync=("update_weights", "sync_rollout_weights", "param_sync"),
         checkpoint=("save_checkpoint",),
         validation=("testing",),
-        nested=("generate_sequences", "reshard", "step"),
+        wait=("wait_prev_gen", "wait_for_enough_samples"),
+        nested=("generate_sequences", "reshard", "step", "generate_async"),
         response_mean=("response_length/mean",),
         prompt_mean=("prompt_length/mean",),
         total_tokens=("perf/total_num_tokens",),
@@ -132,6 +133,30 @@ SCHEMES = {
     ),
 }
 TRAINGROUND = ("iteration", "training_gpus")
+
+# verl's trainers, told apart by the keys only one of them logs. RayPPOTrainer (verl/trainer/ppo/ray_trainer.py)
+# generates then trains, on the same GPUs (it asserts actor_rollout_ref.hybrid_engine); the one-step-off trainer
+# (recipe/one_step_off_policy, later verl/experimental/one_step_off_policy) generates batch i+1 on its own GPUs
+# while batch i trains: its trainer times its wait for the batch (``wait_prev_gen``, ``gen`` in later versions),
+# the batch's generation beside it (``generate_sequences``, then ``generate_async``) and ``sync_rollout_weights``;
+# the fully-async trainer (recipe/fully_async_policy, later verl/experimental/fully_async_policy) reads samples
+# off a queue (``gen`` is that wait) and logs ``fully_async/*`` counters and its weight sync, ``timing_s/param_sync``
+# (``timing_s/timing_s/param_sync`` from v0.8 on, where its timer's name already holds the prefix).
+ONE_STEP_OFF = ("wait_prev_gen", "generate_async", "sync_rollout_weights")
+FULLY_ASYNC = ("fully_async/", "timing_s/param_sync", "timing_s/timing_s/param_sync")
+OVERLAPPED = ("generate_async", "generate_sequences")  # one-step-off: the batch's generation, beside the step
+PARTIAL = "fully_async/partial/partial_ratio"  # share of a batch's samples generated across a publish
+THRESHOLD = "fully_async/static/staleness_threshold"  # the rollouter's setting, logged with its status
+
+
+def verl_trainer(keys) -> str:
+    """Which of verl's trainers wrote a log with these keys: fully_async, one_step_off or ray_trainer."""
+    keys = list(keys)
+    if any(k.startswith(FULLY_ASYNC[0]) or k in FULLY_ASYNC[1:] for k in keys):
+        return "fully_async"
+    if any(k in (f"timing_s/{n}" for n in ONE_STEP_OFF) for k in keys):
+        return "one_step_off"
+    return "ray_trainer"
 
 
 @dataclass

@@ -27,9 +27,15 @@ class Terms:
     wait: list[str] = field(default_factory=list)
     partition: list[str] = field(default_factory=list)  # slime: phases that add up to the step
     other: list[str] = field(default_factory=list)  # top-level phases of no role
+    overlapped: list[str] = field(default_factory=list)  # a batch's generation timed beside the step: never summed
 
     def stalls(self) -> dict[str, list[str]]:
         return {"weight sync": self.sync, "checkpoint": self.checkpoint, "validation": self.validation}
+
+
+def in_step_other(terms: Terms) -> list[str]:
+    """The phases of no role timed inside the step (verl times ``start_profile`` and ``stop_profile`` outside)."""
+    return [k for k in terms.other if not k.endswith("_profile")]
 
 
 def strict_sum(values: dict[str, np.ndarray], keys: list[str], rows: int) -> np.ndarray | None:
@@ -65,8 +71,7 @@ def stalls_inside(
     inside ``timing_s/step``, from 0.6 on outside)."""
     rows = logged.size
     stall_keys = [k for keys in terms.stalls().values() for k in keys]
-    inner = lenient_sum(values, terms.generation + terms.trainer + terms.wait + terms.other, rows)
-    inner = inner - lenient_sum(values, [k for k in terms.other if k.endswith("_profile")], rows)  # verl: outside
+    inner = lenient_sum(values, terms.generation + terms.trainer + terms.wait + in_step_other(terms), rows)
     residual = logged - inner
     out, notes = {}, []
     for name, keys in terms.stalls().items():
@@ -129,6 +134,8 @@ def split(values: dict[str, np.ndarray], terms: Terms, wall: np.ndarray, trainer
     rows = wall.size
     if terms.generation:
         add("generation", terms.generation, lenient_sum(values, terms.generation, rows))
+    if terms.wait and not terms.generation:  # the trainer's wait for a batch generated beside the step
+        add("wait for rollouts", terms.wait, lenient_sum(values, terms.wait, rows))
     for key in terms.passes:
         add("trainer", [key], values[key])
     if (

@@ -26,6 +26,11 @@ MAX_STEPS = 50  # grid steps above the logged launch rate's cadence tried before
 def logged_plan(inst: Instance, cal: Calibration) -> tuple[Plan | None, list[str]]:
     """The plan, or None and why not (each line a reason). The logged run is what ran, not a plan sized to
     hold: it is checked on the steady_state basis (docs/model.md §2–§8), which its file names."""
+    if inst.regime is not None and not inst.regime.is_default:
+        return None, [
+            f"the calibrated instance's regime ({inst.regime.label}) has no logged plan yet (docs/model.md §14): a "
+            "logged plan is read as the seed's regime runs (its launch rate); solve the instance for its regime's plan"
+        ]
     inst = inst.model_copy(update={"planning": inst.planning.model_copy(update={"basis": "steady_state"})})
     replicas, why = _replicas(inst, cal)
     if why:

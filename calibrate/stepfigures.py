@@ -35,14 +35,17 @@ def _ratio(num: np.ndarray, den: np.ndarray, rng, replicates: int) -> tuple[floa
 def step_figures(
     steps: Steps,
     extra: FrameworkSteps,
-    inference_gpus: float | None,
+    inference_gpus: float | np.ndarray | None,
     rng: np.random.Generator,
     replicates: int,
     per_trajectory: bool = True,
+    gpus_from: str = "",
 ) -> tuple[dict[str, Figure], list[str]]:
     """The figures and the notes on what could not be measured. ``per_trajectory``: a trajectory log gives
-    the lifetime law (the agent loop's is shown beside it); else the agent loop's is the law written. Each
-    figure's source names the keys it comes from; a figure of one row has no interval."""
+    the lifetime law (the agent loop's is shown beside it); else the agent loop's is the law written.
+    ``inference_gpus``: a count, or one per step; ``gpus_from``: where it came from when it is not
+    --inference-gpus. Each figure's source
+    names the keys it comes from; a figure of one row has no interval."""
     figures: dict[str, Figure] = {}
     notes: list[str] = []
     name = Path(steps.file).name
@@ -90,7 +93,10 @@ def step_figures(
             f"{name}: staleness/mean",
             "mean of staleness/mean",
         )
-    _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name)
+    if extra.trainer == "fully_async":
+        _window_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name)
+    else:
+        _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name, gpus_from)
     loop = agent_loop_lifetimes(extra, rng, replicates, f"{steps.file} ({extra.name})")
     if loop:
         notes.append(_loop_note(extra.name, loop, per_trajectory))
@@ -98,19 +104,33 @@ def step_figures(
     return figures, notes
 
 
+def stall_steps(seconds: np.ndarray | None, iteration: np.ndarray) -> tuple[np.ndarray, float]:
+    """The rows that had a save (or a validation pass), and how many steps apart they came: the median
+    difference of their step numbers (NaN with fewer than two)."""
+    if seconds is None:
+        return np.array([], dtype=int), float("nan")
+    had = np.flatnonzero(np.nan_to_num(seconds) > 0)
+    return had, float(np.median(np.diff(iteration[had]))) if had.size >= 2 else float("nan")
+
+
 def _stall(key, what, seconds, keys, iteration, name, rng, replicates) -> Figure | None:
     """Median seconds per save (or validation pass) over the steps that had one, and how often they came."""
-    if seconds is None:
-        return None
-    had = np.flatnonzero(np.nan_to_num(seconds) > 0)
+    had, every = stall_steps(seconds, iteration)
     if not had.size:
         return None
     values = seconds[had]
-    every = float(np.median(np.diff(iteration[had]))) if had.size >= 2 else float("nan")
     value, lo, hi = _median(values, rng, replicates)
     how = f"a {what} every {every:g} steps" if had.size >= 2 else f"one {what} in the log"
     return Figure(
-        key, value, lo, hi, had.size, "s", f"{name}: {' + '.join(keys)}", f"median per {what}; {how}; its own term"
+        key,
+        value,
+        lo,
+        hi,
+        had.size,
+        "s",
+        f"{name}: {' + '.join(keys)}",
+        f"median per {what}; {how}; its own term",
+        every=every if np.isfinite(every) else None,
     )
 
 
@@ -182,10 +202,11 @@ def _simulated_loop(rng, mu: float, sigma: float, counts) -> tuple[np.ndarray, n
     return out[0], out[1], out[2]
 
 
-def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name) -> None:
+def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name, gpus_from) -> None:
     """Response tokens per second per generating GPU over each step's generation phase (never a window, so
-    never one holding a save or a validation). slime logs the rate with its own GPU count; verl's needs the
-    generating GPUs (--inference-gpus)."""
+    never one holding a save or a validation; verl's one-step-off trainer: the batch's own generation, beside
+    the step). slime logs the rate with its own GPU count; verl's needs the generating GPUs (--inference-gpus,
+    or every GPU of a colocated run)."""
     gen = steps.generation_s
     if extra.rate is not None and gen is not None:
         ok = np.isfinite(extra.rate) & np.isfinite(gen) & (gen > 0)
@@ -212,15 +233,54 @@ def _generation_throughput(steps, extra, inference_gpus, rng, replicates, figure
             "(the GPUs that generated; the log does not say)"
         )
         return
-    ok = np.isfinite(extra.response_tokens) & np.isfinite(gen) & (gen > 0)
+    gpus = np.broadcast_to(np.asarray(inference_gpus, dtype=float), gen.shape)
+    ok = np.isfinite(extra.response_tokens) & np.isfinite(gen) & (gen > 0) & np.isfinite(gpus) & (gpus > 0)
     if not ok.sum():
         return
-    num, den = extra.response_tokens[ok], gen[ok] * inference_gpus
+    num, den = extra.response_tokens[ok], gen[ok] * gpus[ok]
+    keys = extra.terms.generation or extra.terms.overlapped
+    counts = np.unique(gpus[ok])
+    count = f"{counts[0]:,.0f}" if counts.size == 1 else f"{', '.join(f'{c:,.0f}' for c in counts[:6])} (per step)"
     figures["generation_tokens_per_gpu_s"] = Figure(
         "generation_tokens_per_gpu_s",
         *_ratio(num, den, rng, replicates),
         int(ok.sum()),
         "tok/s/GPU",
-        f"{name}: {', '.join(extra.token_keys)}, {' + '.join(extra.terms.generation)}",
-        f"response tokens / (generation time x {inference_gpus:,.0f} GPUs); generation phase of each step",
+        f"{name}: {', '.join(extra.token_keys)}, {' + '.join(keys)}",
+        f"response tokens / (generation time x {count} GPUs{gpus_from}); "
+        + (
+            "each batch's own generation, beside the step"
+            if extra.terms.overlapped
+            else "generation phase of each step"
+        ),
+    )
+
+
+def _window_throughput(steps, extra, inference_gpus, rng, replicates, figures, notes, name) -> None:
+    """verl's fully-async trainer: rollouts run beside training, so a step holds no generation phase; response
+    tokens per second per rollout GPU over the steps' time (less the weight sync), the steps with a save or a
+    validation left out (a stall is never in the window)."""
+    if extra.response_tokens is None or steps.step_s is None:
+        return
+    if inference_gpus is None:
+        notes.append(
+            f"{extra.name}: tokens/s per rollout GPU not measured from the step log: give --inference-gpus N (the "
+            "rollout GPUs; the log does not say)"
+        )
+        return
+    stalled = np.zeros(steps.rows, bool)
+    for seconds in (extra.checkpoint_s, extra.validation_s):
+        if seconds is not None:
+            stalled |= np.nan_to_num(seconds) > 0
+    ok = np.isfinite(extra.response_tokens) & np.isfinite(steps.step_s) & (steps.step_s > 0) & ~stalled
+    if not ok.sum():
+        return
+    figures["generation_tokens_per_gpu_s"] = Figure(
+        "generation_tokens_per_gpu_s",
+        *_ratio(extra.response_tokens[ok], steps.step_s[ok] * inference_gpus, rng, replicates),
+        int(ok.sum()),
+        "tok/s/GPU",
+        f"{name}: {', '.join(extra.token_keys)}, {steps.step_source}",
+        f"response tokens / (step time x {inference_gpus:,.0f} rollout GPUs): rollouts run beside training, over "
+        f"the steps' time; {int(stalled.sum()):,} steps with a save or a validation left out",
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainground.calibrate.frameworks import SCHEMES, LoadedLog, Scheme
+from trainground.calibrate.frameworks import OVERLAPPED, PARTIAL, SCHEMES, THRESHOLD, LoadedLog, Scheme, verl_trainer
 from trainground.calibrate.logs import MAX_BAD_SHARE, Steps, check_repeats, last_rows
 from trainground.calibrate.metricslog import EVAL_MARK
 from trainground.calibrate.phases import Terms, fallback_step, lenient_sum, stalls_inside, strict_sum
@@ -28,6 +28,10 @@ class FrameworkSteps:
 
     name: str
     scheme: Scheme | None = None
+    trainer: str = ""  # verl: the trainer that wrote the log (frameworks.verl_trainer)
+    keys: list[str] = field(default_factory=list)  # every key the log holds
+    partial: np.ndarray | None = None  # verl fully-async: share of a batch's samples generated across a publish
+    threshold: np.ndarray | None = None  # verl fully-async: the rollouter's staleness_threshold, as logged
     terms: Terms = field(default_factory=Terms)
     values: dict[str, np.ndarray] = field(default_factory=dict)  # top-level phase key -> seconds
     logged_step: np.ndarray | None = None  # the step time as logged (or summed)
@@ -46,6 +50,7 @@ class FrameworkSteps:
     staleness_mean: np.ndarray | None = None
     loop: np.ndarray | None = None  # (steps, 3): min, mean, max of the step's per-trajectory times
     gpus_from_throughput: bool = False
+    job_gpus: np.ndarray | None = None  # verl: perf/throughput's divisor, every GPU of the job, per step
     missing: dict[str, list] = field(default_factory=dict)  # key -> [cells present but not usable, first row]
     no_timing: int = 0  # records with no timed phase (validation-only records)
 
@@ -85,8 +90,10 @@ def _first(table: Table, keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if table.has(k)), None)
 
 
-def _terms(scheme: Scheme, keys: list[str]) -> Terms:
-    """The log's top-level phase keys by role; ``timing_s/`` wins over ``timing/`` for a phase logged as both."""
+def _terms(scheme: Scheme, keys: list[str], trainer: str = "") -> Terms:
+    """The log's top-level phase keys by role; ``timing_s/`` wins over ``timing/`` for a phase logged as both.
+    verl's one-step-off and fully-async trainers time their wait for a batch generated beside the step as
+    ``gen``: it is the wait there, and the batch's own generation (one-step-off) is ``overlapped``."""
     names: dict[str, str] = {}
     for key in keys:
         name = scheme.phase_name(key)
@@ -115,6 +122,11 @@ def _terms(scheme: Scheme, keys: list[str]) -> Terms:
     if not all(n in names for n in scheme.partition):
         t.partition = []
     t.other = [key for name, key in names.items() if name not in placed]
+    if trainer in ("one_step_off", "fully_async"):
+        t.wait = t.generation + [k for k in t.wait if k not in t.generation]
+        t.generation = []
+        if trainer == "one_step_off":
+            t.overlapped = [k for k in (p + n for n in OVERLAPPED for p in scheme.prefixes) if k in keys][:1]
     return t
 
 
@@ -129,9 +141,12 @@ def read_framework_steps(
         table.fail(None, None, f"no step number ({', '.join(scheme.step)}): name it with --columns iteration=KEY")
     step = lenient(table, step_key, {})
     table.skip(~np.isfinite(step), step_key, lambda row: "is empty or not a number: a record needs its step")
-    terms = _terms(scheme, list(table.columns))
+    extra.keys = list(table.columns)
+    extra.trainer = verl_trainer(extra.keys) if scheme.name == "verl" else ""
+    terms = _terms(scheme, list(table.columns), extra.trainer)
     phase_keys = list(dict.fromkeys(terms.generation + terms.passes + terms.trainer + terms.sync + terms.checkpoint))
-    phase_keys += [k for k in terms.validation + terms.wait + terms.partition + terms.other if k not in phase_keys]
+    rest = terms.validation + terms.wait + terms.partition + terms.other + terms.overlapped
+    phase_keys += [k for k in rest if k not in phase_keys]
     values = {k: lenient(table, k, extra.missing) for k in phase_keys}
     step_time_key = _first(table, scheme.step_time)
     logged_all = lenient(table, step_time_key, extra.missing) if step_time_key else None
@@ -175,7 +190,7 @@ def read_framework_steps(
     extra.validation_s = _role(values, terms.validation)
     extra.wait_s = _role(values, terms.wait)
     trainer = strict_sum(values, terms.trainer, n)
-    generation = strict_sum(values, terms.generation, n)
+    generation = strict_sum(values, terms.generation or terms.overlapped, n)
     gpus, gpu_notes = _training_gpus(table, scheme, extra, training_gpus, rows)
     steps = Steps(
         table.file,
@@ -245,26 +260,29 @@ def _missing_note(table: Table, extra: FrameworkSteps, steps: Steps) -> None:
 
 
 def _training_gpus(table: Table, scheme: Scheme, extra: FrameworkSteps, given: float | None, rows: np.ndarray):
+    """The training GPUs of each step: a mapped column, --training-gpus, else verl's throughput divisor (every GPU
+    of the job, said in a note). The divisor is kept apart (``job_gpus``) whenever the log has it."""
     notes: list[str] = []
-    if table.has("training_gpus"):
-        gpus = lenient(table, "training_gpus", extra.missing)[rows]
-        return np.where(gpus > 0, gpus, np.nan), notes
-    if given is not None:
-        return np.full(rows.size, float(given)), notes
     tokens, throughput, step_time = (
         _first(table, k) for k in (scheme.total_tokens, scheme.throughput, scheme.step_time)
     )
     if tokens and throughput and step_time:
         t, r, s = (lenient(table, k, {})[rows] for k in (tokens, throughput, step_time))
         with np.errstate(divide="ignore", invalid="ignore"):
-            gpus = np.where(r * s > 0, np.rint(t / (r * s)), np.nan)
+            extra.job_gpus = np.where(r * s > 0, np.rint(t / (r * s)), np.nan)
+    if table.has("training_gpus"):
+        gpus = lenient(table, "training_gpus", extra.missing)[rows]
+        return np.where(gpus > 0, gpus, np.nan), notes
+    if given is not None:
+        return np.full(rows.size, float(given)), notes
+    if extra.job_gpus is not None:
         extra.gpus_from_throughput = True
-        counts = ", ".join(f"{g:,.0f}" for g in np.unique(gpus[np.isfinite(gpus)])[:6])
+        counts = ", ".join(f"{g:,.0f}" for g in np.unique(extra.job_gpus[np.isfinite(extra.job_gpus)])[:6])
         notes.append(
             f"training GPUs taken from {throughput}'s divisor ({counts}): it counts every GPU of the job, inference "
             "included when it is not colocated; give --training-gpus N (or --columns training_gpus=KEY) when it is not"
         )
-        return gpus, notes
+        return extra.job_gpus.copy(), notes
     notes.append(
         "no training GPU count in the log: the update law is not fitted (give --training-gpus N or --columns "
         "training_gpus=KEY); the trainer's busy time per step is reported without it"
@@ -288,6 +306,10 @@ def _tokens(table: Table, scheme: Scheme, extra: FrameworkSteps, rows: np.ndarra
     if (rate := _first(table, scheme.rate)) is not None:
         extra.rate = lenient(table, rate, skip)[rows]
         extra.token_keys = [rate]
+    if table.has(PARTIAL):
+        extra.partial = lenient(table, PARTIAL, skip)[rows]
+    if table.has(THRESHOLD):
+        extra.threshold = lenient(table, THRESHOLD, skip)[rows]
     if (stale := _first(table, scheme.staleness_mean)) is not None:
         extra.staleness_mean = lenient(table, stale, skip)[rows]
     if scheme.loop and all(table.has(k) for k in scheme.loop):

@@ -18,62 +18,17 @@ from trainground.calibrate.figures import Figure
 from trainground.calibrate.fit import Calibration
 from trainground.calibrate.frameworks import AGENT_LOOP
 from trainground.calibrate.pools import shapes_of
+from trainground.calibrate.regimewriter import write_extra_time, write_regime
+from trainground.calibrate.yamlfields import MIN_ROWS, Fields, comment, enough, interval, number
 from trainground.models.load import read_document
 
 FACTOR_NAMES = ("throughput", "lifetimes", "intake", "updates")
-MIN_ROWS = 3  # a figure from fewer rows is reported, never written into the instance
-
-
-class _Fields:
-    """Placeholders and the text that replaces each: ``value  # comment``."""
-
-    def __init__(self):
-        self.text: dict[str, str] = {}
-
-    def put(self, value: str, comment: str) -> str:
-        key = f"__CALIBRATED_{len(self.text)}__"
-        self.text[key] = f"{value}  # {comment}"
-        return key
-
-
-def number(value: float) -> str:
-    """A float PyYAML reads back as a float (six significant digits, never '1e-05')."""
-    text = f"{value:.6g}"
-    if "e" in text or "inf" in text or "nan" in text:
-        text = f"{value:.12f}".rstrip("0")
-    return text if "." in text else text + ".0"
-
-
-def _interval(f: Figure) -> str:
-    if f.low is None or f.high is None:
-        return "no interval"
-    return f"90 % interval {number(f.low)}-{number(f.high)}"
-
-
-def _comment(f: Figure, what: str | None = None) -> str:
-    file, _, keys = f.source.partition(": ")
-    where = Path(file.split(" (")[0]).name + (f" ({keys})" if keys else "")
-    return f"calibrated{': ' + what if what else ''}: {f.rows:,} rows of {where}, {_interval(f)}"
-
-
-def enough(cal: Calibration, figure: Figure, what: str) -> bool:
-    """Whether ``figure`` has the rows to be written; when not, a note says it is reported only, and why."""
-    if figure.rows >= MIN_ROWS:
-        return True
-    note = (
-        f"not written: {what} ({figure.value:,.4g} {figure.unit} from {figure.rows:,} row"
-        f"{'s' if figure.rows != 1 else ''} of {Path(figure.source.partition(': ')[0]).name}): a figure needs "
-        f"{MIN_ROWS} rows to go into the instance; it is reported above"
-    )
-    if note not in cal.notes:
-        cal.notes.append(note)
-    return False
 
 
 def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     """The YAML text of the calibrated instance built on ``into_path``."""
     doc = read_document(Path(into_path))
-    fields = _Fields()
+    fields = Fields()
     _occupancy(doc, cal, fields)
     _throughput(doc, cal, fields)
     written = _tokens_per_gpu_s(doc, cal, fields)
@@ -86,6 +41,8 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     if uncertainty.get("factors"):  # nothing fitted with an interval: the instance's own section, if any, stays
         doc["uncertainty"] = uncertainty
     _stages(doc, cal)
+    write_regime(doc, cal, fields, Path(into_path))
+    write_extra_time(doc, cal, fields)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     for key, replacement in fields.text.items():
         text = text.replace(key, replacement)
@@ -110,23 +67,23 @@ def _reliability_figures(cal: Calibration) -> list[tuple[str, Figure]]:
     ]
 
 
-def _reliability(section: dict, cal: Calibration, fields: _Fields) -> None:
+def _reliability(section: dict, cal: Calibration, fields: Fields) -> None:
     """The ``--into`` instance's own reliability section, its weight-sync and checkpoint times fitted."""
     for name, figure in _reliability_figures(cal):
-        section[name] = fields.put(number(figure.value), _comment(figure, figure.note))
+        section[name] = fields.put(number(figure.value), comment(figure, figure.note))
 
 
 def reliability_block(cal: Calibration) -> str:
     """The weight-sync and checkpoint times a step log gave, as a commented ``reliability:`` section (MODEL §13)
     with each figure's comment: uncommented, the plan counts them (and failures at the sourced MTBF). Empty
     when the log gave neither."""
-    lines = [f"#   {name}: {number(f.value)}  # {_comment(f, f.note)}" for name, f in _reliability_figures(cal)]
+    lines = [f"#   {name}: {number(f.value)}  # {comment(f, f.note)}" for name, f in _reliability_figures(cal)]
     if not lines:
         return ""
     return "\n".join([RELIABILITY_HEAD, "# reliability:", *lines, "# ---- end of reliability ----", ""])
 
 
-def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
+def _occupancy(doc: dict, cal: Calibration, fields: Fields) -> None:
     occ = cal.occupancy
     env = doc.setdefault("environment", {})
     if occ is None:
@@ -142,8 +99,8 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
         med, p99 = occ.figures["median"], occ.figures["p99"]
         env["occupancy"] = {
             "distribution": "lognormal",
-            "median": fields.put(number(med.value), _comment(med, "censored lognormal MLE")),
-            "p99": fields.put(number(p99.value), _comment(p99, "censored lognormal MLE")),
+            "median": fields.put(number(med.value), comment(med, "censored lognormal MLE")),
+            "p99": fields.put(number(p99.value), comment(p99, "censored lognormal MLE")),
         }
         return
     samples = "[" + ", ".join(number(round(s, 3)) for s in occ.samples) + "]"
@@ -151,7 +108,7 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
         "distribution": "empirical",
         "samples": fields.put(
             samples,
-            _comment(
+            comment(
                 occ.figures["p99"],
                 f"Kaplan–Meier quantiles, lognormal rejected (KS {occ.distance:.3f}); interval of the p99",
             ),
@@ -159,7 +116,7 @@ def _occupancy(doc: dict, cal: Calibration, fields: _Fields) -> None:
     }
 
 
-def _loop_occupancy(env: dict, cal: Calibration, fields: _Fields) -> None:
+def _loop_occupancy(env: dict, cal: Calibration, fields: Fields) -> None:
     """The agent loop's lognormal (no trajectory log): each field's comment names the keys it comes from."""
     loop = {k: cal.step_figures.get(f"agent_loop_{k}_s") for k in ("median", "p99")}
     if loop["median"] is None or loop["p99"] is None:
@@ -169,7 +126,7 @@ def _loop_occupancy(env: dict, cal: Calibration, fields: _Fields) -> None:
         k: fields.put(
             number(f.value),
             f"calibrated: lognormal from {keys} per step, not per-trajectory times: {f.rows:,} steps of "
-            f"{Path(f.source.split(' (')[0]).name}, {_interval(f)} (step-level, wider)",
+            f"{Path(f.source.split(' (')[0]).name}, {interval(f)} (step-level, wider)",
         )
         for k, f in loop.items()
     }
@@ -179,23 +136,23 @@ def _loop_occupancy(env: dict, cal: Calibration, fields: _Fields) -> None:
     )
 
 
-def _throughput(doc: dict, cal: Calibration, fields: _Fields) -> None:
+def _throughput(doc: dict, cal: Calibration, fields: Fields) -> None:
     work = doc.setdefault("workload", {})
     if cal.tokens_per_attempt is None:
         return
     work["tokens_per_attempt"] = fields.put(
-        number(cal.tokens_per_attempt.value), _comment(cal.tokens_per_attempt, "mean output tokens")
+        number(cal.tokens_per_attempt.value), comment(cal.tokens_per_attempt, "mean output tokens")
     )
     if cal.intake is not None and cal.intake.value > 0:
-        work["intake_rate"] = fields.put(number(min(cal.intake.value, 1.0)), _comment(cal.intake, "effective share"))
+        work["intake_rate"] = fields.put(number(min(cal.intake.value, 1.0)), comment(cal.intake, "effective share"))
     if cal.correlation is not None:
         verdict = "comonotone" if cal.correlation.note.startswith("closer to comonotone") else "independent"
         doc.setdefault("freshness", {})["group_correlation"] = fields.put(
-            verdict, _comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}")
+            verdict, comment(cal.correlation, f"within-group ICC {cal.correlation.value:.2f}")
         )
 
 
-def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tuple[str, list[int], Figure]]:
+def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: Fields) -> list[tuple[str, list[int], Figure]]:
     """Each logged pool's figure into the shapes it names; the pooled figure only when the instance has one
     pool (a pooled figure is wrong for every pool of a mixed run). Returns (pool, shape indices, figure)."""
     shapes = doc.get("inference", {}).get("shapes", [])
@@ -207,7 +164,7 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tupl
             if not where:
                 cal.notes.append(f"pool {pool}: no shape of the instance is named {pool} or runs on it: not written")
             for i in where:
-                shapes[i]["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, f"pool {pool}: {how}"))
+                shapes[i]["tokens_per_gpu_s"] = fields.put(number(fig.value), comment(fig, f"pool {pool}: {how}"))
             written += [(pool, where, fig)] if where else []
         done = {i for _, where, _ in written for i in where}
         for i, shape in enumerate(shapes):
@@ -222,7 +179,7 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tupl
             cal.notes.append(f"tokens/s per GPU not written: one figure from the step log, {len(pools)} pools")
         elif enough(cal, fig, "inference.shapes[*].tokens_per_gpu_s"):
             for shape in shapes:
-                shape["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, fig.note))
+                shape["tokens_per_gpu_s"] = fields.put(number(fig.value), comment(fig, fig.note))
             written.append(("", list(range(len(shapes))), fig))
     elif cal.tokens_per_gpu_s is not None:
         pools = sorted({str(s.get("pool")) for s in shapes})
@@ -235,41 +192,53 @@ def _tokens_per_gpu_s(doc: dict, cal: Calibration, fields: _Fields) -> list[tupl
             return written
         fig = cal.tokens_per_gpu_s
         for shape in shapes:
-            shape["tokens_per_gpu_s"] = fields.put(number(fig.value), _comment(fig, how))
+            shape["tokens_per_gpu_s"] = fields.put(number(fig.value), comment(fig, how))
         written.append(("", list(range(len(shapes))), fig))
+        if cal.regime is not None and cal.regime.regime is not None and cal.regime.regime.batched:
+            cal.notes.append(
+                f"tokens/s per GPU written from the trajectory log's window: in a run that generated in batches "
+                f"({cal.regime.regime.label}) the window also holds the time its GPUs trained or waited, so the "
+                "figure understates their generation rate; a framework step log gives it over the generation phases"
+            )
     return written
 
 
 def _step_log_rate(cal: Calibration) -> Figure | None:
     """The step log's tokens/s per GPU over each step's generation phase, written when there is no trajectory
-    log, or when the step log logged saves or validations: the trajectory log's steady window then holds those
-    stalls and its figure comes out low (a note says which was written)."""
+    log; when the run generated in batches (a colocated or pipelined regime: the trajectory log's window holds
+    the time its GPUs did not generate); or when the step log logged saves or validations: the window then holds
+    those stalls. Its figure comes out low in both cases (a note says which was written)."""
     fig = cal.step_figures.get("generation_tokens_per_gpu_s")
     if fig is None:
         return None
     if cal.trajectories is None:
         return fig
-    stalled = cal.split is not None and (cal.split.share("checkpoint") + cal.split.share("validation")) > 0
-    if not stalled or cal.tokens_per_gpu_s is None:
+    stalls = cal.split.share("checkpoint") + cal.split.share("validation") if cal.split is not None else 0.0
+    batched = cal.regime is not None and cal.regime.regime is not None and cal.regime.regime.batched
+    if not (stalls > 0 or batched) or cal.tokens_per_gpu_s is None:
         return None
-    window = cal.tokens_per_gpu_s
+    why = (
+        f"the run generated in batches ({cal.regime.regime.label}): the window also holds the time its GPUs "
+        "trained or waited, which a generation phase never does"
+        if batched and cal.regime is not None and cal.regime.regime is not None
+        else f"the step log logged saves and validations ({stalls:.1%} of a step's time), which the window holds "
+        "and a generation phase never does"
+    )
     cal.notes.append(
         f"tokens/s per GPU written from the step log's generation phases ({fig.value:,.4g}), not the trajectory "
-        f"log's window ({window.value:,.4g}): the step log logged saves and validations "
-        f"({cal.split.share('checkpoint') + cal.split.share('validation'):.1%} of a step's time), which the window "
-        "holds and a generation phase never does"
+        f"log's window ({cal.tokens_per_gpu_s.value:,.4g}): {why}"
     )
     return fig
 
 
-def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
+def _updates(doc: dict, cal: Calibration, fields: Fields) -> None:
     fit = cal.update
     if fit is None or not enough(cal, fit.reference, "training.update_time"):
         if fit is None and cal.steps and cal.trajectories is None:
             cal.notes.append("training.update_time kept from --into: the step log gave no update law")
         return
     ref = fit.reference
-    why = _comment(ref, f"{fit.law} law by least squares" + ("; the trainer's busy time" if cal.split else ""))
+    why = comment(ref, f"{fit.law} law by least squares" + ("; the trainer's busy time" if cal.split else ""))
     if fit.law == "table":
         points = "[" + ", ".join(f"{{gpus: {number(g)}, seconds: {number(s)}}}" for g, s in fit.points) + "]"
         law = {"law": "table", "points": fields.put(points, why + " (medians per GPU count)")}
@@ -291,7 +260,7 @@ def _updates(doc: dict, cal: Calibration, fields: _Fields) -> None:
     doc.setdefault("training", {})["update_time"] = law
 
 
-def _shares(doc: dict, cal: Calibration, fields: _Fields) -> None:
+def _shares(doc: dict, cal: Calibration, fields: Fields) -> None:
     """Backend shares, when the log's backends are exactly the instance's (else the instance keeps its own)."""
     backends = doc.get("environment", {}).get("backends", [])
     if not cal.shares or {b.get("name") for b in backends} != set(cal.shares):
@@ -311,7 +280,7 @@ def _shares(doc: dict, cal: Calibration, fields: _Fields) -> None:
 
 
 def _uncertainty(
-    existing: dict | None, cal: Calibration, fields: _Fields, written: list[tuple[str, list[int], Figure]]
+    existing: dict | None, cal: Calibration, fields: Fields, written: list[tuple[str, list[int], Figure]]
 ) -> dict[str, Any]:
     """§9 factors: normal (mean 1) for throughput (one per pool written), intake and updates, with the sd of
     the larger of the estimate's interval and the spread the run showed; lognormal (median 1, sigma from the
@@ -358,7 +327,7 @@ def _stages(doc: dict, cal: Calibration) -> None:
             factor["paths"] = [*factor["paths"], "stages.list[*].occupancy.median", "stages.list[*].occupancy.p99"]
 
 
-def _lifetimes_factor(cal: Calibration, fields: _Fields) -> dict | None:
+def _lifetimes_factor(cal: Calibration, fields: Fields) -> dict | None:
     """Lognormal, sigma from the median's interval (a trajectory log's law); from the wider of the median's
     and the p99's intervals for the agent loop's law, whose p99 rests on a sigma read from per-step extremes."""
     occ = cal.occupancy
@@ -372,7 +341,7 @@ def _lifetimes_factor(cal: Calibration, fields: _Fields) -> dict | None:
     return _factor(fields, "lifetimes", lognormal, "lognormal", max(loop, key=lambda f: f.log_sd))
 
 
-def _factor(fields: _Fields, name: str, paths: list[str], dist: str, source: Figure) -> dict:
+def _factor(fields: Fields, name: str, paths: list[str], dist: str, source: Figure) -> dict:
     estimate = source.relative_sd if dist == "normal" else source.log_sd
     estimate = estimate if math.isfinite(estimate) else 0.0
     spread = source.spread if source.spread is not None and math.isfinite(source.spread) else 0.0

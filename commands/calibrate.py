@@ -38,7 +38,7 @@ def _trajectory_log(trajectories, pool_files, mapping: dict, timeout, max_bad: f
     return merge([(name, *read_trajectories(file, mapping, timeout, max_bad)) for name, file in pool_files])
 
 
-def _steps_alone(path: str, steps, framework, inst, inference_gpus):
+def _steps_alone(path: str, steps, framework, inst, inference_gpus, regime):
     """A framework's step log without a trajectory log: calibrated for what it holds."""
     from trainground.calibrate.fit import calibrate_steps
     from trainground.models.load import InstanceError, Problem
@@ -46,7 +46,19 @@ def _steps_alone(path: str, steps, framework, inst, inference_gpus):
     if framework is None:
         rule = "a trainground step log holds no lifetimes: give --trajectories (or a framework's step log, --format)"
         raise InstanceError(path, [Problem("--steps", rule)])
-    return calibrate_steps(steps, framework, inst, inference_gpus)
+    return calibrate_steps(steps, framework, inst, inference_gpus, regime=regime)
+
+
+def _regime(ctx, param, value: str | None):
+    """--regime: colocated, pipelined-0, pipelined-1, async, async-inflight or admission-K."""
+    if value is None:
+        return None
+    from trainground.calibrate.regime import parse
+
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _holdout(cal, steps, framework) -> None:
@@ -204,6 +216,13 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     help="A framework step log: fit on its first half, predict the second half's mean step time (saves and "
     "validations left out) from the fitted figures, beside the first half's mean.",
 )
+@click.option(
+    "--regime",
+    callback=_regime,
+    help="How the run's generation and training took turns (docs/model.md §14), written into the instance in place "
+    "of what the step log shows: colocated, pipelined-0, pipelined-1 (one step off), async (the seed's: drop), "
+    "async-inflight, or admission-K (async with at most K + 1 batches in flight, K >= 1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for calibrate.json and the plots (PNG).")
 @guarded
@@ -221,12 +240,14 @@ def calibrate(
     max_bad,
     plan_file,
     holdout,
+    regime,
     as_json,
     out,
 ) -> None:
     """Fit instance fields to run logs: lifetimes (censored lognormal or Kaplan–Meier), tokens/s per GPU,
     intake, group correlation, the update law, the cadence achieved and the bottleneck; stages (docs/stages.md)
-    when the logged tokens per attempt trend by more than 20 % over the run.
+    when the logged tokens per attempt trend by more than 20 % over the run; the run regime (docs/model.md §14)
+    from a verl step log's evidence or --regime.
 
     Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
     """
@@ -249,10 +270,10 @@ def calibrate(
         steps, framework = _steps(steps_file, origin, mapping, max_bad, fmt, training_gpus)
         from trainground.calibrate.fit import calibrate as run  # once the logs are read: a bad log costs no fit
 
-        cal = run(log, steps, inst, inference_gpus, framework=framework)
+        cal = run(log, steps, inst, inference_gpus, framework=framework, regime=regime)
     else:
         steps, framework = _steps(steps_file, None, mapping, max_bad, fmt, training_gpus)
-        cal = _steps_alone(steps_file, steps, framework, inst, inference_gpus)
+        cal = _steps_alone(steps_file, steps, framework, inst, inference_gpus, regime)
     if holdout:
         _holdout(cal, steps, framework)
     notes = []

@@ -161,6 +161,21 @@ def simulate(
         from trainground.simulation.verdicts import fresh_seed
 
         seed = fresh_seed(inst)
+    if inst.regime is not None and inst.regime.batched:  # MODEL §14: the batch regime's own replay
+        refuse_batch_options(instance, launch=launch, trace_dir=trace_dir, workers=workers, scheduler=scheduler)
+        from trainground.simulation.batch_report import batch_report
+
+        found = batch_report(inst, plan, metrics, replications, seed, iterations)
+        write_and_show(
+            found,
+            found.to_json(),
+            report_file="simulate.json",
+            out=out,
+            as_json=as_json,
+            plots=_no_plots,
+            printer=_batch_printer,
+        )
+        return
     setups = None
     if scenarios:
         from trainground.simulation.scenarios import scenario_setups
@@ -189,6 +204,26 @@ def simulate(
     write_and_show(
         report, report.to_json(), report_file="simulate.json", out=out, as_json=as_json, plots=_plots, printer=_printer
     )
+
+
+def refuse_batch_options(file: str, **given) -> None:
+    """A batch regime's replay has no launch order, trace or worker processes yet: InstanceError naming the option."""
+    unused = [name for name, value in given.items() if value not in (None, False, "even")]
+    if unused:
+        option = {"trace_dir": "--trace"}.get(unused[0], "--" + unused[0].replace("_", "-"))
+        raise InstanceError(
+            file, [Problem("regime.mode", f"{option} does not apply to a batch regime's replay (MODEL §14); drop it")]
+        )
+
+
+def _no_plots(report) -> dict[str, bytes]:
+    return {}
+
+
+def _batch_printer(console, report) -> None:
+    from trainground.render.regimes import render_batch_replay
+
+    render_batch_replay(console, report)
 
 
 def _plots(report) -> dict[str, bytes]:

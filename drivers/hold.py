@@ -25,6 +25,9 @@ from trainground.drivers.replays import ReplayCache, Replays
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
+from trainground.simulation.regimes import replicate as batch_replicate
+from trainground.simulation.regimes import setup_of_plan as batch_setup_of_plan
+from trainground.simulation.runner import seed_for
 from trainground.simulation.setup import setup_of
 from trainground.solver.laws.calculus import wilson
 from trainground.solver.laws.replay_drift import ReplayEstimate, replay_estimate
@@ -156,8 +159,9 @@ class HoldingPlanner:
                 break
             last = (planner, result, replays, lateness, allowance)
             if passes(planner, result, lateness):
-                if allowance - lateness > TOO_SAFE * inst.schedule.deadline and rounds - fresh < ROUNDS:  # rule ii
-                    passed, allowance = last, lateness
+                needed = max(lateness, 0.0)  # Δ >= 0: replays that finish early ask no negative allowance
+                if allowance - needed > TOO_SAFE * inst.schedule.deadline and rounds - fresh < ROUNDS:  # rule ii
+                    passed, allowance = last, needed
                     continue
                 break
             allowance = max(allowance, lateness)
@@ -188,6 +192,8 @@ class HoldingPlanner:
         or a confidence solve, whose replays each draw a scenario)."""
         if result.plan is None or result.metrics is None or self.planner.confidence is not None:
             return None
+        if self.inst.regime is not None and self.inst.regime.batched:  # the estimate reads the seed's regime
+            return None
         return replay_estimate(self.inst, result.plan, result.metrics)
 
     def replay_count(self) -> tuple[int, int]:
@@ -202,6 +208,8 @@ class HoldingPlanner:
     def _replays(self, planner: Planner, result: Result, count: int, stop: Callable[[], bool]) -> Replays:
         """The round's replays of ``result``'s plan: of the instance, or of a scenario each (a confidence solve)."""
         inst, seed = self.inst, self.inst.planning.seed
+        if inst.regime is not None and inst.regime.batched:  # MODEL §14: the batch regime's own replay
+            return batch_replays(inst, result.plan, replay_seeds(inst)[:count], stop)
         if planner.confidence is None:
             return self.cache.replays(setup_of(inst, result.plan, result.metrics), replay_seeds(inst)[:count], stop)
         return self.cache.scenario_replays(inst, result.plan, result.metrics, seed, count, stop)
@@ -220,6 +228,19 @@ class HoldingPlanner:
             )
             self._steady = base_planner(steady, **self._options)
         return self._steady.solve(objective, time_limit=clock.remaining(), confidence_report=False, **restrictions)
+
+
+def batch_replays(inst: Instance, plan: Plan, seeds: list[int], stop: Callable[[], bool]) -> Replays:
+    """The replays of a batch run's plan (MODEL §14, simulate/regimes.py), replay i on ``simulate --seed
+    seeds[i]``'s first stream; a replay not started when ``stop()`` says True is skipped. No sandbox waits: a
+    batch run's sandboxes are sized for its launch peak, and the replay does not queue attempts."""
+    setup = batch_setup_of_plan(inst, plan)
+    spans = []
+    for seed in seeds:
+        if stop():
+            break
+        spans.append(batch_replicate(setup, seed_for(seed, 0)).makespan)
+    return Replays(makespans=np.array(spans, dtype=float), wait_shares=np.zeros(len(spans)))
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:

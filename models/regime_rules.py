@@ -129,18 +129,18 @@ def _colocated_pools(inst: Instance) -> list[Problem]:
 
 def planned(inst: Instance) -> bool:
     """The planner plans this instance's regime: the seed's (none, or async/drop with the rest at defaults), or a
-    pipelined run (:func:`unplanned_reason` says which combinations it plans)."""
+    batch run, pipelined or colocated (:func:`unplanned_reason` says which combinations it plans)."""
     return unplanned_reason(inst) is None
 
 
 def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
-    with everything; a pipelined run (MODEL §14) under planning.basis steady_state, without stages, a confidence
-    solve or a reliability section (and, for steps_ahead 1, without count_startup)."""
+    with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
+    reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis)."""
     r = inst.regime
     if r is None or r.is_default:
         return None
-    if r.mode != "pipelined":
+    if not r.batched:
         shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
         default = Regime()
         extra = [
@@ -150,12 +150,13 @@ def unplanned_reason(inst: Instance) -> str | None:
         return (
             f"{r.label} is not planned yet{also}: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
             "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
-            "regime field at its default) and mode: pipelined"
+            "regime field at its default) and the batch modes, pipelined and colocated"
         )
     others = [
         (
-            inst.planning.basis == "hold",
-            "planning.basis hold (its replays of a pipelined run are not wired yet): set planning.basis: steady_state",
+            inst.planning.basis == "hold" and r.steps_ahead == 1,
+            "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
+            "planning.basis: steady_state",
         ),
         (inst.stages is not None, "stages"),
         (inst.uncertainty is not None and inst.uncertainty.confidence is not None, "uncertainty.confidence"),
@@ -178,8 +179,8 @@ def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
 
 
 def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for any regime but the seed's: the replays (`simulate`, risk's scenarios)
-    and the scenario evaluation read the seed's regime only. ``label``: the file to name."""
+    """InstanceError naming regime.mode for any regime but the seed's, where a replay or the scenario evaluation
+    reads the seed's regime only (risk, report, simulate's engine of MODEL §10). ``label``: the file to name."""
     refuse_unplanned(inst, label)
     r = inst.regime
     if r is None or r.is_default:
@@ -189,8 +190,9 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
         [
             Problem(
                 "regime.mode",
-                f"{r.label} is planned by solve, frontier, sweep, batch and compare, but not replayed yet: simulate, "
-                f"risk and report read the seed's regime only ({SECTION})",
+                f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's "
+                f"scenarios, report and simulate's scenario, trace and worker options read the seed's regime only "
+                f"({SECTION})",
             )
         ],
     )

@@ -108,3 +108,43 @@ def regimes_png(found: RegimeComparison) -> bytes:
     ax.set_title(f"{found.inst.name}: regimes with a plan (★ best under {found.objective.replace('_', ' ')})")
     ax.grid(True, alpha=0.3)
     return _png(fig)
+
+
+def render_batch_replay(console, report) -> None:
+    """`simulate` of a batch run: each figure's model value beside the replications' mean and p10–p90."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from trainground.simulation.batch_report import ROWS, spread
+
+    inst, sim = report.inst, report.simulated()
+    assert inst.regime is not None
+    count = len(report.replications)
+    console.print(
+        f"[bold]{escape(inst.name)}[/bold]: {count} replication{'s' * (count != 1)} of the {escape(inst.regime.label)} "
+        f"plan, {report.iterations:,} iterations (seed {report.seed})"
+    )
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for name in ("figure", "model", "simulated", "p10 – p90"):
+        table.add_column(name, justify="left" if name == "figure" else "right")
+    for key, label in ROWS:
+        model, mean, band = report.predicted.get(key), sim.get(key), spread(report, key)
+        table.add_row(
+            label,
+            _number(model),
+            _number(mean),
+            "" if band is None else f"{_number(band[0])} – {_number(band[1])}",
+        )
+    fitted(console, table)
+    console.print(
+        f"on time: {report.on_time} of {count} replications finish by the deadline ({report.deadline:,.0f} s); the "
+        "model's iteration is the cadence, which the batch's D + U + t_s (+ switch) must fit"
+    )
+
+
+def _number(value) -> str:
+    if value is None:
+        return "—"
+    if abs(value) < 10:
+        return f"{value:,.4g}"
+    return f"{value:,.1f}"

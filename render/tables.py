@@ -169,12 +169,30 @@ def render_result(console, result) -> None:
         ),
     ]
     rows += goodput_rows(plan, met)
+    if result.regime is not None and met.generation_phase_s is not None:
+        rows = batch_rows(result.regime, met) + [
+            r for r in rows if r[0] not in ("attempts/s", "exceedance / group drop")
+        ]
     for row in rows:
         metrics.add_row(*row)
     console.print(metrics)
     console.print("binding: " + (", ".join(result.binding) if result.binding else "none"), markup=False)
     if result.ties:
         console.print(f"ties: {result.ties['sentence']}", markup=False)
+
+
+def batch_rows(regime: dict, met) -> list[tuple[str, str, str]]:
+    """A batch regime's figures (MODEL §14): the generation phase, its slowest attempt and busy share, the
+    launch; its rows replace the seed regime's attempt rate and drops (nothing is dropped for age)."""
+    k = regime.get("steps_ahead")
+    row = "D + U + t_s (+ switch_time) <= L" if k in (None, 0) else "max(D, U) + t_s <= L"
+    return [
+        ("regime", str(regime["mode"]) + ("" if k is None else f" k={k:g}"), row),
+        ("generation phase D", f"{met.generation_phase_s:,.1f} s", "max(N·tokens/S, M_N)"),
+        ("slowest attempt M_N", f"{met.slowest_attempt_s:,.1f} s", "the mean max of a batch's lifetimes"),
+        ("generation busy", f"{met.generation_busy_share:.1%}", "N·tokens/(S·D)"),
+        ("launch peak", f"{met.launch_peak:,.0f}", "environments asked at once when a batch launches"),
+    ]
 
 
 def goodput_rows(plan, met) -> list[tuple[str, str, str]]:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem, field_path
-from trainground.models.regime_rules import refuse_unreplayed
+from trainground.models.regime_rules import refuse_unplanned, refuse_unreplayed
 from trainground.models.result import Metrics, Plan
 from trainground.simulation.engine import Run, replicate
 from trainground.simulation.processes import THREAD_VARS, one_line
@@ -93,9 +93,9 @@ def basis_of(file: str, data: dict) -> tuple[str, float]:
 def checked_metrics(inst: Instance, plan: Plan, label: str, allowance: float = 0.0) -> Metrics:
     """The model's metrics of ``plan`` on ``inst`` (with MODEL §11's allowance in the deadline row), checked
     by the verifier (a staged plan's by the staged verifier: the metrics of the stage ``run_metrics`` marks);
-    InstanceError naming each broken rule if it does not fit, or the regime (MODEL §14) if it is not the
-    default (a plan from a file replays the seed's regime only)."""
-    refuse_unreplayed(inst)
+    InstanceError naming each broken rule if it does not fit, or the regime (MODEL §14) if the planner does not
+    plan it."""
+    refuse_unplanned(inst)
     if inst.stages is not None:
         staged = verify_staged(inst, plan, allowance)
         if staged.ok and staged.metrics is not None:
@@ -139,6 +139,7 @@ def simulate_plan(
     trace); the others run on ``workers`` local processes or on the Dask cluster at ``scheduler``.``setups``: replication r replays ``setups[r]`` instead (a scenario each, :mod:`simulate.scenarios`);
     the predicted figures stay the nominal plan's.
     """
+    refuse_unreplayed(inst)  # a batch regime is replayed by simulation.batch_report
     metrics = metrics or checked_metrics(inst, plan, inst.name or "plan")
     setup = setup_of(inst, plan, metrics, launch=launch, capacity=capacity, iterations=iterations)
     progress = _Progress(on_progress, replications * setup.iterations)

@@ -1,10 +1,10 @@
-"""Test-only brute force for a pipelined run (MODEL.md §14), sharing nothing with solver/ but the instance schema
+"""Test-only brute force for a batch run (MODEL.md §14: pipelined or colocated), sharing nothing with solver/ but the instance schema
 and tests/reference.py's own readings (grid, lognormal law by scipy, update laws, replica vectors, host counts).
 
 Every (cadence, training groups) on the grid is tried: the slowest attempt of a batch ``M_N`` by quadrature of
 ``1 - F(t)^N'`` (cut at the rollout timeout), the row ``D + U + t_s <= L`` (``k = 0``) or ``max(D, U) + t_s <= L``
-(``k = 1``) with ``D = max(N·tokens/S, M_N)``, the cheapest replica vector whose supply ``S`` meets it in the pools
-beside the groups, and the cheapest hosts holding the launch peak ``max(peak_to_mean·E, N·s)``. Instances: one
+(``k = 1``) or ``D + U + t_s + switch_time <= L`` (colocated) with ``D = max(N·tokens/S, M_N)``, the cheapest
+replica vector whose supply ``S`` meets it in the pools beside the groups (colocated: in turn with them), and the cheapest hosts holding the launch peak ``max(peak_to_mean·E, N·s)``. Instances: one
 backend, no cloud VMs, peak_to_mean >= 1 (then the peak rows imply the steady ones), lognormal lifetimes.
 """
 
@@ -40,9 +40,13 @@ def cut_mean(law: ref.Law, tau: float | None) -> float:
     return value
 
 
-def pipelined_points(inst: Instance) -> list[ref.Point]:
+def batch_points(inst: Instance) -> list[ref.Point]:
+    """Every cadence with its cheapest plan of a pipelined or colocated run (colocated: the replicas and the
+    groups each fit the training pool, which bills the larger)."""
     r = inst.regime
-    assert r is not None and r.mode == "pipelined"
+    assert r is not None and r.mode in ("pipelined", "colocated")
+    shared = r.mode == "colocated"
+    switch = r.switch_time if shared else 0.0
     law = ref.Law(inst.environment.occupancy)
     w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
     tau = r.rollout_timeout
@@ -73,21 +77,28 @@ def pipelined_points(inst: Instance) -> list[ref.Point]:
     points = []
     for L in ref.grid(inst):
         span = w.iterations * L + inst.schedule.extra_time
-        if span > inst.schedule.deadline * (1 + TOL) or m_n + sync > L * (1 + TOL):
+        if span > inst.schedule.deadline * (1 + TOL) or m_n + sync + switch > L * (1 + TOL):
             continue
         costs = []
         for m in groups:
             update = ref.update_time(t.update_time, m * t.gpus_per_group)
-            budget = L - sync - (update if k == 0 else 0.0)
-            busy = m_n + update + sync if k == 0 else max(m_n, update) + sync
+            budget = L - sync - switch - (update if k == 0 else 0.0)
+            busy = m_n + update + sync + switch if k == 0 else max(m_n, update) + sync
             if not math.isfinite(update) or busy > L * (1 + TOL) or budget <= 0:
                 continue
             ok = supply >= n_attempts * tokens / budget * (1 - TOL)
+            gpus = m * t.gpus_per_group
             for name, pool in pools.items():
-                ok &= replicas.use[name] + (m * t.gpus_per_group if name == t.pool else 0) <= pool.gpus
-            if ok.any():
-                train = pools[t.pool].gpu_hour_cost * m * t.gpus_per_group if pools[t.pool].billing == "used" else 0
-                costs.append(replicas.reserved + float(np.min(replicas.cost[ok])) + train)
+                ok &= replicas.use[name] + (gpus if name == t.pool and not shared else 0) <= pool.gpus
+            if not ok.any():
+                continue
+            pool = pools[t.pool]
+            price = pool.gpu_hour_cost if pool.billing == "used" else 0.0
+            if shared:  # the pool bills the larger of the replicas' GPUs and the groups'
+                bill = replicas.cost + price * np.maximum(0.0, gpus - replicas.use[t.pool])
+            else:
+                bill = replicas.cost + price * gpus
+            costs.append(replicas.reserved + float(np.min(bill[ok])))
         if not costs:
             continue
         rate = n_attempts / L

@@ -102,7 +102,14 @@ def test_verls_throughput_divisor_is_used_only_with_a_note_saying_what_it_counts
     note = next(n for n in got["notes"] if "perf/throughput's divisor" in n)
     assert ", ".join(f"{g + TRUTH.inference_gpus:,.0f}" for g in TRUTH.training_gpus) in note
     assert "inference included" in note and "--training-gpus" in note
-    assert any("tokens/s per inference GPU not measured" in n for n in got["notes"])
+    # nothing in the log says its pools were separate (the truth): read as verl's RayPPOTrainer, colocated, every
+    # GPU of the job generates, and the regime note says it was assumed
+    regime = next(n for n in got["notes"] if n.startswith("regime: colocated (from the log)"))
+    assert "assumed: the same GPUs generate and train" in regime and "--regime pipelined-0" in regime
+    assert "colocated, every GPU of the run generates" in got["step_log"]["generation_tokens_per_gpu_s"]["note"]
+    said = fitted(logs, "--steps", str(logs / "verl.jsonl"), "--regime", "pipelined-0")
+    assert any("tokens/s per inference GPU not measured" in n for n in said["notes"])
+    assert "generation_tokens_per_gpu_s" not in said["step_log"]
 
 
 def test_a_wrong_format_names_the_missing_keys(logs):

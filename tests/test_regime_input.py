@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import trainground
 from trainground.cli import main
+from trainground.models.edits import load_edited
 from trainground.models.load import InstanceError, load_instance, validate
 from trainground.models.regime import Regime
 from trainground.solver.explain import explain
@@ -177,17 +178,20 @@ def refused(result) -> bool:
     return result.exit_code == 2 and "regime.mode" in result.stderr and REFUSAL in result.stderr
 
 
+HOLD_REFUSAL = "is planned, but not yet with planning.basis hold"
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["solve", str(COLOCATED)],
+        ["solve", str(ADMISSION)],
         ["solve", str(ADMISSION), "--basis", "steady_state"],
-        ["simulate", str(COLOCATED), "--iterations", "5"],
+        ["simulate", str(ADMISSION), "--iterations", "5"],
         ["frontier", str(ADMISSION)],
-        ["compare", str(COLOCATED)],
-        ["sweep", str(COLOCATED), "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
+        ["compare", str(ADMISSION)],
+        ["sweep", str(ADMISSION), "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), str(ADMISSION), "--out", "out/regime-batch"],
-        ["risk", str(UNCERTAIN), "--set", "regime.mode=colocated"],
+        ["risk", str(UNCERTAIN), "--set", "regime.rollout_timeout=1h"],
         ["report", str(ADMISSION), "--out", "out/regime-report"],
     ],
 )
@@ -196,7 +200,8 @@ def test_every_planning_command_refuses_a_regime_it_does_not_plan(args):
     assert result.exit_code == 2, result.output
     if args[0] == "batch":  # a row per file, each invalid with the refusal
         rows = (ROOT / "out" / "regime-batch" / "summary.csv").read_text()
-        assert rows.count(REFUSAL) == 2 and rows.count(",invalid,") == 2
+        # admission is refused; colocated is planned (the suite's basis is steady_state) and has no plan in a week
+        assert rows.count(REFUSAL) == 1 and rows.count(",invalid,") == 1 and rows.count(",infeasible,") == 1
     elif args[0] == "sweep":  # no point is valid: the first point's message
         assert "regime.mode" in result.stderr and REFUSAL in result.stderr
     else:
@@ -214,13 +219,40 @@ def test_a_plan_from_a_file_is_not_replayed_under_another_regime(tmp_path):
     assert CliRunner().invoke(main, args[:-2]).exit_code == 0  # the same plan replays without the regime
 
 
-def test_a_sweep_over_the_mode_plans_the_default_and_refuses_the_rest():
-    args = ["sweep", str(SEED), "--basis", "steady_state", "--set", "regime.mode=async,colocated", "--json"]
+def test_a_sweep_over_the_mode_plans_each_batch_mode_and_refuses_the_rest():
+    modes = "regime.mode=async,colocated,pipelined"
+    args = ["sweep", str(SEED), "--basis", "steady_state", "--set", modes, "--set", "regime.steps_ahead=null", "--json"]
     result = CliRunner().invoke(main, [*args, "--out", "out/regime-mode-sweep"])
     assert result.exit_code == 0, result.output
     points = json.loads(result.stdout)["points"]
-    assert [p["status"] for p in points] == ["optimal", "invalid"]
-    assert REFUSAL in points[1]["message"] and "--set regime.mode=colocated" in points[1]["message"]
+    # the seed's long tail: a colocated batch waits 63,370 s for its slowest attempt; pipelined needs steps_ahead
+    assert [p["status"] for p in points] == ["optimal", "infeasible", "invalid"]
+    assert "regime.steps_ahead" in points[2]["message"]
+
+
+def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuses_it(tmp_path):
+    steady = ["--basis", "steady_state", "--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
+    solved = CliRunner().invoke(main, ["solve", str(COLOCATED), *steady, "--json"])
+    assert solved.exit_code == 0, solved.output
+    result = json.loads(solved.stdout)
+    assert result["regime"]["mode"] == "colocated" and result["metrics"]["slowest_attempt_s"] == pytest.approx(3600)
+    plan = tmp_path / "plan.json"
+    plan.write_text(solved.stdout)
+    args = ["simulate", str(COLOCATED), "--plan", str(plan), *steady, "--iterations", "50", "--json"]
+    again = CliRunner().invoke(main, [*args, "--replications", "3"])
+    assert again.exit_code == 0, again.output
+    replay = json.loads(again.stdout)
+    # every batch is cut at the one-hour timeout: the slowest attempt is the timeout in every replication
+    assert replay["figures"]["slowest_attempt_s"]["simulated"] == pytest.approx(3600)
+    assert replay["on_time"] == 3 and replay["regime"]["mode"] == "colocated"
+    traced = CliRunner().invoke(main, [*args, "--trace", str(tmp_path / "trace")])
+    assert traced.exit_code == 2 and "--trace does not apply to a batch regime" in traced.stderr
+    from trainground.drivers.risk import assess
+    from trainground.models.result import Plan
+
+    inst = load_edited(COLOCATED, ["planning.basis=steady_state", "schedule.deadline=60d", "schedule.cadence.step=10s"])
+    with pytest.raises(InstanceError, match="regime.mode: colocated is planned and replayed by solve and simulate"):
+        assess(inst, Plan.model_validate(result["plan"]))  # risk's scenarios read the seed's regime only
 
 
 @pytest.mark.parametrize("call", ["solve", "frontier", "simulate", "report"])

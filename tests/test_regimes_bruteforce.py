@@ -1,6 +1,6 @@
-"""A pipelined run (MODEL.md §14) planned by the MIP against the brute force of tests/regimes_reference.py, on
-small random instances (k = 0 and 1, timeouts kept or filtered, weight sync, a second pool), every objective;
-and a run without regime: planned as before."""
+"""A batch run (MODEL.md §14: pipelined k = 0 and 1, colocated) planned by the MIP against the brute force of
+tests/regimes_reference.py, on small random instances (timeouts kept or filtered, weight sync, switch time, a
+second pool), every objective."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tests import reference as ref
-from tests.regimes_reference import pipelined_points
+from tests.regimes_reference import batch_points
 from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.solve import Planner
@@ -21,7 +21,10 @@ VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
 def random_pipelined(seed: int) -> dict:
     rng = random.Random(seed)
     median = rng.choice([2.0, 5.0, 10.0])
-    regime: dict = {"mode": "pipelined", "steps_ahead": rng.choice([0, 1])}
+    mode = rng.choice(["pipelined", "pipelined", "colocated"])
+    regime: dict = {"mode": mode, "steps_ahead": rng.choice([0, 1])} if mode == "pipelined" else {"mode": mode}
+    if mode == "colocated" and rng.random() < 0.5:
+        regime["switch_time"] = rng.choice([2.0, 5.0])
     if rng.random() < 0.5:
         regime["rollout_timeout"] = median * rng.choice([1.5, 3.0])
         regime["truncated"] = rng.choice(["keep", "filter"])
@@ -61,7 +64,7 @@ def random_pipelined(seed: int) -> dict:
         "planning": {"basis": "steady_state"},
         "regime": regime,
     }
-    if rng.random() < 0.4:
+    if mode == "pipelined" and rng.random() < 0.4:
         data["gpu_pools"].append({"name": "side", "gpus": 6, "gpu_hour_cost": 0.6})
         data["inference"]["shapes"].append(
             {"name": "s1", "pool": "side", "gpus_per_replica": 2, "tokens_per_gpu_s": rng.choice([1.0, 2.0])}
@@ -74,11 +77,11 @@ def _close(a: float, b: float) -> bool:
 
 
 @pytest.mark.parametrize("chunk", range(2))
-def test_a_pipelined_run_matches_brute_force(chunk):
-    seen = {0: set(), 1: set()}
+def test_a_batch_run_matches_brute_force(chunk):
+    seen: dict[str, set] = {"pipelined k=0": set(), "pipelined k=1": set(), "colocated": set()}
     for seed in range(chunk, INSTANCES, 2):
         inst = validate(random_pipelined(seed), "random.yaml")
-        points = pipelined_points(inst)
+        points = batch_points(inst)
         planner = Planner(inst)
         for objective, key in VALUE.items():
             expected = ref.best(points, objective)
@@ -90,5 +93,5 @@ def test_a_pipelined_run_matches_brute_force(chunk):
             plan = result.plan
             got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
             assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
-            seen[int(inst.regime.steps_ahead)].add(objective)
-    assert all(len(s) == 3 for s in seen.values()), seen  # both k, every objective, with plans
+            seen[inst.regime.label].add(objective)
+    assert all(len(s) == 3 for s in seen.values()), seen  # every batch mode, every objective, with plans

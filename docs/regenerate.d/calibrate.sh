@@ -19,6 +19,14 @@ show $OUT/verl.txt "trainground calibrate --trajectories instances/logs/seed-sma
     --steps instances/logs/verl-metrics.jsonl --json \
     | python -c \"import json, sys; d = json.load(sys.stdin); print(json.dumps({k: d[k] for k in ('update_time', 'cadence', 'bottleneck', 'notes')}, indent=2))\""
 show $OUT/frameworks-console.txt trainground calibrate --steps tests/data/frameworks/verl-console.log --inference-gpus 8
+show $OUT/regime.txt "trainground calibrate --steps tests/data/frameworks/verl-colocated-console.log --into instances/seed-week-75.yaml \
+    -o regime.yaml --json | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if n.startswith(('regime', 'schedule'))], sep='\\n')\""
+also $OUT/regime.txt "grep -E '^regime:|^  (mode|switch_time|extra_time):' regime.yaml"
+also $OUT/regime.txt trainground calibrate --steps tests/data/frameworks/verl-colocated-console.log --regime pipelined-2
+show $OUT/regime-async.txt "trainground calibrate --steps tests/data/frameworks/verl-one-step-off.log --training-gpus 12 \
+    --inference-gpus 4 --json | python -c \"import json, sys; d = json.load(sys.stdin); print(*[n for n in d['notes'] if n.startswith(('regime', 'timing_s/reward'))], d['step_log']['generation_tokens_per_gpu_s']['note'], sep='\\n')\""
+also $OUT/regime-async.txt "trainground calibrate --steps tests/data/frameworks/verl-fully-async.jsonl --training-gpus 8 \
+    --inference-gpus 8 --json | python -c \"import json, sys; d = json.load(sys.stdin); print(*[n for n in d['notes'] if n.startswith('regime')], d['step_log']['generation_tokens_per_gpu_s']['note'], sep='\\n')\""
 show $OUT/frameworks-format.txt trainground calibrate --steps tests/data/frameworks/verl-console.log --format areal
 also $OUT/frameworks-format.txt "printf 'Loading checkpoint shards: 100%%\\nnothing else\\n' > run.log && trainground calibrate --steps run.log"
 show $OUT/frameworks-holdout.txt "trainground calibrate --steps tests/data/frameworks/verl-v05-file-logger.jsonl --holdout --json \
@@ -38,7 +46,7 @@ show $OUT/two-pools-instance.txt "grep -E 'tokens_per_gpu_s|name: throughput|sd:
 show $OUT/two-pools-pooled.txt "trainground calibrate --trajectories two-pools/trajectories.csv --inference-gpus 256 --into instances/logs/two-pools.yaml -o two-pools/pooled.yaml --json | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if 'not written' in n])\""
 show $OUT/truth.txt python bench/calibrate.py truth two-pools
 rm -f "$OUT/calibrate.json"
-show $OUT/frameworks.txt "trainground calibrate --trajectories two-pools/trajectories.csv --steps two-pools/verl.jsonl --json \
+show $OUT/frameworks.txt "trainground calibrate --trajectories two-pools/trajectories.csv --steps two-pools/verl.jsonl --regime pipelined-0 --json \
     | python -c \"import json, sys; d = json.load(sys.stdin); print(*d['notes'][1:], sep='\n'); print(json.dumps(d['update_time']['points']))\""
 show $OUT/agentloop.txt "trainground calibrate --steps two-pools/verl.jsonl --columns training_gpus=trainer/gpus \
     --into instances/logs/two-pools.yaml -o two-pools/agentloop.yaml --json \

@@ -45,11 +45,13 @@ def extract_plan(live: BuiltModel, values) -> Plan:
     )  # a confidence solve's (docs/model.md §9)
     groups = int(pairs.groups[row]) + extra
     train_gpus = groups * inst.training.gpus_per_group
-    terms = _cost_terms(blk, replicas, nodes, vms, extra)
     used = {pool.name: 0 for pool in inst.gpu_pools}
     for s in shapes:
         used[s.pool] += replicas[s.name] * s.gpus_per_replica
-    used[inst.training.pool] += train_gpus
+    shared = hasattr(blk, "spare_gpus")  # colocated: generation and training take turns on the training pool
+    spare = max(0, train_gpus - used[inst.training.pool]) if shared else 0
+    terms = _cost_terms(blk, replicas, nodes, vms, extra, spare)
+    used[inst.training.pool] += spare if shared else train_gpus
     span = float(pairs.makespan[row])
     hourly = terms.gpu + terms.node + terms.vm
     return Plan(
@@ -76,10 +78,13 @@ def extract_plan(live: BuiltModel, values) -> Plan:
     )
 
 
-def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int) -> CostTerms:
-    """The block's named cost expressions evaluated at the rounded counts (z = 1)."""
+def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int, spare: int) -> CostTerms:
+    """The block's named cost expressions evaluated at the rounded counts (z = 1); ``spare``: a colocated
+    block's training GPUs beyond its replicas'."""
     if hasattr(blk, "extra_groups"):
         blk.extra_groups.set_value(extra_groups, skip_validation=True)
+    if hasattr(blk, "spare_gpus"):
+        blk.spare_gpus.set_value(spare, skip_validation=True)
     for name, count in replicas.items():
         blk.x[name].set_value(count, skip_validation=True)
     for name, count in nodes.items():

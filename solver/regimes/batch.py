@@ -1,4 +1,5 @@
-"""The pair table of a pipelined run (MODEL.md §14): one batch generated at a time on separate pools.
+"""The pair table of a batch run (MODEL.md §14): pipelined (one batch generated at a time on separate pools) or
+colocated (the training pool's GPUs generate a batch, then train on it).
 
 Every batch launches ``N = g·ceil(B/(g·p_eff))`` attempts together and waits for the slowest, ``M_N``; its
 generation phase is ``D = max(N·tokens/S, M_N)``. A cadence ``L`` on the grid is admissible with ``m`` training
@@ -8,13 +9,16 @@ groups iff
   ``S >= N·tokens/(L - t_s - U(m))``: more groups leave more of ``L`` to generate in, so each group count from
   the fewest that fit (``U(m) <= L - t_s - M_N``) up has its own supply row (:mod:`solver.regimes.rows`);
 - ``k = 1`` (generate batch i+1 while batch i trains): ``max(D, U(m)) + t_s <= L``, i.e. the fewest groups with
-  ``U(m) <= L - t_s``, ``M_N + t_s <= L`` and ``S >= N·tokens/(L - t_s)``.
+  ``U(m) <= L - t_s``, ``M_N + t_s <= L`` and ``S >= N·tokens/(L - t_s)``;
+- colocated: as ``k = 0`` with ``switch_time`` beside ``t_s``, the replicas and the groups on the training pool's
+  GPUs in turn: each fits the pool alone, and the pool bills the larger (:mod:`solver.regimes.rows`).
 
 A pair is (L, K = 1, the fewest groups): one version is resident, nothing is dropped for age, every consumed
 trajectory has gap ``k`` (+1 under ``post_publish``). Its ``attempts`` column is the least supply the batch asks
 (:func:`demand`'s unit, at the most groups the pool holds; the group-choice rows ask the exact one), so the cost
 bounds read from it stay valid. Sandboxes hold ``E_b = (N/L)·s_b·W_use`` on average and ``max(peak_to_mean·E_b,
-N·s_b)`` at the launch of a batch. ``T = n·L + extra_time``. A rollout timeout τ cuts every lifetime at τ
+N·s_b)`` at the launch of a batch (under hold ``N·s_b + β·sqrt(N·s_b·(1 - s_b))``: :func:`launch_peak`).
+``T = n·L + extra_time`` (the start-up is inside ``L``). A rollout timeout τ cuts every lifetime at τ
 (``W_τ``), and tokens per attempt by ``mean(W_τ)/mean(W)``. No pyomo.
 """
 
@@ -27,8 +31,9 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
-from trainground.solver.table.pairs import Pairs, best_supply, shape_availability, supply_multipliers
+from trainground.solver.table.pairs import Pairs, best_supply, pool_rate, shape_availability, supply_multipliers
 from trainground.solver.tolerances import REL_TOL
 
 
@@ -36,7 +41,9 @@ from trainground.solver.tolerances import REL_TOL
 class Batch:
     """The quantities of one batch, set by the run alone (MODEL §14)."""
 
-    steps_ahead: int  # k
+    steps_ahead: int  # k (0 under colocated)
+    shared: bool  # colocated: generation and training take turns on the training pool's GPUs
+    switch: float  # colocated: switch_time, s (0 otherwise)
     attempts: int  # N
     slowest: float  # M_N, s
     tokens: float  # tokens per attempt after the timeout's scale
@@ -46,15 +53,16 @@ class Batch:
     gap: float  # every consumed trajectory's version gap
 
     def generation_budget(self, cadence, update):
-        """The time a batch may take to generate: ``L - t_s - U`` (k = 0) or ``L - t_s`` (k = 1)."""
-        spare = np.asarray(cadence, dtype=float) - self.sync
+        """The time a batch may take to generate: ``L - t_s - U`` (k = 0), ``L - t_s`` (k = 1), ``L - t_s - U -
+        switch_time`` (colocated)."""
+        spare = np.asarray(cadence, dtype=float) - self.sync - self.switch
         return spare - np.asarray(update, dtype=float) if self.steps_ahead == 0 else spare
 
 
 def batch_of(inst: Instance) -> Batch | None:
-    """The batch of ``inst``'s regime when it is pipelined (None otherwise)."""
+    """The batch of ``inst``'s regime when it is a batch mode, pipelined or colocated (None otherwise)."""
     r = inst.regime
-    if r is None or r.mode != "pipelined":
+    if r is None or not r.batched:
         return None
     occ = calc.occupancy_of(inst.environment.occupancy)
     tau = law.timeout_of(inst)
@@ -66,8 +74,11 @@ def batch_of(inst: Instance) -> Batch | None:
         w_use = occ.median if tau is None else min(occ.median, tau)
     k = int(r.steps_ahead or 0)
     post = 1.0 if inst.freshness.gap_convention == "post_publish" else 0.0
+    shared = r.mode == "colocated"
     return Batch(
         steps_ahead=k,
+        shared=shared,
+        switch=r.switch_time if shared else 0.0,
         attempts=attempts,
         slowest=law.expected_max(occ, law.batch_draws(inst, attempts), tau),
         tokens=inst.workload.tokens_per_attempt * law.token_scale(occ, tau),
@@ -101,12 +112,12 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
     fr = inst.freshness
     if fr.max_mean_gap is not None:
         keep = cut(keep, np.full(grid.shape, batch.gap <= fr.max_mean_gap * (1 + REL_TOL)), "max_mean_gap")
-    keep = cut(keep, grid - batch.sync >= batch.slowest * (1 - REL_TOL), "slowest_attempt")
+    keep = cut(keep, grid - batch.sync - batch.switch >= batch.slowest * (1 - REL_TOL), "slowest_attempt")
     cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
     if cap is not None:
         keep = cut(keep, np.full(grid.shape, batch.attempts <= cap), "max_concurrent_attempts")
     if batch.steps_ahead == 0:
-        room = grid - batch.sync - batch.slowest  # U(m) must fit beside the slowest attempt
+        room = grid - batch.sync - batch.switch - batch.slowest  # U(m) must fit beside the slowest attempt
     else:
         room = grid - batch.sync
     groups = calc.min_groups_for(inst, np.maximum(room, 0.0)) if grid.size else np.zeros(0, dtype=int)
@@ -117,7 +128,7 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
         counts = group_counts(inst, int(groups[i])) if batch.steps_ahead == 0 else np.array([groups[i]])
         need = demand(inst, batch, float(grid[i]), counts)
         tokens = need * inst.workload.tokens_per_attempt
-        fits = best_supply(inst, counts, ones, np.full(counts.size, grid[i]))[:, 0] >= tokens * (1 - REL_TOL)
+        fits = most_supply(inst, batch, counts, grid[i]) >= tokens * (1 - REL_TOL)
         if fits.any():
             least[i] = float(np.min(need[np.isfinite(need)]))
     keep = cut(keep, np.isfinite(least), "pool_capacity")
@@ -125,7 +136,7 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
     L = grid[at]
     shares = np.array([b.share for b in inst.environment.backends])
     mean_load = (batch.attempts / L * batch.w_use)[:, None] * shares[None, :]
-    launch = batch.attempts * shares
+    launch = launch_peak(inst, batch)
     peak = np.maximum(mean_load * inst.environment.peak_to_mean, launch[None, :])
     per_replica = np.array(
         [a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in zip(shape_availability(inst), inst.inference.shapes)]
@@ -148,8 +159,31 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
         supply_per_replica=np.repeat(per_replica[None, :] * mult, at.size, axis=0),
         rejected=rejected,
         grid_points=int(grid.size),
-        sandbox_rate=batch.attempts / L * batch.w_use / w_bound,  # loads rate·s_b·W as the sandbox bound reads W
+        # the rate whose loads rate·s_b·W (W as the sandbox bound reads it) are E_b; 0 under hold, whose bound
+        # reads E^hold of a rate, more than a batch's E_b (the pair's own loads still bound it)
+        sandbox_rate=np.zeros(at.size) if inst.holds else batch.attempts / L * batch.w_use / w_bound,
     )
+
+
+def launch_peak(inst: Instance, batch: Batch) -> np.ndarray:
+    """(backends,) the environments a batch's launch asks at once: N·s_b, and under hold (MODEL §11 with §14)
+    N·s_b + β·sqrt(N·s_b·(1 - s_b)), each member drawing its backend."""
+    shares = np.array([b.share for b in inst.environment.backends])
+    mean = batch.attempts * shares
+    if not inst.holds:
+        return mean
+    beta = holding.safety_factor(inst.planning.sandbox_wait)
+    return mean + beta * np.sqrt(np.maximum(mean * (1.0 - shares), 0.0))
+
+
+def most_supply(inst: Instance, batch: Batch, counts: np.ndarray, cadence: float) -> np.ndarray:
+    """Tokens/s with every pool filled by its best shape beside each of ``counts`` training groups; under
+    colocated the training pool's every GPU generates, whatever the groups (they take turns)."""
+    ones = np.ones(1, dtype=int)
+    if not batch.shared:
+        return best_supply(inst, counts, ones, np.full(counts.size, cadence))[:, 0]
+    pool = inst.pool(inst.training.pool)
+    return np.full(counts.size, pool.gpus * float(pool_rate(inst, pool.name, ones)[0]))
 
 
 def demand(inst: Instance, batch: Batch, cadence: float, counts: np.ndarray) -> np.ndarray:

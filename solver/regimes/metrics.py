@@ -16,7 +16,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as law
-from trainground.solver.regimes.batch import Batch
+from trainground.solver.regimes.batch import Batch, launch_peak
 from trainground.solver.table.pairs import shape_availability
 
 
@@ -32,7 +32,7 @@ def batch_metrics(inst: Instance, plan: Plan, batch: Batch, allowance: float = 0
     phase = law.generation_phase(batch.attempts, batch.tokens, supply, batch.slowest) if supply > 0 else math.inf
     shares = np.array([b.share for b in env.backends])
     mean_load = batch.attempts / L * batch.w_use * shares
-    launch = batch.attempts * shares
+    launch = launch_peak(inst, batch)
     occ = calc.occupancy_of(env.occupancy)
     return Metrics(
         effective_trajectories_per_s=inst.workload.batch_trajectories / L,

@@ -25,7 +25,7 @@ def pair_table(inst: Instance, cache: pair_tables.TableCache | None = None, **op
 def extension_of(inst: Instance) -> GroupChoice | None:
     """The rows a regime adds to each pair block (None: the pair's own rows are the regime's)."""
     batch = batch_of(inst)
-    return GroupChoice(batch) if batch is not None and batch.steps_ahead == 0 else None
+    return GroupChoice(batch) if batch is not None and batch.steps_ahead == 0 else None  # k = 0 or colocated
 
 
 def batched(inst: Instance) -> bool:

@@ -30,9 +30,11 @@ def hourly_lower_bound(
     price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
     train_gpus = pairs.groups * inst.training.gpus_per_group
     train = price[inst.training.pool] * train_gpus
-    inference = inference_lower_bound(inst, pairs, pairs.attempts)
+    colocated = inst.regime is not None and inst.regime.mode == "colocated"
+    inference = inference_lower_bound(inst, pairs, pairs.attempts, whole_pools=colocated)
     sandbox = sandbox_lower_bound(inst, pairs, shared, lp)
-    return reserved_cost(inst) + train + inference + sandbox
+    gpus = np.maximum(train, inference) if colocated else train + inference  # colocated: one set of GPUs, in turns
+    return reserved_cost(inst) + gpus + sandbox
 
 
 def sandbox_lower_bound(
@@ -89,9 +91,10 @@ def sandbox_lower_bound(
     return sandbox
 
 
-def inference_lower_bound(inst: Instance, pairs: Pairs, attempts: np.ndarray) -> np.ndarray:
+def inference_lower_bound(inst: Instance, pairs: Pairs, attempts: np.ndarray, whole_pools: bool = False) -> np.ndarray:
     """A valid lower bound on the inference GPUs' $/h of any plan at each pair whose replicas supply
-    ``attempts`` (attempts/s, per pair) at the pair's per-replica supply (inf where none can)."""
+    ``attempts`` (attempts/s, per pair) at the pair's per-replica supply (inf where none can); ``whole_pools``:
+    the replicas may take every GPU of their pools (a colocated run's training takes turns with them)."""
     tok = inst.workload.tokens_per_attempt
     price = gpu_prices(inst)
     # Inference: the LP relaxation of min cost s.t. supply >= demand and pool sizes. Within a pool the
@@ -103,7 +106,7 @@ def inference_lower_bound(inst: Instance, pairs: Pairs, attempts: np.ndarray) ->
         for i, s in enumerate(inst.inference.shapes):
             if s.pool == pool.name:
                 per_gpu = np.maximum(per_gpu, pairs.supply_per_replica[:, i] / tok / s.gpus_per_replica)
-        free = calc.free_gpus(inst, pool, pairs.groups)
+        free = np.full(pairs.size, pool.gpus) if whole_pools else calc.free_gpus(inst, pool, pairs.groups)
         cost = np.where(per_gpu > 0, price[pool.name] / np.where(per_gpu > 0, per_gpu, 1.0), np.inf)
         offers.append((cost, free * per_gpu))
     costs = np.stack([c for c, _ in offers], axis=1) if offers else np.zeros((pairs.size, 0))

@@ -43,8 +43,8 @@ def verify_plan(
     out = Check()
     if not check_domains(inst, plan, out):
         return out
-    if inst.regime is not None and inst.regime.mode == "pipelined":
-        return _verify_pipelined(inst, plan, allowance, reported, out)
+    if inst.regime is not None and inst.regime.mode in ("pipelined", "colocated"):
+        return _verify_batch(inst, plan, allowance, reported, out)
     holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy, memo)
     run = laws.run_at(
@@ -95,10 +95,15 @@ def verify_plan(
     return out
 
 
-def _verify_pipelined(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
-    """A pipelined plan (MODEL §14): §3's pools, hosts, costs and budgets with the batch's own rows and loads."""
+def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
+    """A batch plan (MODEL §14, pipelined or colocated): §3's pools (colocated: in turn), hosts, costs and budgets
+    with the batch's own rows and loads."""
     law = laws.law_of(inst.environment.occupancy)
-    used = check_pools(inst, plan, out)
+    assert inst.regime is not None
+    if inst.regime.mode == "colocated":
+        used = regimes.shared_pools(inst, plan, out.violations)
+    else:
+        used = check_pools(inst, plan, out)
     shapes = {s.name: s for s in inst.inference.shapes}
     a = inst.inference.availability
     supply = math.fsum(
@@ -110,7 +115,7 @@ def _verify_pipelined(inst: Instance, plan: Plan, allowance: float, reported: Me
         return out
     b = regimes.check_batch(inst, plan, supply, update, out.violations)
     if plan.versions_kept != 1:
-        out.violations.append(f"versions_kept: a pipelined run keeps one version, the plan says {plan.versions_kept}")
+        out.violations.append(f"versions_kept: a batch run keeps one version, the plan says {plan.versions_kept}")
     L, sched = plan.cadence_s, inst.schedule
     span = inst.workload.iterations * L + sched.extra_time
     if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span:
@@ -119,7 +124,8 @@ def _verify_pipelined(inst: Instance, plan: Plan, allowance: float, reported: Me
         out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
     env = inst.environment
     inflight = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
-    peak = {n: max(e * env.peak_to_mean, b.attempts * x.share) for (n, e), x in zip(inflight.items(), env.backends)}
+    launch = regimes.launches(inst, b)
+    peak = {n: max(e * env.peak_to_mean, launch[n]) for n, e in inflight.items()}
     rows = resource_rows(inst)
     check_steady_sandbox(inst, plan, rows, inflight, out)
     check_peak_sandbox(inst, plan, rows, peak, out)

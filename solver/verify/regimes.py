@@ -1,9 +1,10 @@
-"""The verifier's reading of MODEL.md §14 for a pipelined plan: its own batch quantities and rows.
+"""The verifier's reading of MODEL.md §14 for a batch plan (pipelined or colocated): its own batch quantities and rows.
 
 Read from MODEL §14 alone, with this folder's laws (:mod:`solver.verify.laws`): ``N = g·ceil(B/(g·p_eff))``
 (``p_eff = p·F(τ)`` when cut-short attempts are filtered), the slowest attempt ``M_N = ∫_0^τ (1 - F(t)^{N'}) dt``
 by quadrature, ``mean(W_τ) = ∫_0^τ S(t) dt``, the generation phase ``D = max(N·tokens/S, M_N)`` and the cadence
-row (``k = 0``: ``D + U + t_s <= L``; ``k = 1``: ``max(D, U) + t_s <= L``), ``T = n·L + extra_time``, the
+row (``k = 0``: ``D + U + t_s <= L``; ``k = 1``: ``max(D, U) + t_s <= L``; colocated: ``D + U + t_s + switch_time
+<= L``, the pool's GPUs used in turn, :func:`shared_pools`), ``T = n·L + extra_time``, the
 sandbox loads ``E_b = (N/L)·s_b·W_use`` and the launch peak ``max(peak_to_mean·E_b, N·s_b)``, the gap ``k``
 (+1 post_publish). Pools, hosts, costs and budgets are §3's, checked by :mod:`solver.verify.plan`'s functions.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
-from trainground.solver.verify import laws
+from trainground.solver.verify import hold, laws
 
 REL = 1e-9  # MODEL §4's relative tolerance of every row
 TAIL = 1e-18  # the max's integral stops where N'·S(t) falls below this
@@ -29,7 +30,8 @@ class BatchReading:
     intake: float  # p_eff
     w_use: float  # s
     sync: float  # t_s, s
-    steps_ahead: int
+    steps_ahead: int  # 0 under colocated
+    switch: float  # colocated: switch_time, s (0 otherwise)
     gap: float
     mean_cut: float  # mean(W_τ), s
 
@@ -63,6 +65,7 @@ def read_batch(inst: Instance, law: laws.Law) -> BatchReading:
         w_use=w_use,
         sync=sync,
         steps_ahead=k,
+        switch=r.switch_time if r.mode == "colocated" else 0.0,
         gap=k + post,
         mean_cut=mean_cut,
     )
@@ -84,10 +87,10 @@ def check_batch(inst: Instance, plan: Plan, supply: float, update: float, violat
     L = plan.cadence_s
     phase = max(b.attempts * b.tokens / supply, b.slowest) if supply > 0 else math.inf
     busy = max(phase, update) if b.steps_ahead == 1 else phase + update
-    if not busy + b.sync <= L * (1 + REL):
-        how = "max(D, U) + t_s" if b.steps_ahead == 1 else "D + U + t_s"
+    if not busy + b.sync + b.switch <= L * (1 + REL):
+        how = "max(D, U) + t_s" if b.steps_ahead == 1 else "D + U + t_s" + (" + switch_time" if b.switch else "")
         violations.append(
-            f"regime.cadence: {how} = {busy + b.sync:.6g} s > cadence {L:g} s (D = {phase:.6g} s, "
+            f"regime.cadence: {how} = {busy + b.sync + b.switch:.6g} s > cadence {L:g} s (D = {phase:.6g} s, "
             f"M_N = {b.slowest:.6g} s, U = {update:.6g} s)"
         )
     cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
@@ -102,11 +105,11 @@ def batch_metrics(
     """The metrics MODEL §6 and §14 give a pipelined plan."""
     env = inst.environment
     L = plan.cadence_s
-    budget = L - b.sync - (update if b.steps_ahead == 0 else 0.0)
+    budget = L - b.sync - b.switch - (update if b.steps_ahead == 0 else 0.0)
     demand = b.attempts * b.tokens / budget if budget > 0 else math.inf
     phase = max(b.attempts * b.tokens / supply, b.slowest) if supply > 0 else math.inf
     loads = {x.name: b.attempts / L * x.share * b.w_use for x in env.backends}
-    launch = {x.name: b.attempts * x.share for x in env.backends}
+    launch = launches(inst, b)
     return Metrics(
         effective_trajectories_per_s=inst.workload.batch_trajectories / L,
         attempts_per_s=b.attempts / L,
@@ -131,3 +134,37 @@ def batch_metrics(
         consumed_mean_gap=b.gap,
         consumed_p99_gap=b.gap,
     )
+
+
+def launches(inst: Instance, b: BatchReading) -> dict[str, float]:
+    """Per backend the environments a batch's launch asks at once (MODEL §14): N·s_b, and under hold (§11's row 5
+    for a batch mode) N·s_b + β·sqrt(N·s_b·(1 - s_b)), β the Halfin–Whitt factor of planning.sandbox_wait."""
+    beta = hold.safety_factor(inst.planning.sandbox_wait) if inst.planning.basis == "hold" else 0.0
+    out = {}
+    for x in inst.environment.backends:
+        mean = b.attempts * x.share
+        out[x.name] = mean + beta * math.sqrt(max(mean * (1.0 - x.share), 0.0))
+    return out
+
+
+def shared_pools(inst: Instance, plan: Plan, violations: list[str]) -> dict[str, int]:
+    """MODEL §14, colocated: the replicas and the training groups take turns on the training pool's GPUs, so
+    each must fit the pool alone and the pool's GPUs used (and billed) are the larger of the two; every other
+    pool as §3.1. Returns the GPUs used per pool (what the plan's ``pools`` must report)."""
+    shapes = {s.name: s for s in inst.inference.shapes}
+    inference = {p.name: 0 for p in inst.gpu_pools}
+    for r in plan.inference:
+        inference[shapes[r.shape].pool] += r.replicas * shapes[r.shape].gpus_per_replica
+    used = dict(inference)
+    train = inst.training.pool
+    used[train] = max(inference[train], plan.training_groups * inst.training.gpus_per_group)
+    for pool in inst.gpu_pools:
+        if inference[pool.name] > pool.gpus or used[pool.name] > pool.gpus:
+            violations.append(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used in turn > {pool.gpus}")
+    reported = {p.pool: (p.gpus_used, p.gpus) for p in plan.pools}
+    for pool in inst.gpu_pools:
+        if reported.get(pool.name) != (used[pool.name], pool.gpus):
+            violations.append(
+                f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, recomputed ({used[pool.name]}, {pool.gpus})"
+            )
+    return used
