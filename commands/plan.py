@@ -212,7 +212,13 @@ def render_answer(found) -> None:
     if result.plan is not None:
         from trainground.render.simulate import render_solve_verdict
 
-        render_solve_verdict(console(), found.inst.counts_startup, found.startup_estimate_s, found.simulation)
+        render_solve_verdict(
+            console(),
+            found.inst.counts_startup,
+            found.startup_estimate_s,
+            found.simulation,
+            batch=found.inst.regime is not None and found.inst.regime.batched,
+        )
 
 
 @click.command()

@@ -162,7 +162,9 @@ def simulate(
 
         seed = fresh_seed(inst)
     if inst.regime is not None and inst.regime.batched:  # MODEL §14: the batch regime's own replay
-        refuse_batch_options(instance, launch=launch, trace_dir=trace_dir, workers=workers, scheduler=scheduler)
+        refuse_batch_options(
+            instance, launch=launch, trace_dir=trace_dir, workers=workers, scheduler=scheduler, scenarios=scenarios
+        )
         from trainground.simulation.batch_report import batch_report
 
         found = batch_report(inst, plan, metrics, replications, seed, iterations)

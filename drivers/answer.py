@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from trainground.drivers.replays import ReplayCache
 from trainground.drivers.tradeoffs.levers import Levers
 from trainground.drivers.tradeoffs.stage_levers import StageLever, stage_levers
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Plan, Result, Status
 from trainground.simulation.report import Report
@@ -101,7 +102,17 @@ def answer(
         if with_levers and result.status == Status.OPTIMAL:
             found.stage_levers = stage_levers(inst, result)
         return found
-    found = Answer(inst, result, startup_estimate_s=startup_estimate(inst, result))
+    batch = inst.regime is not None and inst.regime.batched  # MODEL §14: start-up inside L, its own replay
+    found = Answer(inst, result, startup_estimate_s=None if batch else startup_estimate(inst, result))
+    if replications and result.plan is not None and batch:
+        raise InstanceError(
+            inst.name or "instance",
+            [
+                Problem(
+                    "regime.mode", "solve --simulate replays the seed's regime: replay a batch run's plan with simulate"
+                )
+            ],
+        )
     if replications and result.plan is not None:
         from trainground.simulation.verdicts import simulate_result
 

@@ -370,7 +370,8 @@ class Instance(Strict):
         description=about(
             "Optional run regime (docs/model.md §14): async (the seed's), pipelined or colocated, admission "
             "control, in-flight updates, a rollout timeout, a concurrency cap; null: async with drop, the seed's. "
-            "explain gives any regime's arithmetic; planning and replaying take the seed's regime only for now",
+            "explain gives any regime's arithmetic; solve, simulate and the other planning commands take the "
+            "seed's regime and the batch modes (pipelined, colocated) so far",
             seed="null",
         ),
     )

@@ -264,9 +264,14 @@ def _signed(seconds: float) -> str:
     return f"{'+' if seconds >= 0 else '-'}{duration(abs(seconds))}"
 
 
-def render_solve_verdict(console, count_startup: bool, startup_s: float | None, report: Report | None) -> None:
-    """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict."""
-    if count_startup:
+def render_solve_verdict(
+    console, count_startup: bool, startup_s: float | None, report: Report | None, batch: bool = False
+) -> None:
+    """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict. ``batch``: a
+    batch run (MODEL §14), whose every iteration generates its own batch inside the cadence."""
+    if batch:
+        line = "start-up: inside each iteration (a batch run generates each batch within its cadence, §14)"
+    elif count_startup:
         line = "start-up: counted (docs/model.md §8: T = fill + (n-1)·L + U + extra_time)"
     else:
         line = "start-up: not counted (T = n·L + extra_time; set schedule.count_startup: true to count it)"
