@@ -14,6 +14,12 @@ def examples(count: int) -> int:
     return max(1, count * settings.default.max_examples // 100)
 
 
+def cases(every: list, first: int) -> list:
+    """A brute-force test's parametrized cases under the loaded profile: the ``first`` ones under `ci`, every one
+    under a profile with more examples (`deep`)."""
+    return list(every) if settings.default.max_examples > 100 else list(every)[:first]
+
+
 def _maybe(draw, strategy, p_none: float = 0.5):
     return None if draw(st.floats(0, 1)) < p_none else draw(strategy)
 

@@ -13,6 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.confidence_reference import FACTORS, brute_force, small_instance
+from tests.strategies import cases
 from trainground.cli import main
 from trainground.solver.confidence.planning import needed
 from trainground.solver.solve import Planner
@@ -48,8 +49,11 @@ def agrees(inst, allowance: float = 0.0) -> None:
 
 @pytest.mark.parametrize(
     "seed,alpha,basis,allowance",
-    [(5, 0.8, "steady_state", 0.0), (10, 0.8, "steady_state", 0.0), (1, 0.5, "hold", 10.0), (6, 0.8, "hold", 10.0)],
-)  # each above its deterministic optimum; the first two need more groups than the fewest that keep up
+    cases(
+        [(5, 0.8, "steady_state", 0.0), (1, 0.5, "hold", 10.0), (10, 0.8, "steady_state", 0.0), (6, 0.8, "hold", 10.0)],
+        2,
+    ),
+)  # each above its deterministic optimum; the steady_state ones need more groups than the fewest that keep up
 def test_with_failures_uncertain_the_mip_agrees_with_brute_force(seed, alpha, basis, allowance):
     inst = small_instance(seed, alpha, 20, basis, reliability=RELIABILITY, factors=FACTORS + [MTBF])
     agrees(inst, allowance)
@@ -63,7 +67,7 @@ SHAPE_FACTORS = [
 ]
 
 
-@pytest.mark.parametrize("seed,alpha,basis", [(1, 0.8, "steady_state"), (6, 0.8, "hold")])
+@pytest.mark.parametrize("seed,alpha,basis", cases([(6, 0.8, "hold"), (1, 0.8, "steady_state")], 1))
 def test_shapes_scaled_by_factors_of_their_own_agree_with_brute_force(seed, alpha, basis):
     """Each shape's throughput has its own factor: a scenario's supply is not one multiple of the nominal, so
     the model checks each uncertain scenario's supply shape by shape."""
@@ -71,7 +75,7 @@ def test_shapes_scaled_by_factors_of_their_own_agree_with_brute_force(seed, alph
     agrees(small_instance(seed, alpha, 12, basis, factors=SHAPE_FACTORS, second=second, gpus=10))
 
 
-@pytest.mark.parametrize("seed,alpha", [(1, 0.5), (6, 0.8)])
+@pytest.mark.parametrize("seed,alpha", cases([(6, 0.8), (1, 0.5)], 1))
 def test_a_preemptible_pool_agrees_with_brute_force(seed, alpha):
     """A second shape in a preemptible pool: its availability a_s falls with the scenario's lifetimes (the
     attempts a preemption ends are relaunched), the main pool's does not, so the shapes' multipliers differ."""

@@ -24,7 +24,7 @@ from trainground.solver.table.pairs import build
 from trainground.solver.tolerances import REL_TOL
 
 SETTINGS = settings(
-    max_examples=examples(24), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(12), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 
 

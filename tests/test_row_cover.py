@@ -32,7 +32,7 @@ def _same(a, b, what) -> None:
 
 
 @settings(
-    max_examples=examples(25), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(12), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 @given(small_instances(), st.sampled_from([1.0, 4.0]), st.floats(0.0, 1.0))
 def test_a_covered_table_solves_as_a_table_of_every_row(data, pools, cut):

@@ -1,0 +1,116 @@
+"""Run regimes (MODEL.md §14): what the comparison of regimes costs, and whether each regime's plan holds.
+
+    python bench/regimes.py [--sections timing acceptance] [--repeats 3] [--replications 20] [--seed 1000]
+
+timing: the whole `trainground regimes FILE --basis B --json` command (the default list of regimes), for each
+instance below on each basis, ``--repeats`` runs in fresh processes (imports, loading, every row's solve and,
+under hold, its replays): the median wall-clock seconds, the rows with a plan, and the ratio hold / steady_state.
+
+acceptance: for each batch regime (colocated, pipelined k = 0 on either basis, pipelined k = 1 on steady_state),
+the plan `solve` prints for a bundled instance with that regime, replayed by `simulate --plan PLAN --replications R
+--seed S` (seeds the allowance was not set on): the on-time count, and the replays' mean iteration beside the
+plan's cadence (within 1 % when the plan's binding regime row has little slack).
+The first line printed is the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMED = [
+    ("instances/seed-week-75.yaml", []),
+    ("instances/regimes/seed-pipelined-60d.yaml", []),
+    ("instances/regimes/areal-1.5b-128gpus.yaml", []),
+]
+LONG = ["--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
+ACCEPTANCE = [
+    ("colocated, hold", "instances/regimes/seed-week-colocated.yaml", [*LONG, "--basis", "hold"]),
+    (
+        "pipelined k=0, hold",
+        "instances/regimes/seed-pipelined-60d.yaml",
+        ["--set", "regime.steps_ahead=0", "--basis", "hold"],
+    ),
+    ("pipelined k=1, steady_state", "instances/regimes/seed-pipelined-60d.yaml", ["--basis", "steady_state"]),
+    (
+        "colocated (AReaL 1.5B), hold",
+        "instances/regimes/areal-1.5b-128gpus.yaml",
+        ["--set", "regime.mode=colocated", "--set", "regime.steps_ahead=null", "--basis", "hold"],
+    ),
+]
+
+
+def trainground(*args: str) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "trainground.cli", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return time.perf_counter() - start, done
+
+
+def timing(repeats: int) -> None:
+    print("regimes (default list): median wall s of", repeats, "runs; rows with a plan; hold / steady_state")
+    for file, extra in TIMED:
+        walls = {}
+        for basis in ("steady_state", "hold"):
+            seconds, rows = [], None
+            for _ in range(repeats):
+                wall, done = trainground("regimes", file, "--basis", basis, "--json", *extra)
+                seconds.append(wall)
+                found = json.loads(done.stdout)["rows"]
+                rows = sum(r["status"] == "optimal" for r in found)
+            walls[basis] = statistics.median(seconds)
+            print(f"  {file} [{basis}]: {walls[basis]:.2f} s, {rows} rows with a plan")
+        print(f"  {file}: hold / steady_state = {walls['hold'] / walls['steady_state']:.2f}")
+
+
+def acceptance(replications: int, seed: int) -> None:
+    print(f"acceptance: {replications} fresh replays (seed {seed}) of each regime's printed plan")
+    for label, file, extra in ACCEPTANCE:
+        _, solved = trainground("solve", file, "--no-levers", "--json", *extra)
+        result = json.loads(solved.stdout)
+        if result.get("plan") is None:
+            print(f"  {label}: {result['status']}, no plan")
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            plan = Path(folder) / "plan.json"
+            plan.write_text(solved.stdout)
+            args = ["simulate", file, "--plan", str(plan), "--replications", str(replications), "--seed", str(seed)]
+            _, replay = trainground(*args, "--json", *extra)
+        report = json.loads(replay.stdout)
+        iteration = report["figures"]["iteration_mean_s"]
+        cadence = result["plan"]["cadence_s"]
+        slack = 1 - iteration["simulated"] / cadence
+        allowance = (result.get("hold") or {}).get("allowance_s", 0.0)
+        print(
+            f"  {label}: on time {report['on_time']} of {report['replications']}; cadence {cadence:g} s, replayed "
+            f"iteration {iteration['simulated']:.1f} s ({slack:+.2%} under it); allowance {allowance:g} s; "
+            f"M_N model {report['figures']['slowest_attempt_s']['model']:.1f} s, replayed "
+            f"{report['figures']['slowest_attempt_s']['simulated']:.1f} s"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", default=["timing", "acceptance"], choices=["timing", "acceptance"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--replications", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1000)
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if "timing" in args.sections:
+        timing(args.repeats)
+    if "acceptance" in args.sections:
+        acceptance(args.replications, args.seed)
+
+
+if __name__ == "__main__":
+    main()
