@@ -10,7 +10,7 @@ def value_text(value: float, kind: str) -> str:
     if kind == "count":
         return f"{value:,.0f}"
     if kind == "seconds":
-        return f"{value / 86400:g} d" if value % 3600 == 0 else f"{value:,.0f} s"
+        return f"{value / 86400:g} d" if value >= 86400 and value % 3600 == 0 else f"{value:,.0f} s"
     if kind == "share":
         return f"{value:.4g}"
     if kind == "money":

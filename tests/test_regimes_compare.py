@@ -91,3 +91,19 @@ def test_the_python_api_compares_regimes_as_the_command_does():
     found = trainground.regimes(str(PIPELINED), ["pipelined-1"], edits=LONG[1::2])
     assert found.rows[0].ok and found.best == 0
     assert found.to_json()["rows"][0]["status"] == "optimal"
+
+
+def test_a_batch_runs_levers_are_its_own_and_each_is_a_re_solve():
+    """A batch run keeps one version whatever K allows, so its levers are the regime's: one step off for a run that
+    generates then trains, a shorter rollout timeout; each saving is the re-solve of the edited instance's."""
+    from trainground.drivers.tradeoffs.levers import levers
+
+    inst = edited(long_run(), {"regime.steps_ahead": 0, "schedule.cadence.step": 60.0})
+    result = solve_instance(inst)
+    found = levers(inst, result, time_limit=None)
+    paths = {lever.path for lever in found.items}
+    assert "freshness.max_versions_kept" not in paths
+    assert {"regime.steps_ahead", "regime.rollout_timeout"} <= paths
+    one_off = next(lv for lv in found.items if lv.path == "regime.steps_ahead")
+    again = solve_instance(edited(inst, {"regime.steps_ahead": 1}))
+    assert one_off.objective_value == pytest.approx(again.objective_value, rel=1e-9) and one_off.saving > 0

@@ -102,9 +102,13 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
     """(name, path, kind, value now, value one step relaxed) for every limit of ``inst`` that is set."""
     out = []
     k = inst.freshness.max_versions_kept
-    out.append(
-        ("max_versions_kept", "freshness.max_versions_kept", "count", k, k + max(1, math.ceil(k * VERSIONS_STEP)))
-    )
+    r = inst.regime
+    if r is None or not r.batched:  # a batch run keeps one version whatever K allows (MODEL §14)
+        out.append(
+            ("max_versions_kept", "freshness.max_versions_kept", "count", k, k + max(1, math.ceil(k * VERSIONS_STEP)))
+        )
+    else:
+        out += regime_steps(inst)
     for i, pool in enumerate(inst.gpu_pools):
         out.append((f"GPUs in pool {pool.name}", f"gpu_pools[{i}].gpus", "count", pool.gpus, _more(pool.gpus)))
     env = inst.environment
@@ -149,6 +153,25 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
         value = getattr(rel, key) if rel is not None else 0.0
         if value > 0:
             out.append((name, f"reliability.{key}", "seconds", value, value * RELIABILITY_STEP))
+    return out
+
+
+def regime_steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
+    """A batch run's own levers (MODEL §14): a rollout timeout LIMIT_STEP shorter (the slowest attempt of a batch
+    ends sooner), one step off for a pipelined run that generates then trains (on steady_state: one step off is
+    planned there), and a colocated switch or a weight sync twice as fast."""
+    r = inst.regime
+    assert r is not None
+    out = []
+    if r.rollout_timeout is not None:
+        tau = r.rollout_timeout
+        out.append(("rollout_timeout", "regime.rollout_timeout", "seconds", tau, tau * (1 - LIMIT_STEP)))
+    if r.mode == "pipelined" and r.steps_ahead == 0 and not inst.holds:
+        out.append(("steps_ahead", "regime.steps_ahead", "count", 0.0, 1.0))
+    for key, name in (("switch_time", "switch time"), ("weight_sync_time", "weight sync time")):
+        value = getattr(r, key) or 0.0
+        if value > 0:
+            out.append((name, f"regime.{key}", "seconds", value, value * RELIABILITY_STEP))
     return out
 
 
