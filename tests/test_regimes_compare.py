@@ -107,3 +107,8 @@ def test_a_batch_runs_levers_are_its_own_and_each_is_a_re_solve():
     one_off = next(lv for lv in found.items if lv.path == "regime.steps_ahead")
     again = solve_instance(edited(inst, {"regime.steps_ahead": 1}))
     assert one_off.objective_value == pytest.approx(again.objective_value, rel=1e-9) and one_off.saving > 0
+
+
+def test_compare_refuses_a_batch_run_and_points_to_the_regime_comparison():
+    result = CliRunner().invoke(main, ["compare", str(PIPELINED), *LONG])
+    assert result.exit_code == 2 and "trainground regimes" in result.stderr and "Traceback" not in result.output

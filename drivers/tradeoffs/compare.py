@@ -39,6 +39,7 @@ from trainground.drivers.hold import HoldingPlanner, planner_for
 from trainground.drivers.tradeoffs.compare_columns import ROWS, Column, arithmetic_column, plan_column
 from trainground.drivers.tradeoffs.compare_stages import CapacityChoice, capacity_choice
 from trainground.drivers.tradeoffs.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
+from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.explain import explain
@@ -112,6 +113,17 @@ def compare(
     diagnosis is about the pinned run; the baseline stays at the deadline pace. ``switch_time``: a
     staged instance's re-planning is charged this (s; default the instance's ``stages.switch_time``).
     """
+    if inst.regime is not None and inst.regime.batched:  # its yardstick columns are the seed regime's arithmetic
+        raise InstanceError(
+            inst.name or "instance",
+            [
+                Problem(
+                    "regime.mode",
+                    f"{inst.regime.label}: compare's arithmetic columns are the seed regime's (docs/model.md §2), not a "
+                    "batch run's; compare regimes with `trainground regimes`, and cost against time with `frontier`",
+                )
+            ],
+        )
     if cadence is not None:
         inst = pinned(inst, cadence)
     planner = planner_for(inst)
