@@ -16,7 +16,7 @@ from tests.test_stages_bruteforce import VALUE, _close, _host_top, random_staged
 from trainground.models.load import validate
 from trainground.solver.stages.solve import StagedPlanner
 
-INSTANCES = examples(80)
+INSTANCES = examples(64)
 
 
 def _variant(seed: int) -> tuple[dict, float]:
