@@ -217,7 +217,9 @@ def render_answer(found) -> None:
             found.inst.counts_startup,
             found.startup_estimate_s,
             found.simulation,
-            batch=found.inst.regime is not None and found.inst.regime.batched,
+            regime=found.inst.regime.mode
+            if found.inst.regime is not None and not found.inst.regime.is_default
+            else None,
         )
 
 

@@ -102,14 +102,14 @@ def answer(
         if with_levers and result.status == Status.OPTIMAL:
             found.stage_levers = stage_levers(inst, result)
         return found
-    batch = inst.regime is not None and inst.regime.batched  # MODEL §14: start-up inside L, its own replay
-    found = Answer(inst, result, startup_estimate_s=None if batch else startup_estimate(inst, result))
-    if replications and result.plan is not None and batch:
+    regime = inst.regime is not None and not inst.regime.is_default  # MODEL §14: the seed's fill is not its start-up
+    found = Answer(inst, result, startup_estimate_s=None if regime else startup_estimate(inst, result))
+    if replications and result.plan is not None and regime:
         raise InstanceError(
             inst.name or "instance",
             [
                 Problem(
-                    "regime.mode", "solve --simulate replays the seed's regime: replay a batch run's plan with simulate"
+                    "regime.mode", "solve --simulate replays the seed's regime: replay a regime's plan with simulate"
                 )
             ],
         )

@@ -136,11 +136,13 @@ def planned(inst: Instance) -> bool:
 def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
     with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
-    reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis)."""
+    reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis);
+    an admission run likewise, on steady_state and without count_startup."""
     r = inst.regime
     if r is None or r.is_default:
         return None
-    if not r.batched:
+    admission = r.mode == "async" and r.staleness == "admission"
+    if not r.batched and not admission:
         shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
         default = Regime()
         extra = [
@@ -150,18 +152,23 @@ def unplanned_reason(inst: Instance) -> str | None:
         return (
             f"{r.label} is not planned yet{also}: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
             "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
-            "regime field at its default) and the batch modes, pipelined and colocated"
+            "regime field at its default), the batch modes (pipelined, colocated) and admission"
         )
     others = [
         (
-            inst.planning.basis == "hold" and r.steps_ahead == 1,
+            admission and inst.planning.basis == "hold",
+            "planning.basis hold (the replays of an admission run are not wired yet): set planning.basis: steady_state",
+        ),
+        (admission and inst.schedule.count_startup, "schedule.count_startup (its start-up fill is not planned yet)"),
+        (
+            inst.planning.basis == "hold" and r.steps_ahead == 1 and r.batched,
             "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
             "planning.basis: steady_state",
         ),
         (inst.stages is not None, "stages"),
         (inst.uncertainty is not None and inst.uncertainty.confidence is not None, "uncertainty.confidence"),
         (inst.reliable, "a reliability section or a preemptible pool"),
-        (r.steps_ahead == 1 and inst.schedule.count_startup, "schedule.count_startup with steps_ahead 1"),
+        (r.batched and r.steps_ahead == 1 and inst.schedule.count_startup, "schedule.count_startup with steps_ahead 1"),
     ]
     found = [what for hit, what in others if hit]
     if not found:
@@ -185,14 +192,11 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     r = inst.regime
     if r is None or r.is_default:
         return
-    raise InstanceError(
-        label or inst.name or "instance",
-        [
-            Problem(
-                "regime.mode",
-                f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's "
-                f"scenarios, report and simulate's scenario, trace and worker options read the seed's regime only "
-                f"({SECTION})",
-            )
-        ],
-    )
+    if r.batched:
+        why = (
+            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
+            f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
+        )
+    else:
+        why = f"{r.label} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"
+    raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])

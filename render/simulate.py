@@ -265,12 +265,15 @@ def _signed(seconds: float) -> str:
 
 
 def render_solve_verdict(
-    console, count_startup: bool, startup_s: float | None, report: Report | None, batch: bool = False
+    console, count_startup: bool, startup_s: float | None, report: Report | None, regime: str | None = None
 ) -> None:
-    """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict. ``batch``: a
-    batch run (MODEL §14), whose every iteration generates its own batch inside the cadence."""
-    if batch:
+    """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict. ``regime``:
+    the mode of a run regime other than the seed's (MODEL §14): a batch run generates each batch inside its
+    cadence; an admission run's start-up is not planned yet."""
+    if regime in ("pipelined", "colocated"):
         line = "start-up: inside each iteration (a batch run generates each batch within its cadence, §14)"
+    elif regime is not None:
+        line = "start-up: not counted (T = n·L + extra_time; an admission run's start-up is not planned yet, §14)"
     elif count_startup:
         line = "start-up: counted (docs/model.md §8: T = fill + (n-1)·L + U + extra_time)"
     else:

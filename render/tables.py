@@ -173,6 +173,8 @@ def render_result(console, result) -> None:
         rows = batch_rows(result.regime, met) + [
             r for r in rows if r[0] not in ("attempts/s", "exceedance / group drop")
         ]
+    elif result.regime is not None and met.slowest_attempt_s is not None:
+        rows = admission_rows(result.regime, met) + [r for r in rows if r[0] != "exceedance / group drop"]
     for row in rows:
         metrics.add_row(*row)
     console.print(metrics)
@@ -192,6 +194,17 @@ def batch_rows(regime: dict, met) -> list[tuple[str, str, str]]:
         ("slowest attempt M_N", f"{met.slowest_attempt_s:,.1f} s", "the mean max of a batch's lifetimes"),
         ("generation busy", f"{met.generation_busy_share:.1%}", "N·tokens/(S·D)"),
         ("launch peak", f"{met.launch_peak:,.0f}", "environments asked at once when a batch launches"),
+    ]
+
+
+def admission_rows(regime: dict, met) -> list[tuple[str, str, str]]:
+    """An admission run's figures (MODEL §14): its row, a group's slowest member, the publish peak; nothing is
+    dropped for age, so they replace the exceedance and the drops."""
+    k = regime.get("steps_ahead") or 0
+    return [
+        ("regime", f"admission k={k:g}", "(E[M_g]/p + U + t_s)/(k + 1/2) <= L; one version resident"),
+        ("slowest of a group E[M_g]", f"{met.slowest_attempt_s:,.1f} s", "a group waits for its slowest member"),
+        ("publish peak", f"{met.launch_peak:,.0f}", "environments asked when groups launch at a publish"),
     ]
 
 

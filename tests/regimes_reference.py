@@ -108,3 +108,79 @@ def batch_points(inst: Instance) -> list[ref.Point]:
         if math.isfinite(hourly):
             points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
     return points
+
+
+def admission_points(inst: Instance) -> list[ref.Point]:
+    """Every cadence with its cheapest plan of an admission run (MODEL §14): continuous launches at B/(L·p), the
+    admission row (E[M_g]/p + U + t_s)/(k + 1/2) <= L beside U <= L, the supply with the sync factor and the
+    re-prefills, the consumed gap (k when the row has under 1 % slack, else E[M_g]/L) within max_mean_gap, and
+    hosts holding max(peak_to_mean·E, the publish peak) — every training-group count tried."""
+    r = inst.regime
+    assert r is not None and r.staleness == "admission"
+    law = ref.Law(inst.environment.occupancy)
+    w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
+    tau = r.rollout_timeout
+    intake = w.intake_rate * (law.dist.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
+    members = 1 if fr.group_correlation == "comonotone" else w.group_size
+    group_max = slowest(law, members, tau)
+    mean = cut_mean(law, tau)
+    tokens = w.tokens_per_attempt * mean / law.mean
+    recompute = 0.0
+    if r.recompute == "prefix":
+        top = tau if tau is not None else law.dist.ppf(1 - 1e-15)
+        second, _ = integrate.quad(lambda x: 2 * x * law.dist.sf(x), 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
+        recompute = mean * r.prefill_cost * (r.context_tokens + tokens * second / (2 * mean * mean))
+    w_use = mean if env.littles_law_uses == "mean" else (law.median if tau is None else min(law.median, tau))
+    sync = r.weight_sync_time or 0.0
+    k = float(r.steps_ahead)
+    post = 1 if fr.gap_convention == "post_publish" else 0
+    replicas = ref._replica_vectors(inst)
+    pools = {p.name: p for p in inst.gpu_pools}
+    rate = sum(
+        inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s * replicas.combos[:, i]
+        for i, s in enumerate(inst.inference.shapes)
+    )
+    sandboxes = ref.Sandboxes(inst)
+    sandboxes.w_use = w_use
+    fit = pools[t.pool].gpus // t.gpus_per_group
+    groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
+    points = []
+    for L in ref.grid(inst):
+        span = w.iterations * L + inst.schedule.extra_time
+        if span > inst.schedule.deadline * (1 + TOL):
+            continue
+        attempts = w.batch_trajectories / (L * intake)
+        if r.max_concurrent_attempts is not None and attempts * mean > r.max_concurrent_attempts * (1 + TOL):
+            continue
+        demand = attempts * (tokens + recompute / L)
+        costs = []
+        for m in groups:
+            update = ref.update_time(t.update_time, m * t.gpus_per_group)
+            need = (group_max / intake + update + sync) / (k + 0.5)
+            if not math.isfinite(update) or update > L * (1 + TOL) or need > L * (1 + TOL):
+                continue
+            gap = (k if 1 - need / L < 0.01 else group_max / L) + post
+            if fr.max_mean_gap is not None and gap > fr.max_mean_gap * (1 + TOL):
+                continue
+            ok = rate * max(0.0, 1 - sync / L) >= demand * (1 - TOL)
+            for name, pool in pools.items():
+                ok &= replicas.use[name] + (m * t.gpus_per_group if name == t.pool else 0) <= pool.gpus
+            if ok.any():
+                pool = pools[t.pool]
+                train = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
+                costs.append(replicas.reserved + float(np.min(replicas.cost[ok])) + train)
+        if not costs:
+            continue
+        alive, i = 0.0, 0
+        while True:
+            x = i * L
+            s_x = 0.0 if tau is not None and x >= tau else float(law.dist.sf(x)) if i else 1.0
+            if s_x < 1e-12:
+                break
+            alive, i = alive + s_x, i + 1
+        burst = w.batch_trajectories / intake * alive
+        equivalent = max(attempts, burst / (env.peak_to_mean * w_use))  # the publish peak as a rate's peak
+        hourly = min(costs) + sandboxes.cheapest(equivalent)
+        if math.isfinite(hourly):
+            points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
+    return points

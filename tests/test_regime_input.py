@@ -181,26 +181,38 @@ def refused(result) -> bool:
 HOLD_REFUSAL = "is planned, but not yet with planning.basis hold"
 
 
+UNPLANNED = "{unplanned}"  # the seed week with in-flight updates under drop: not planned yet
+
+
+@pytest.fixture(scope="module")
+def unplanned(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("regime") / "seed-week-inflight.yaml"
+    path.write_text(yaml.safe_dump(seed_with({"mode": "async", "in_flight_updates": True})))
+    return path
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["solve", str(ADMISSION)],
-        ["solve", str(ADMISSION), "--basis", "steady_state"],
-        ["simulate", str(ADMISSION), "--iterations", "5"],
-        ["frontier", str(ADMISSION)],
-        ["compare", str(ADMISSION)],
-        ["sweep", str(ADMISSION), "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
-        ["batch", str(COLOCATED), str(ADMISSION), "--out", "out/regime-batch"],
+        ["solve", UNPLANNED],
+        ["solve", UNPLANNED, "--basis", "steady_state"],
+        ["simulate", UNPLANNED, "--iterations", "5"],
+        ["frontier", UNPLANNED],
+        ["compare", UNPLANNED],
+        ["sweep", UNPLANNED, "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
+        ["batch", str(COLOCATED), UNPLANNED, "--out", "out/regime-batch"],
         ["risk", str(UNCERTAIN), "--set", "regime.rollout_timeout=1h"],
-        ["report", str(ADMISSION), "--out", "out/regime-report"],
+        ["report", UNPLANNED, "--out", "out/regime-report"],
     ],
 )
-def test_every_planning_command_refuses_a_regime_it_does_not_plan(args):
+def test_every_planning_command_refuses_a_regime_it_does_not_plan(args, unplanned):
+    args = [str(unplanned) if a == UNPLANNED else a for a in args]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     if args[0] == "batch":  # a row per file, each invalid with the refusal
         rows = (ROOT / "out" / "regime-batch" / "summary.csv").read_text()
-        # admission is refused; colocated is planned (the suite's basis is steady_state) and has no plan in a week
+        # in-flight updates under drop are refused; colocated is planned (the suite's basis is steady_state) and
+        # has no plan in a week
         assert rows.count(REFUSAL) == 1 and rows.count(",invalid,") == 1 and rows.count(",infeasible,") == 1
     elif args[0] == "sweep":  # no point is valid: the first point's message
         assert "regime.mode" in result.stderr and REFUSAL in result.stderr
@@ -256,9 +268,9 @@ def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuse
 
 
 @pytest.mark.parametrize("call", ["solve", "frontier", "simulate", "report"])
-def test_the_python_api_refuses_it_too(call):
+def test_the_python_api_refuses_it_too(call, unplanned):
     with pytest.raises(InstanceError, match=f"regime.mode: async.*{REFUSAL}"):
-        getattr(trainground, call)(str(ADMISSION))
+        getattr(trainground, call)(str(unplanned))
 
 
 def test_the_json_schema_describes_the_regime_section():
@@ -321,4 +333,10 @@ def test_the_starters_regime_block_uncommented_is_admission_at_k_8(tmp_path):
     assert inst.regime == Regime(staleness="admission", steps_ahead=8, in_flight_updates=True)
     explained = json.loads(CliRunner().invoke(main, ["explain", str(path), "--json"]).stdout)
     assert explained["admission_slots"] == math.ceil(9 * inst.workload.batch_trajectories / inst.workload.group_size)
-    assert refused(CliRunner().invoke(main, ["solve", str(path)]))
+    held = CliRunner().invoke(
+        main, ["solve", str(path)]
+    )  # the starter plans on hold: admission is planned on steady_state
+    assert (
+        held.exit_code == 2
+        and "admission k=8, in-flight updates is planned, but not yet with planning.basis hold" in held.stderr
+    )

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tests import reference as ref
-from tests.regimes_reference import batch_points
+from tests.regimes_reference import admission_points, batch_points
 from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.solve import Planner
@@ -95,3 +95,42 @@ def test_a_batch_run_matches_brute_force(chunk):
             assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
             seen[inst.regime.label].add(objective)
     assert all(len(s) == 3 for s in seen.values()), seen  # every batch mode, every objective, with plans
+
+
+def random_admission(seed: int) -> dict:
+    rng = random.Random(1000 + seed)
+    data = random_pipelined(seed)
+    regime: dict = {"mode": "async", "staleness": "admission", "in_flight_updates": True}
+    regime["steps_ahead"] = rng.choice([1, 2, 4])
+    if rng.random() < 0.4:
+        regime.update(recompute="prefix", prefill_cost=0.05, context_tokens=rng.choice([0.0, 16.0]))
+    if rng.random() < 0.4:
+        regime["rollout_timeout"] = data["environment"]["occupancy"]["median"] * rng.choice([1.5, 3.0])
+        regime["truncated"] = rng.choice(["keep", "filter"])
+    if rng.random() < 0.3:
+        regime["weight_sync_time"] = rng.choice([1.0, 3.0])
+    if rng.random() < 0.3:
+        data["freshness"]["max_mean_gap"] = rng.choice([0.3, 1.0, 2.0])
+    data["regime"] = regime
+    return data
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_an_admission_run_matches_brute_force(chunk):
+    seen: set[str] = set()
+    for seed in range(chunk, INSTANCES, 2):
+        inst = validate(random_admission(seed), "random.yaml")
+        points = admission_points(inst)
+        planner = Planner(inst)
+        for objective, key in VALUE.items():
+            expected = ref.best(points, objective)
+            result = planner.solve(objective)
+            if expected is None:
+                assert result.status == "infeasible", (seed, objective, result.plan)
+                continue
+            assert result.status == "optimal", (seed, objective, result.status)
+            plan = result.plan
+            got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
+            assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
+            seen.add(objective)
+    assert seen == set(VALUE)  # every objective, with plans

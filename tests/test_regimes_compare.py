@@ -49,11 +49,17 @@ def test_the_seed_week_has_a_plan_in_its_own_regime_only_and_the_batch_rows_name
     found = compare_regimes(inst)
     labels = [row.label for row in found.rows]
     assert labels[:4] == ["colocated", "pipelined k=0", "pipelined k=1", "async drop"]
-    assert found.best == 3 and found.rows[3].ok
+    assert found.rows[3].ok
     assert found.rows[3].result.plan.total_cost == pytest.approx(solve_instance(inst).plan.total_cost, rel=1e-9)
     for row in found.rows[:3]:
         assert not row.ok and "63,370 s" in row.reason and "rollout_timeout" in row.reason
-    assert all(r.refused is not None and "not planned yet" in r.refused for r in found.rows[4:])
+    assert found.rows[4].refused is not None and "not planned yet" in found.rows[4].refused  # in-flight, drop
+    # admission: a group waits 6,558 s for its slowest member, so 4 and 8 steps ahead allow no cadence of the
+    # week; 16 do, and keeping every long attempt beats dropping them at K = 10
+    for row in found.rows[5:7]:
+        assert not row.ok and "6,558 s" in row.reason
+    assert found.rows[7].ok and found.best == 7
+    assert found.rows[7].result.plan.total_cost < found.rows[3].result.plan.total_cost
 
 
 def test_the_command_prints_the_table_writes_its_plot_and_exits_by_whether_a_regime_has_a_plan(tmp_path):

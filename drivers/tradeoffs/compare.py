@@ -41,6 +41,7 @@ from trainground.drivers.tradeoffs.compare_stages import CapacityChoice, capacit
 from trainground.drivers.tradeoffs.shape_mix import ShapeMix, capacity, capacity_text, mix_of, pools_mix
 from trainground.models.errors import InstanceError, Problem
 from trainground.models.instance import Instance
+from trainground.models.regime_rules import refuse_unplanned
 from trainground.models.result import Result
 from trainground.solver.explain import explain
 from trainground.solver.laws import calculus as calc
@@ -113,14 +114,15 @@ def compare(
     diagnosis is about the pinned run; the baseline stays at the deadline pace. ``switch_time``: a
     staged instance's re-planning is charged this (s; default the instance's ``stages.switch_time``).
     """
-    if inst.regime is not None and inst.regime.batched:  # its yardstick columns are the seed regime's arithmetic
+    refuse_unplanned(inst)
+    if inst.regime is not None and not inst.regime.is_default:  # its yardstick columns are the seed regime's
         raise InstanceError(
             inst.name or "instance",
             [
                 Problem(
                     "regime.mode",
-                    f"{inst.regime.label}: compare's arithmetic columns are the seed regime's (docs/model.md §2), not a "
-                    "batch run's; compare regimes with `trainground regimes`, and cost against time with `frontier`",
+                    f"{inst.regime.label}: compare's arithmetic columns are the seed regime's (docs/model.md §2), not "
+                    "this regime's; compare regimes with `trainground regimes`, and cost against time with `frontier`",
                 )
             ],
         )

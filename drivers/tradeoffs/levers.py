@@ -103,7 +103,7 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
     out = []
     k = inst.freshness.max_versions_kept
     r = inst.regime
-    if r is None or not r.batched:  # a batch run keeps one version whatever K allows (MODEL §14)
+    if r is None or r.is_default or not (r.batched or r.in_flight_updates):  # else one version is resident (§14)
         out.append(
             ("max_versions_kept", "freshness.max_versions_kept", "count", k, k + max(1, math.ceil(k * VERSIONS_STEP)))
         )
@@ -157,9 +157,9 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
 
 
 def regime_steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
-    """A batch run's own levers (MODEL §14): a rollout timeout LIMIT_STEP shorter (the slowest attempt of a batch
-    ends sooner), one step off for a pipelined run that generates then trains (on steady_state: one step off is
-    planned there), and a colocated switch or a weight sync twice as fast."""
+    """A regime's own levers (MODEL §14): a rollout timeout LIMIT_STEP shorter (the slowest attempt ends sooner),
+    one step off for a pipelined run that generates then trains (on steady_state: one step off is planned there),
+    twice as many steps ahead under admission, and a colocated switch or a weight sync twice as fast."""
     r = inst.regime
     assert r is not None
     out = []
@@ -168,6 +168,8 @@ def regime_steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
         out.append(("rollout_timeout", "regime.rollout_timeout", "seconds", tau, tau * (1 - LIMIT_STEP)))
     if r.mode == "pipelined" and r.steps_ahead == 0 and not inst.holds:
         out.append(("steps_ahead", "regime.steps_ahead", "count", 0.0, 1.0))
+    if r.staleness == "admission" and r.steps_ahead is not None:
+        out.append(("steps_ahead", "regime.steps_ahead", "count", r.steps_ahead, 2.0 * r.steps_ahead))
     for key, name in (("switch_time", "switch time"), ("weight_sync_time", "weight sync time")):
         value = getattr(r, key) or 0.0
         if value > 0:

@@ -16,16 +16,20 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput, holding
+from trainground.solver.regimes.admission import admission_of
 from trainground.solver.regimes.batch import batch_of
-from trainground.solver.regimes.metrics import batch_metrics
+from trainground.solver.regimes.metrics import admission_metrics, batch_metrics
 
 
 def plan_metrics(inst: Instance, plan: Plan, allowance: float = 0.0) -> Metrics:
     """MODEL §6's metrics of ``plan`` (§11's hold figures under that basis, §13's with reliability terms);
     ``allowance`` is the run-variance allowance Δ the time margin counts (§11 item 4)."""
     batch = batch_of(inst)
-    if batch is not None:  # a pipelined run (MODEL §14)
+    if batch is not None:  # a batch run (MODEL §14)
         return batch_metrics(inst, plan, batch, allowance)
+    admitted = admission_of(inst)
+    if admitted is not None:  # an admission run (MODEL §14)
+        return admission_metrics(inst, plan, admitted, allowance)
     w, env, fr = inst.workload, inst.environment, inst.freshness
     occ = calc.occupancy_of(env.occupancy)
     w_use = calc.occupancy_used(occ, env.littles_law_uses)

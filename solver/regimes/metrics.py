@@ -16,6 +16,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as law
+from trainground.solver.regimes.admission import Admission, publish_peaks
 from trainground.solver.regimes.batch import Batch, launch_peak
 from trainground.solver.table.pairs import shape_availability
 
@@ -68,3 +69,44 @@ def batch_supply(inst: Instance, plan: Plan) -> float:
         replicas[s.name] * a[i] * s.gpus_per_replica * s.tokens_per_gpu_s for i, s in enumerate(inst.inference.shapes)
     ]
     return math.fsum(terms)
+
+
+def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float = 0.0) -> Metrics:
+    """MODEL §6 and §14's metrics of an admission plan: the attempt rate ``B/(L·p_eff)``, the supply after the
+    sync factor, the publish peak as the launch, the consumed gaps, E[M_g] as the slowest attempt."""
+    env = inst.environment
+    L = plan.cadence_s
+    update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
+    attempts = inst.workload.batch_trajectories / (L * a.intake)
+    demand = attempts * float(a.tokens_per_attempt(L))
+    supply = batch_supply(inst, plan) * max(0.0, 1.0 - a.sync / L)
+    shares = np.array([b.share for b in env.backends])
+    mean_load = attempts * a.w_use * shares
+    burst = publish_peaks(inst, a, L)
+    occ = calc.occupancy_of(env.occupancy)
+    tau = law.timeout_of(inst)
+    mean_gap = float(a.mean_gap(L, update))
+    p99 = law.consumed_gaps(occ, law.group_draws(inst), tau, L)[1] + a.post
+    return Metrics(
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=attempts,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=update,
+        inflight_mean=float(mean_load.sum()),
+        inflight_peak=float(np.maximum(mean_load * env.peak_to_mean, burst).sum()),
+        occupancy_mean_s=a.mean_cut,
+        mean_version_gap=mean_gap,
+        p99_version_gap=float(p99),
+        exceedance=0.0,
+        group_drop_rate=0.0,
+        effective_intake=a.intake,
+        time_margin=(inst.schedule.deadline - plan.makespan_s - allowance) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - update / L,
+        slowest_attempt_s=a.group_max,
+        generation_busy_share=demand / supply if supply > 0 else 0.0,
+        launch_peak=float(burst.sum()),
+        consumed_mean_gap=mean_gap,
+        consumed_p99_gap=float(p99),
+    )

@@ -1,12 +1,14 @@
 """The pair table and the model extension of an instance's regime (MODEL.md §14): the one place the model side
 asks which regime it plans. The seed's regime is :func:`solver.table.pairs.build`'s table with no extension; a
-pipelined run's is :func:`solver.regimes.batch.batch_pairs`, with :class:`solver.regimes.rows.GroupChoice` at
-``k = 0``. A regime the planner does not plan yet is refused here, by name."""
+batch run's is :func:`solver.regimes.batch.batch_pairs`, with :class:`solver.regimes.rows.GroupChoice` at
+``k = 0`` and colocated; an admission run's is :func:`solver.regimes.admission.admission_pairs`. A regime the
+planner does not plan yet is refused here, by name."""
 
 from __future__ import annotations
 
 from trainground.models.instance import Instance
 from trainground.models.regime_rules import refuse_unplanned
+from trainground.solver.regimes.admission import admission_of, admission_pairs
 from trainground.solver.regimes.batch import batch_of, batch_pairs
 from trainground.solver.regimes.rows import GroupChoice
 from trainground.solver.table import pairs as pair_tables
@@ -17,9 +19,12 @@ def pair_table(inst: Instance, cache: pair_tables.TableCache | None = None, **op
     the seed's regime)."""
     refuse_unplanned(inst)
     batch = batch_of(inst)
-    if batch is None:
-        return pair_tables.build(inst, cache, **options)
-    return batch_pairs(inst, batch)
+    if batch is not None:
+        return batch_pairs(inst, batch)
+    admitted = admission_of(inst)
+    if admitted is not None:
+        return admission_pairs(inst, admitted)
+    return pair_tables.build(inst, cache, **options)
 
 
 def extension_of(inst: Instance) -> GroupChoice | None:

@@ -45,6 +45,8 @@ def verify_plan(
         return out
     if inst.regime is not None and inst.regime.mode in ("pipelined", "colocated"):
         return _verify_batch(inst, plan, allowance, reported, out)
+    if inst.regime is not None and inst.regime.staleness == "admission":
+        return _verify_admission(inst, plan, allowance, reported, out)
     holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy, memo)
     run = laws.run_at(
@@ -104,11 +106,7 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
         used = regimes.shared_pools(inst, plan, out.violations)
     else:
         used = check_pools(inst, plan, out)
-    shapes = {s.name: s for s in inst.inference.shapes}
-    a = inst.inference.availability
-    supply = math.fsum(
-        a * shapes[r.shape].gpus_per_replica * shapes[r.shape].tokens_per_gpu_s * r.replicas for r in plan.inference
-    )
+    supply = regimes.replica_supply(inst, plan)
     update = laws.update_time(inst.training.update_time, plan.training_gpus)
     if not update == update:
         out.violations.append(f"update_time: U({plan.training_gpus} GPUs) is outside the measured table")
@@ -137,6 +135,68 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
     hourly, total = check_costs(inst, plan, run, used, out)
     check_budgets(inst, hourly, total, out)
     out.metrics = regimes.batch_metrics(inst, plan, b, supply, update, allowance)
+    if reported is not None:
+        out.violations += metric_differences(out.metrics, reported)
+    return out
+
+
+def _verify_admission(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
+    """An admission plan (MODEL §14): §3's pools, hosts, costs and budgets with the admission rows and loads."""
+    law = laws.law_of(inst.environment.occupancy)
+    used = check_pools(inst, plan, out)
+    a = regimes.read_admission(inst, law)
+    L, sched, env = plan.cadence_s, inst.schedule, inst.environment
+    supply = regimes.replica_supply(inst, plan) * max(0.0, 1.0 - a.sync / L)  # §13's sync factor, t_s of the mode
+    update = laws.update_time(inst.training.update_time, plan.training_gpus)
+    if not update == update:
+        out.violations.append(f"update_time: U({plan.training_gpus} GPUs) is outside the measured table")
+        return out
+    demand = regimes.check_admission(inst, plan, a, supply, update, out.violations)
+    if plan.versions_kept != 1:
+        out.violations.append(f"versions_kept: in-flight updates keep one version, the plan says {plan.versions_kept}")
+    span = inst.workload.iterations * L + sched.extra_time
+    if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span:
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed n·L + extra_time = {span!r}")
+    if not span + allowance <= sched.deadline * (1 + REL_TOL):
+        out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
+    attempts = inst.workload.batch_trajectories / (L * a.intake)
+    inflight = {x.name: attempts * x.share * a.w_use for x in env.backends}
+    burst = regimes.publish_peak(inst, a, law, L)
+    peak = {n: max(e * env.peak_to_mean, burst[n]) for n, e in inflight.items()}
+    rows = resource_rows(inst)
+    check_steady_sandbox(inst, plan, rows, inflight, out)
+    check_peak_sandbox(inst, plan, rows, peak, out)
+    check_host_binding(inst, plan, rows, out)
+    mean_gap, p99_gap = regimes.admission_gaps(a, law, L, update)
+    limit = inst.freshness.max_mean_gap
+    if limit is not None and not leq(mean_gap, limit):
+        out.violations.append(f"max_mean_gap: consumed {mean_gap:g} > {limit:g}")
+    run = laws.Run(law, a.w_use, 0.0, 0.0, a.intake, attempts, update, None, span)
+    hourly, total = check_costs(inst, plan, run, used, out)
+    check_budgets(inst, hourly, total, out)
+    out.metrics = Metrics(
+        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
+        attempts_per_s=attempts,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=update,
+        inflight_mean=math.fsum(inflight.values()),
+        inflight_peak=math.fsum(peak.values()),
+        occupancy_mean_s=a.mean_cut,
+        mean_version_gap=mean_gap,
+        p99_version_gap=p99_gap,
+        exceedance=0.0,
+        group_drop_rate=0.0,
+        effective_intake=a.intake,
+        time_margin=(sched.deadline - plan.makespan_s - allowance) / sched.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - update / L,
+        slowest_attempt_s=a.group_max,
+        generation_busy_share=demand / supply if supply > 0 else 0.0,
+        launch_peak=math.fsum(burst.values()),
+        consumed_mean_gap=mean_gap,
+        consumed_p99_gap=p99_gap,
+    )
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)
     return out
