@@ -8,7 +8,7 @@
 set -eu
 show docs/regimes/explain-colocated.txt "trainground explain instances/regimes/seed-week-colocated.yaml | sed -n '/^Regime/,\$p'"
 show docs/regimes/explain-admission.txt "trainground explain instances/regimes/seed-week-admission-8.yaml --cadence 700 | sed -n '/^Regime/,\$p'"
-show docs/regimes/refused.txt "trainground solve instances/regimes/seed-week-admission-8.yaml"
+show docs/regimes/refused.txt "trainground solve instances/seed-week-75.yaml --set regime.in_flight_updates=true"
 show docs/regimes/refused-hold.txt "trainground solve instances/regimes/seed-week-pipelined-1.yaml"
 show docs/regimes/solve-pipelined.txt "trainground solve instances/regimes/seed-pipelined-60d.yaml --no-levers"
 show docs/regimes/solve-pipelined-json.txt "trainground solve instances/regimes/seed-pipelined-60d.yaml --no-levers --json | python -c 'import json, sys; d = json.load(sys.stdin); m = d[\"metrics\"]; print(json.dumps({\"regime\": d[\"regime\"], \"metrics\": {k: m[k] for k in (\"generation_phase_s\", \"slowest_attempt_s\", \"generation_busy_share\", \"launch_peak\", \"consumed_mean_gap\", \"consumed_p99_gap\", \"token_demand_per_s\", \"update_time_s\")}}, indent=1))'"
