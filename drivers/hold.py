@@ -232,15 +232,15 @@ class HoldingPlanner:
 
 def batch_replays(inst: Instance, plan: Plan, seeds: list[int], stop: Callable[[], bool]) -> Replays:
     """The replays of a batch run's plan (MODEL §14, simulate/regimes.py), replay i on ``simulate --seed
-    seeds[i]``'s first stream; a replay not started when ``stop()`` says True is skipped. No sandbox waits: a
-    batch run's sandboxes are sized for its launch peak, and the replay does not queue attempts."""
+    seeds[i]``'s first stream; a replay not started when ``stop()`` says True is skipped. Its wait shares are NaN:
+    the batch replay does not queue attempts for sandboxes (the hold report then gives none)."""
     setup = batch_setup_of_plan(inst, plan)
     spans = []
     for seed in seeds:
         if stop():
             break
         spans.append(batch_replicate(setup, seed_for(seed, 0)).makespan)
-    return Replays(makespans=np.array(spans, dtype=float), wait_shares=np.zeros(len(spans)))
+    return Replays(makespans=np.array(spans, dtype=float), wait_shares=np.full(len(spans), np.nan))
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:
@@ -323,7 +323,9 @@ def hold_report(
         on_time_share=on_time / spans.size if spans.size else 0.0,
         on_time_interval=list(wilson(on_time, int(spans.size))) if spans.size else [0.0, 1.0],
         makespan_s={"p50": pct(spans, 50), "p90": pct(spans, 90), "max": float(spans.max()) if finished else None},
-        sandbox_wait_share=float(replays.wait_shares.mean()) if spans.size else None,
+        sandbox_wait_share=float(replays.wait_shares.mean())
+        if spans.size and np.isfinite(replays.wait_shares).all()
+        else None,
         expected_total_cost=float(costs.mean()) if finished else None,
         p90_total_cost=pct(costs, 90),
         steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,

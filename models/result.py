@@ -124,6 +124,9 @@ class Plan(Out):
         None,
         description="MODEL §12: each stage of a staged plan; cadence_s is then the run's mean seconds per iteration",
     )
+    billed_gpus: int | None = Field(
+        None, description="MODEL §14: the GPUs billed (a run with a regime section; colocated: each pool's larger use)"
+    )
 
     def capacity_changes(self) -> list[int]:
         """The stages p (0-based) after which a staged plan's capacity changes, from p to p + 1 (MODEL §12: each
@@ -194,6 +197,9 @@ class Metrics(Out):
     launch_peak: float | None = Field(None, description="MODEL §14: row 6's launch figure, Σ_b N·s_b in batch modes")
     consumed_mean_gap: float | None = Field(None, description="MODEL §14: the consumed trajectories' mean gap")
     consumed_p99_gap: float | None = Field(None, description="MODEL §14: the consumed trajectories' p99 gap")
+    recompute_share: float | None = Field(
+        None, description="MODEL §14, recompute: prefix: the re-prefill demand over the whole token demand"
+    )
 
 
 class Timings(Out):

@@ -23,7 +23,7 @@ def render_hold(console, result) -> None:
         )
     else:
         claim = f"short of the {hold.order} its order statistic asks for"
-    waits = "n/a" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts"
+    waits = "not replayed" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts"
     console.print(
         f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); on time "
         f"in {on_time} of the {hold.replays} replays that set it, {claim}; sandbox waits {waits}",

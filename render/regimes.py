@@ -12,13 +12,8 @@ COST = {"total_cost": "total cost", "hourly_cost": "hourly cost", "makespan": "t
 
 
 def gaps(row: RegimeRow) -> tuple[float, float] | None:
-    """(mean, p99) consumed gap of a row's plan: §14's consumed gaps where the plan reports them, else §6's."""
-    if not row.ok or row.result is None or row.result.metrics is None:
-        return None
-    m = row.result.metrics
-    if m.consumed_mean_gap is not None and m.consumed_p99_gap is not None:
-        return m.consumed_mean_gap, m.consumed_p99_gap
-    return m.mean_version_gap, m.p99_version_gap
+    """(mean, p99) consumed gap of a row's plan (the driver's: one measure for every row)."""
+    return row.consumed if row.ok else None
 
 
 def cells(row: RegimeRow) -> list[str]:

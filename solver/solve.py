@@ -23,7 +23,7 @@ from trainground.solver.confidence.table import ScenarioTable
 from trainground.solver.mip.assemble import assemble, timings_of
 from trainground.solver.mip.formulation import Formulation, PairModel
 from trainground.solver.mip.search import Search
-from trainground.solver.regimes.table import batched, extension_of, pair_table
+from trainground.solver.regimes.table import batched, extension_of, highs_options, pair_table
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.table.bounds import SandboxLP, hourly_lower_bound
@@ -82,7 +82,9 @@ class Planner:
             self.confidence: confidence_of.Confidence | None = None
             self.live: Formulation
             if alpha is None:
-                self.live = PairModel(inst, pairs, reusable, threads, self.build_clock, extension_of(inst))
+                self.live = PairModel(
+                    inst, pairs, reusable, threads, self.build_clock, extension_of(inst), highs_options(inst)
+                )
                 ix = self.live.model.ix
             else:
                 ix = index_of(inst)
@@ -144,7 +146,9 @@ class Planner:
         with self.build_clock.phase("build"):
             inst = self.inst
             if not live.retarget(inst, pairs):
-                self.live = PairModel(inst, pairs, True, live.threads, self.build_clock, extension_of(inst))
+                self.live = PairModel(
+                    inst, pairs, True, live.threads, self.build_clock, extension_of(inst), highs_options(inst)
+                )
                 self._highs_seen = 0.0
             shared = global_values(inst, self.live.model.ix)
             self.hourly_lb = hourly_lower_bound(inst, pairs, shared, self.sandbox_lp)

@@ -59,6 +59,13 @@ FEASIBILITY_TOL = 1e-9
 environments, GPUs); HiGHS's default 1e-6/1e-7 would let a plan miss its throughput by a few
 1e-7 attempts/s, which the verifier (at 1e-8 relative) rejects."""
 
+REGIME_FEASIBILITY_TOL = 1e-7
+"""HiGHS's feasibility tolerance on the model of a run regime (MODEL.md §14): their blocks (a batch's launch peak
+of thousands of environments beside a supply row of a few attempts a second, a pool nearly all one row's
+training) are ones HiGHS at FEASIBILITY_TOL calls infeasible as a whole, or optimal at a dearer plan, where each
+alone solves (seen on the seed week pipelined at k = 0); at this tolerance every such run is consistent and the
+brute force agrees. The verifier still checks every row at its own ROW_TOL."""
+
 COST_CHECK_TOL = 1e-7
 """The objective HiGHS reports and the cost the plan reports (from the model's named cost terms,
 at the rounded integer counts) must agree to this relative distance; counts are rounded from

@@ -19,6 +19,7 @@ from tests import reference as ref
 from trainground.models.instance import Instance
 
 TOL = 1e-9
+HOSTS_TOL = 1e-7  # a regime's model is solved to this relative tolerance (solver/tolerances.py): so are its hosts
 
 
 def slowest(law: ref.Law, draws: int, tau: float | None) -> float:
@@ -103,7 +104,7 @@ def batch_points(inst: Instance) -> list[ref.Point]:
             continue
         rate = n_attempts / L
         equivalent = max(rate, n_attempts / (env.peak_to_mean * w_use))  # the launch peak as a rate's peak
-        hosts = sandboxes.cheapest(equivalent)
+        hosts = sandboxes.cheapest(equivalent * (1 - HOSTS_TOL))
         hourly = min(costs) + hosts
         if math.isfinite(hourly):
             points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
@@ -180,7 +181,7 @@ def admission_points(inst: Instance) -> list[ref.Point]:
             alive, i = alive + s_x, i + 1
         burst = w.batch_trajectories / intake * alive
         equivalent = max(attempts, burst / (env.peak_to_mean * w_use))  # the publish peak as a rate's peak
-        hourly = min(costs) + sandboxes.cheapest(equivalent)
+        hourly = min(costs) + sandboxes.cheapest(equivalent * (1 - HOSTS_TOL))
         if math.isfinite(hourly):
             points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
     return points

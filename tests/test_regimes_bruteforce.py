@@ -64,6 +64,17 @@ def random_pipelined(seed: int) -> dict:
         "planning": {"basis": "steady_state"},
         "regime": regime,
     }
+    law = rng.choice(["inverse", "inverse", "amdahl", "table"])  # a measured table need not fall with the GPUs
+    if law == "amdahl":
+        data["training"]["update_time"] = {
+            "law": "amdahl",
+            "reference_gpus": 4,
+            "reference_time": rng.choice([10.0, 20.0, 40.0]),
+            "serial_fraction": rng.choice([0.1, 0.3]),
+        }
+    elif law == "table":
+        points = [{"gpus": g, "seconds": rng.choice([5.0, 10.0, 15.0, 20.0, 40.0])} for g in (2, 4, 6, 8, 10, 12)]
+        data["training"]["update_time"] = {"law": "table", "points": points}
     if mode == "pipelined" and rng.random() < 0.4:
         data["gpu_pools"].append({"name": "side", "gpus": 6, "gpu_hour_cost": 0.6})
         data["inference"]["shapes"].append(

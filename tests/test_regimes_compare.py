@@ -14,7 +14,7 @@ from trainground.cli import main
 from trainground.drivers.tradeoffs.regimes import compare_regimes, parse_regime
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
-from trainground.solver.solve import solve_instance
+from trainground.solver.solve import Planner, solve_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "instances" / "seed-week-75.yaml"
@@ -118,3 +118,17 @@ def test_a_batch_runs_levers_are_its_own_and_each_is_a_re_solve():
 def test_compare_refuses_a_batch_run_and_points_to_the_regime_comparison():
     result = CliRunner().invoke(main, ["compare", str(PIPELINED), *LONG])
     assert result.exit_code == 2 and "trainground regimes" in result.stderr and "Traceback" not in result.output
+
+
+def test_at_seed_scale_the_makespan_optimum_breaks_its_tie_by_the_cheapest_plan_of_that_makespan():
+    """Thousands of GPUs, a 4,096-attempt launch: each shortest plan's tie is broken by total cost (MODEL §4), the
+    cheapest of that makespan; the colocated frontier is a list of verified plans."""
+    inst = edited(long_run(), {"regime.steps_ahead": 0})
+    planner = Planner(inst)
+    fastest = planner.solve("makespan")
+    cheapest_then = planner.solve("total_cost", max_makespan=fastest.plan.makespan_s)
+    assert fastest.plan.makespan_s == pytest.approx(cheapest_then.plan.makespan_s, rel=1e-12)
+    assert fastest.plan.total_cost == pytest.approx(cheapest_then.plan.total_cost, rel=1e-9)
+    colocated = ["frontier", str(ROOT / "instances" / "regimes" / "seed-week-colocated.yaml"), *LONG]
+    result = CliRunner().invoke(main, [*colocated, "--basis", "steady_state", "--json"])
+    assert result.exit_code == 0, result.output

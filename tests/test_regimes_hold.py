@@ -15,8 +15,6 @@ from trainground.models.load import load_instance, validate
 from trainground.simulation import regimes as replay
 from trainground.solver.laws.holding import safety_factor
 
-COLOCATED = "instances/regimes/seed-week-colocated.yaml"
-
 
 def fresh_on_time(inst, plan, allowance: float, count: int = 20) -> int:
     """Replays on streams the allowance loop never used, on time with the deadline."""
@@ -51,13 +49,25 @@ def test_a_batch_plan_under_hold_is_on_time_in_fresh_replays(mode):
 
 
 def test_the_launch_peak_under_hold_carries_the_beta_term():
-    base = edited(load_instance(COLOCATED), {"schedule.deadline": 60 * 86400.0, "schedule.cadence.step": 10.0})
-    steady = solve_planned(edited(base, {"planning.basis": "steady_state"}))
-    held = solve_planned(edited(base, {"planning.basis": "hold"}))
-    n = steady.metrics.launch_peak
-    beta = safety_factor(base.planning.sandbox_wait)
-    share = base.environment.backends[0].share
-    assert n == 4096
-    assert held.metrics.launch_peak == pytest.approx(n + beta * math.sqrt(n * share * (1 - share)), rel=1e-9)
-    assert held.plan.total_cost >= steady.plan.total_cost * (1 - 1e-9)
-    assert np.isfinite(held.hold.allowance_s)
+    """Each of a batch's N attempts draws its backend: under hold (MODEL §11 with §14) the launch row holds
+    N·s_b + β·sqrt(N·s_b·(1 - s_b)) per backend, on steady_state N·s_b; the plans solved on each basis carry it."""
+    from trainground.solver.regimes.batch import batch_of, launch_peak
+
+    base = edited(
+        load_instance("instances/two-backends-cloud.yaml"),
+        {
+            "regime": {"mode": "colocated", "rollout_timeout": 3600.0},
+            "schedule.deadline": 60 * 86400.0,
+            "schedule.cadence.step": 60.0,
+        },
+    )
+    steady = edited(base, {"planning.basis": "steady_state"})
+    held = edited(base, {"planning.basis": "hold"})
+    beta = safety_factor(held.planning.sandbox_wait)
+    shares = np.array([b.share for b in base.environment.backends])  # 0.7 and 0.3
+    n = batch_of(held).attempts
+    assert launch_peak(steady, batch_of(steady)) == pytest.approx(n * shares, rel=1e-12)
+    expected = n * shares + beta * np.sqrt(n * shares * (1 - shares))
+    assert launch_peak(held, batch_of(held)) == pytest.approx(expected, rel=1e-12)
+    assert beta > 0 and np.all(expected > n * shares)
+    assert math.isclose(solve_planned(held).metrics.launch_peak, float(expected.sum()), rel_tol=1e-9)

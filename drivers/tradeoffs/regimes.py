@@ -83,6 +83,7 @@ class RegimeRow:
     label: str
     result: Result | None = None
     refused: str | None = None  # why this regime is not planned on this instance
+    consumed: tuple[float, float] | None = None  # (mean, p99) gap of the trajectories the plan's batches consume
 
     @property
     def ok(self) -> bool:
@@ -113,6 +114,7 @@ class RegimeComparison:
             if row.result is not None:
                 entry["result"] = row.result.to_json()
             entry["status"] = row.result.status if row.result is not None else "not_planned"
+            entry["consumed_gap"] = None if row.consumed is None else {"mean": row.consumed[0], "p99": row.consumed[1]}
             entry["reason"] = row.reason
             out.append(entry)
         if self.best is not None:
@@ -166,9 +168,27 @@ def compare_regimes(
                 )
             )
             continue
-        out.rows.append(RegimeRow(spec, label, result=result))
+        out.rows.append(RegimeRow(spec, label, result=result, consumed=consumed_gaps(variant, result)))
     out.best = _best(out.rows, wanted)
     return out
+
+
+def consumed_gaps(inst: Instance, result: Result) -> tuple[float, float] | None:
+    """(mean, p99) consumed gap of a plan (MODEL §11 item 3, §14): the regime's own where its metrics carry them,
+    else (the seed's regime on steady_state, whose metrics give the per-trajectory gap) §11's law at its (L, K),
+    so that every row of a comparison reads the same measure."""
+    from trainground.solver.laws import calculus as calc
+    from trainground.solver.laws.holding import consumed_gaps as law
+
+    if result.plan is None or result.metrics is None:
+        return None
+    m = result.metrics
+    if m.consumed_mean_gap is not None and m.consumed_p99_gap is not None:
+        return m.consumed_mean_gap, m.consumed_p99_gap
+    if inst.holds:  # §11's metrics are the consumed gap already
+        return m.mean_version_gap, m.p99_version_gap
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    return law(inst, occ, result.plan.cadence_s, result.plan.versions_kept)
 
 
 def _best(rows: list[RegimeRow], objective: str) -> int | None:

@@ -74,6 +74,7 @@ def extract_plan(live: BuiltModel, values) -> Plan:
         total_cost=float(pyo.value(blk.k["hours"][None])) * hourly,
         cost_terms=terms,
         pools=PoolUse.rows(inst.gpu_pools, used),
+        billed_gpus=billed_gpus(inst, used),
         placement=_placement(inst, blk, ix, val),
     )
 
@@ -166,6 +167,14 @@ def assemble(
         basis=inst.planning.basis,
         regime=regime_json(inst),
     )
+
+
+def billed_gpus(inst: Instance, used: dict[str, int]) -> int | None:
+    """MODEL §14's ``plan.billed_gpus`` of a run with a regime section: each pool's GPUs used, or all of a reserved
+    pool (None without a regime: the key is §14's)."""
+    if inst.regime is None or inst.regime.is_default:
+        return None
+    return sum(p.gpus if p.billing == "reserved" else used[p.name] for p in inst.gpu_pools)
 
 
 def regime_json(inst: Instance) -> dict | None:

@@ -35,9 +35,12 @@ class LiveModel:
         threads: int = 1,
         clock: Stopwatch | None = None,
         extension=None,
+        options: dict | None = None,
     ):
         """``extension``: a regime's rows in each pair block (:func:`solver.regimes.table.extension_of`); a model
-        with one is not retargeted (its rows hold plain numbers)."""
+        with one is not retargeted (its rows hold plain numbers). ``options``: HiGHS options of every run over
+        those of :data:`solver.highs.OPTIONS` (a regime's tolerance, :func:`solver.regimes.table.highs_options`)."""
+        self.options = dict(options or {})
         self.clock = clock or Stopwatch()
         self.reusable = reusable and extension is None
         self.threads = threads
@@ -113,7 +116,7 @@ class LiveModel:
         self._sync_rows()
         self._open_only({self.keys[r] for r in rows})
         self._use(objective)
-        options = {**STAGE_OPTIONS[objective], "objective_bound": bound, "solve_relaxation": relaxation}
+        options = {**STAGE_OPTIONS[objective], **self.options, "objective_bound": bound, "solve_relaxation": relaxation}
         outcome = self.highs.run(options, self.clock.remaining())
         if outcome.status == Status.ERROR and options["presolve"] == "on":
             # HiGHS's postsolve can stop with a solve error on rows that sit a hair above an integer

@@ -181,12 +181,9 @@ def add_pool_capacity(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
 
 
 def _extra_training_gpus(m: pyo.ConcreteModel, blk: pyo.Block):
-    """GPUs of the training groups an extension adds beyond the pair's fewest (0 without one, and 0 when the
-    extension's training shares the pool's GPUs with the replicas: a colocated run, solver/regimes/rows.py)."""
+    """GPUs of the training groups an extension adds beyond the pair's fewest (0 without one)."""
     extra = getattr(blk, "extra_groups", None)
-    if extra is None or getattr(m.extension, "shares_training_pool", False):
-        return 0
-    return m.inst.training.gpus_per_group * extra
+    return 0 if extra is None else m.inst.training.gpus_per_group * extra
 
 
 def add_throughput(m: pyo.ConcreteModel, blk: pyo.Block) -> None:

@@ -6,20 +6,20 @@ generation phase is ``D = max(N·tokens/S, M_N)``. A cadence ``L`` on the grid i
 groups iff
 
 - ``k = 0`` (generate, then train): ``D + U(m) + t_s <= L``, i.e. ``M_N + U(m) + t_s <= L`` and a token supply
-  ``S >= N·tokens/(L - t_s - U(m))``: more groups leave more of ``L`` to generate in, so each group count from
-  the fewest that fit (``U(m) <= L - t_s - M_N``) up has its own supply row (:mod:`solver.regimes.rows`);
+  ``S >= N·tokens/(L - t_s - U(m))``: more groups leave more of ``L`` to generate in, so each group count that
+  asks less supply than every smaller count (and fits the pools) is a row of its own;
 - ``k = 1`` (generate batch i+1 while batch i trains): ``max(D, U(m)) + t_s <= L``, i.e. the fewest groups with
   ``U(m) <= L - t_s``, ``M_N + t_s <= L`` and ``S >= N·tokens/(L - t_s)``;
 - colocated: as ``k = 0`` with ``switch_time`` beside ``t_s``, the replicas and the groups on the training pool's
   GPUs in turn: each fits the pool alone, and the pool bills the larger (:mod:`solver.regimes.rows`).
 
-A pair is (L, K = 1, the fewest groups): one version is resident, nothing is dropped for age, every consumed
-trajectory has gap ``k`` (+1 under ``post_publish``). Its ``attempts`` column is the least supply the batch asks
-(:func:`demand`'s unit, at the most groups the pool holds; the group-choice rows ask the exact one), so the cost
-bounds read from it stay valid. Sandboxes hold ``E_b = (N/L)·s_b·W_use`` on average and ``max(peak_to_mean·E_b,
-N·s_b)`` at the launch of a batch (under hold ``N·s_b + β·sqrt(N·s_b·(1 - s_b))``: :func:`launch_peak`).
-``T = n·L + extra_time`` (the start-up is inside ``L``). A rollout timeout τ cuts every lifetime at τ
-(``W_τ``), and tokens per attempt by ``mean(W_τ)/mean(W)``. No pyomo.
+A row is (L, K = 1, m): one version is resident, nothing is dropped for age, every consumed trajectory has gap
+``k`` (+1 under ``post_publish``); its ``attempts`` column is the supply the batch asks with its groups
+(:func:`demand`'s unit), a constant of the row, so the model's rows are the seed regime's rows. Sandboxes hold
+``E_b = (N/L)·s_b·W_use`` on average and ``max(peak_to_mean·E_b, N·s_b)`` at the launch of a batch (under hold
+``N·s_b + β·sqrt(N·s_b·(1 - s_b))``: :func:`launch_peak`). ``T = n·L + extra_time`` (the start-up is inside
+``L``). A rollout timeout τ cuts every lifetime at τ (``W_τ``), and tokens per attempt by
+``mean(W_τ)/mean(W)``. No pyomo.
 """
 
 from __future__ import annotations
@@ -89,14 +89,8 @@ def batch_of(inst: Instance) -> Batch | None:
     )
 
 
-def group_counts(inst: Instance, fewest: int) -> np.ndarray:
-    """The training-group counts from ``fewest`` to the most the training pool holds (or max_groups)."""
-    _, top = calc.group_range(inst)
-    return np.arange(fewest, max(fewest, top) + 1)
-
-
 def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
-    """The admissible (cadence, K = 1, fewest groups) pairs of a pipelined run, ordered by cadence."""
+    """The admissible (cadence, K = 1, training groups) rows of a batch run, ordered by cadence then groups."""
     grid = calc.cadence_grid(inst)
     rejected: dict[str, int] = {}
 
@@ -122,17 +116,25 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
         room = grid - batch.sync
     groups = calc.min_groups_for(inst, np.maximum(room, 0.0)) if grid.size else np.zeros(0, dtype=int)
     keep = cut(keep, (groups > 0) & (room > 0), "update_time")
-    least = np.full(grid.shape, np.inf)  # the supply asked (demand's unit) at the most groups
-    ones = np.ones(1, dtype=int)
+    lo, hi = calc.group_range(inst)
+    every_count = np.arange(lo, max(lo, hi) + 1)
+    at_rows, counts_rows, need_rows = [], [], []  # each (cadence, group count) row worth having
     for i in np.flatnonzero(keep):
-        counts = group_counts(inst, int(groups[i])) if batch.steps_ahead == 0 else np.array([groups[i]])
+        counts = every_count if batch.steps_ahead == 0 else np.array([groups[i]])
         need = demand(inst, batch, float(grid[i]), counts)
-        tokens = need * inst.workload.tokens_per_attempt
-        fits = most_supply(inst, batch, counts, grid[i]) >= tokens * (1 - REL_TOL)
-        if fits.any():
-            least[i] = float(np.min(need[np.isfinite(need)]))
-    keep = cut(keep, np.isfinite(least), "pool_capacity")
-    at = np.flatnonzero(keep)
+        before = np.minimum.accumulate(np.concatenate(([np.inf], need[:-1])))
+        useful = np.isfinite(need) & (need < before * (1 - REL_TOL))  # a count that shortens the generation's need
+        fits = most_supply(inst, batch, counts, grid[i]) >= need * inst.workload.tokens_per_attempt * (1 - REL_TOL)
+        chosen = np.flatnonzero(useful & fits)
+        at_rows += [i] * chosen.size
+        counts_rows.append(counts[chosen])
+        need_rows.append(need[chosen])
+    listed = np.zeros(grid.shape, dtype=bool)
+    listed[at_rows] = True
+    cut(keep, listed, "pool_capacity")  # counts the grid points left without a row
+    at = np.array(at_rows, dtype=int)
+    m = np.concatenate(counts_rows).astype(int) if counts_rows else np.zeros(0, dtype=int)
+    least = np.concatenate(need_rows) if need_rows else np.zeros(0)
     L = grid[at]
     shares = np.array([b.share for b in inst.environment.backends])
     mean_load = (batch.attempts / L * batch.w_use)[:, None] * shares[None, :]
@@ -141,7 +143,7 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
     per_replica = np.array(
         [a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in zip(shape_availability(inst), inst.inference.shapes)]
     )
-    mult = supply_multipliers(inst, ones)
+    mult = supply_multipliers(inst, np.ones(1, dtype=int))
     occ = calc.occupancy_of(inst.environment.occupancy)
     w_bound = occ.mean if inst.holds else calc.occupancy_used(occ, inst.environment.littles_law_uses)
     zeros = np.zeros(at.size)
@@ -150,10 +152,10 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
         kept=np.ones(at.size, dtype=int),
         makespan=span[at],
         startup=zeros,
-        groups=groups[at],
+        groups=m,
         exceedance=zeros,
         drop=zeros,
-        attempts=least[at],
+        attempts=least,
         inflight=mean_load,
         peak=peak,
         supply_per_replica=np.repeat(per_replica[None, :] * mult, at.size, axis=0),
@@ -191,7 +193,7 @@ def demand(inst: Instance, batch: Batch, cadence: float, counts: np.ndarray) -> 
     ``workload.tokens_per_attempt`` tokens each (the unit of the model's supply row): N·tokens/tokens_per_attempt
     over the generation budget (inf where the budget is shorter than the slowest attempt or U is unmeasured)."""
     update = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
-    budget = batch.generation_budget(cadence, update)
+    budget = np.broadcast_to(batch.generation_budget(cadence, update), np.shape(update))
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = np.isfinite(budget) & (budget >= batch.slowest * (1 - REL_TOL)) & (budget > 0)
         work = batch.attempts * batch.tokens / inst.workload.tokens_per_attempt

@@ -109,4 +109,5 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
         launch_peak=float(burst.sum()),
         consumed_mean_gap=mean_gap,
         consumed_p99_gap=float(p99),
+        recompute_share=attempts * a.recompute / L / demand if demand > 0 else 0.0,
     )

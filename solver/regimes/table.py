@@ -1,7 +1,7 @@
 """The pair table and the model extension of an instance's regime (MODEL.md §14): the one place the model side
 asks which regime it plans. The seed's regime is :func:`solver.table.pairs.build`'s table with no extension; a
-batch run's is :func:`solver.regimes.batch.batch_pairs`, with :class:`solver.regimes.rows.GroupChoice` at
-``k = 0`` and colocated; an admission run's is :func:`solver.regimes.admission.admission_pairs`. A regime the
+batch run's is :func:`solver.regimes.batch.batch_pairs`, a row per useful group count, with
+:class:`solver.regimes.rows.SharedPool` under colocated; an admission run's is :func:`solver.regimes.admission.admission_pairs`. A regime the
 planner does not plan yet is refused here, by name."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from trainground.models.instance import Instance
 from trainground.models.regime_rules import refuse_unplanned
 from trainground.solver.regimes.admission import admission_of, admission_pairs
 from trainground.solver.regimes.batch import batch_of, batch_pairs
-from trainground.solver.regimes.rows import GroupChoice
+from trainground.solver.regimes.rows import SharedPool
 from trainground.solver.table import pairs as pair_tables
+from trainground.solver.tolerances import REGIME_FEASIBILITY_TOL
 
 
 def pair_table(inst: Instance, cache: pair_tables.TableCache | None = None, **options) -> pair_tables.Pairs:
@@ -27,10 +28,18 @@ def pair_table(inst: Instance, cache: pair_tables.TableCache | None = None, **op
     return pair_tables.build(inst, cache, **options)
 
 
-def extension_of(inst: Instance) -> GroupChoice | None:
-    """The rows a regime adds to each pair block (None: the pair's own rows are the regime's)."""
+def extension_of(inst: Instance) -> SharedPool | None:
+    """The rows a regime adds to each pair block (None: the pair's own rows are the regime's): a colocated run's
+    bill, the larger of its replicas' and its groups' GPUs."""
     batch = batch_of(inst)
-    return GroupChoice(batch) if batch is not None and batch.steps_ahead == 0 else None  # k = 0 or colocated
+    return SharedPool() if batch is not None and batch.shared else None
+
+
+def highs_options(inst: Instance) -> dict:
+    """HiGHS options of a regime's model: its feasibility tolerance (solver.tolerances.REGIME_FEASIBILITY_TOL)."""
+    if inst.regime is None or inst.regime.is_default:
+        return {}
+    return {"mip_feasibility_tolerance": REGIME_FEASIBILITY_TOL, "primal_feasibility_tolerance": REGIME_FEASIBILITY_TOL}
 
 
 def batched(inst: Instance) -> bool:

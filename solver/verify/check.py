@@ -17,11 +17,24 @@ COUNT_TOL = 1e-9  # in hosts: a node type binds when its fullest row needs more 
 FILL_TOL = 1e-6  # relative: a reported start-up fill (a root of a numerical integral) against this one's
 
 
+REGIME_ROW_TOL = 1e-6
+"""The rows' slack of a run regime's plan (MODEL §14), whose model HiGHS solves to 1e-7 (its blocks are ones HiGHS
+misreports at 1e-9): a placement split a hundred-thousandth of an environment over a host's row is HiGHS's
+tolerance, not a plan that does not fit."""
+
+
 @dataclass
 class Check:
     violations: list[str] = field(default_factory=list)
     binding: list[str] = field(default_factory=list)
     metrics: Metrics | None = None
+    row_tol: float = ROW_TOL  # the slack of every row checked (REGIME_ROW_TOL for a regime's plan)
+
+    def leq(self, lhs: float, rhs: float) -> bool:
+        return lhs <= rhs + self.row_tol * max(1.0, abs(rhs))
+
+    def geq(self, lhs: float, rhs: float) -> bool:
+        return lhs >= rhs * (1 - self.row_tol) - self.row_tol
 
     @property
     def ok(self) -> bool:

@@ -7,7 +7,7 @@ import math
 
 from trainground.models.instance import Instance
 from trainground.models.result import Plan
-from trainground.solver.verify.check import BINDING_TOL, COUNT_TOL, ROW_TOL, Check, geq, leq
+from trainground.solver.verify.check import BINDING_TOL, COUNT_TOL, ROW_TOL, Check
 
 
 def _check_split(
@@ -35,7 +35,7 @@ def _check_split(
             continue
         lhs = math.fsum(envs * row.load.get(b, 0.0) for b, envs in split.get(host, {}).items())
         rhs = row.capacity * counts.get(host, 0)
-        if not leq(lhs, rhs):
+        if not out.leq(lhs, rhs):
             bad(f"{family}[{host}].{resource}: {lhs:.10g} > {counts.get(host, 0)} × {row.capacity:.10g} = {rhs:.10g}")
 
 
@@ -54,7 +54,7 @@ def check_steady_sandbox(inst: Instance, plan: Plan, rows, inflight: dict[str, f
     _check_split(inst, rows, "node", "steady_nodes", plan.placement.steady, nodes, out)
     for b, need in inflight.items():
         placed = _placed(plan.placement.steady, b)
-        if not geq(placed, need):
+        if not out.geq(placed, need):
             out.violations.append(f"steady_cover[{b}]: {placed:.10g} placed on nodes < {need:.10g} in flight")
 
 
@@ -68,13 +68,13 @@ def check_peak_sandbox(inst: Instance, plan: Plan, rows, peak: dict[str, float],
     eligible = inst.environment.cloud.eligible_share
     for b, need in peak.items():
         cloud = _placed(placement.cloud, b)
-        if not geq(_placed(placement.peak, b) + cloud, need):
+        if not out.geq(_placed(placement.peak, b) + cloud, need):
             out.violations.append(
                 f"peak_cover[{b}]: {_placed(placement.peak, b) + cloud:.10g} placed on nodes "
                 f"and VMs < {need:.10g} at peak"
             )
         share = eligible.get(b, 0.0)
-        if not leq(cloud, share * need):
+        if not out.leq(cloud, share * need):
             out.violations.append(f"cloud_eligible[{b}]: {cloud:.10g} on VMs > {share:g} · {need:.10g}")
         if share > 0 and cloud > 0 and cloud >= share * need * (1 - BINDING_TOL):
             out.binding.append(f"cloud_eligible[{b}]")

@@ -25,6 +25,7 @@ from trainground.solver.verify.check import (
     FILL_TOL,
     GRID_TOL,
     MAKESPAN_TOL,
+    REGIME_ROW_TOL,
     REL_TOL,
     Check,
     leq,
@@ -44,8 +45,10 @@ def verify_plan(
     if not check_domains(inst, plan, out):
         return out
     if inst.regime is not None and inst.regime.mode in ("pipelined", "colocated"):
+        out.row_tol = REGIME_ROW_TOL
         return _verify_batch(inst, plan, allowance, reported, out)
     if inst.regime is not None and inst.regime.staleness == "admission":
+        out.row_tol = REGIME_ROW_TOL
         return _verify_admission(inst, plan, allowance, reported, out)
     holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy, memo)
@@ -98,8 +101,7 @@ def verify_plan(
 
 
 def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
-    """A batch plan (MODEL §14, pipelined or colocated): §3's pools (colocated: in turn), hosts, costs and budgets
-    with the batch's own rows and loads."""
+    """A batch plan (MODEL §14): §3's pools (colocated: in turn), hosts, costs and budgets, the batch's rows."""
     law = laws.law_of(inst.environment.occupancy)
     assert inst.regime is not None
     if inst.regime.mode == "colocated":
@@ -129,11 +131,12 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
     check_peak_sandbox(inst, plan, rows, peak, out)
     check_host_binding(inst, plan, rows, out)
     limit = inst.freshness.max_mean_gap
-    if limit is not None and not leq(b.gap, limit):
+    if limit is not None and not out.leq(b.gap, limit):
         out.violations.append(f"max_mean_gap: {b.gap:g} > {limit:g}")
     run = laws.Run(law, b.w_use, 0.0, 0.0, b.intake, b.attempts / L, update, None, span)
     hourly, total = check_costs(inst, plan, run, used, out)
     check_budgets(inst, hourly, total, out)
+    regimes.check_billed(inst, plan, used, out.violations)
     out.metrics = regimes.batch_metrics(inst, plan, b, supply, update, allowance)
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)
@@ -169,11 +172,12 @@ def _verify_admission(inst: Instance, plan: Plan, allowance: float, reported: Me
     check_host_binding(inst, plan, rows, out)
     mean_gap, p99_gap = regimes.admission_gaps(a, law, L, update)
     limit = inst.freshness.max_mean_gap
-    if limit is not None and not leq(mean_gap, limit):
+    if limit is not None and not out.leq(mean_gap, limit):
         out.violations.append(f"max_mean_gap: consumed {mean_gap:g} > {limit:g}")
     run = laws.Run(law, a.w_use, 0.0, 0.0, a.intake, attempts, update, None, span)
     hourly, total = check_costs(inst, plan, run, used, out)
     check_budgets(inst, hourly, total, out)
+    regimes.check_billed(inst, plan, used, out.violations)
     out.metrics = Metrics(
         effective_trajectories_per_s=inst.workload.batch_trajectories / L,
         attempts_per_s=attempts,
@@ -196,6 +200,7 @@ def _verify_admission(inst: Instance, plan: Plan, allowance: float, reported: Me
         launch_peak=math.fsum(burst.values()),
         consumed_mean_gap=mean_gap,
         consumed_p99_gap=p99_gap,
+        recompute_share=attempts * a.recompute / L / demand if demand > 0 else 0.0,
     )
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)

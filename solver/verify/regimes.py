@@ -284,3 +284,10 @@ def replica_supply(inst: Instance, plan: Plan) -> float:
     return math.fsum(
         a * shapes[r.shape].gpus_per_replica * shapes[r.shape].tokens_per_gpu_s * r.replicas for r in plan.inference
     )
+
+
+def check_billed(inst: Instance, plan: Plan, used: dict[str, int], violations: list[str]) -> None:
+    """MODEL §14's plan.billed_gpus: each pool's GPUs used (colocated: the larger use), all of a reserved pool."""
+    billed = sum(p.gpus if p.billing == "reserved" else used[p.name] for p in inst.gpu_pools)
+    if plan.billed_gpus != billed:
+        violations.append(f"billed_gpus: plan says {plan.billed_gpus}, recomputed {billed}")
