@@ -164,7 +164,7 @@ def solve(
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     else:
-        render_answer(found)
+        render_answer(found, instance)
     sys.exit(STATUS_EXIT[result.status])
 
 
@@ -190,14 +190,15 @@ def confident_solve(file: str, solve):
         raise InstanceError(file, exc.problems) from None
 
 
-def render_answer(found) -> None:
-    """`solve`'s text: the result, then what was computed beside it (drivers.answer)."""
+def render_answer(found, source: str | None = None) -> None:
+    """`solve`'s text: the result, then what was computed beside it (drivers.answer); ``source`` is the
+    instance file, named in the commands a line points to."""
     result = found.result
     render_result(console(), result)
     if result.hold is not None and result.plan is not None:
         from trainground.render.hold import render_hold
 
-        render_hold(console(), result)
+        render_hold(console(), result, found.inst, source)
     if found.beyond is not None:
         from trainground.render.confidence import render_confidence
 

@@ -296,7 +296,7 @@ def sweep(
     # (a required field a swept path supplies may be missing; a bad value a swept path replaces may not be).
     refuse_invalid(instance, [f"{axis.path}={','.join(axis.texts)}" for axis in parsed])
     from trainground.drivers.tradeoffs import sweep as driver
-    from trainground.render.plots import sweep_pngs
+    from trainground.render.sweep_plots import sweep_pngs
     from trainground.simulation.output import write_atomic_bytes, write_csv, write_json
 
     with SolvingBar("sweep", show_bar(as_json)) as bar:

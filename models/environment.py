@@ -280,8 +280,9 @@ class Cloud(Strict):
     eligible_share: dict[str, Fraction] = Field(
         default_factory=dict,
         description=about(
-            "Largest share of each backend's peak in-flight environments that may spill to cloud VMs, "
-            "{backend: share}; a backend not listed cannot spill",
+            "Largest share of each backend's peak in-flight environments that cloud VMs may hold, {backend: share}; "
+            "a backend not listed cannot spill. Not a share of the load: local nodes always hold the mean, so VMs "
+            "take at most min(share, 1 - 1/peak_to_mean) of the peak off them, nothing at peak_to_mean 1",
             unit="share in [0, 1]",
             typical="0.3-0.8",
             seed="{container: 1.0}",
@@ -290,7 +291,8 @@ class Cloud(Strict):
     vm_types: list[VmType] = Field(
         default_factory=list,
         description=about(
-            "Cloud VM types that absorb peaks above what local nodes hold; empty: no spillover", seed="one type, burst"
+            "Cloud VM types that hold part of each peak above the mean (spillover); empty: no spillover",
+            seed="one type, burst",
         ),
     )
 
@@ -338,12 +340,17 @@ class Environment(Strict):
     peak_to_mean: AtLeastOne = Field(
         1.0,
         description=about(
-            "Peak in-flight environments over the mean; local nodes plus cloud VMs must hold the peak",
+            "Peak in-flight environments over the mean; local nodes hold the mean, local nodes plus cloud VMs the "
+            "peak, so VMs are used only above 1 (at 1 the peak is the mean and VMs never replace a node)",
             unit="ratio >= 1",
             typical="1.2-2",
             seed="1.0",
         ),
     )
     cloud: Cloud = Field(
-        Cloud(), description=about("Cloud spillover for peaks: which backends may spill, and VM types")
+        Cloud(),
+        description=about(
+            "Cloud spillover: VMs hold part of each backend's peak above its mean in-flight environments (which "
+            "local nodes always hold); which backends may spill, and VM types"
+        ),
     )

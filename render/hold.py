@@ -5,8 +5,10 @@ from __future__ import annotations
 from trainground.render.tables import money
 
 
-def render_hold(console, result) -> None:
-    """What the replays of the plan say, beside the planned cost."""
+def render_hold(console, result, inst=None, source: str | None = None) -> None:
+    """What the replays of the plan say and what that verdict covers, beside the planned cost. With ``inst``, an
+    uncertainty section the verdict leaves out is pointed at the commands that read it (``source`` names the file
+    in them)."""
     hold, plan = result.hold, result.plan
     on_time = round(hold.on_time_share * hold.replays)
     rounds = f"{hold.rounds} round{'s' if hold.rounds != 1 else ''}"
@@ -29,6 +31,10 @@ def render_hold(console, result) -> None:
         f"in {on_time} of the {hold.replays} replays that set it, {claim}; sandbox waits {waits}",
         markup=False,
     )
+    console.print(verdict_scope(result), markup=False)
+    pointer = None if inst is None else uncertainty_pointer(inst, result, source)
+    if pointer:
+        console.print(pointer, markup=False)
     expected = "n/a" if hold.expected_total_cost is None else money(hold.expected_total_cost)
     p90 = "n/a" if hold.p90_total_cost is None else money(hold.p90_total_cost)
     line = f"cost: planned {money(plan.total_cost)}, expected {expected} (p90 {p90}) over the replays"
@@ -51,3 +57,40 @@ def render_hold(console, result) -> None:
             "allowance covers their variance beyond the expected time the planned makespan counts (docs/goodput.md)",
             markup=False,
         )
+
+
+def verdict_scope(result) -> str:
+    """What the replays of a hold plan vary (MODEL §11), and so what its verdict covers: the run's own variance
+    at the nominal inputs, and the inputs' uncertainty (§9) too only when each replay draws a scenario."""
+    if result.confidence is not None:
+        return (
+            "what the verdict covers: the run's own variance (sandbox lifetimes, launches) and the inputs' "
+            "uncertainty, each replay drawing one scenario of the uncertainty section (docs/model.md §11 with §9)"
+        )
+    return (
+        "what the verdict covers: the run's own variance (sandbox lifetimes, launches) at the instance's nominal "
+        "inputs, not uncertainty in the inputs themselves (docs/model.md §11; §9 for that)"
+    )
+
+
+def uncertainty_pointer(inst, result, source: str | None) -> str | None:
+    """For an instance whose uncertainty section the verdict leaves out (no confidence solve): where its on-time
+    probability under the section's factors is read (`risk`), and how to plan for one (`solve --confidence`,
+    which a staged instance does not take)."""
+    from trainground.models.stage_rules import refuse_confidence
+
+    if inst.uncertainty is None or result.confidence is not None:
+        return None
+    file = source or "FILE"
+    names = ", ".join(f.name for f in inst.uncertainty.factors)
+    text = (
+        f"the uncertainty section ({names}) is not in this verdict: `trainground risk {file}` gives the plan's "
+        f"on-time probability under its factors"
+    )
+    if not refuse_confidence(inst, "--confidence"):
+        alpha = inst.planning.on_time
+        text += (
+            f", and `trainground solve {file} --confidence {alpha:g}` the best plan on time in at least "
+            f"{alpha:.0%} of its scenarios"
+        )
+    return text

@@ -18,7 +18,12 @@ def report_html(findings, source: str) -> str:
     answer = findings.answer
     payload = answer.to_json()
     data: dict = {"source": source, "solve": payload}
-    sections = [summary(answer, payload, source), plan_section(answer), hold_section(answer), levers_section(answer)]
+    sections = [
+        summary(findings, payload, source),
+        plan_section(answer),
+        hold_section(answer, source),
+        levers_section(answer),
+    ]
     if findings.risk is not None:
         data["risk"] = findings.risk.to_json()
         sections.append(risk_section(findings.risk, data["risk"]))
@@ -57,14 +62,49 @@ def headline(answer) -> str:
     hold = result.hold
     if hold is not None:
         verdict = "It holds" if hold.allowance_converged else "It does NOT hold"
+        replays = (
+            "replays, each in one scenario of the uncertainty section"
+            if result.confidence is not None
+            else "replays at its nominal inputs (they vary the run itself: sandbox lifetimes, launches)"
+        )
         text += (
-            f" {verdict}: on time in {hold.on_time_share:.0%} of its {hold.replays} replays, with "
+            f" {verdict}: on time in {hold.on_time_share:.0%} of its {hold.replays} {replays}, with "
             f"{hold.allowance_s:,.0f} s kept for run variance; expected cost {money(hold.expected_total_cost)}."
         )
     return text
 
 
-def summary(answer, payload: dict, source: str) -> str:
+def uncertain_lead(findings, source: str) -> str | None:
+    """For an instance with an uncertainty section: the plan's on-time probability under its factors (the risk
+    section's), and the best plan for the run's target share when the price of certainty has it (MODEL §9)."""
+    answer, risk = findings.answer, findings.risk
+    inst, result = answer.inst, answer.result
+    if inst.uncertainty is None or risk is None or result.plan is None:
+        return None
+    names = ", ".join(f.name for f in inst.uncertainty.factors)
+    low, high = risk.on_time_interval
+    text = (
+        f"Under the uncertainty section's factors ({names}) this plan is on time in "
+        f"{risk.on_time_probability:.2%} of {risk.samples:,} scenarios (95 % interval {low:.2%} to {high:.2%}; "
+        f"Risk, below)"
+    )
+    text += "." if result.confidence is not None else ": the replays above vary the run, not the inputs."
+    target = inst.uncertainty.confidence if inst.uncertainty.confidence is not None else inst.planning.on_time
+    point = None if findings.certainty is None else dict(findings.certainty.points).get(target)
+    if point is not None and point.plan is not None:
+        change = point.plan.total_cost / result.plan.total_cost - 1
+        text += (
+            f" The best plan on time in at least {target:.0%} of them costs {money(point.plan.total_cost)} "
+            f"({change:+.1%} against this plan; The price of certainty, below): "
+            f"`trainground solve {source} --confidence {target:g}` gives it."
+        )
+    elif point is not None:
+        text += f" No plan is on time in {target:.0%} of them (The price of certainty, below)."
+    return text
+
+
+def summary(findings, payload: dict, source: str) -> str:
+    answer = findings.answer
     result = answer.result
     value = result.objective_value
     shown = "n/a" if value is None else (f"{value:,.0f} s" if result.objective == "makespan" else money(value))
@@ -75,8 +115,10 @@ def summary(answer, payload: dict, source: str) -> str:
         ["objective value", ("solve.objective_value", value, shown)],
         ["basis", ("solve.basis", basis, BASES.get(str(basis), str(basis)))],
     ]
+    uncertain = uncertain_lead(findings, source)
     parts = [
         lead(headline(answer)),
+        *([lead(uncertain)] if uncertain else []),
         note(f"instance file: `{source}`; the numbers below are those of `trainground solve --json` on it."),
         figures(["", "value"], rows),
     ]
@@ -133,8 +175,9 @@ def plan_section(answer) -> str:
     )
 
 
-def hold_section(answer) -> str:
-    """Why the plan holds: the allowance loop's replays (MODEL §11), the simulated verdict, the start-up fill."""
+def hold_section(answer, source: str) -> str:
+    """Why the plan holds: the allowance loop's replays (MODEL §11), the simulated verdict, the start-up fill;
+    ``source`` is the instance file the page was made from."""
     from trainground.render.simulate import render_solve_verdict
 
     result, parts = answer.result, []
@@ -229,7 +272,7 @@ def hold_section(answer) -> str:
         if hold is not None and result.plan is not None:
             from trainground.render.hold import render_hold
 
-            render_hold(console, result)
+            render_hold(console, result, answer.inst, source)
         if result.plan is not None:
             render_solve_verdict(console, answer.inst.counts_startup, answer.startup_estimate_s, answer.simulation)
 

@@ -49,8 +49,9 @@ def note(text: str) -> str:
 
 
 def lead(text: str) -> str:
-    """The page's opening sentence: what to run, what it costs, whether it holds."""
-    return f'<p class="lead">{escape(text)}</p>'
+    """An opening paragraph of the page (what to run, what it costs, whether it holds); a `span in backticks`
+    shows as code."""
+    return '<p class="lead">' + re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text)) + "</p>"
 
 
 Cell = tuple[str, Any, str]  # (data key, value, text shown); key "" for a cell that carries no number

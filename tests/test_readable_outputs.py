@@ -17,7 +17,8 @@ from trainground.drivers.tradeoffs.sweep import parse_axis, run_sweep
 from trainground.models.edits import edited, load_edited
 from trainground.models.load import load_instance
 from trainground.render.labels import field_label
-from trainground.render.plots import FAST_END, _pool_line, sweep_panels
+from trainground.render.plots import FAST_END, _pool_line
+from trainground.render.sweep_plots import sweep_panels
 from trainground.render.tradeoffs import CORNER_ROWS, render_frontier, render_sweep, shown_corners
 from trainground.solver.solve import solve_instance
 

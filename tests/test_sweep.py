@@ -14,7 +14,7 @@ from trainground.cli import main
 from trainground.drivers.tradeoffs.sweep import Axis, SweepError, chunks, parse_axis, run_sweep, split_values
 from trainground.models.edits import load_edited
 from trainground.models.load import InstanceError
-from trainground.render.plots import HEATMAP_PX, SWEEP_PX
+from trainground.render.sweep_plots import HEATMAP_PX, SWEEP_PX
 from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"

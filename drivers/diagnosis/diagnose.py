@@ -19,6 +19,7 @@ from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.drivers.diagnosis.findings import change_entry, findings_of, fmt
 from trainground.drivers.diagnosis.goodput import goodput_conflict
 from trainground.drivers.diagnosis.regime import admission_diagnosis, regime_diagnosis
+from trainground.drivers.diagnosis.spill import spill_note
 from trainground.drivers.diagnosis.thresholds import settle
 from trainground.drivers.diagnosis.two_changes import cheapest_pairs
 from trainground.models.instance import Instance
@@ -154,6 +155,10 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
             else ""
         )
         notes.append(f"cannot restore a plan alone: {', '.join(out['cannot_help'])}{why}")
+    node_caps = any(f.input.startswith("max_nodes[") for f in findings)
+    spill = spill_note(inst, out["cannot_help"], node_caps and bool(base.passing().any()))
+    if spill:
+        notes.append(spill)
     skipped = [f.input for f in findings if f.skipped]
     if skipped:
         notes.append(f"not searched (solve budget or time limit spent): {', '.join(skipped)}")
