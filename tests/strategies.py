@@ -14,10 +14,15 @@ def examples(count: int) -> int:
     return max(1, count * settings.default.max_examples // 100)
 
 
+def deep() -> bool:
+    """Whether the loaded Hypothesis profile asks for more than the `ci` profile's examples (`deep`)."""
+    return settings.default.max_examples > 100
+
+
 def cases(every: list, first: int) -> list:
     """A brute-force test's parametrized cases under the loaded profile: the ``first`` ones under `ci`, every one
     under a profile with more examples (`deep`)."""
-    return list(every) if settings.default.max_examples > 100 else list(every)[:first]
+    return list(every) if deep() else list(every)[:first]
 
 
 def _maybe(draw, strategy, p_none: float = 0.5):

@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.hostile import ROOT, SEED, Case, build, complaints, spread
+from tests.strategies import deep
 from trainground.cli import main
 from trainground.models.load import InstanceError, load_instance, read_document, validate
 from trainground.models.plausible import CAPS, FILE_CAP_VARIABLE
@@ -152,11 +153,12 @@ def test_plans_spanning_many_orders_of_magnitude_solve_or_are_refused(tmp_path: 
     """One field at its cap, its floor or 1e-6 of its seed value (a token rate of 10^7 per GPU, a node price
     of a micro-dollar): a plan, an infeasibility or an invalid input, never an internal error (exit 1)."""
     outcomes = {}
-    for path in spread(tmp_path):
+    files = spread(tmp_path)
+    for path in files if deep() else files[::2]:  # every other file under the `ci` profile
         result = CliRunner().invoke(main, ["solve", str(path), "--time-limit", "20"])
         outcomes[path.stem] = result.exit_code
         assert "Traceback" not in result.output
-    assert len(outcomes) >= 50
+    assert len(outcomes) >= (50 if deep() else 25)
     assert not [name for name, code in outcomes.items() if code not in (0, 2, 3, 4)], outcomes
     assert {0, 3} <= set(outcomes.values())  # some still have a plan, some have none
 

@@ -14,7 +14,7 @@ from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.solve import Planner
 
-INSTANCES = examples(60)
+INSTANCES = examples(40)
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
 
 
