@@ -50,8 +50,8 @@ def agrees(inst, allowance: float = 0.0) -> None:
 @pytest.mark.parametrize(
     "seed,alpha,basis,allowance",
     cases(
-        [(5, 0.8, "steady_state", 0.0), (1, 0.5, "hold", 10.0), (10, 0.8, "steady_state", 0.0), (6, 0.8, "hold", 10.0)],
-        2,
+        [(1, 0.5, "hold", 10.0), (5, 0.8, "steady_state", 0.0), (10, 0.8, "steady_state", 0.0), (6, 0.8, "hold", 10.0)],
+        1,
     ),
 )  # each above its deterministic optimum; the steady_state ones need more groups than the fewest that keep up
 def test_with_failures_uncertain_the_mip_agrees_with_brute_force(seed, alpha, basis, allowance):

@@ -25,7 +25,7 @@ from trainground.solver.table.pairs import build
 
 
 @settings(
-    max_examples=examples(60),
+    max_examples=examples(40),
     deadline=None,
     derandomize=True,
     database=None,
@@ -81,7 +81,7 @@ def fewest_rows(table: pair_tables.Pairs) -> list[tuple]:
 
 
 @settings(
-    max_examples=examples(80), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(50), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 @given(small_instances() | reliable_instances(), st.floats(1.0, 3.0))
 def test_the_fewest_groups_table_is_the_full_tables_fewest_row_of_each_pair(data, looser):
@@ -132,7 +132,7 @@ def _fewest_table_matches(inst) -> None:
 
 
 @settings(
-    max_examples=examples(60), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(40), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 @given(small_instances() | reliable_instances(), st.sampled_from(["inverse", "amdahl", "table", "rising"]))
 def test_the_fewest_table_is_the_full_tables_first_row_of_each_pair(data, law):
@@ -168,7 +168,7 @@ def test_the_fewest_table_of_the_bundled_instances_under_hold_and_a_pool_sixteen
 
 
 @settings(
-    max_examples=examples(80), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(50), deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )
 @given(small_instances(), st.sampled_from(["inverse", "amdahl", "table", "flat"]), st.sampled_from([1.0, 4.0]))
 def test_the_rows_found_by_search_are_the_rows_listed_pair_by_pair(data, law, pools):

@@ -95,7 +95,7 @@ def test_a_backend_without_memory_never_makes_a_plan_cheaper():
 
 
 @settings(
-    max_examples=examples(100),
+    max_examples=examples(60),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -134,7 +134,7 @@ def _fullest_row_has_a_backend_without_its_figure(inst, plan) -> bool:
 # --- the verifier reads the rows with its own code ----------------------------------------------
 
 
-@settings(max_examples=examples(40), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances() | mixed_backend_instances())
 def test_verifier_rows_equal_the_models_rows(data):
     """Computed apart, the verifier's rows (resource_rows) and the model's (global_values) agree: every

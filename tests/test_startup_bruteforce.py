@@ -16,7 +16,7 @@ from trainground.solver.solve import solve_instance
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
-EXAMPLES = examples(12)
+EXAMPLES = examples(8)
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:
