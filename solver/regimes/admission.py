@@ -23,7 +23,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as law
-from trainground.solver.table.pairs import Pairs, pool_rate, shape_availability
+from trainground.solver.table.pairs import Pairs, counted_cut, pool_rate, shape_availability
 from trainground.solver.tolerances import REL_TOL
 
 TIGHT = 0.01  # under this slack of the admission row, launches follow publishes: the consumed gap is k
@@ -99,10 +99,7 @@ def admission_pairs(inst: Instance, a: Admission) -> Pairs:
     rejected: dict[str, int] = {}
 
     def cut(keep: np.ndarray, ok: np.ndarray, family: str) -> np.ndarray:
-        lost = int(np.count_nonzero(keep & ~ok))
-        if lost:
-            rejected[family] = rejected.get(family, 0) + lost
-        return keep & ok
+        return counted_cut(keep, np.broadcast_to(ok, keep.shape), family, rejected)
 
     w = inst.workload
     keep = np.ones(grid.shape, dtype=bool)

@@ -33,7 +33,14 @@ from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
-from trainground.solver.table.pairs import Pairs, best_supply, pool_rate, shape_availability, supply_multipliers
+from trainground.solver.table.pairs import (
+    Pairs,
+    best_supply,
+    counted_cut,
+    pool_rate,
+    shape_availability,
+    supply_multipliers,
+)
 from trainground.solver.tolerances import REL_TOL
 
 
@@ -95,10 +102,7 @@ def batch_pairs(inst: Instance, batch: Batch) -> Pairs:
     rejected: dict[str, int] = {}
 
     def cut(keep: np.ndarray, ok: np.ndarray, family: str) -> np.ndarray:
-        lost = int(np.count_nonzero(keep & ~ok))
-        if lost:
-            rejected[family] = rejected.get(family, 0) + lost
-        return keep & ok
+        return counted_cut(keep, np.broadcast_to(ok, keep.shape), family, rejected)
 
     keep = np.ones(grid.shape, dtype=bool)
     span = calc.makespan(inst, grid)

@@ -206,7 +206,7 @@ def _demand(inst: Instance, cache: TableCache | None) -> Demand:
 
     def cut(mask: np.ndarray, family: str) -> None:
         nonlocal keep
-        keep = _cut(keep, mask, family, rejected)
+        keep = counted_cut(keep, mask, family, rejected)
 
     span = np.broadcast_to(calc.makespan(inst, grid)[:, None], keep.shape)
     failing = inst.reliability is not None  # MODEL §13: the makespan depends on the groups' goodput
@@ -275,9 +275,10 @@ def mean_gaps(
     return np.broadcast_to(np.asarray(steady)[:, None], (grid.size, kept))
 
 
-def _cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
-    """``keep`` and ``mask`` (per cadence or per (cadence, K)), counting the entries it loses under ``family``."""
-    mask = np.broadcast_to(mask if mask.ndim == 2 else mask[:, None], keep.shape)
+def counted_cut(keep: np.ndarray, mask: np.ndarray, family: str, rejected: dict[str, int]) -> np.ndarray:
+    """``keep`` and ``mask`` (per cadence, or per (cadence, K) for a (cadence, K) ``keep``), counting the entries it
+    loses under ``family`` in ``rejected``."""
+    mask = np.broadcast_to(mask if mask.ndim == keep.ndim else mask[:, None], keep.shape)
     lost = int(np.count_nonzero(keep & ~mask))
     if lost:
         rejected[family] = rejected.get(family, 0) + lost
@@ -306,12 +307,12 @@ def build(
     mult = supply_multipliers(inst, Ks)
     demand_tokens = attempts * inst.workload.tokens_per_attempt
     best = best_supply(inst, groups, Ks, grid)
-    keep = _cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
+    keep = counted_cut(d.keep, best >= demand_tokens * (1 - REL_TOL), "pool_capacity", rejected)
     spans, fills = d.span, d.startup
     if inst.counts_startup:  # the fill only where the pools can supply the demand: a fine grid's few entries
         fills = _fills(inst, d, keep, cache)
         spans = fills + d.span
-        keep = _cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
+        keep = counted_cut(keep, spans <= inst.schedule.deadline * (1 + REL_TOL), "deadline", rejected)
     if not dominated:
         keep &= undominated_where(keep, attempts, mult, spans if inst.counts_startup else None)
     at, k = np.nonzero(keep)  # grid point and K column of each pair, by cadence then K
