@@ -87,24 +87,30 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+def agreed(inst, points, seed: int) -> set[str]:
+    """The objectives whose MIP optimum ``inst`` has, each asserted equal to the brute force's over ``points``
+    (and infeasible where the brute force finds no plan)."""
+    planner, solved = Planner(inst), set()
+    for objective, key in VALUE.items():
+        expected = ref.best(points, objective)
+        result = planner.solve(objective)
+        if expected is None:
+            assert result.status == "infeasible", (seed, objective, result.plan)
+            continue
+        assert result.status == "optimal", (seed, objective, result.status)
+        plan = result.plan
+        got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
+        assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
+        solved.add(objective)
+    return solved
+
+
 @pytest.mark.parametrize("chunk", range(2))
 def test_a_batch_run_matches_brute_force(chunk):
     seen: dict[str, set] = {"pipelined k=0": set(), "pipelined k=1": set(), "colocated": set()}
     for seed in range(chunk, INSTANCES, 2):
         inst = validate(random_pipelined(seed), "random.yaml")
-        points = batch_points(inst)
-        planner = Planner(inst)
-        for objective, key in VALUE.items():
-            expected = ref.best(points, objective)
-            result = planner.solve(objective)
-            if expected is None:
-                assert result.status == "infeasible", (seed, objective, result.plan)
-                continue
-            assert result.status == "optimal", (seed, objective, result.status)
-            plan = result.plan
-            got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
-            assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
-            seen[inst.regime.label].add(objective)
+        seen[inst.regime.label] |= agreed(inst, batch_points(inst), seed)
     assert all(len(s) == 3 for s in seen.values()), seen  # every batch mode, every objective, with plans
 
 
@@ -131,17 +137,5 @@ def test_an_admission_run_matches_brute_force(chunk):
     seen: set[str] = set()
     for seed in range(chunk, INSTANCES, 2):
         inst = validate(random_admission(seed), "random.yaml")
-        points = admission_points(inst)
-        planner = Planner(inst)
-        for objective, key in VALUE.items():
-            expected = ref.best(points, objective)
-            result = planner.solve(objective)
-            if expected is None:
-                assert result.status == "infeasible", (seed, objective, result.plan)
-                continue
-            assert result.status == "optimal", (seed, objective, result.status)
-            plan = result.plan
-            got = {"total": plan.total_cost, "hourly": plan.hourly_cost, "makespan": plan.makespan_s}
-            assert _close(got[key], getattr(expected, key)), (seed, objective, got, expected)
-            seen.add(objective)
+        seen |= agreed(inst, admission_points(inst), seed)
     assert seen == set(VALUE)  # every objective, with plans
