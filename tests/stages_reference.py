@@ -149,9 +149,8 @@ def stage_cadences(table, caps: dict[str, np.ndarray], K: int) -> np.ndarray:
     )
     supply = si.inference.availability * (x @ rate)
     demand = attempts * si.workload.tokens_per_attempt
-    counts = np.unique(m)
-    per = {g: update_time(si.training.update_time, g * si.training.gpus_per_group) for g in counts.tolist()}
-    U = np.array([per[g] for g in m.tolist()])
+    counts, at = np.unique(m, return_inverse=True)
+    U = np.array([update_time(si.training.update_time, g * si.training.gpus_per_group) for g in counts.tolist()])[at]
     backend = env.backends[0].name
     local = env.utilisation_cap * N * env.node_types[0].density[backend]
     vms = env.cloud.vm_types
@@ -188,9 +187,11 @@ def candidates(inst: Instance, host_top: int, vm_top: int, allowance: float = 0.
         parts = np.stack([stage_part(inst, p, t, caps, K) for p, t in enumerate(tables)], axis=1)
         if inst.stages.capacity == "fixed":
             T = parts.sum(axis=1) + inst.schedule.extra_time
-            for h, span in zip(hourly, T):
-                if span + allowance <= inst.schedule.deadline * (1 + TOL):
-                    found.append({"total": h * span / 3600, "makespan": float(span), "hourly": float(h)})
+            ok = T + allowance <= inst.schedule.deadline * (1 + TOL)
+            found += [
+                {"total": h * span / 3600, "makespan": span, "hourly": h}
+                for h, span in zip(hourly[ok].tolist(), T[ok].tolist())
+            ]
         else:
             found += _replans(inst, parts, hourly, n, allowance)
     return found
@@ -207,7 +208,8 @@ def stage_part(inst: Instance, p: int, table, caps: dict[str, np.ndarray], K: in
         part = part + np.where(np.isfinite(L), fill[first], np.inf) - np.where(np.isfinite(L), L, 0.0)
     if counted and p == len(inst.stages.list) - 1:
         t = si.training
-        part = part + np.array([update_time(t.update_time, m * t.gpus_per_group) for m in caps["m"].tolist()])
+        counts, at = np.unique(caps["m"], return_inverse=True)  # U_P(m) once per distinct group count
+        part = part + np.array([update_time(t.update_time, m * t.gpus_per_group) for m in counts.tolist()])[at]
     return part
 
 
@@ -247,10 +249,11 @@ def _replans(inst: Instance, parts: np.ndarray, hourly: np.ndarray, n: list[int]
 
 def best(found: list[dict], objective: str) -> dict | None:
     """The optimum under MODEL §4's lexicographic order (relative tolerance 1e-9 per criterion)."""
-    pool = list(found)
+    if not found:
+        return None
+    pool = np.arange(len(found))  # the candidates still tied, in the order they were found
     for key in ORDER[objective]:
-        if not pool:
-            return None
-        low = min(p[key] for p in pool)
-        pool = [p for p in pool if p[key] <= low + TOL * max(1.0, abs(low))]
-    return pool[0] if pool else None
+        values = np.array([found[i][key] for i in pool], dtype=float)
+        low = float(values.min())
+        pool = pool[values <= low + TOL * max(1.0, abs(low))]
+    return found[int(pool[0])]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.strategies import cases
 from trainground.cli import main
 from trainground.models.load import InstanceError, load_instance, validate
-from trainground.solver.solve import solve_instance
+from trainground.solver.solve import Planner
 from trainground.solver.stages.solve import StagedPlanner
 from trainground.solver.verify.stages import verify_staged
 
@@ -89,9 +89,9 @@ def test_one_stage_equal_to_the_instance_is_the_plan_without_stages(name, capaci
     data["planning"] = {"basis": "steady_state"}
     plain = validate(copy.deepcopy(data), name)
     data["stages"] = {"capacity": capacity, "list": [{"name": "all", "iterations": plain.workload.iterations}]}
-    planner = StagedPlanner(validate(data, name))
+    planner, unstaged = StagedPlanner(validate(data, name)), Planner(plain)
     for objective in ("total_cost", "hourly_cost", "makespan"):
-        want, got = solve_instance(plain, objective).plan, planner.solve(objective).plan
+        want, got = unstaged.solve(objective).plan, planner.solve(objective).plan
         assert (got.cadence_s, got.versions_kept, got.training_groups) == (
             want.cadence_s,
             want.versions_kept,
