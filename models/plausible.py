@@ -11,6 +11,7 @@ import math
 import os
 from typing import Any
 
+from trainground.models.limits import LIMITS
 from trainground.models.shape import plain_numbers, shape_error
 from trainground.models.units import SECONDS_PER_UNIT, format_duration, parse_duration
 
@@ -130,22 +131,16 @@ CAPS: dict[str, tuple[float, str]] = {
     "environment.node_types[*].memory_gb": (1e9, "GB"),
     "environment.node_types[*].density.*": (MOST, "environments per node"),
     "environment.node_types[*].hour_cost": (1e6, "$ per node-hour"),
-    "environment.node_types[*].max_nodes": (MOST, "nodes"),
     "environment.cloud.vm_types[*].density.*": (MOST, "environments per VM"),
     "environment.cloud.vm_types[*].cores": (MOST, "cores"),
     "environment.cloud.vm_types[*].memory_gb": (1e9, "GB"),
     "environment.cloud.vm_types[*].hour_cost": (1e6, "$ per VM-hour"),
-    "environment.cloud.vm_types[*].max_vms": (MOST, "VMs"),
-    "freshness.max_versions_kept": (1e4, "versions"),
-    "freshness.max_mean_gap": (1e7, "versions"),
     "reliability.gpu_mtbf": (1000 * YEAR, SECONDS),
     "reliability.restart_time": (YEAR, SECONDS),
     "reliability.checkpoint_time": (YEAR, SECONDS),
     "reliability.checkpoint_interval": (10 * YEAR, SECONDS),
     "reliability.replica_restart_time": (YEAR, SECONDS),
     "reliability.weight_sync_time": (YEAR, SECONDS),
-    "limits.max_hourly_cost": (1e12, "$ per hour"),
-    "limits.max_total_cost": (1e15, "$"),
     "planning.replays": (1e4, "replays (each a whole simulated run)"),
     "planning.seed": (1e18, "(a seed)"),
     "stages.switch_time": (10 * YEAR, SECONDS),
@@ -166,6 +161,23 @@ CAPS: dict[str, tuple[float, str]] = {
     **{f"uncertainty.factors[*].{p}": (1e3, "(a multiplier)") for p in ("mean", "sd", "median", "low", "mode", "high")},
     "uncertainty.factors[*].sigma": (10.0, "(sigma of a log-multiplier)"),
 }
+CAPS |= {limit.path: limit.cap for limit in LIMITS if limit.cap is not None}  # the limits' own (models/limits.py)
+_SECTIONS = [
+    "workload",
+    "schedule",
+    "gpu_pools",
+    "inference",
+    "training",
+    "environment",
+    "freshness",
+    "reliability",
+    "limits",
+    "planning",
+    "stages",
+    "regime",
+    "uncertainty",
+]
+CAPS = dict(sorted(CAPS.items(), key=lambda item: _SECTIONS.index(item[0].split(".")[0].split("[")[0])))  # file order
 LIST_CAPS = {"environment.occupancy.samples": MAX_SAMPLES, "stages.list[*].occupancy.samples": MAX_SAMPLES}
 
 

@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import re
 
+from trainground.models.limits import LIMITS
+
 FIELD_WORDS = {
+    **{limit.key: limit.label for limit in LIMITS},  # the limits' words are theirs (models/limits.py)
     "tokens_per_gpu_s": "tokens/s/GPU",
-    "gpus": "GPUs",
     "gpu_hour_cost": "$/GPU-hour",
     "gpus_per_replica": "GPUs per replica",
     "version_slowdown": "slowdown per version",
     "hour_cost": "$/hour",
-    "max_nodes": "max nodes",
-    "max_vms": "max VMs",
     "billed_fraction": "billed fraction",
-    "deadline": "deadline",
     "extra_time": "extra time",
-    "max_versions_kept": "max versions kept",
-    "max_mean_gap": "max mean version gap",
-    "max_exceedance": "max exceedance",
-    "max_group_drop": "max group drop",
-    "max_hourly_cost": "hourly budget ($/h)",
-    "max_total_cost": "total budget ($)",
     "batch_trajectories": "trajectories per batch",
     "tokens_per_attempt": "tokens per attempt",
     "intake_rate": "intake rate",

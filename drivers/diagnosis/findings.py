@@ -11,7 +11,9 @@ import numpy as np
 from trainground.drivers.diagnosis import candidates as cd
 from trainground.drivers.diagnosis import screen as sc
 from trainground.drivers.diagnosis.candidates import Candidates
+from trainground.models import limits
 from trainground.models.instance import Instance
+from trainground.models.limits import set_limits
 from trainground.solver.laws import calculus as calc
 from trainground.solver.table.pairs import TableCache
 from trainground.solver.tolerances import PRINT_TOL, REL_TOL
@@ -58,7 +60,7 @@ class Finding:
 def findings_of(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[str, int]) -> list[Finding]:
     """Every limit of ``inst`` as a candidate change, ranked; its closed-form candidates are computed when first
     read (a pair search reads only the few it tries)."""
-    fr, env, t, everything = inst.freshness, inst.environment, inst.training, tuple(sc.FAMILIES)
+    fr, t, everything = inst.freshness, inst.training, tuple(sc.FAMILIES)
     levers = ("max_mean_gap", "max_exceedance", "max_group_drop", "pool_capacity", "effective_intake")
     out = [
         Finding(name, (name,), True, lambda n=name: cd.freshness_limit(base, n))
@@ -92,33 +94,8 @@ def findings_of(inst: Instance, cache: TableCache, base: sc.Screen, cut: dict[st
     passing = bool(base.passing().any())
     top = None if not passing else np.inf  # no pair passes: a whole-plan limit cannot help (closed form)
     whole = [
-        Candidates(
-            f"max_nodes[{k.name}]",
-            f"environment.node_types[{i}].max_nodes",
-            k.max_nodes,
-            np.zeros(0),
-            integer=True,
-            top=top,
-        )
-        for i, k in enumerate(env.node_types)
-        if k.max_nodes is not None
-    ]
-    whole += [
-        Candidates(
-            f"max_vms[{v.name}]",
-            f"environment.cloud.vm_types[{i}].max_vms",
-            v.max_vms,
-            np.zeros(0),
-            integer=True,
-            top=top,
-        )
-        for i, v in enumerate(env.cloud.vm_types)
-        if v.max_vms is not None
-    ]
-    whole += [
-        Candidates(k, f"limits.{k}", getattr(inst.limits, k), np.zeros(0), top=top)
-        for k in ("max_hourly_cost", "max_total_cost")
-        if getattr(inst.limits, k) is not None
+        Candidates(s.finding_name, s.path, s.value, np.zeros(0), integer=s.limit.kind == "count", top=top)
+        for s in set_limits(inst, binds=limits.WHOLE_PLAN)
     ]
     out += [Finding(w.input, (WHOLE_PLAN,), True, lambda w=w: w) for w in whole]
     for f in out:  # pairs pass already: the whole-plan limits are what cuts, every pair

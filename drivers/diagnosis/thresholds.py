@@ -11,7 +11,9 @@ import numpy as np
 from trainground.drivers.diagnosis.candidates import edit_of
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.drivers.diagnosis.findings import WHOLE_PLAN, Finding
+from trainground.models import limits
 from trainground.models.instance import Instance
+from trainground.models.limits import set_limit, set_limits
 from trainground.solver.tolerances import COST_CHECK_TOL
 
 REL = 1e-3  # a search over a continuous input stops when its bracket is this narrow, relative to its feasible end
@@ -168,11 +170,11 @@ class Probe:
 
 def _budget(inst: Instance) -> tuple[str, str, float] | None:
     """(path, cost criterion, limit) of the budget a probe lifts: the total one when both are set."""
-    for name in ("max_total_cost", "max_hourly_cost"):
-        limit = getattr(inst.limits, name)
-        if limit is not None:
-            return f"limits.{name}", name.removeprefix("max_"), float(limit)
-    return None
+    budgets = [s for s in set_limits(inst, binds=limits.WHOLE_PLAN) if s.limit.criterion is not None]
+    budgets.sort(key=lambda s: s.limit.criterion != "total_cost")
+    if not budgets:
+        return None
+    return budgets[0].path, str(budgets[0].limit.criterion), float(budgets[0].value)
 
 
 def _deadline(checker: Feasibility, f: Finding, search: bool) -> Finding:
@@ -230,8 +232,10 @@ def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
     """A node or VM cap (one more, else a bisection up to the count a plan uses with it lifted) or a budget
     (exact: the least cost of any plan once it is lifted)."""
     cand = f.cand
-    if cand.path.startswith("limits."):
-        criterion = cand.input.removeprefix("max_")
+    limit = set_limit(checker.base, cand.path)
+    assert limit is not None, cand.path  # a whole-plan finding is made from the instance's own limits
+    criterion, counted = limit.limit.criterion, limit.limit.counts
+    if criterion is not None:
         result = checker.cheapest({cand.path: None}, criterion)
         if result is None or result.plan is None:
             return f
@@ -242,9 +246,8 @@ def _whole_plan(checker: Feasibility, f: Finding, search: bool) -> Finding:
     result = checker.shortest({cand.path: None})
     if result is None or result.plan is None:
         return f
-    name = cand.input.split("[")[1].rstrip("]")
-    counts = result.plan.local_nodes if cand.input.startswith("max_nodes") else result.plan.cloud_vms
-    used = float(max(next((c.count for c in counts if c.type == name), 0), cand.current + 1))
+    counts = getattr(result.plan, str(counted))
+    used = float(max(next((c.count for c in counts if c.type == limit.item), 0), cand.current + 1))
     if not search:
         return _found(f, used, False, "a plan with it lifted uses this many (not searched)")
     return _bisect(checker, f, cand.current + 1, used, Probe(checker, f, edit))

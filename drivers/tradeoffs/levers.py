@@ -2,7 +2,7 @@
 
 For a feasible plan, each limit that can bind — the versions kept (``max_versions_kept``),
 each pool's size, each node or VM type's cap, the deadline (one day looser and one day
-tighter), each freshness limit, each budget — is moved one step (:data:`STEPS`) and the
+tighter), each freshness limit, each budget — is moved one step (models/limits.py) and the
 edited instance is re-solved under the plan's own objective. The re-solves share one
 reusable model (:class:`drivers.diagnosis.feasibility.Feasibility`: ``Planner.retarget`` while the
 structure allows, as a sweep does), and every plan they return has passed the verifier.
@@ -14,23 +14,15 @@ Nothing here prints; :mod:`render.levers` phrases the result.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.models.instance import Instance
+from trainground.models.limits import LIMIT_STEP, RELIABILITY_STEP, set_limits
 from trainground.models.result import Result
 from trainground.solver.laws import goodput
 from trainground.solver.table.pairs import TableCache
-
-DAY_S = 86400.0
-# One step of each kind of limit: versions kept +50 % (at least +1); pool sizes, node/VM caps,
-# freshness limits and budgets +10 % (counts at least +1, shares at most 1); the deadline ±1 day; the restart
-# and checkpoint times of a reliability section halved.
-VERSIONS_STEP = 0.5
-LIMIT_STEP = 0.10
-RELIABILITY_STEP = 0.5  # a restart or a checkpoint twice as fast (MODEL §13)
 
 
 @dataclass
@@ -99,60 +91,17 @@ class Levers:
 
 
 def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
-    """(name, path, kind, value now, value one step relaxed) for every limit of ``inst`` that is set."""
-    out = []
-    k = inst.freshness.max_versions_kept
+    """(name, path, kind, value now, value one step relaxed) for every limit of ``inst`` that is set
+    (models/limits.py: the table of limits and their steps); a regime that keeps one version resident has its
+    own levers in place of the versions kept (MODEL §14)."""
     r = inst.regime
-    if r is None or r.is_default or not (r.batched or r.in_flight_updates):  # else one version is resident (§14)
-        out.append(
-            ("max_versions_kept", "freshness.max_versions_kept", "count", k, k + max(1, math.ceil(k * VERSIONS_STEP)))
-        )
-    else:
-        out += regime_steps(inst)
-    for i, pool in enumerate(inst.gpu_pools):
-        out.append((f"GPUs in pool {pool.name}", f"gpu_pools[{i}].gpus", "count", pool.gpus, _more(pool.gpus)))
-    env = inst.environment
-    for i, node in enumerate(env.node_types):
-        if node.max_nodes is not None:
-            out.append(
-                (
-                    f"max_nodes of {node.name}",
-                    f"environment.node_types[{i}].max_nodes",
-                    "count",
-                    node.max_nodes,
-                    _more(node.max_nodes),
-                )
-            )
-    for i, vm in enumerate(env.cloud.vm_types):
-        if vm.max_vms is not None:
-            out.append(
-                (
-                    f"max_vms of {vm.name}",
-                    f"environment.cloud.vm_types[{i}].max_vms",
-                    "count",
-                    vm.max_vms,
-                    _more(vm.max_vms),
-                )
-            )
-    deadline = inst.schedule.deadline
-    out.append(("deadline", "schedule.deadline", "seconds", deadline, deadline + DAY_S))
-    if deadline - DAY_S > inst.schedule.extra_time:
-        out.append(("deadline", "schedule.deadline", "seconds", deadline, deadline - DAY_S))
-    fr = inst.freshness
-    for key, kind in (("max_mean_gap", "ratio"), ("max_exceedance", "share"), ("max_group_drop", "share")):
-        value = getattr(fr, key)
-        if value is not None and not (kind == "share" and value >= 1):
-            after = value * (1 + LIMIT_STEP)
-            out.append((key, f"freshness.{key}", kind, value, min(after, 1.0) if kind == "share" else after))
-    for key in ("max_hourly_cost", "max_total_cost"):
-        value = getattr(inst.limits, key)
-        if value is not None:
-            out.append((key, f"limits.{key}", "money", value, value * (1 + LIMIT_STEP)))
-    rel = inst.reliability
-    for key, name in (("restart_time", "restart time"), ("checkpoint_time", "checkpoint time")):
-        value = getattr(rel, key) if rel is not None else 0.0
-        if value > 0:
-            out.append((name, f"reliability.{key}", "seconds", value, value * RELIABILITY_STEP))
+    one_version = not (r is None or r.is_default or not (r.batched or r.in_flight_updates))
+    out = []
+    for s in set_limits(inst):
+        if s.limit.key == "max_versions_kept" and one_version:
+            out += regime_steps(inst)
+            continue
+        out += [(s.lever_name, s.path, s.limit.kind, s.value, after) for after in s.relaxed(inst)]
     return out
 
 
@@ -190,10 +139,6 @@ def time_bought(inst: Instance, result: Result, path: str, after: float) -> floa
         return None
     paced = plan.makespan_s - (plan.startup_s or 0.0) - inst.schedule.extra_time
     return paced * (1 - now / then)
-
-
-def _more(count: int) -> int:
-    return count + max(1, math.ceil(count * LIMIT_STEP))
 
 
 def levers(
