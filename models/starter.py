@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainground.models.limits import LIMITS
+
 
 def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",)) -> dict[str, Any]:
     """A valid, feasible instance document with every field set (optional ones at their defaults or null).
@@ -108,7 +110,7 @@ def starter_document(pools: int = 1, backends: tuple[str, ...] = ("container",))
             "max_group_drop": None,
         },
         "objective": "total_cost",
-        "limits": {"max_hourly_cost": None, "max_total_cost": None},
+        "limits": {limit.key: None for limit in LIMITS if limit.path.startswith("limits.")},  # every budget, unset
         "uncertainty": {
             "samples": 1000,
             "seed": 0,
