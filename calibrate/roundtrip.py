@@ -2,8 +2,9 @@
 
 A framework's step log holds no per-trajectory times, so a batch run's slowest attempt is taken as the
 generation phase itself: the instance written for the logged run gets, as its lifetime law, a point mass at the
-mean generation phase of the steps without a save or a validation (``empirical``, two equal samples), its tokens
-per attempt are the logged mean response length and its batch the logged responses per step. The replay's
+mean generation phase of the steps (``empirical``, two equal samples; a save or a validation is timed apart from
+the generation, so every step's counts), its tokens per attempt are the logged mean response length and its batch
+the logged responses per step. The replay's
 generation phase is then ``D = max(M_N, N·tokens/S)`` (MODEL.md §14) with ``M_N`` that mean and ``N·tokens/S``
 the batch's tokens at the fitted tokens/s per GPU, which the same steps measured.
 
@@ -63,25 +64,16 @@ def _rows(obj, keep: np.ndarray, rows: int):
     return out
 
 
-def stalled(extra: FrameworkSteps) -> np.ndarray:
-    """The steps that saved or validated (their time is their own term, not the cadence's)."""
-    out = np.zeros(extra.logged_step.size if extra.logged_step is not None else 0, bool)
-    for seconds in (extra.checkpoint_s, extra.validation_s):
-        if seconds is not None:
-            out |= np.nan_to_num(seconds) > 0
-    return out
-
-
 def logged_run(steps: Steps, extra: FrameworkSteps, rng, replicates: int) -> tuple[LoggedRun | None, str]:
-    """The logged run's generation phase, tokens per attempt and batch, over the steps without a save or a
-    validation; None and why when the log times no generation phase."""
+    """The logged run's generation phase, tokens per attempt and batch, over the steps that logged them (the
+    steps the tokens/s per GPU is measured over); None and why when the log times no generation phase."""
     gen = steps.generation_s
     name = Path(steps.file).name
     if gen is None or not extra.terms.generation:
         return None, "the log times no generation phase of its own (a batch's slowest attempt cannot be had)"
-    ok = np.isfinite(gen) & ~stalled(extra)
+    ok = np.isfinite(gen)
     if not ok.any():
-        return None, "no step without a save or a validation has its generation phase"
+        return None, "no step has its generation phase"
     keys = " + ".join(extra.terms.generation)
     slowest = _mean_figure(
         "slowest_attempt_s",
@@ -90,8 +82,7 @@ def logged_run(steps: Steps, extra: FrameworkSteps, rng, replicates: int) -> tup
         replicates,
         "s",
         f"{name}: {keys}",
-        "a batch's slowest attempt taken as the generation phase itself (no per-trajectory times): mean "
-        f"{keys} of the steps without a save or a validation",
+        f"a batch's slowest attempt taken as the generation phase itself (no per-trajectory times): mean {keys}",
     )
     run = LoggedRun(slowest)
     tokens, count = extra.response_tokens, extra.responses

@@ -293,7 +293,11 @@ def calibrate(
         if plan_file:
             notes.append(_write_plan(written, calibrated, output, plan_file, inference_gpus))
             _round_trip(cal, written, calibrated, plan_file if holdout else None)
-        cal.notes += [n for n in written.notes if n not in cal.notes and n.startswith(("logged run", "workload."))]
+        cal.notes += [
+            n
+            for n in written.notes
+            if n not in cal.notes and n.startswith(("logged run", "workload.", "no logged plan"))
+        ]
     write_and_show(
         cal,
         cal.to_json(),
