@@ -40,7 +40,7 @@ REPLICATIONS = 4  # replays of the logged plan behind the round trip's predictio
 class LoggedRun:
     """The logged run's own figures (each None when the log does not hold it), written beside the fitted ones."""
 
-    slowest: Figure  # the generation phase, taken as a batch's slowest attempt
+    slowest: Figure | None  # the generation phase, taken as a batch's slowest attempt (None: a fitted law is kept)
     tokens_per_attempt: Figure | None = None
     batch: Figure | None = None  # responses per step
 
@@ -245,12 +245,13 @@ def write_logged_run(doc: dict, run: LoggedRun, fields, notes: list[str]) -> Non
     the instance document, each with its comment; ``fields``: the writer's placeholders (calibrate.yamlfields)."""
     from trainground.calibrate.yamlfields import comment, number
 
-    env = doc.setdefault("environment", {})
-    d = run.slowest
-    samples = f"[{number(d.value)}, {number(d.value)}]"
-    env["occupancy"] = {"distribution": "empirical", "samples": fields.put(samples, comment(d, d.note))}
+    d, written = run.slowest, []
+    if d is not None:
+        samples = f"[{number(d.value)}, {number(d.value)}]"
+        occupancy = {"distribution": "empirical", "samples": fields.put(samples, comment(d, d.note))}
+        doc.setdefault("environment", {})["occupancy"] = occupancy
+        written.append("environment.occupancy (every attempt lives the generation phase)")
     work = doc.setdefault("workload", {})
-    written = ["environment.occupancy (every attempt lives the generation phase)"]
     if run.tokens_per_attempt is not None:
         f = run.tokens_per_attempt
         work["tokens_per_attempt"] = fields.put(number(f.value), comment(f, f.note))
@@ -264,11 +265,17 @@ def write_logged_run(doc: dict, run: LoggedRun, fields, notes: list[str]) -> Non
             notes.append(
                 f"workload.batch_trajectories: the --into instance's {before} replaced by the logged {f.value:g}"
             )
+    if not written:
+        return
     notes.append(
         "logged run: "
         + ", ".join(written)
-        + f" from the step log; a batch's slowest attempt is the generation phase itself ({d.value:,.4g} s, "
-        "no per-trajectory times)"
+        + " from the step log; "
+        + (
+            f"a batch's slowest attempt is the generation phase itself ({d.value:,.4g} s, no per-trajectory times)"
+            if d is not None
+            else "the lifetime law is the agent loop's (per-step min/mean/max of per-trajectory times)"
+        )
     )
 
 
@@ -287,6 +294,8 @@ def logged_calibration(steps: Steps, extra: FrameworkSteps, into: Instance, infe
     run, why = logged_run(steps, extra, np.random.default_rng(SEED), REPLICATES)
     if run is None:
         cal.notes.append(f"logged run: the lifetime law is kept from --into: {why}")
+    elif "agent_loop_median_s" in cal.step_figures:
+        run.slowest = None  # the agent loop's per-trajectory law gives M_N itself (calibrate.writer)
     cal.logged_run = run
     return cal
 
@@ -313,13 +322,17 @@ def round_trip(inst: Instance, plan: Plan, fitted, check: dict, replications: in
     }
     a, b = check["first_steps"], check["second_steps"]
     run = fitted.logged_run
-    slowest = f"{run.slowest.value:,.4g} s" if run is not None else "the --into instance's law"
+    slowest = (
+        f"{run.slowest.value:,.4g} s, the generation phase itself"
+        if run is not None and run.slowest is not None
+        else "from the instance's lifetime law"
+    )
     sentence = (
         f"round trip: calibrated on steps {a[0]:g}-{a[1]:g} alone, the logged run replayed as a "
         f"{r.label if r is not None else 'async'} plan ({replications} replications of simulate's batch replay): "
         f"mean iteration {predicted:,.4g} s ({predicted / logged - 1:+.1%}) against the second half's logged "
         f"{logged:,.4g} s (steps {b[0]:g}-{b[1]:g}, saves and validations left out); its generation phase "
-        f"{sim['generation_phase_s']:,.4g} s (slowest attempt {slowest}, the generation phase itself); naive, the "
+        f"{sim['generation_phase_s']:,.4g} s (slowest attempt {slowest}); naive, the "
         f"first half's mean: {naive:,.4g} s ({naive / logged - 1:+.1%})"
     )
     return out, sentence

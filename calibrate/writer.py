@@ -89,7 +89,7 @@ def reliability_block(cal: Calibration) -> str:
 def _occupancy(doc: dict, cal: Calibration, fields: Fields) -> None:
     occ = cal.occupancy
     env = doc.setdefault("environment", {})
-    if occ is None and cal.logged_run is not None:
+    if occ is None and cal.logged_run is not None and cal.logged_run.slowest is not None:
         return  # the logged run's law (calibrate.roundtrip.write_logged_run)
     if occ is None:
         if "agent_loop_median_s" not in cal.step_figures:
