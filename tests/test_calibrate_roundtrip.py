@@ -136,3 +136,13 @@ def test_the_round_trip_takes_a_step_log_alone(tmp_path):
         "--holdout", "--into", str(RUN), "-o", str(tmp_path / "x.yaml"),
     )  # fmt: skip
     assert out.exit_code == 2 and "--holdout with -o writes the first half of a framework step log alone" in out.output
+
+
+def test_a_run_said_pipelined_replays_generation_then_training_on_separate_gpus(tmp_path):
+    """The verl fixture said to be pipelined k = 0 on 8 generating GPUs beside its 8 training GPUs: the plan uses
+    both sets (16 of the pool's 16), and an iteration is D 42.5 + U 46 s; the reward and adv time has no term
+    of its own in that regime (§14), so the replay leaves it out."""
+    got, doc, plan = round_trip(tmp_path, V05, "--regime", "pipelined-0", "--inference-gpus", "8")
+    assert doc["regime"] == {"mode": "pipelined", "steps_ahead": 0}
+    assert (plan["plan"]["inference_gpus"], plan["plan"]["training_gpus"], plan["plan"]["billed_gpus"]) == (8, 8, 16)
+    assert got["holdout"]["round_trip"]["predicted_s"] == pytest.approx(42.5 + 46.0, rel=1e-6)
