@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from trainground.calibrate.updates import Cadence, UpdateFit, cadence, fit_updat
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem
 from trainground.models.regime import Regime
+
+if TYPE_CHECKING:
+    from trainground.calibrate.roundtrip import LoggedRun
+    from trainground.models.result import Plan
 
 REPLICATES = 200  # bootstrap replicates behind every interval
 SEED = 0  # bootstrap seed: the same logs give the same intervals
@@ -81,6 +86,8 @@ class Calibration:
     split: Split | None = None  # a framework step log: where a step's wall time went
     holdout: dict | None = None  # --holdout: the first half's figures against the second half's step time
     regime: Finding | None = None  # MODEL §14: the regime written, said with --regime or read from the step log
+    logged_run: LoggedRun | None = None  # --plan of a batch run from a step log: the logged run's own figures
+    plan: Plan | None = None  # --plan: the logged configuration as a plan of the written instance
 
     def to_json(self) -> dict:
         def fig(f):

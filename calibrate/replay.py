@@ -95,7 +95,7 @@ def _plan(inst: Instance, replicas: dict[str, int], groups: int, cadence: float)
     env = inst.environment
     inflight = {b.name: run.attempts * b.share * run.w_use for b in env.backends}
     peak = {b: e * env.peak_to_mean for b, e in inflight.items()}
-    node, count = _nodes(inst, peak)
+    node, count = nodes_for(inst, peak)
     shapes = {s.name: s for s in inst.inference.shapes}
     used = {p.name: 0 for p in inst.gpu_pools}
     for name, x in replicas.items():
@@ -125,7 +125,7 @@ def _plan(inst: Instance, replicas: dict[str, int], groups: int, cadence: float)
     )
 
 
-def _nodes(inst: Instance, peak: dict[str, float]) -> tuple[str, int]:
+def nodes_for(inst: Instance, peak: dict[str, float]) -> tuple[str, int]:
     """The first node type that runs every backend, and how many of it hold the peak under every row."""
     rows = resource_rows(inst)
     for host in inst.environment.node_types:

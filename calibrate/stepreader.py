@@ -207,6 +207,9 @@ def read_framework_steps(
         " less " + ", ".join(taken) if taken else ""
     )
     _tokens(table, scheme, extra, rows)
+    if extra.response_tokens is None and scheme.name == "verl":
+        note = _rank_tokens(table, scheme, extra, rows, gpus)
+        steps.notes += [note] if note else []
     _missing_note(table, extra, steps)
     gaps = int(steps.iteration[-1] - steps.iteration[0] + 1 - n) if n else 0
     if gaps > 0:
@@ -288,6 +291,28 @@ def _training_gpus(table: Table, scheme: Scheme, extra: FrameworkSteps, given: f
         "training_gpus=KEY); the trainer's busy time per step is reported without it"
     )
     return np.full(rows.size, np.nan), notes
+
+
+RANK_TOKENS = "global_seqlen/mean"  # verl: the step's prompt + response tokens per actor worker, the batch balanced
+
+
+def _rank_tokens(table: Table, scheme: Scheme, extra: FrameworkSteps, rows: np.ndarray, gpus: np.ndarray) -> str:
+    """verl before ``perf/total_num_tokens``: the step's tokens are ``global_seqlen/mean`` (the mean over the actor
+    workers the batch is balanced across) times the workers, taken as the training GPUs (every GPU a
+    data-parallel rank: no sequence parallelism); the note says so. Empty when the log cannot give them."""
+    response, prompt = (_first(table, k) for k in (scheme.response_mean, scheme.prompt_mean))
+    if not (table.has(RANK_TOKENS) and response and prompt and np.isfinite(gpus).any()):
+        return ""
+    t, r, p = (lenient(table, k, {})[rows] for k in (RANK_TOKENS, response, prompt))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        extra.responses = np.where(r + p > 0, t * gpus / (r + p), np.nan)
+    extra.response_tokens = extra.responses * r
+    extra.token_keys = [f"{RANK_TOKENS} x training GPUs", response, prompt]
+    return (
+        f"{Path(table.file).name}: no perf/total_num_tokens: a step's tokens are {RANK_TOKENS} times the training "
+        "GPUs (verl balances the batch over every actor worker; this reads every training GPU as a data-parallel "
+        "rank, wrong under sequence parallelism)"
+    )
 
 
 def _tokens(table: Table, scheme: Scheme, extra: FrameworkSteps, rows: np.ndarray) -> None:

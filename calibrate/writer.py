@@ -19,6 +19,7 @@ from trainground.calibrate.fit import Calibration
 from trainground.calibrate.frameworks import AGENT_LOOP
 from trainground.calibrate.pools import shapes_of
 from trainground.calibrate.regimewriter import write_extra_time, write_regime
+from trainground.calibrate.roundtrip import write_logged_run
 from trainground.calibrate.yamlfields import MIN_ROWS, Fields, comment, enough, interval, number
 from trainground.models.load import read_document
 
@@ -41,6 +42,8 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
     if uncertainty.get("factors"):  # nothing fitted with an interval: the instance's own section, if any, stays
         doc["uncertainty"] = uncertainty
     _stages(doc, cal)
+    if cal.logged_run is not None:
+        write_logged_run(doc, cal.logged_run, fields, cal.notes)
     write_regime(doc, cal, fields, Path(into_path))
     write_extra_time(doc, cal, fields)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
@@ -86,6 +89,8 @@ def reliability_block(cal: Calibration) -> str:
 def _occupancy(doc: dict, cal: Calibration, fields: Fields) -> None:
     occ = cal.occupancy
     env = doc.setdefault("environment", {})
+    if occ is None and cal.logged_run is not None and cal.logged_run.slowest is not None:
+        return  # the logged run's law (calibrate.roundtrip.write_logged_run)
     if occ is None:
         if "agent_loop_median_s" not in cal.step_figures:
             cal.notes.append(

@@ -214,7 +214,8 @@ def _mapping(ctx, param, value: str | None) -> dict[str, str]:
     "--holdout",
     is_flag=True,
     help="A framework step log: fit on its first half, predict the second half's mean step time (saves and "
-    "validations left out) from the fitted figures, beside the first half's mean.",
+    "validations left out) from the fitted figures, beside the first half's mean; with -o and --plan the first "
+    "half alone is written as the instance and the plan, which is replayed (the round trip).",
 )
 @click.option(
     "--regime",
@@ -262,6 +263,10 @@ def calibrate(
             "give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool (or a framework's "
             "step log alone, --steps FILE, for what it holds)"
         )
+    if holdout and output and (trajectories or pool_files):
+        raise click.UsageError(
+            "--holdout with -o writes the first half of a framework step log alone: drop --trajectories"
+        )
     if timeout and not (trajectories or pool_files):
         raise click.UsageError("--timeout censors a trajectory log's lifetimes: give --trajectories")
     inst = load_instance(into) if into else None
@@ -278,10 +283,21 @@ def calibrate(
         _holdout(cal, steps, framework)
     notes = []
     if output:
-        calibrated = _write_instance(cal, into, output)
-        notes.append(f"calibrated instance: {output}")
+        written = cal
+        if framework is not None and not (trajectories or pool_files) and (holdout or plan_file):
+            from trainground.calibrate.roundtrip import logged_calibration
+
+            written = logged_calibration(steps, framework, inst, inference_gpus, regime, half=holdout)
+        calibrated = _write_instance(written, into, output)
+        notes.append(f"calibrated instance: {output}" + (" (the first half's figures alone)" if holdout else ""))
         if plan_file:
-            notes.append(_write_plan(cal, calibrated, output, plan_file))
+            notes.append(_write_plan(written, calibrated, output, plan_file, inference_gpus))
+            _round_trip(cal, written, calibrated, plan_file if holdout else None)
+        cal.notes += [
+            n
+            for n in written.notes
+            if n not in cal.notes and n.startswith(("logged run", "workload.", "no logged plan"))
+        ]
     write_and_show(
         cal,
         cal.to_json(),
@@ -319,14 +335,36 @@ def _write_instance(cal, into: str, output: str) -> None:
         raise RuntimeError(f"the calibrated instance does not load: {exc.message}") from None
 
 
-def _write_plan(cal, inst, output: str, plan_file: str) -> str:
-    """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none."""
+def _round_trip(cal, written, inst, plan_file: str | None) -> None:
+    """--holdout with --plan: the first half's plan replayed against the second half's logged step time."""
+    if plan_file is None or cal.holdout is None or written.plan is None:
+        return
+    from trainground.calibrate.roundtrip import round_trip
+
+    cal.holdout["round_trip"], sentence = round_trip(inst, written.plan, written, cal.holdout)
+    cal.notes.append(sentence)
+
+
+def _write_plan(cal, inst, output: str, plan_file: str, inference_gpus=None) -> str:
+    """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none: a batch run
+    (MODEL §14: colocated, pipelined) from its GPU counts, else from the logged launch rate."""
     import json
 
     from trainground.calibrate.replay import logged_plan
     from trainground.simulation.output import write_atomic
 
-    plan, why = logged_plan(inst, cal)
+    cal.plan = None
+    if inst.regime is not None and inst.regime.batched:
+        from trainground.calibrate.roundtrip import batch_plan
+
+        total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
+        if cal.update is None:
+            plan, why = None, ["the step log gives no training GPU count (--training-gpus)"]
+        else:
+            plan, why = batch_plan(inst, cal.update.reference_gpus, total)
+    else:
+        plan, why = logged_plan(inst, cal)
+    cal.plan = plan
     if plan is None:
         cal.notes += [f"no logged plan written: {w}" for w in why]
         return f"logged plan: not written ({len(why)} reason(s) in the notes)"

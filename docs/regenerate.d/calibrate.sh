@@ -31,6 +31,14 @@ show $OUT/frameworks-format.txt trainground calibrate --steps tests/data/framewo
 also $OUT/frameworks-format.txt "printf 'Loading checkpoint shards: 100%%\\nnothing else\\n' > run.log && trainground calibrate --steps run.log"
 show $OUT/frameworks-holdout.txt "trainground calibrate --steps tests/data/frameworks/verl-v05-file-logger.jsonl --holdout --json \
     | python -c \"import json, sys; d = json.load(sys.stdin); print(*[n for n in d['notes'] if 'inside' in n or n.startswith('hold-out')], sep='\\n')\""
+show $OUT/roundtrip.txt "trainground calibrate --steps tests/data/frameworks/verl-v05-file-logger.jsonl --holdout \
+    --into tests/data/frameworks/run-8gpus.yaml -o half.yaml --plan plan.json --json \
+    | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if n.startswith(('round trip', 'logged run', 'workload.'))], sep='\\n')\""
+also $OUT/roundtrip.txt "grep -E '^ *(batch_trajectories|tokens_per_attempt|tokens_per_gpu_s|reference_time|samples|switch_time):' half.yaml"
+also $OUT/roundtrip.txt trainground simulate half.yaml --plan plan.json
+show $OUT/roundtrip-slime.txt "trainground calibrate --steps tests/data/frameworks/slime-console.log --regime colocated \
+    --training-gpus 8 --holdout --into tests/data/frameworks/run-8gpus.yaml -o slime-half.yaml --plan slime-plan.json \
+    --json | python -c \"import json, sys; print(*[n for n in json.load(sys.stdin)['notes'] if n.startswith(('round trip', 'logged run'))], sep='\\n')\""
 show $OUT/solve.txt trainground solve docs/calibrate/seed-small-calibrated.yaml
 show $OUT/bad.txt "printf 'start,end,output_tokens\n0,100,5\n10,4,5\n' > bad.csv && trainground calibrate --trajectories bad.csv"
 show $OUT/hostile.txt "printf 'start,end,output_tokens\n0,100,5\n1,101,\377\n' > latin1.csv && trainground calibrate --trajectories latin1.csv"

@@ -1,0 +1,148 @@
+"""The round trip of a framework step log: `calibrate --holdout --into RUN -o HALF --plan PLAN` calibrates the first
+half of the steps alone, writes that half's instance (the logged run: a batch's slowest attempt is the generation
+phase itself, the logged batch and response length) and the logged configuration as a plan, replays the plan with
+simulate's batch replay (docs/model.md §14) and sets its mean iteration beside the second half's logged mean step
+time and the naive prediction (the first half's mean). The fixtures are ours, in the shapes verl and slime write
+(tests/data/frameworks/README.md); every expected figure is worked out by hand from the values written in them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from trainground.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests/data/frameworks"
+RUN = DATA / "run-8gpus.yaml"
+V05 = DATA / "verl-v05-file-logger.jsonl"
+SLIME = DATA / "slime-console.log"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def round_trip(tmp_path: Path, log: Path, *extra: str) -> tuple[dict, dict, dict]:
+    """The calibration printed, the written instance's document and the written plan's."""
+    half, plan = tmp_path / "half.yaml", tmp_path / "plan.json"
+    out = invoke(
+        "calibrate", "--steps", str(log), "--holdout", "--into", str(RUN), "-o", str(half), "--plan", str(plan),
+        *extra, "--json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output), yaml.safe_load(half.read_text()), json.loads(plan.read_text())
+
+
+def test_a_verl_log_is_calibrated_on_its_first_half_and_its_plan_replayed(tmp_path):
+    """Steps 1-8 on 8 GPUs (perf/throughput's divisor): gen 41..48 s, the trainer's passes 6 + 5 + 4 + 10 + 21/22/20
+    (46, 47, 45, 46 s in steps 1-4), reward 0.3 + adv 0.2 + 0.5 s no timer holds, a 30 s validation and a 60 s save
+    inside the step at steps 4 and 8; 307,200 tokens a step, responses of 500 tokens after prompts of 100."""
+    got, doc, plan = round_trip(tmp_path, V05)
+    occupancy = doc["environment"]["occupancy"]
+    # the generation phase of steps 1-4, (41 + 42 + 43 + 44) / 4, as every attempt's lifetime
+    assert occupancy == {"distribution": "empirical", "samples": [42.5, 42.5]}
+    # 307,200 / (500 + 100) = 512 responses of 500 tokens
+    assert doc["workload"]["batch_trajectories"] == 512 and doc["workload"]["tokens_per_attempt"] == 500.0
+    # 4 x 512 x 500 response tokens over (41 + 42 + 43 + 44) s x 8 GPUs
+    assert doc["inference"]["shapes"][0]["tokens_per_gpu_s"] == pytest.approx(1_024_000 / 1_360, rel=1e-5)
+    assert doc["training"]["update_time"]["reference_time"] == 46.0  # median of 46, 47, 45, 46
+    assert doc["regime"]["mode"] == "colocated" and doc["regime"]["switch_time"] == 1.0
+    assert (plan["plan"]["inference_gpus"], plan["plan"]["training_gpus"], plan["plan"]["versions_kept"]) == (8, 8, 1)
+    rt = got["holdout"]["round_trip"]
+    # D = max(M_N 42.5, 512 x 500 tokens at 8 x 752.94 tokens/s = 42.5) + U 46 + switch 1
+    assert rt["generation_phase_s"] == pytest.approx(42.5, rel=1e-6)
+    assert rt["predicted_s"] == pytest.approx(89.5, rel=1e-6)
+    assert rt["predicted_s"] <= plan["plan"]["cadence_s"] < rt["predicted_s"] + 0.5  # the grid steps by 0.5 s
+    # the second half without its save/validation step 8: (93 + 92 + 94) / 3; naive: (88 + 90 + 89 + 181) / 4
+    assert (rt["logged_s"], rt["naive_s"]) == (93.0, 112.0)
+    assert rt["predicted_error"] == pytest.approx(89.5 / 93 - 1, abs=1e-6)  # tokens/s is written to 6 digits
+    assert rt["naive_error"] == pytest.approx(112 / 93 - 1)
+    sentence = next(n for n in got["notes"] if n.startswith("round trip:"))
+    assert "mean iteration 89.5 s (-3.8%)" in sentence and "naive, the first half's mean: 112 s (+20.4%)" in sentence
+
+
+def test_nothing_of_the_second_half_enters_the_instance_the_plan_or_the_prediction(tmp_path):
+    """The same log with steps 5-8 twice as slow in every phase: the written instance and plan are the same to the
+    byte, the prediction too; only the logged mean it is compared with moves."""
+    first = tmp_path / "first"
+    first.mkdir()
+    got, _, _ = round_trip(first, V05)
+    slower = tmp_path / "slower"
+    slower.mkdir()
+    lines = []
+    for line in V05.read_text().splitlines():
+        record = json.loads(line)
+        if record["step"] >= 5:
+            record["data"] = {
+                k: v * 2 if k.startswith(("timing_s/", "perf/time_per_step")) else v for k, v in record["data"].items()
+            }
+        lines.append(json.dumps(record))
+    log = slower / V05.name
+    log.write_text("\n".join(lines) + "\n")
+    moved, _, _ = round_trip(slower, log)
+    for name in ("half.yaml", "plan.json"):
+        assert (first / name).read_text() == (slower / name).read_text()
+    a, b = got["holdout"]["round_trip"], moved["holdout"]["round_trip"]
+    assert a["predicted_s"] == b["predicted_s"] and a["naive_s"] == b["naive_s"]
+    assert b["logged_s"] == 2 * a["logged_s"]
+
+
+def test_simulate_replays_the_written_plan_to_the_same_iteration(tmp_path):
+    """The two-command form: `simulate HALF --plan PLAN` gives the iteration the round trip compared."""
+    got, _, _ = round_trip(tmp_path, V05)
+    out = invoke("simulate", str(tmp_path / "half.yaml"), "--plan", str(tmp_path / "plan.json"), "--json")
+    assert out.exit_code == 0, out.output
+    simulated = json.loads(out.output)["figures"]["iteration_mean_s"]["simulated"]
+    assert simulated == pytest.approx(got["holdout"]["round_trip"]["predicted_s"], rel=1e-9)
+
+
+def test_a_slime_log_said_colocated_keeps_the_batch_it_cannot_count(tmp_path):
+    """slime's steps 0-9 with --regime colocated on 8 GPUs: rollout 100 + 2i s, train 17/18 s (median 17 in steps
+    0-4), update_weights 0.5 s, sleep 4 + wake_up 2 + 1 s no timer holds; slime logs no response count, so the
+    batch and the tokens per attempt stay the --into instance's (256 of 100 tokens)."""
+    got, doc, _ = round_trip(tmp_path, SLIME, "--regime", "colocated", "--training-gpus", "8")
+    assert doc["environment"]["occupancy"]["samples"] == [104.0, 104.0]  # (100 + 102 + 104 + 106 + 108) / 5
+    assert (doc["workload"]["batch_trajectories"], doc["workload"]["tokens_per_attempt"]) == (256, 100)
+    assert doc["regime"]["weight_sync_time"] == 0.5 and doc["regime"]["switch_time"] == 7.0
+    rt = got["holdout"]["round_trip"]
+    # D = max(104, 256 x 100 tokens at 8 GPUs x ~1,020 tokens/s = 3.1 s) + 17 + 0.5 + 7
+    assert rt["generation_phase_s"] == 104.0 and rt["predicted_s"] == pytest.approx(128.5)
+    note = next(n for n in got["notes"] if n.startswith("logged run:"))
+    assert "tokens_per_attempt" not in note and "batch_trajectories" not in note
+
+
+def test_a_run_with_no_batch_regime_writes_no_batch_plan_and_says_why(tmp_path):
+    """slime's log without --regime: slime's keys say nothing of the regime, so no regime is written, the logged
+    plan (read as the seed's regime) is not written for want of a launch rate, and no round trip is made."""
+    half, plan = tmp_path / "half.yaml", tmp_path / "plan.json"
+    out = invoke(
+        "calibrate", "--steps", str(SLIME), "--holdout", "--into", str(RUN), "-o", str(half), "--plan", str(plan),
+        "--training-gpus", "8", "--json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    notes = json.loads(out.output)["notes"]
+    assert any(n.startswith("no logged plan written:") for n in notes), notes
+    assert not any(n.startswith("round trip:") for n in notes) and not plan.exists()
+
+
+def test_the_round_trip_takes_a_step_log_alone(tmp_path):
+    out = invoke(
+        "calibrate", "--trajectories", str(ROOT / "instances/logs/seed-small-trajectories.csv"), "--steps", str(V05),
+        "--holdout", "--into", str(RUN), "-o", str(tmp_path / "x.yaml"),
+    )  # fmt: skip
+    assert out.exit_code == 2 and "--holdout with -o writes the first half of a framework step log alone" in out.output
+
+
+def test_a_run_said_pipelined_replays_generation_then_training_on_separate_gpus(tmp_path):
+    """The verl fixture said to be pipelined k = 0 on 8 generating GPUs beside its 8 training GPUs: the plan uses
+    both sets (16 of the pool's 16), and an iteration is D 42.5 + U 46 s; the reward and adv time has no term
+    of its own in that regime (§14), so the replay leaves it out."""
+    got, doc, plan = round_trip(tmp_path, V05, "--regime", "pipelined-0", "--inference-gpus", "8")
+    assert doc["regime"] == {"mode": "pipelined", "steps_ahead": 0}
+    assert (plan["plan"]["inference_gpus"], plan["plan"]["training_gpus"], plan["plan"]["billed_gpus"]) == (8, 8, 16)
+    assert got["holdout"]["round_trip"]["predicted_s"] == pytest.approx(42.5 + 46.0, rel=1e-6)
