@@ -64,3 +64,12 @@ def percentile_interval(draws: np.ndarray) -> tuple[float, float]:
 
 def _num(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+@dataclass
+class LoggedRun:
+    """The logged run's own figures (each None when the log does not hold it), written beside the fitted ones."""
+
+    slowest: Figure | None  # the generation phase, taken as a batch's slowest attempt (None: a fitted law is kept)
+    tokens_per_attempt: Figure | None = None
+    batch: Figure | None = None  # responses per step

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainground.calibrate import lifetimes as lt
-from trainground.calibrate.figures import Figure, percentile_interval
+from trainground.calibrate.figures import Figure, LoggedRun, percentile_interval
 from trainground.calibrate.frameworks import AGENT_LOOP
 from trainground.calibrate.logs import Steps, Trajectories
 from trainground.calibrate.phases import Split, split
@@ -23,7 +23,6 @@ from trainground.models.load import InstanceError, Problem
 from trainground.models.regime import Regime
 
 if TYPE_CHECKING:
-    from trainground.calibrate.roundtrip import LoggedRun
     from trainground.models.result import Plan
 
 REPLICATES = 200  # bootstrap replicates behind every interval

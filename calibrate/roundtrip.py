@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 
-from trainground.calibrate.figures import Figure, percentile_interval, resample
+from trainground.calibrate.figures import Figure, LoggedRun, percentile_interval, resample
 from trainground.calibrate.logs import Steps
 from trainground.calibrate.stepreader import FrameworkSteps
 from trainground.models.instance import Instance
@@ -34,15 +34,6 @@ from trainground.solver.verify.plan import verify_plan
 
 MAX_STEPS = 50  # grid steps above the model's cadence tried before the plan is given up
 REPLICATIONS = 4  # replays of the logged plan behind the round trip's prediction
-
-
-@dataclass
-class LoggedRun:
-    """The logged run's own figures (each None when the log does not hold it), written beside the fitted ones."""
-
-    slowest: Figure | None  # the generation phase, taken as a batch's slowest attempt (None: a fitted law is kept)
-    tokens_per_attempt: Figure | None = None
-    batch: Figure | None = None  # responses per step
 
 
 def first_half(steps: Steps, extra: FrameworkSteps) -> tuple[Steps, FrameworkSteps]:
