@@ -43,7 +43,8 @@ from trainground.simulation.regimes import plan_supply
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as rg
 
-CHUNK_GROUPS = 1 << 15  # groups drawn at once (256 k lifetimes of 8 members: 2 MB a column)
+CHUNK_GROUPS = 1 << 15  # groups drawn at once, at most (256 k lifetimes of 8 members: 2 MB a column)
+CHUNK_FLOOR = 256  # ... and at least
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class AdmissionSetup:
     prefill_cost: float  # recompute: prefix (0: no re-prefill)
     context_tokens: float
     post_publish: bool
+    chunk: int = CHUNK_GROUPS  # groups drawn at once: what the run launches, about, within the bounds above
 
     @property
     def every_group_samples(self) -> bool:
@@ -117,14 +119,17 @@ def admission_setup(
     k = float(r.steps_ahead or 1.0)
     attempts_per_s = w.batch_trajectories / (cadence * rg.intake(inst, occ))
     prefix = r.recompute == "prefix"
+    n = iterations or w.iterations
+    slots = int(calc.ceil_tol((k + 1.0) * w.batch_trajectories / w.group_size))
+    launched = math.ceil(n * w.batch_trajectories / (w.group_size * rg.intake(inst, occ))) + slots
     return AdmissionSetup(
         steps_ahead=k,
-        slots=int(calc.ceil_tol((k + 1.0) * w.batch_trajectories / w.group_size)),
+        slots=slots,
         spacing=w.group_size / attempts_per_s,
         cadence=float(cadence),
         group_size=w.group_size,
         batch=w.batch_trajectories,
-        iterations=iterations or w.iterations,
+        iterations=n,
         update_s=update,
         sync_s=rg.sync_time(inst),
         extra_time=inst.schedule.extra_time,
@@ -141,6 +146,7 @@ def admission_setup(
         prefill_cost=r.prefill_cost if prefix else 0.0,
         context_tokens=r.context_tokens if prefix else 0.0,
         post_publish=inst.freshness.gap_convention == "post_publish",
+        chunk=min(CHUNK_GROUPS, max(CHUNK_FLOOR, launched)),
     )
 
 
@@ -154,7 +160,7 @@ def setup_of_plan(
 
 @dataclass
 class Draws:
-    """Every group's draws in launch order, drawn ``CHUNK_GROUPS`` groups at a time as the replay asks for them:
+    """Every group's draws in launch order, drawn ``setup.chunk`` groups at a time as the replay asks for them:
     per chunk the members' lifetimes, then their backends (with more than one), then each group's intake. The
     draws do not depend on the plan's decisions: two setups of one run replay the same groups from one seed.
     The columns below hold the ``size`` groups drawn (their storage grows by doubling)."""
@@ -168,11 +174,11 @@ class Draws:
     _finish: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        g = self.setup.group_size
-        self._life = np.empty((CHUNK_GROUPS, g))
-        self._backend = np.empty((CHUNK_GROUPS, g), dtype=np.int16)
-        self._samples = np.empty(CHUNK_GROUPS, dtype=np.int64)
-        self._finish = np.empty(CHUNK_GROUPS)
+        g, rows = self.setup.group_size, self.setup.chunk
+        self._life = np.empty((rows, g))
+        self._backend = np.empty((rows, g), dtype=np.int16)
+        self._samples = np.empty(rows, dtype=np.int64)
+        self._finish = np.empty(rows)
 
     @property
     def life(self) -> np.ndarray:
@@ -200,7 +206,7 @@ class Draws:
             self._chunk()
 
     def _chunk(self) -> None:
-        s, rng, g, rows = self.setup, self.rng, self.setup.group_size, CHUNK_GROUPS
+        s, rng, g, rows = self.setup, self.rng, self.setup.group_size, self.setup.chunk
         life = _lifetimes(s.occupancy, rng, (rows, 1) if s.comonotone else (rows, g))
         if s.comonotone:
             life = np.repeat(life, g, axis=1)

@@ -93,11 +93,12 @@ def event_timeline(setup: AdmissionSetup, draws: Draws) -> AdmissionRun:
     publishes: list[float] = []
     free, running, buffered, last = C, 0, 0, 0.0
     ready = math.inf  # when the next batch forms, once the buffer holds one
+    samples: list[int] = []  # each launched group's samples
 
     def next_ready() -> float:
         total = 0
         for gid in waiting:
-            total += int(draws.samples[gid])
+            total += samples[gid]
             if total >= B:
                 return done[gid] if not boundaries else max(done[gid], boundaries[-1] + U)
         return math.inf
@@ -113,9 +114,9 @@ def event_timeline(setup: AdmissionSetup, draws: Draws) -> AdmissionRun:
                 break
             if tc == t:
                 gid = heapq.heappop(completions)[1]
-                if draws.samples[gid] > 0:
+                if samples[gid] > 0:
                     waiting.append(gid)
-                    buffered += int(draws.samples[gid])
+                    buffered += samples[gid]
                     if ready == math.inf and buffered >= B:
                         ready = next_ready()
                 else:
@@ -124,7 +125,7 @@ def event_timeline(setup: AdmissionSetup, draws: Draws) -> AdmissionRun:
                 j, taken, count = len(boundaries), 0, 0
                 while taken < B:
                     gid = waiting.popleft()
-                    taken += int(draws.samples[gid])
+                    taken += samples[gid]
                     consumed[gid] = j
                     count += 1
                 buffered -= taken
@@ -144,6 +145,7 @@ def event_timeline(setup: AdmissionSetup, draws: Draws) -> AdmissionRun:
             draws.ensure(i + 1)
             launch.append(x)
             consumed.append(-1)
+            samples.append(int(draws.samples[i]))
             done.append(x + float(draws.finish[i]))
             heapq.heappush(completions, (done[-1], i))
             free -= 1
