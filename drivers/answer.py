@@ -103,8 +103,10 @@ def answer(
             found.stage_levers = stage_levers(inst, result)
         return found
     regime = inst.regime is not None and not inst.regime.is_default  # MODEL §14: the seed's fill is not its start-up
-    estimate = startup_estimate(inst, result) if not regime else None  # an admission plan's own fill, when counted
-    estimate = result.plan.startup_s if regime and result.plan is not None else estimate
+    estimate = startup_estimate(inst, result) if not regime else None
+    admitted = regime and inst.regime is not None and inst.regime.staleness == "admission"
+    if admitted and result.plan is not None:  # an admission plan's own fill, when its start-up is counted
+        estimate = result.plan.startup_s
     found = Answer(inst, result, startup_estimate_s=estimate)
     if replications and result.plan is not None and regime:
         raise InstanceError(

@@ -212,7 +212,9 @@ def _columns(inst: Instance, a: Admission, grid, at, groups, span, fill, demand,
         load = law.hold_inflight(inst, occ, tau, attempts)
     else:
         load = (attempts * a.w_use)[:, None] * shares[None, :]
-    burst = np.array([law.publish_peak(w.batch_trajectories, a.intake, 1.0, occ, tau, float(x)) for x in L])
+    points, row_point = np.unique(at, return_inverse=True)  # the publish peak once per cadence, not per row
+    burst = np.array([law.publish_peak(w.batch_trajectories, a.intake, 1.0, occ, tau, float(grid[i])) for i in points])
+    burst = burst[row_point] if at.size else np.zeros(0)
     peak = np.maximum(load * env.peak_to_mean, burst[:, None] * shares[None, :])
     per_replica = np.array(
         [x * s.gpus_per_replica * s.tokens_per_gpu_s for x, s in zip(shape_availability(inst), inst.inference.shapes)]
