@@ -6,10 +6,12 @@ timing: the whole `trainground regimes FILE --basis B --json` command (the defau
 instance below on each basis, ``--repeats`` runs in fresh processes (imports, loading, every row's solve and,
 under hold, its replays): the median wall-clock seconds, the rows with a plan, and the ratio hold / steady_state.
 
-acceptance: for each batch regime (colocated, pipelined k = 0 on either basis, pipelined k = 1 on steady_state),
-the plan `solve` prints for a bundled instance with that regime, replayed by `simulate --plan PLAN --replications R
---seed S` (seeds the allowance was not set on): the on-time count, and the replays' mean iteration beside the
-plan's cadence (within 1 % when the plan's binding regime row has little slack).
+acceptance: for each batch regime (colocated, pipelined k = 0 on either basis, pipelined k = 1 on steady_state)
+and admission on hold (k = 8 on the seed week with a one-hour timeout; AReaL's run at k = 8 and at k = 1, where the
+slots bind), the plan `solve` prints for a bundled instance with that regime, replayed by `simulate --plan PLAN
+--replications R --seed S` (seeds the allowance was not set on): the on-time count, the replays' mean makespan
+beside the plan's, their mean iteration beside the plan's cadence (within 1 % when the plan's binding regime row
+has little slack), the consumed gap (mean and p99) beside the model's, and the allowance loop's rounds.
 The first line printed is the load average.
 """
 
@@ -32,6 +34,10 @@ TIMED = [
     ("instances/regimes/areal-1.5b-128gpus.yaml", []),
 ]
 LONG = ["--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
+AREAL_ADMISSION = [
+    "--set",
+    "regime={mode: async, staleness: admission, steps_ahead: 8, in_flight_updates: true, rollout_timeout: 553s}",
+]
 ACCEPTANCE = [
     ("colocated, hold", "instances/regimes/seed-week-colocated.yaml", [*LONG, "--basis", "hold"]),
     (
@@ -44,6 +50,17 @@ ACCEPTANCE = [
         "colocated (AReaL 1.5B), hold",
         "instances/regimes/areal-1.5b-128gpus.yaml",
         ["--set", "regime.mode=colocated", "--set", "regime.steps_ahead=null", "--basis", "hold"],
+    ),
+    ("admission k=8 (seed week, 1 h timeout), hold", "instances/regimes/seed-week-admission-8-timeout.yaml", []),
+    (
+        "admission k=8 (AReaL 1.5B), hold",
+        "instances/regimes/areal-1.5b-128gpus.yaml",
+        [*AREAL_ADMISSION, "--basis", "hold"],
+    ),
+    (
+        "admission k=1 (AReaL 1.5B), hold",
+        "instances/regimes/areal-1.5b-128gpus.yaml",
+        [*AREAL_ADMISSION, "--set", "regime.steps_ahead=1", "--basis", "hold"],
     ),
 ]
 
@@ -72,9 +89,11 @@ def timing(repeats: int) -> None:
         print(f"  {file}: hold / steady_state = {walls['hold'] / walls['steady_state']:.2f}")
 
 
-def acceptance(replications: int, seed: int) -> None:
+def acceptance(replications: int, seed: int, only: str | None = None) -> None:
     print(f"acceptance: {replications} fresh replays (seed {seed}) of each regime's printed plan")
     for label, file, extra in ACCEPTANCE:
+        if only is not None and only not in label:
+            continue
         _, solved = trainground("solve", file, "--no-levers", "--json", *extra)
         result = json.loads(solved.stdout)
         if result.get("plan") is None:
@@ -86,21 +105,28 @@ def acceptance(replications: int, seed: int) -> None:
             args = ["simulate", file, "--plan", str(plan), "--replications", str(replications), "--seed", str(seed)]
             _, replay = trainground(*args, "--json", *extra)
         report = json.loads(replay.stdout)
-        iteration = report["figures"]["iteration_mean_s"]
+        figures = report["figures"]
+        iteration = figures["iteration_mean_s"]
         cadence = result["plan"]["cadence_s"]
         slack = 1 - iteration["simulated"] / cadence
-        allowance = (result.get("hold") or {}).get("allowance_s", 0.0)
+        hold = result.get("hold") or {}
+        spans = report["makespans_s"]
+        gap, p99 = figures["consumed_mean_gap"], figures["consumed_p99_gap"]
         print(
-            f"  {label}: on time {report['on_time']} of {report['replications']}; cadence {cadence:g} s, replayed "
-            f"iteration {iteration['simulated']:.1f} s ({slack:+.2%} under it); allowance {allowance:g} s; "
-            f"M_N model {report['figures']['slowest_attempt_s']['model']:.1f} s, replayed "
-            f"{report['figures']['slowest_attempt_s']['simulated']:.1f} s"
+            f"  {label}: on time {report['on_time']} of {report['replications']}; makespan planned "
+            f"{result['plan']['makespan_s']:,.0f} s, replayed {statistics.mean(spans):,.0f} s (max {max(spans):,.0f}, "
+            f"deadline {report['deadline_s']:,.0f}); cadence {cadence:g} s, replayed iteration "
+            f"{iteration['simulated']:.1f} s ({slack:+.2%} under it); allowance {hold.get('allowance_s', 0.0):g} s in "
+            f"{hold.get('rounds', 0)} round(s); slowest model {figures['slowest_attempt_s']['model']:.1f} s, replayed "
+            f"{figures['slowest_attempt_s']['simulated']:.1f} s; consumed gap model {gap['model']:.2f} / p99 "
+            f"{p99['model']:g}, replayed {gap['simulated']:.2f} / {p99['simulated']:g}"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", nargs="+", default=["timing", "acceptance"], choices=["timing", "acceptance"])
+    parser.add_argument("--only", help="acceptance: the entries whose label contains this text")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--replications", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1000)
@@ -109,7 +135,7 @@ def main() -> None:
     if "timing" in args.sections:
         timing(args.repeats)
     if "acceptance" in args.sections:
-        acceptance(args.replications, args.seed)
+        acceptance(args.replications, args.seed, args.only)
 
 
 if __name__ == "__main__":

@@ -161,13 +161,23 @@ def simulate(
         from trainground.simulation.verdicts import fresh_seed
 
         seed = fresh_seed(inst)
-    if inst.regime is not None and inst.regime.batched:  # MODEL §14: the batch regime's own replay
+    regime = inst.regime
+    if regime is not None and (regime.batched or regime.staleness == "admission"):  # MODEL §14: the regime's replay
         refuse_batch_options(
-            instance, launch=launch, trace_dir=trace_dir, workers=workers, scheduler=scheduler, scenarios=scenarios
+            instance,
+            "a batch regime" if regime.batched else "an admission run",
+            launch=launch,
+            trace_dir=trace_dir,
+            workers=workers,
+            scheduler=scheduler,
+            scenarios=scenarios,
         )
-        from trainground.simulation.batch_report import batch_report
+        if regime.batched:
+            from trainground.simulation.batch_report import batch_report as regime_report
+        else:
+            from trainground.simulation.admission_report import admission_report as regime_report
 
-        found = batch_report(inst, plan, metrics, replications, seed, iterations)
+        found = regime_report(inst, plan, metrics, replications, seed, iterations)
         write_and_show(
             found,
             found.to_json(),
@@ -208,13 +218,14 @@ def simulate(
     )
 
 
-def refuse_batch_options(file: str, **given) -> None:
-    """A batch regime's replay has no launch order, trace or worker processes yet: InstanceError naming the option."""
+def refuse_batch_options(file: str, what: str = "a batch regime", **given) -> None:
+    """A batch or admission regime's replay (``what`` names it) has no launch order, trace or worker processes yet:
+    InstanceError naming the option."""
     unused = [name for name, value in given.items() if value not in (None, False, "even")]
     if unused:
         option = {"trace_dir": "--trace"}.get(unused[0], "--" + unused[0].replace("_", "-"))
         raise InstanceError(
-            file, [Problem("regime.mode", f"{option} does not apply to a batch regime's replay (MODEL §14); drop it")]
+            file, [Problem("regime.mode", f"{option} does not apply to {what}'s replay (MODEL §14); drop it")]
         )
 
 

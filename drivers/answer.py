@@ -103,7 +103,11 @@ def answer(
             found.stage_levers = stage_levers(inst, result)
         return found
     regime = inst.regime is not None and not inst.regime.is_default  # MODEL §14: the seed's fill is not its start-up
-    found = Answer(inst, result, startup_estimate_s=None if regime else startup_estimate(inst, result))
+    estimate = startup_estimate(inst, result) if not regime else None
+    admitted = regime and inst.regime is not None and inst.regime.staleness == "admission"
+    if admitted and result.plan is not None:  # an admission plan's own fill, when its start-up is counted
+        estimate = result.plan.startup_s
+    found = Answer(inst, result, startup_estimate_s=estimate)
     if replications and result.plan is not None and regime:
         raise InstanceError(
             inst.name or "instance",

@@ -25,6 +25,8 @@ from trainground.drivers.replays import ReplayCache, Replays
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
 from trainground.models.result import HoldReport, Plan, Result, Status, Timings
+from trainground.simulation.admission import setup_of_plan as admission_setup_of_plan
+from trainground.simulation.admission_replay import replicate as admission_replicate
 from trainground.simulation.regimes import replicate as batch_replicate
 from trainground.simulation.regimes import setup_of_plan as batch_setup_of_plan
 from trainground.simulation.runner import seed_for
@@ -192,7 +194,7 @@ class HoldingPlanner:
         or a confidence solve, whose replays each draw a scenario)."""
         if result.plan is None or result.metrics is None or self.planner.confidence is not None:
             return None
-        if self.inst.regime is not None and self.inst.regime.batched:  # the estimate reads the seed's regime
+        if _own_replay(self.inst):  # the estimate reads the seed's regime
             return None
         return replay_estimate(self.inst, result.plan, result.metrics)
 
@@ -210,6 +212,8 @@ class HoldingPlanner:
         inst, seed = self.inst, self.inst.planning.seed
         if inst.regime is not None and inst.regime.batched:  # MODEL §14: the batch regime's own replay
             return batch_replays(inst, result.plan, replay_seeds(inst)[:count], stop)
+        if _own_replay(inst):  # MODEL §14: an admission run's own replay
+            return admission_replays(inst, result.plan, replay_seeds(inst)[:count], stop)
         if planner.confidence is None:
             return self.cache.replays(setup_of(inst, result.plan, result.metrics), replay_seeds(inst)[:count], stop)
         return self.cache.scenario_replays(inst, result.plan, result.metrics, seed, count, stop)
@@ -241,6 +245,25 @@ def batch_replays(inst: Instance, plan: Plan, seeds: list[int], stop: Callable[[
             break
         spans.append(batch_replicate(setup, seed_for(seed, 0)).makespan)
     return Replays(makespans=np.array(spans, dtype=float), wait_shares=np.full(len(spans), np.nan))
+
+
+def admission_replays(inst: Instance, plan: Plan, seeds: list[int], stop: Callable[[], bool]) -> Replays:
+    """The replays of an admission run's plan (MODEL §14, simulate/admission_replay.py), replay i on ``simulate
+    --seed seeds[i]``'s first stream; a replay not started when ``stop()`` says True is skipped. Its wait shares are
+    NaN: the admission replay does not queue attempts for sandboxes (the hold report then gives none)."""
+    setup = admission_setup_of_plan(inst, plan)
+    spans = []
+    for seed in seeds:
+        if stop():
+            break
+        spans.append(admission_replicate(setup, seed_for(seed, 0)).makespan)
+    return Replays(makespans=np.array(spans, dtype=float), wait_shares=np.full(len(spans), np.nan))
+
+
+def _own_replay(inst: Instance) -> bool:
+    """A regime replayed by its own module (MODEL §14: a batch or an admission run), not the §10 engine."""
+    r = inst.regime
+    return r is not None and (r.batched or r.staleness == "admission")
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:

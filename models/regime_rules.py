@@ -137,7 +137,7 @@ def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
     with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
     reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis);
-    an admission run likewise, on steady_state and without count_startup."""
+    an admission run likewise, on either basis."""
     r = inst.regime
     if r is None or r.is_default:
         return None
@@ -155,11 +155,6 @@ def unplanned_reason(inst: Instance) -> str | None:
             "regime field at its default), the batch modes (pipelined, colocated) and admission"
         )
     others = [
-        (
-            admission and inst.planning.basis == "hold",
-            "planning.basis hold (the replays of an admission run are not wired yet): set planning.basis: steady_state",
-        ),
-        (admission and inst.schedule.count_startup, "schedule.count_startup (its start-up fill is not planned yet)"),
         (
             inst.planning.basis == "hold" and r.steps_ahead == 1 and r.batched,
             "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
@@ -187,16 +182,14 @@ def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
 
 def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     """InstanceError naming regime.mode for any regime but the seed's, where a replay or the scenario evaluation
-    reads the seed's regime only (risk, report, simulate's engine of MODEL §10). ``label``: the file to name."""
+    reads the seed's regime only (risk, report, simulate's engine of MODEL §10; a batch or admission run has its
+    own replay in simulate). ``label``: the file to name."""
     refuse_unplanned(inst, label)
     r = inst.regime
     if r is None or r.is_default:
         return
-    if r.batched:
-        why = (
-            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
-            f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
-        )
-    else:
-        why = f"{r.label} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"
+    why = (
+        f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
+        f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
+    )
     raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])

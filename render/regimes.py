@@ -106,11 +106,12 @@ def regimes_png(found: RegimeComparison) -> bytes:
 
 
 def render_batch_replay(console, report) -> None:
-    """`simulate` of a batch run: each figure's model value beside the replications' mean and p10–p90."""
+    """`simulate` of a batch or admission run (MODEL §14): each figure of the report's ``rows``, its model value
+    beside the replications' mean and p10–p90, then the on-time count and the report's ``note``."""
     from rich.markup import escape
     from rich.table import Table
 
-    from trainground.simulation.batch_report import ROWS, spread
+    from trainground.simulation.batch_report import spread
 
     inst, sim = report.inst, report.simulated()
     assert inst.regime is not None
@@ -122,7 +123,7 @@ def render_batch_replay(console, report) -> None:
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     for name in ("figure", "model", "simulated", "p10 – p90"):
         table.add_column(name, justify="left" if name == "figure" else "right")
-    for key, label in ROWS:
+    for key, label in report.rows:
         model, mean, band = report.predicted.get(key), sim.get(key), spread(report, key)
         table.add_row(
             label,
@@ -132,8 +133,8 @@ def render_batch_replay(console, report) -> None:
         )
     fitted(console, table)
     console.print(
-        f"on time: {report.on_time} of {count} replications finish by the deadline ({report.deadline:,.0f} s); the "
-        "model's iteration is the cadence, which the batch's D + U + t_s (+ switch) must fit"
+        f"on time: {report.on_time} of {count} replications finish by the deadline ({report.deadline:,.0f} s); "
+        f"{report.note}"
     )
 
 

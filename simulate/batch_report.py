@@ -36,6 +36,8 @@ class BatchReport:
     iterations: int
     deadline: float  # pro rata to ``iterations``
     predicted: dict  # the model's figure per ROWS key
+    rows = ROWS
+    note = "the model's iteration is the cadence, which the batch's D + U + t_s (+ switch) must fit"
 
     @property
     def on_time(self) -> int:

@@ -296,11 +296,11 @@ def figures(run: BatchRun) -> dict:
         "generation_bound_share": bound,
         "update_bound_share": None if bound is None else 1.0 - bound,
     }
-    out.update(_consumed_gaps(run.gap, b.effective))
+    out.update(consumed_gaps(run.gap, b.effective))
     return out
 
 
-def _consumed_gaps(gap: np.ndarray, weight: np.ndarray) -> dict:
+def consumed_gaps(gap: np.ndarray, weight: np.ndarray) -> dict:
     """Mean and p99 of the consumed gap over every sample (a batch's samples share its gap)."""
     total = int(weight.sum())
     if total == 0:

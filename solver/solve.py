@@ -23,7 +23,7 @@ from trainground.solver.confidence.table import ScenarioTable
 from trainground.solver.mip.assemble import assemble, timings_of
 from trainground.solver.mip.formulation import Formulation, PairModel
 from trainground.solver.mip.search import Search
-from trainground.solver.regimes.table import batched, extension_of, highs_options, pair_table
+from trainground.solver.regimes.table import extension_of, highs_options, own_table, pair_table
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.table.bounds import SandboxLP, hourly_lower_bound
@@ -71,7 +71,7 @@ class Planner:
         self.build_clock = clock or Stopwatch()
         self.listener = self.build_clock.listener
         # start-up counted: the table grows by the group counts each solve needs (solver.table.rows)
-        counted = inst.counts_startup and not batched(inst)  # a batch regime's start-up is inside L (MODEL §14)
+        counted = inst.counts_startup and not own_table(inst)  # a regime's own table lists its rows whole (MODEL §14)
         self.rows = RowCover() if covered and counted and alpha is None and not fewest_groups else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):

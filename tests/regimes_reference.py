@@ -185,3 +185,84 @@ def admission_points(inst: Instance) -> list[ref.Point]:
         if math.isfinite(hourly):
             points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
     return points
+
+
+def admission_hold_points(inst: Instance) -> list[ref.Point]:
+    """Every (cadence, training groups) with its cheapest plan of an admission run on the hold basis (MODEL §11
+    with §14): as :func:`admission_points`, with the start-up counted, T = fill + (n-1)·L + U(m) + extra_time (the
+    fill the smallest t with ∫_0^t F_grp,τ = L, F_grp,τ = 1 from τ on), and hosts holding max(peak_to_mean·E^hold,
+    the publish peak), E^hold = R·mean(W_τ) + β·sqrt(V) from the cut moments (one backend)."""
+    from scipy import optimize, stats
+
+    r = inst.regime
+    assert r is not None and r.staleness == "admission" and inst.planning.basis == "hold"
+    law = ref.Law(inst.environment.occupancy)
+    w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
+    tau = r.rollout_timeout
+    intake = w.intake_rate * (law.dist.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
+    members = 1 if fr.group_correlation == "comonotone" else w.group_size
+    group_max, mean = slowest(law, members, tau), cut_mean(law, tau)
+    tokens = w.tokens_per_attempt * mean / law.mean
+    top = tau if tau is not None else float(law.dist.ppf(1 - 1e-15))
+    recompute = 0.0
+    if r.recompute == "prefix":
+        second, _ = integrate.quad(lambda x: 2 * x * law.dist.sf(x), 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
+        recompute = mean * r.prefill_cost * (r.context_tokens + tokens * second / (2 * mean * mean))
+    pair, _ = integrate.quad(lambda x: law.dist.sf(x) ** 2, 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
+    wait = inst.planning.sandbox_wait
+    beta = optimize.brentq(lambda b: 1 / (1 + b * special.ndtr(b) / stats.norm.pdf(b)) - wait, 1e-9, 10.0, xtol=1e-15)
+    sync, k = r.weight_sync_time or 0.0, float(r.steps_ahead)
+    post = 1 if fr.gap_convention == "post_publish" else 0
+    replicas = ref._replica_vectors(inst)
+    pools = {p.name: p for p in inst.gpu_pools}
+    rate = sum(
+        inst.inference.availability * s.gpus_per_replica * s.tokens_per_gpu_s * replicas.combos[:, i]
+        for i, s in enumerate(inst.inference.shapes)
+    )
+    sandboxes = ref.Sandboxes(inst)
+    sandboxes.per_attempt = [need * mean / sandboxes.w_use for need in sandboxes.per_attempt]
+    sandboxes.w_use = mean
+    fit = pools[t.pool].gpus // t.gpus_per_group
+    points = []
+    for L in ref.grid(inst):
+        attempts = w.batch_trajectories / (L * intake)
+        if r.max_concurrent_attempts is not None and attempts * mean > r.max_concurrent_attempts * (1 + TOL):
+            continue
+        by_tau = law.cdf_power_integral(tau, members) if tau is not None else math.inf
+        fill = law.fill(L, members) if by_tau >= L else tau + (L - by_tau)
+        demand = attempts * (tokens + recompute / L)
+        variance = (members if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
+        held = attempts * mean + beta * math.sqrt(max(variance, 0.0))
+        burst = w.batch_trajectories / intake * _survivors(law, tau, L)
+        hosts = sandboxes.cheapest(max(held * env.peak_to_mean, burst) / (env.peak_to_mean * mean) * (1 - HOSTS_TOL))
+        for m in range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1):
+            update = ref.update_time(t.update_time, m * t.gpus_per_group)
+            need = (group_max / intake + update + sync) / (k + 0.5)
+            if not math.isfinite(update) or update > L * (1 + TOL) or need > L * (1 + TOL):
+                continue
+            span = fill + (w.iterations - 1) * L + update + inst.schedule.extra_time
+            gap = (k if 1 - need / L < 0.01 else group_max / L) + post
+            if span > inst.schedule.deadline * (1 + TOL):
+                continue
+            if fr.max_mean_gap is not None and gap > fr.max_mean_gap * (1 + TOL):
+                continue
+            ok = rate * max(0.0, 1 - sync / L) >= demand * (1 - TOL)
+            for name, pool in pools.items():
+                ok &= replicas.use[name] + (m * t.gpus_per_group if name == t.pool else 0) <= pool.gpus
+            if ok.any() and math.isfinite(hosts):
+                pool = pools[t.pool]
+                train = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
+                hourly = replicas.reserved + float(np.min(replicas.cost[ok])) + train + hosts
+                points.append(ref.Point(L, 1, span, hourly, hourly * span / 3600))
+    return points
+
+
+def _survivors(law: ref.Law, tau: float | None, cadence: float) -> float:
+    """Σ_{i>=0} S_τ(i·L), S_τ = 0 from τ on."""
+    alive, i = 0.0, 0
+    while True:
+        x = i * cadence
+        s_x = 0.0 if tau is not None and x >= tau else float(law.dist.sf(x)) if i else 1.0
+        if s_x < 1e-12:
+            return alive
+        alive, i = alive + s_x, i + 1

@@ -1,7 +1,8 @@
 # docs/model.md §14 and docs/regimes.md: explain's Regime section on the bundled regime instances (the colocated
 # seed week, the seed week under admission at k = 8); the refusals of what is not planned yet; a pipelined run
 # planned (the seed week's figures in 60 days), the colocated seed week in 60 days solved on the hold basis and
-# replayed by simulate, one without a plan and its diagnosis; the `regimes` comparison on
+# replayed by simulate, the seed week under admission at k = 8 with a one-hour timeout solved on the hold basis
+# and replayed, one without a plan and its diagnosis; the `regimes` comparison on
 # the seed week, on the 60-day pipelined run and on AReaL's 1.5B run; `regimes --help` (docs/commands.md) and
 # trainground.regimes (docs/api.md).
 # Sourced by docs/regenerate.sh (which sets ROOT, PYTHON, SCRATCH and `show`).
@@ -14,6 +15,8 @@ show docs/regimes/solve-pipelined.txt "trainground solve instances/regimes/seed-
 show docs/regimes/solve-pipelined-json.txt "trainground solve instances/regimes/seed-pipelined-60d.yaml --no-levers --json | python -c 'import json, sys; d = json.load(sys.stdin); m = d[\"metrics\"]; print(json.dumps({\"regime\": d[\"regime\"], \"metrics\": {k: m[k] for k in (\"generation_phase_s\", \"slowest_attempt_s\", \"generation_busy_share\", \"launch_peak\", \"consumed_mean_gap\", \"consumed_p99_gap\", \"token_demand_per_s\", \"update_time_s\")}}, indent=1))'"
 show docs/regimes/solve-colocated.txt "trainground solve instances/regimes/seed-week-colocated.yaml --set schedule.deadline=60d --set schedule.cadence.step=10s --no-levers"
 show docs/regimes/simulate-colocated.txt "trainground simulate instances/regimes/seed-week-colocated.yaml --set schedule.deadline=60d --set schedule.cadence.step=10s --replications 5 --iterations 200 --seed 1"
+show docs/regimes/solve-admission.txt "trainground solve instances/regimes/seed-week-admission-8-timeout.yaml --no-levers --out admission-plan.json"
+show docs/regimes/simulate-admission.txt "trainground simulate instances/regimes/seed-week-admission-8-timeout.yaml --plan admission-plan.json --replications 3"
 show docs/regimes/diagnosis.txt "trainground solve instances/regimes/seed-week-pipelined-1.yaml --basis steady_state"
 show docs/regimes/regimes-seed-week.txt "trainground regimes instances/seed-week-75.yaml"
 show docs/regimes/regimes-60d.txt "trainground regimes instances/regimes/seed-pipelined-60d.yaml"

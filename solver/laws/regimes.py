@@ -16,8 +16,10 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
-from trainground.solver.laws import startup
+from trainground.solver.laws import holding, startup
 from trainground.solver.laws.normal import ndtr
+
+PANEL_NODES = 48  # Gauss-Legendre nodes per panel of E[min(W_τ, W'_τ)]: a smooth integrand, exact to ~1e-13
 
 
 def _z_of(occ: calc.Occupancy, t: float) -> float:
@@ -177,3 +179,53 @@ def recompute_demand(
     """Tokens/s that recompute: prefix adds: R_raw·mean(W_τ)·prefill_cost·(context + tokens·bias)/L, the
     running attempts re-prefilled at every publish."""
     return attempts_per_s * mean_tau * prefill_cost * (context + tokens * bias) / cadence
+
+
+def pair_min_mean(occ: calc.Occupancy, tau: float | None) -> float:
+    """E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² dt for two independent cut lifetimes (MODEL §11 item 2 on W_τ): §11's
+    E[min(W, W')] without a timeout; an empirical law's squared step survival up to τ; a lognormal's by
+    Gauss-Legendre panels over z = (ln t - mu)/sigma, where the integrand is sigma·e^(mu + sigma·z)·Φ(-z)²."""
+    if tau is None:
+        return holding.pair_min_mean(occ)
+    if occ.samples is not None:
+        knots = np.minimum(np.concatenate(([0.0], occ.samples)), tau)
+        n = occ.samples.size
+        survival = (n - np.arange(n)) / n  # S on [w_(i), w_(i+1))
+        return float(np.sum(survival**2 * np.diff(knots)))
+    assert occ.mu is not None and occ.sigma is not None
+    top = _z_of(occ, tau)
+    nodes, weights = np.polynomial.legendre.leggauss(PANEL_NODES)
+    cuts = [c for c in (-40.0, -8.0, -4.0, -2.0, 0.0, 2.0, 4.0, 8.0) if c < top] + [top]
+    total = math.exp(occ.mu + occ.sigma * cuts[0])  # below e^(mu - 40·sigma) the survival is 1
+    for lo, hi in zip(cuts, cuts[1:]):
+        z = (hi - lo) / 2.0 * nodes + (hi + lo) / 2.0
+        tail = ndtr(-z)
+        total += (hi - lo) / 2.0 * float(np.sum(weights * occ.sigma * np.exp(occ.mu + occ.sigma * z) * tail * tail))
+    return total
+
+
+def hold_inflight(inst: Instance, occ: calc.Occupancy, tau: float | None, attempts) -> np.ndarray:
+    """(rates, backends) E^hold_b = R_raw·s_b·mean(W_τ) + β·sqrt(V_b) of MODEL §11 item 2 over the cut lifetimes
+    W_τ (§14: every formula reads W_τ), at attempt rates ``attempts``."""
+    beta = holding.safety_factor(inst.planning.sandbox_wait)
+    mean, pair = timeout_mean(occ, tau), pair_min_mean(occ, tau)
+    attempts = np.asarray(attempts, dtype=float)
+    g, correlation = inst.workload.group_size, inst.freshness.group_correlation
+    columns = [
+        attempts * b.share * mean
+        + beta * np.sqrt(np.maximum(attempts * holding.variance_rate(mean, pair, b.share, g, correlation), 0.0))
+        for b in inst.environment.backends
+    ]
+    return np.stack(columns, axis=-1) if columns else np.zeros(attempts.shape + (0,))
+
+
+def cut_fill(occ: calc.Occupancy, batch_time: np.ndarray, group_size: int, correlation: str, tau: float | None):
+    """The start-up fill of MODEL §8 over cut lifetimes: the smallest t with ∫_0^t F_grp,τ(s) ds = ``batch_time``,
+    the time one batch's launches take (B/(p·R_raw); L for an admission run). F_grp,τ is F_grp below τ and 1 from
+    τ on, so past τ the integral grows at rate 1."""
+    batch_time = np.asarray(batch_time, dtype=float)
+    uncut = startup.fill(occ, 1.0 / batch_time, 1.0, group_size, 1.0, correlation)
+    if tau is None:
+        return uncut
+    by_tau = float(startup.completed_group_time(occ, tau, group_size, correlation))
+    return np.where(batch_time <= by_tau, np.minimum(uncut, tau), tau + (batch_time - by_tau))

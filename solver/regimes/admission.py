@@ -94,72 +94,153 @@ def admission_of(inst: Instance) -> Admission | None:
 
 
 def admission_pairs(inst: Instance, a: Admission) -> Pairs:
-    """The admissible (cadence, K = 1, fewest groups) pairs of an admission run, ordered by cadence."""
+    """The admissible (cadence, K = 1, training groups) rows of an admission run, ordered by cadence then groups:
+    the fewest groups of each cadence, or with the start-up counted a row per group count worth having."""
     grid = calc.cadence_grid(inst)
     rejected: dict[str, int] = {}
 
     def cut(keep: np.ndarray, ok: np.ndarray, family: str) -> np.ndarray:
         return counted_cut(keep, np.broadcast_to(ok, keep.shape), family, rejected)
 
-    w = inst.workload
+    keep, fewest = _admissible(inst, a, grid, cut)
+    attempts = inst.workload.batch_trajectories / (grid * a.intake)
+    demand = attempts * a.tokens_per_attempt(grid)  # tokens/s
+    sync_kept = np.maximum(0.0, 1.0 - a.sync / grid)  # §13's sync factor: the sync takes t_s of each cadence
+    if inst.counts_startup:
+        at, groups, span, fill = _startup_rows(inst, a, grid, keep, fewest, demand * (1 - REL_TOL) / sync_kept, cut)
+    else:
+        groups = _freshest(inst, a, grid, fewest, keep, cut)
+        keep = cut(keep, _most_supply(inst, groups) * sync_kept >= demand * (1 - REL_TOL), "pool_capacity")
+        at = np.flatnonzero(keep)
+        groups, span, fill = groups[at], calc.makespan(inst, grid[at]), np.zeros(at.size)
+    return _columns(inst, a, grid, at, groups, span, fill, demand, sync_kept, rejected)
+
+
+def _admissible(inst: Instance, a: Admission, grid: np.ndarray, cut) -> tuple[np.ndarray, np.ndarray]:
+    """The grid points on time at n·L (a lower bound of T on every basis), whose trainer keeps up, where the
+    admission row leaves U(m) room, within the concurrency cap; and each point's fewest groups with
+    U(m) <= min(L, (k + 1/2)·L - E[M_g]/p - t_s)."""
     keep = np.ones(grid.shape, dtype=bool)
-    span = calc.makespan(inst, grid)
-    keep = cut(keep, span <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
+    keep = cut(keep, calc.makespan(inst, grid) <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
     keeps_up = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
     keep = cut(keep, keeps_up > 0, "update_time")
     room = np.minimum(a.room(grid), grid)
     groups = calc.min_groups_for(inst, np.maximum(room, 0.0)) if grid.size else np.zeros(0, dtype=int)
     keep = cut(keep, (groups > 0) & (room > 0), "admission")
-    attempts = w.batch_trajectories / (grid * a.intake)
     cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
     if cap is not None:
+        attempts = inst.workload.batch_trajectories / (grid * a.intake)
         keep = cut(keep, attempts * a.mean_cut <= cap * (1 + REL_TOL), "max_concurrent_attempts")
+    return keep, groups
+
+
+def _freshest(inst: Instance, a: Admission, grid: np.ndarray, groups: np.ndarray, keep: np.ndarray, cut) -> np.ndarray:
+    """The fewest groups whose consumed gap meets freshness.max_mean_gap: a tight row reports the gap as k, so
+    more groups, for slack, may report E[M_g]/L instead (grid points where neither does are cut)."""
+    limit = inst.freshness.max_mean_gap
+    if limit is None:
+        return groups
     gpg = inst.training.gpus_per_group
     update = calc.update_time(inst.training.update_time, np.maximum(groups, 1) * gpg)
-    limit = inst.freshness.max_mean_gap
-    if limit is not None:  # a tight row reports the gap as k: more groups, for slack, may report E[M_g]/L instead
-        loose_room = np.minimum((a.steps_ahead + 0.5) * grid * (1 - TIGHT) - a.group_max / a.intake - a.sync, grid)
-        loose = calc.min_groups_for(inst, np.maximum(loose_room, 0.0)) if grid.size else np.zeros(0, dtype=int)
-        loose_update = calc.update_time(inst.training.update_time, np.maximum(loose, 1) * gpg)
-        fits = a.mean_gap(grid, update) <= limit * (1 + REL_TOL)
-        swap = ~fits & (loose > 0) & (loose_room > 0) & (a.mean_gap(grid, loose_update) <= limit * (1 + REL_TOL))
-        groups, update = np.where(swap, loose, groups), np.where(swap, loose_update, update)
-        keep = cut(keep, fits | swap, "max_mean_gap")
-    sync_kept = np.maximum(0.0, 1.0 - a.sync / grid)  # §13's sync factor: the sync takes t_s of each cadence
-    demand = attempts * a.tokens_per_attempt(grid)  # tokens/s
+    loose_room = np.minimum((a.steps_ahead + 0.5) * grid * (1 - TIGHT) - a.group_max / a.intake - a.sync, grid)
+    loose = calc.min_groups_for(inst, np.maximum(loose_room, 0.0)) if grid.size else np.zeros(0, dtype=int)
+    loose_update = calc.update_time(inst.training.update_time, np.maximum(loose, 1) * gpg)
+    fits = a.mean_gap(grid, update) <= limit * (1 + REL_TOL)
+    swap = ~fits & (loose > 0) & (loose_room > 0) & (a.mean_gap(grid, loose_update) <= limit * (1 + REL_TOL))
+    keep[:] = cut(keep, fits | swap, "max_mean_gap")
+    return np.where(swap, loose, groups)
+
+
+def _most_supply(inst: Instance, groups: np.ndarray) -> np.ndarray:
+    """Tokens/s with every pool filled by its best shape beside ``groups`` training groups, before the sync."""
     ones = np.ones(1, dtype=int)
-    best = np.zeros(grid.shape)
+    best = np.zeros(np.shape(groups))
     for pool in inst.gpu_pools:
-        best += calc.free_gpus(inst, pool, groups) * float(pool_rate(inst, pool.name, ones)[0])
-    keep = cut(keep, best * sync_kept >= demand * (1 - REL_TOL), "pool_capacity")
-    at = np.flatnonzero(keep)
-    L = grid[at]
-    shares = np.array([b.share for b in inst.environment.backends])
-    mean_load = (attempts[at] * a.w_use)[:, None] * shares[None, :]
+        best = best + calc.free_gpus(inst, pool, groups) * float(pool_rate(inst, pool.name, ones)[0])
+    return best
+
+
+def _startup_rows(inst: Instance, a: Admission, grid: np.ndarray, keep: np.ndarray, fewest: np.ndarray, need, cut):
+    """With the start-up counted (MODEL §8 with §14: the fill over W_τ at R_raw, ``T = fill + (n-1)·L + U(m) +
+    extra_time``), a row per group count worth having at each admissible point: from the fewest, each count with
+    a shorter U(m) than every smaller one, on time, whose pools can still supply ``need`` tokens/s beside it, and
+    whose consumed gap meets max_mean_gap. Returns the rows' grid points, groups, makespans and fills."""
+    lo, hi = calc.group_range(inst)
+    counts = np.arange(lo, max(lo, hi) + 1)
+    every = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
+    every = np.where(np.isnan(every), np.inf, every)
+    supply = _most_supply(inst, counts)
     occ = calc.occupancy_of(inst.environment.occupancy)
+    points = np.flatnonzero(keep)
+    fills = np.zeros(grid.shape)
+    if points.size:
+        g, corr = inst.workload.group_size, inst.freshness.group_correlation
+        fills[points] = law.cut_fill(occ, grid[points], g, corr, law.timeout_of(inst))
+    late = inst.schedule.extra_time + (inst.workload.iterations - 1) * grid + fills
+    limit = inst.freshness.max_mean_gap
+    rows: list[tuple[int, np.ndarray]] = []
+    on_time, fresh = np.zeros(grid.shape, dtype=bool), np.zeros(grid.shape, dtype=bool)
+    for i in points:
+        own = counts >= fewest[i]
+        u = every[own]
+        useful = u < np.minimum.accumulate(np.concatenate(([np.inf], u[:-1]))) * (1 - REL_TOL)
+        timely = late[i] + u <= inst.schedule.deadline * (1 + REL_TOL)
+        gap_ok = np.ones(u.shape, dtype=bool) if limit is None else a.mean_gap(grid[i], u) <= limit * (1 + REL_TOL)
+        on_time[i], fresh[i] = bool((useful & timely).any()), bool((useful & timely & gap_ok).any())
+        chosen = useful & timely & gap_ok & (supply[own] >= need[i])
+        rows.append((int(i), counts[own][chosen]))
+    keep = cut(keep, on_time, "deadline")
+    keep = cut(keep, fresh, "max_mean_gap")
+    cut(keep, np.isin(np.arange(grid.size), [i for i, m in rows if m.size]), "pool_capacity")
+    at = np.array([i for i, m in rows for _ in m], dtype=int)
+    groups = np.concatenate([m for _, m in rows]).astype(int) if rows else np.zeros(0, dtype=int)
+    update = calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
+    return at, groups, late[at] + update, fills[at]
+
+
+def _columns(inst: Instance, a: Admission, grid, at, groups, span, fill, demand, sync_kept, rejected) -> Pairs:
+    """The pair table's columns at rows ``at`` (grid points) with their groups, makespans and fills: the supply
+    asked, E_b (E^hold_b over W_τ under hold: MODEL §11 item 2 with §14), row 6's max(peak_to_mean·E_b, the
+    publish peak)."""
+    w, env = inst.workload, inst.environment
+    L = grid[at]
+    attempts = w.batch_trajectories / (L * a.intake)
+    shares = np.array([b.share for b in env.backends])
+    occ = calc.occupancy_of(env.occupancy)
     tau = law.timeout_of(inst)
-    burst = np.array([law.publish_peak(w.batch_trajectories, a.intake, 1.0, occ, tau, float(x)) for x in L])
-    peak = np.maximum(mean_load * inst.environment.peak_to_mean, burst[:, None] * shares[None, :])
+    if inst.holds:
+        load = law.hold_inflight(inst, occ, tau, attempts)
+    else:
+        load = (attempts * a.w_use)[:, None] * shares[None, :]
+    points, row_point = np.unique(at, return_inverse=True)  # the publish peak once per cadence, not per row
+    burst = np.array([law.publish_peak(w.batch_trajectories, a.intake, 1.0, occ, tau, float(grid[i])) for i in points])
+    burst = burst[row_point] if at.size else np.zeros(0)
+    peak = np.maximum(load * env.peak_to_mean, burst[:, None] * shares[None, :])
     per_replica = np.array(
         [x * s.gpus_per_replica * s.tokens_per_gpu_s for x, s in zip(shape_availability(inst), inst.inference.shapes)]
     )
-    w_bound = occ.mean if inst.holds else calc.occupancy_used(occ, inst.environment.littles_law_uses)
+    w_bound = occ.mean if inst.holds else calc.occupancy_used(occ, env.littles_law_uses)
+    active = shares > 0
+    if inst.holds and active.any():  # the rate whose loads rate·s_b·mean(W) stay within each E^hold_b
+        rate = np.min(load[:, active] / (shares[active] * w_bound)[None, :], axis=1)
+    else:
+        rate = attempts * a.w_use / w_bound
     zeros = np.zeros(at.size)
     return Pairs(
         cadence=L,
         kept=np.ones(at.size, dtype=int),
-        makespan=span[at],
-        startup=zeros,
-        groups=groups[at],
+        makespan=np.asarray(span, dtype=float),
+        startup=np.asarray(fill, dtype=float),
+        groups=np.asarray(groups, dtype=int),
         exceedance=zeros,
         drop=zeros,
         attempts=demand[at] / w.tokens_per_attempt,  # the supply asked, in attempts of tokens_per_attempt
-        inflight=mean_load,
+        inflight=load,
         peak=peak,
         supply_per_replica=per_replica[None, :] * sync_kept[at, None],
         rejected=rejected,
         grid_points=int(grid.size),
-        sandbox_rate=attempts[at] * a.w_use / w_bound,
+        sandbox_rate=rate,
     )
 
 

@@ -73,7 +73,8 @@ def batch_supply(inst: Instance, plan: Plan) -> float:
 
 def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float = 0.0) -> Metrics:
     """MODEL §6 and §14's metrics of an admission plan: the attempt rate ``B/(L·p_eff)``, the supply after the
-    sync factor, the publish peak as the launch, the consumed gaps, E[M_g] as the slowest attempt."""
+    sync factor, the publish peak as the launch, the consumed gaps, E[M_g] as the slowest attempt; under hold the
+    in-flight mean at mean(W_τ) and the sized loads E^hold_b over W_τ (MODEL §11 item 2 with §14)."""
     env = inst.environment
     L = plan.cadence_s
     update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
@@ -81,10 +82,14 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
     demand = attempts * float(a.tokens_per_attempt(L))
     supply = batch_supply(inst, plan) * max(0.0, 1.0 - a.sync / L)
     shares = np.array([b.share for b in env.backends])
-    mean_load = attempts * a.w_use * shares
     burst = publish_peaks(inst, a, L)
     occ = calc.occupancy_of(env.occupancy)
     tau = law.timeout_of(inst)
+    if inst.holds:  # MODEL §11 item 2 over W_τ: the mean at mean(W_τ), rows 5 at E^hold_b
+        mean_load = attempts * a.mean_cut * shares
+        sized = law.hold_inflight(inst, occ, tau, np.array([attempts]))[0]
+    else:
+        mean_load = sized = attempts * a.w_use * shares
     mean_gap = float(a.mean_gap(L, update))
     p99 = law.consumed_gaps(occ, law.group_draws(inst), tau, L)[1] + a.post
     return Metrics(
@@ -94,7 +99,7 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
         token_supply_per_s=supply,
         update_time_s=update,
         inflight_mean=float(mean_load.sum()),
-        inflight_peak=float(np.maximum(mean_load * env.peak_to_mean, burst).sum()),
+        inflight_peak=float(np.maximum(sized * env.peak_to_mean, burst).sum()),
         occupancy_mean_s=a.mean_cut,
         mean_version_gap=mean_gap,
         p99_version_gap=float(p99),
@@ -110,4 +115,5 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
         consumed_mean_gap=mean_gap,
         consumed_p99_gap=float(p99),
         recompute_share=attempts * a.recompute / L / demand if demand > 0 else 0.0,
+        inflight_sized=float(sized.sum()) if inst.holds else None,
     )

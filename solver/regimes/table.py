@@ -45,3 +45,9 @@ def highs_options(inst: Instance) -> dict:
 def batched(inst: Instance) -> bool:
     """A batch regime (MODEL §14): every batch's attempts launched together."""
     return inst.regime is not None and inst.regime.batched
+
+
+def own_table(inst: Instance) -> bool:
+    """A regime with a pair table of its own (a batch run or an admission run, MODEL §14), whose rows are listed
+    whole, each group count worth having included: the seed's row cover (solver.table.rows) does not apply."""
+    return batched(inst) or admission_of(inst) is not None

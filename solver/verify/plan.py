@@ -15,6 +15,7 @@ import math
 
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
+from trainground.solver.verify import admission as admission
 from trainground.solver.verify import goodput as reliability
 from trainground.solver.verify import hold as hold
 from trainground.solver.verify import laws as laws
@@ -144,64 +145,46 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
 
 
 def _verify_admission(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
-    """An admission plan (MODEL §14): §3's pools, hosts, costs and budgets with the admission rows and loads."""
+    """An admission plan (MODEL §14): §3's pools, hosts, costs and budgets with the admission rows and loads, its
+    start-up and E^hold loads on the hold basis (:mod:`solver.verify.admission`)."""
     law = laws.law_of(inst.environment.occupancy)
     used = check_pools(inst, plan, out)
-    a = regimes.read_admission(inst, law)
+    a = admission.read_admission(inst, law)
     L, sched, env = plan.cadence_s, inst.schedule, inst.environment
     supply = regimes.replica_supply(inst, plan) * max(0.0, 1.0 - a.sync / L)  # §13's sync factor, t_s of the mode
     update = laws.update_time(inst.training.update_time, plan.training_gpus)
     if not update == update:
         out.violations.append(f"update_time: U({plan.training_gpus} GPUs) is outside the measured table")
         return out
-    demand = regimes.check_admission(inst, plan, a, supply, update, out.violations)
+    demand = admission.check_admission(inst, plan, a, supply, update, out.violations)
     if plan.versions_kept != 1:
         out.violations.append(f"versions_kept: in-flight updates keep one version, the plan says {plan.versions_kept}")
-    span = inst.workload.iterations * L + sched.extra_time
-    if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span:
-        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed n·L + extra_time = {span!r}")
+    span, fill = admission.admission_span(inst, a, law, L, update)
+    if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span + FILL_TOL * (fill or 0.0):
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {span!r}")
+    if fill is not None and not (plan.startup_s is not None and abs(plan.startup_s - fill) <= FILL_TOL * fill):
+        out.violations.append(f"startup_s: plan says {plan.startup_s!r}, recomputed the fill over W_τ = {fill!r}")
     if not span + allowance <= sched.deadline * (1 + REL_TOL):
         out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
     attempts = inst.workload.batch_trajectories / (L * a.intake)
-    inflight = {x.name: attempts * x.share * a.w_use for x in env.backends}
-    burst = regimes.publish_peak(inst, a, law, L)
-    peak = {n: max(e * env.peak_to_mean, burst[n]) for n, e in inflight.items()}
+    mean, sized = admission.admission_loads(inst, a, law, attempts)
+    burst = admission.publish_peak(inst, a, law, L)
+    peak = {n: max(e * env.peak_to_mean, burst[n]) for n, e in sized.items()}
     rows = resource_rows(inst)
-    check_steady_sandbox(inst, plan, rows, inflight, out)
+    check_steady_sandbox(inst, plan, rows, sized, out)
     check_peak_sandbox(inst, plan, rows, peak, out)
     check_host_binding(inst, plan, rows, out)
-    mean_gap, p99_gap = regimes.admission_gaps(a, law, L, update)
+    mean_gap, p99_gap = admission.admission_gaps(a, law, L, update)
     limit = inst.freshness.max_mean_gap
     if limit is not None and not out.leq(mean_gap, limit):
         out.violations.append(f"max_mean_gap: consumed {mean_gap:g} > {limit:g}")
-    run = laws.Run(law, a.w_use, 0.0, 0.0, a.intake, attempts, update, None, span)
+    run = laws.Run(law, a.w_use, 0.0, 0.0, a.intake, attempts, update, fill, span)
     hourly, total = check_costs(inst, plan, run, used, out)
     check_budgets(inst, hourly, total, out)
     regimes.check_billed(inst, plan, used, out.violations)
-    out.metrics = Metrics(
-        effective_trajectories_per_s=inst.workload.batch_trajectories / L,
-        attempts_per_s=attempts,
-        token_demand_per_s=demand,
-        token_supply_per_s=supply,
-        update_time_s=update,
-        inflight_mean=math.fsum(inflight.values()),
-        inflight_peak=math.fsum(peak.values()),
-        occupancy_mean_s=a.mean_cut,
-        mean_version_gap=mean_gap,
-        p99_version_gap=p99_gap,
-        exceedance=0.0,
-        group_drop_rate=0.0,
-        effective_intake=a.intake,
-        time_margin=(sched.deadline - plan.makespan_s - allowance) / sched.deadline,
-        throughput_margin=supply / demand - 1,
-        update_margin=1 - update / L,
-        slowest_attempt_s=a.group_max,
-        generation_busy_share=demand / supply if supply > 0 else 0.0,
-        launch_peak=math.fsum(burst.values()),
-        consumed_mean_gap=mean_gap,
-        consumed_p99_gap=p99_gap,
-        recompute_share=attempts * a.recompute / L / demand if demand > 0 else 0.0,
-    )
+    figures = dict(demand=demand, supply=supply, update=update, attempts=attempts, mean=mean, sized=sized, peak=peak)
+    figures.update(burst=burst, mean_gap=mean_gap, p99_gap=p99_gap)
+    out.metrics = admission.admission_metrics(inst, plan, a, figures, allowance)
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)
     return out

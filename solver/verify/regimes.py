@@ -46,7 +46,7 @@ def read_batch(inst: Instance, law: laws.Law) -> BatchReading:
     intake = w.intake_rate * (cut_share if tau is not None and r.truncated == "filter" else 1.0)
     attempts = w.group_size * math.ceil(w.batch_trajectories / (w.group_size * intake) - 1e-9)
     draws = attempts // w.group_size if inst.freshness.group_correlation == "comonotone" else attempts
-    top = tau if tau is not None else _far(law, draws)
+    top = tau if tau is not None else tail_end(law, draws)
     slowest = laws.integral(lambda t: 1.0 - law.cdf(t) ** draws, 0.0, top)
     mean_cut = law.mean if tau is None else laws.integral(law.survival, 0.0, tau)
     if inst.environment.littles_law_uses == "mean":
@@ -71,7 +71,7 @@ def read_batch(inst: Instance, law: laws.Law) -> BatchReading:
     )
 
 
-def _far(law: laws.Law, draws: int) -> float:
+def tail_end(law: laws.Law, draws: int) -> float:
     """A time past which the max of ``draws`` lifetimes is below it with probability 1 - TAIL."""
     t = max(law.p99, 1.0)
     while draws * law.survival(t) > TAIL:
@@ -168,113 +168,6 @@ def shared_pools(inst: Instance, plan: Plan, violations: list[str]) -> dict[str,
                 f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, recomputed ({used[pool.name]}, {pool.gpus})"
             )
     return used
-
-
-@dataclass(frozen=True)
-class AdmissionReading:
-    steps_ahead: float  # k
-    intake: float  # p_eff
-    tokens: float  # tokens per attempt, after the timeout's scale
-    group_max: float  # E[M_g], s
-    members: int  # independent lifetimes of a group: g, or 1 when comonotone
-    mean_cut: float  # mean(W_τ), s
-    w_use: float  # s
-    sync: float  # t_s, s
-    recompute: float  # tokens re-prefilled per attempt per publish, times L
-    tau: float | None
-    post: float
-
-
-def read_admission(inst: Instance, law: laws.Law) -> AdmissionReading:
-    """An admission run's quantities as MODEL §14 defines them, by this folder's quadrature."""
-    r = inst.regime
-    assert r is not None
-    w = inst.workload
-    tau = r.rollout_timeout
-    intake = w.intake_rate * (law.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
-    members = 1 if inst.freshness.group_correlation == "comonotone" else w.group_size
-    top = tau if tau is not None else _far(law, members)
-    group_max = laws.integral(lambda t: 1.0 - law.cdf(t) ** members, 0.0, top)
-    mean_cut = law.mean if tau is None else laws.integral(law.survival, 0.0, tau)
-    tokens = w.tokens_per_attempt * mean_cut / law.mean
-    recompute = 0.0
-    if r.recompute == "prefix":
-        far = tau if tau is not None else _far(law, 1) * 4.0
-        second = laws.integral(lambda t: 2.0 * t * law.survival(t), 0.0, far)  # E[W_τ²]
-        recompute = mean_cut * r.prefill_cost * (r.context_tokens + tokens * second / (2.0 * mean_cut**2))
-    if inst.environment.littles_law_uses == "mean":
-        w_use = mean_cut
-    else:
-        w_use = law.median if tau is None else min(law.median, tau)
-    own = r.weight_sync_time
-    sync = own if own is not None else (inst.reliability.weight_sync_time if inst.reliability is not None else 0.0)
-    return AdmissionReading(
-        steps_ahead=float(r.steps_ahead or 1.0),
-        intake=intake,
-        tokens=tokens,
-        group_max=group_max,
-        members=members,
-        mean_cut=mean_cut,
-        w_use=w_use,
-        sync=sync,
-        recompute=recompute,
-        tau=tau,
-        post=1.0 if inst.freshness.gap_convention == "post_publish" else 0.0,
-    )
-
-
-def admission_gaps(a: AdmissionReading, law: laws.Law, cadence: float, update: float) -> tuple[float, float]:
-    """(mean, p99) consumed gap G = floor(u + M_g/L), not truncated: the mean E[M_g]/L (k when the admission row has
-    under 1 % slack), the p99 the smallest j with P(G <= j) >= 0.99, P(G > j) = (E[min(M, (j+1)L)] - E[min(M,
-    jL)])/L; +1 under post_publish."""
-    slack = 1.0 - (a.group_max / a.intake + update + a.sync) / ((a.steps_ahead + 0.5) * cadence)
-    mean = (a.steps_ahead if slack < 0.01 else a.group_max / cadence) + a.post
-
-    def limited(t: float) -> float:  # E[min(M, t)]
-        top = t if a.tau is None else min(t, a.tau)
-        return laws.integral(lambda s: 1.0 - law.cdf(s) ** a.members, 0.0, top)
-
-    j, below = 0, limited(0.0)
-    while True:
-        above = limited((j + 1) * cadence)
-        if 1.0 - (above - below) / cadence >= 0.99:
-            return mean, j + a.post
-        j, below = j + 1, above
-
-
-def publish_peak(inst: Instance, a: AdmissionReading, law: laws.Law, cadence: float) -> dict[str, float]:
-    """Per backend row 6's publish peak: (B/p)·s_b·Σ_{i>=0} S_τ(i·L), S_τ = 0 from τ on."""
-    total, i = 0.0, 0
-    while True:
-        t = i * cadence
-        alive = 0.0 if a.tau is not None and t >= a.tau else (1.0 if i == 0 else law.survival(t))
-        if alive < 1e-12:
-            break
-        total += alive
-        i += 1
-    burst = inst.workload.batch_trajectories / a.intake * total
-    return {x.name: burst * x.share for x in inst.environment.backends}
-
-
-def check_admission(
-    inst: Instance, plan: Plan, a: AdmissionReading, supply: float, update: float, violations: list[str]
-) -> float:
-    """MODEL §14's rows of an admission plan beyond §3's: the admission row, the trainer's own row, the supply with
-    its re-prefills, the concurrency cap. Returns the token demand."""
-    L = plan.cadence_s
-    need = (a.group_max / a.intake + update + a.sync) / (a.steps_ahead + 0.5)
-    if not need <= L * (1 + REL):
-        violations.append(f"regime.admission: (E[M_g]/p + U + t_s)/(k + 1/2) = {need:.6g} s > cadence {L:g} s")
-    if not update <= L * (1 + REL):
-        violations.append(f"update_time: U = {update:.6g} s > cadence {L:g} s")
-    attempts = inst.workload.batch_trajectories / (L * a.intake)
-    demand = attempts * (a.tokens + a.recompute / L)
-    if supply < demand * (1 - REL) - REL * a.tokens:
-        violations.append(f"throughput: supply {supply:.6g} tokens/s < demand {demand:.6g} (with re-prefills)")
-    cap = inst.regime.max_concurrent_attempts if inst.regime is not None else None
-    if cap is not None and attempts * a.mean_cut > cap * (1 + REL):
-        violations.append(f"regime.max_concurrent_attempts: {attempts * a.mean_cut:.6g} running attempts > {cap}")
-    return demand
 
 
 def replica_supply(inst: Instance, plan: Plan) -> float:
