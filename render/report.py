@@ -165,6 +165,18 @@ def hold_section(answer, source: str) -> str:
                 (f"{h}.sandbox_wait_share", hold.sandbox_wait_share, share(hold.sandbox_wait_share)),
             ],
             [
+                f"sandbox wait share, the {hold.order}th smallest replay's",
+                (f"{h}.sandbox_wait_bound", hold.sandbox_wait_bound, share(hold.sandbox_wait_bound)),
+            ],
+            [
+                "sandbox wait share the model expects",
+                (f"{h}.sandbox_wait_model", hold.sandbox_wait_model, share(hold.sandbox_wait_model)),
+            ],
+            [
+                "sandboxes sized for a wait share of",
+                (f"{h}.sandbox_wait_sized", hold.sandbox_wait_sized, share(hold.sandbox_wait_sized)),
+            ],
+            [
                 "expected total cost",
                 (f"{h}.expected_total_cost", hold.expected_total_cost, money(hold.expected_total_cost)),
             ],

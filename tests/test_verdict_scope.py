@@ -6,6 +6,7 @@ opens with the plan's on-time probability under the section's factors."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -112,12 +113,19 @@ def test_the_report_leads_with_the_on_time_probability_and_the_plan_for_the_targ
     assert "of its 16 replays at its nominal inputs (they vary the run itself: sandbox lifetimes, launches)" in second
 
 
-def test_a_nominal_plan_already_on_time_in_the_target_share_is_said_to_be_the_plan_for_it():
-    inst = edited(uncertain_hold(), {"uncertainty.confidence": None})
-    findings = gather(inst, with_frontier=False, alphas=[0.9], samples=2000, levers_time=LEVERS)
-    assert findings.risk.on_time_probability >= 0.9
-    first = leads_of(findings)[0]
-    assert "It is already the best plan on time in at least 90% of them" in first and "Recommended" not in first
+def test_a_nominal_plan_that_is_the_plan_for_the_target_share_is_said_to_be_it(nominal_findings):
+    """When the price of certainty's plan for planning.on_time runs what the nominal plan runs, the opening says the
+    nominal plan already is that plan instead of recommending it beside itself."""
+    nominal = nominal_findings.answer.result
+    point = dict(nominal_findings.certainty.points)[0.9]
+    same = nominal.model_copy(update={"confidence": point.confidence})  # the curve's point, the nominal decisions
+    curve = dataclasses.replace(nominal_findings.certainty, points=[(0.9, same)])
+    first = leads_of(dataclasses.replace(nominal_findings, certainty=curve))[0]
+    assert "Recommended" not in first
+    assert (
+        f"It is already the best plan on time in at least 90% of them: on time in "
+        f"{point.confidence.out_of_sample:.1%} of 10,000 fresh scenarios" in first
+    )
 
 
 def test_a_confidence_instances_report_leads_with_its_plan_for_the_confidence_and_the_nominal_price(
