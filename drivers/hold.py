@@ -9,8 +9,10 @@ counted, E^hold sandboxes, consumed gaps) and runs the allowance loop of MODEL �
     makespan - T, k = ceil(on_time·(R + 1)); the plan passes iff T + D_(k) <= deadline, else
     Δ_r = max(Δ_{r-1}, D_(k)).
 
-The replays, and the cache that keeps them across the points of a frontier or a sweep, are
-:mod:`drivers.replays`'s.
+The replays test the waits as they test the makespan (:mod:`drivers.hold_waits`): a plan whose k-th smallest
+replay wait share is above ``planning.sandbox_wait`` does not pass either, and the next round sizes the sandbox
+rows for a smaller share. The replays, and the cache that keeps them across the points of a frontier or a sweep,
+are :mod:`drivers.replays`'s; the ``hold`` object is :mod:`drivers.hold_report`'s.
 """
 
 from __future__ import annotations
@@ -20,18 +22,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from trainground.drivers import hold_waits as waits
+from trainground.drivers.hold_report import hold_report, replayed_costs, unconverged_message
 from trainground.drivers.pace import ReplayPace
 from trainground.drivers.replays import ReplayCache, Replays
 from trainground.models.instance import Instance
 from trainground.models.planning import fewest_replays, replay_order
-from trainground.models.result import HoldReport, Plan, Result, Status, Timings
+from trainground.models.result import Plan, Result, Status, Timings
 from trainground.simulation.admission import setup_of_plan as admission_setup_of_plan
 from trainground.simulation.admission_replay import replicate as admission_replicate
 from trainground.simulation.regimes import replicate as batch_replicate
 from trainground.simulation.regimes import setup_of_plan as batch_setup_of_plan
 from trainground.simulation.runner import seed_for
 from trainground.simulation.setup import setup_of
-from trainground.solver.laws.calculus import wilson
 from trainground.solver.laws.replay_drift import ReplayEstimate, replay_estimate
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
@@ -61,15 +64,18 @@ class HoldingPlanner:
     def __init__(self, inst: Instance, replays: ReplayCache | None = None, **planner_options):
         """``planner_options``: those of :class:`~solver.solve.Planner`; its ``clock`` (a command's stopwatch)
         then bounds the first solve's rounds together."""
+        self._inst = inst
         self.planner = base_planner(inst, **planner_options)
         self.cache = replays or ReplayCache()
         self._steady: Planner | None = None
         self._options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence")}
+        self._sized_options = {k: v for k, v in planner_options.items() if k in ("threads", "confidence", "cache")}
         self._clock: Stopwatch | None = planner_options.get("clock")  # the command's, for the first solve only
 
     @property
     def inst(self) -> Instance:
-        return self.planner.inst
+        """The instance as given; the planner's own may size its sandboxes for a smaller share (:meth:`size_for`)."""
+        return self._inst
 
     @property
     def pairs(self):
@@ -78,7 +84,20 @@ class HoldingPlanner:
     def retarget(self, inst: Instance) -> bool:
         """Point the planner at another instance of the same structure and basis (False: build a new one)."""
         self._steady = None
-        return inst.holds and self.planner.retarget(inst)
+        if not (inst.holds and self.planner.retarget(inst)):
+            return False
+        self._inst = inst
+        return True
+
+    def size_for(self, planner: Planner, share: float) -> Planner:
+        """The planner of the instance with its sandbox rows sized for ``share`` (:mod:`drivers.hold_waits`):
+        ``planner`` retargeted, or a new one where it cannot be; it becomes this planner's, so the solves that
+        carry the allowance (a frontier's faster points) carry the sizing too."""
+        sized = waits.sized_instance(self._inst, share)
+        if not planner.retarget(sized):
+            planner = base_planner(sized, **self._sized_options)
+        self.planner = planner
+        return planner
 
     def solve(
         self,
@@ -98,8 +117,10 @@ class HoldingPlanner:
         (rule ii); an infeasible round after a non-zero start restarts the loop from 0 (rule iii)."""
         clock, self._clock = self._clock or Stopwatch(time_limit, self.planner.listener), None
         replayed_before = self.cache.seconds
-        inst = self.inst
+        inst, limit = self.inst, self.inst.planning.sandbox_wait
         count, k = self.replay_count()
+        if self.planner.inst.planning.sandbox_wait != limit:  # a solve before sized them for less: start afresh
+            self.size_for(self.planner, limit)
         planner, pace = self.planner, ReplayPace(clock, self.cache.threads)
         spent = Timings()
 
@@ -125,7 +146,7 @@ class HoldingPlanner:
         elif start <= 0:
             start, origin = 0.0, "zero"
         allowance, rounds, last, why = float(start), 0, None, "rounds"
-        passed = None  # (planner, result, replays, lateness, allowance) of the last round that passed
+        passed = None  # (planner, result, replays, lateness, allowance, sized) of the last round that passed
         fresh = 0  # the rounds before a restart from 0 (rule iii), which gets ROUNDS of its own
         while rounds - fresh < ROUNDS:
             if not pace.next_round():  # the time limit leaves less than the last round took: its plan, every run
@@ -134,33 +155,46 @@ class HoldingPlanner:
             result = first if first is not None else solve_at(allowance)
             first = None
             if result.plan is None:
-                if allowance > 0 and origin != "zero" and passed is None:  # rule iii: a start never makes it infeasible
-                    allowance, origin, fresh = 0.0, "zero", rounds
+                sized_down = planner.inst.planning.sandbox_wait < limit  # after waits above the limit
+                if allowance > 0 and origin != "zero" and passed is None and not sized_down:  # rule iii
+                    allowance, origin, fresh = 0.0, "zero", rounds  # a start never makes it infeasible
                     continue
-                if last is None or (allowance == 0 and rounds == fresh):
+                if last is None or (allowance == 0 and rounds == fresh and not sized_down):
                     return result  # no plan even at Δ = 0: infeasible (or out of time), as the solve says
                 why = "infeasible"
                 break
             rounds += 1
+            sized = planner.inst.planning.sandbox_wait  # the share this round's sandbox rows were sized for
             clock.note(f"{inst.name}: round {rounds}, {count} replays of the plan (allowance {allowance:,.0f} s)")
             replays = self._replays(planner, result, count, pace)
             if replays.makespans.size < count:  # the time limit ran out during this round's replays
                 why = "time"
                 if last is None:
-                    last = (planner, result, replays, math.inf, allowance)
+                    last = (planner, result, replays, math.inf, allowance, sized)
                 else:
                     rounds -= 1  # the plan returned is the previous round's, whose replays all ran
                 break
             planned = result.plan.makespan_s if replays.planned is None else replays.planned
             lateness = order_statistic(replays.makespans - planned, k)
+            bound = waits.wait_bound(replays, k)
             if passed is not None:  # rule ii's second solve: returned only if it passes too
-                if passes(planner, result, lateness):
-                    last = (planner, result, replays, lateness, allowance)
+                if passes(planner, result, lateness) and waits.waits_pass(bound, limit):
+                    last = (planner, result, replays, lateness, allowance, sized)
                 else:
                     last = passed
                 break
-            last = (planner, result, replays, lateness, allowance)
-            if passes(planner, result, lateness):
+            last = (planner, result, replays, lateness, allowance, sized)
+            on_time = passes(planner, result, lateness)
+            if not waits.waits_pass(bound, limit):  # the next round sizes the sandboxes for a smaller share
+                assert bound is not None
+                if rounds - fresh >= ROUNDS or sized <= waits.SIZED_FLOOR:
+                    break  # no round left, or no smaller share to size for: the plan does not hold
+                planner = self.size_for(
+                    planner, waits.next_sizing(sized, waits.model_share(inst, result), bound, limit)
+                )
+                if on_time:
+                    continue
+            elif on_time:
                 needed = max(lateness, 0.0)  # Δ >= 0: replays that finish early ask no negative allowance
                 if allowance - needed > TOO_SAFE * inst.schedule.deadline and rounds - fresh < ROUNDS:  # rule ii
                     passed, allowance = last, needed
@@ -170,12 +204,17 @@ class HoldingPlanner:
             if not math.isfinite(allowance) or clock.expired():
                 why = "time" if clock.expired() else "unfinished"
                 break
-        planner, result, replays, lateness, used = last
+        planner, result, replays, lateness, used, sized = last
         result.timings = spent  # every round's solve, not only the last
-        converged = math.isfinite(lateness) and passes(planner, result, lateness)
+        bound = waits.wait_bound(replays, k)
+        held = waits.waits_pass(bound, limit)
+        converged = math.isfinite(lateness) and passes(planner, result, lateness) and held
         steady = None if clock.expired() else self.steady_optimum(objective, restrictions, clock)
         alpha = None if planner.confidence is None else planner.confidence.alpha
         result.hold = hold_report(inst, result.plan, replays, lateness, used, rounds, converged, steady, k, alpha)
+        result.hold.sandbox_wait_bound = bound
+        result.hold.sandbox_wait_sized = sized
+        result.hold.sandbox_wait_model = waits.model_share(inst, result)
         result.hold.replay_seconds = self.cache.seconds - replayed_before
         final = self.estimate(result)
         result.hold.predicted_makespan_s = None if final is None else final.predicted_makespan(result.plan)
@@ -187,6 +226,8 @@ class HoldingPlanner:
         if not converged:
             result.status = Status.TIME_LIMIT
             result.message = unconverged_message(why, rounds, used, lateness, allowance, replays.makespans.size)
+            if not held:
+                result.message = waits.unheld_message(bound, limit, sized, k, count)
         return result
 
     def estimate(self, result: Result) -> ReplayEstimate | None:
@@ -276,85 +317,6 @@ def passes(planner: Planner, result: Result, lateness: float) -> bool:
     if conf is None:
         return True
     return int(sc.evaluate(inst, plan, conf.scenarios, lateness).on_time.sum()) >= conf.needed
-
-
-def replayed_costs(hold: HoldReport, allowance: float) -> dict:
-    """A confidence report's figures from its plan's replays (MODEL §11): realised costs beside the nominal."""
-    return {
-        "allowance_s": allowance,
-        "replays": hold.replays,
-        "expected_total_cost": hold.expected_total_cost,
-        "p90_total_cost": hold.p90_total_cost,
-    }
-
-
-def unconverged_message(
-    why: str, rounds: int, used: float, lateness: float, allowance: float, replayed: int | None = None
-) -> str:
-    """Why the allowance loop returned a plan that does not pass its own replays (``replayed``: how many of the
-    last round's replays ran, when the time limit cut them short)."""
-    if why == "time" and not math.isfinite(lateness) and replayed is not None:
-        return (
-            f"the time limit ran out during round {rounds}'s replays ({replayed} run): the plan solved with "
-            f"allowance {used:,.0f} s is not known to hold"
-        )
-    late = "never finishes in its replays" if not math.isfinite(lateness) else f"has D_(k) = {lateness:,.0f} s"
-    head = f"the last plan that was solved (allowance {used:,.0f} s) {late}, beyond its slack"
-    if why == "infeasible":
-        return f"{head}; no plan exists with the allowance {allowance:,.0f} s its replays ask for (round {rounds + 1})"
-    if why == "time":
-        return f"{head}; the time limit ran out after {rounds} rounds"
-    return f"{head}; the allowance did not converge in {rounds} rounds"
-
-
-def hold_report(
-    inst: Instance,
-    plan: Plan,
-    replays: Replays,
-    lateness: float,
-    allowance: float,
-    rounds: int,
-    converged: bool,
-    steady: Result | None,
-    order: int | None = None,
-    target: float | None = None,
-) -> HoldReport:
-    """The ``hold`` object of MODEL §11 from a plan's final replays (figures of a replay that never formed
-    its last batch are null where they would be infinite); replays of a scenario each are on time against
-    their scenario's deadline and cost its prices. ``order``, ``target``: k and the on-time share it stands
-    for, if not the instance's (a confidence solve's are at α)."""
-    p = inst.planning
-    spans = replays.makespans
-    finished = spans.size > 0 and bool(np.isfinite(spans).all())
-    deadlines = inst.schedule.deadline if replays.deadlines is None else replays.deadlines
-    hourly = plan.hourly_cost if replays.hourly is None else replays.hourly
-    on_time = int(np.count_nonzero(spans <= deadlines))
-    costs = hourly * spans / 3600.0
-
-    def pct(x: np.ndarray, q: float) -> float | None:
-        return float(np.percentile(x, q)) if finished else None
-
-    return HoldReport(
-        allowance_s=float(allowance),
-        rounds=rounds,
-        replays=int(spans.size),
-        seed=p.seed,
-        order=p.order if order is None else order,
-        on_time_target=p.on_time if target is None else target,
-        lateness_s=float(lateness) if math.isfinite(lateness) else None,
-        allowance_converged=converged,
-        on_time_share=on_time / spans.size if spans.size else 0.0,
-        on_time_interval=list(wilson(on_time, int(spans.size))) if spans.size else [0.0, 1.0],
-        makespan_s={"p50": pct(spans, 50), "p90": pct(spans, 90), "max": float(spans.max()) if finished else None},
-        sandbox_wait_share=float(replays.wait_shares.mean())
-        if spans.size and np.isfinite(replays.wait_shares).all()
-        else None,
-        expected_total_cost=float(costs.mean()) if finished else None,
-        p90_total_cost=pct(costs, 90),
-        steady_state_total_cost=None if steady is None or steady.plan is None else steady.plan.total_cost,
-        steady_state_makespan_s=None if steady is None or steady.plan is None else steady.plan.makespan_s,
-        steady_state_status=None if steady is None else str(steady.status),
-    )
 
 
 def base_planner(inst: Instance, **options) -> Planner:

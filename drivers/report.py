@@ -87,7 +87,7 @@ def gather(
     if alphas:
         step("the price of certainty")
         try:
-            found.certainty = curve(inst, list(alphas), objective)
+            found.certainty = curve(inst, list(alphas), objective, replays=replays)  # the solve's plan: replayed once
         except Unsupported as exc:
             found.notes.append(f"no price of certainty: {exc.path}: {exc.rule}")
     return found

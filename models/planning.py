@@ -68,7 +68,8 @@ class Planning(Strict):
     sandbox_wait: OpenFraction = Field(
         0.01,
         description=about(
-            "Largest share of attempts that may wait for a sandbox: sets β of E + β·sqrt(V) (Halfin–Whitt)",
+            "Largest share of attempts that may wait for a sandbox in a run: sets β of E + β·sqrt(V) "
+            "(Halfin–Whitt), and the replays' k-th smallest wait share must be within it",
             typical="0.001-0.05",
             seed="0.01",
         ),

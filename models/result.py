@@ -251,6 +251,19 @@ class HoldReport(Out):
     sandbox_wait_share: float | None = Field(
         description="mean share of attempts that waited for a sandbox, over the replays (null: none ran)"
     )
+    sandbox_wait_bound: float | None = Field(
+        None,
+        description="the k-th smallest of the replays' wait shares: the plan passes only if it is within "
+        "planning.sandbox_wait (null: no replay queued a sandbox)",
+    )
+    sandbox_wait_sized: float | None = Field(
+        None,
+        description="the share of attempts waiting that the sandbox rows were sized for (MODEL §11 item 2's β): "
+        "planning.sandbox_wait, or less where a plan's replays waited beyond it",
+    )
+    sandbox_wait_model: float | None = Field(
+        None, description="the model's mean share of attempts that wait at the plan's sandboxes (Halfin–Whitt)"
+    )
     expected_total_cost: float | None = Field(description="mean of hourly_cost · replay makespan / 3600, $")
     p90_total_cost: float | None = Field(description="p90 of the replays' realised total cost, $")
     steady_state_total_cost: float | None = Field(

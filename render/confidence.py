@@ -108,7 +108,34 @@ def render_curve(console, found, files) -> None:
             *replayed,
         )
     console.print(table)
+    if held:
+        console.print(allowance_note(found), markup=False)
     console.print("wrote " + ", ".join(str(f) for f in files))
+
+
+def allowance_note(found) -> str:
+    """What the allowance column is and why it need not grow with the confidence (MODEL §11 with §9): each plan's
+    Δ is the k-th smallest of its replays' lateness, a confidence plan's replay against the planned makespan of the
+    scenario it drew, and replays drift late where the update time leaves little slack in their cadence."""
+    from trainground.drivers.hold import TOO_SAFE
+
+    orders = []
+    for alpha, r in [(None, found.deterministic), *found.points]:
+        if r.hold is not None:
+            name = "deterministic" if alpha is None else f"{alpha:.0%}"
+            orders.append(f"{name} {r.hold.order} of {r.hold.replays}")
+    return (
+        "allowance: each plan's run-variance allowance Δ (docs/model.md §11), the k-th smallest of its R replays' "
+        "lateness beyond the planned makespan, k = ceil(α·(R + 1)) with α the row's confidence (planning.on_time "
+        f"for the deterministic plan): {'; '.join(orders)}. A confidence plan's replays each draw a scenario and are "
+        "measured against that scenario's planned makespan. Δ depends on the plan, not on α alone: replays run "
+        "latest where the update time leaves little slack in the cadence their scenario runs at (a batch ready late "
+        "is never made up), and a scenario short of throughput runs at a longer cadence, which gives the update "
+        "slack and ends near its planned makespan. So a low α whose k-th replay is in such a scenario, or a plan "
+        "whose update leaves slack in every scenario, needs little or none (0 s: replays that end early ask no "
+        f"negative allowance). Each point's loop starts from the Δ of the point before it and keeps a start that "
+        f"passes within {TOO_SAFE:.1%} of the deadline."
+    )
 
 
 def curve_png(found) -> bytes:

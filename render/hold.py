@@ -23,6 +23,8 @@ def render_hold(console, result, inst=None, source: str | None = None) -> None:
             f"so a fresh replay is on time with probability >= {hold.order / (hold.replays + 1):.0%} "
             f"(order statistic k = {hold.order})"
         )
+    elif on_time >= hold.order and hold.lateness_s is not None:  # on time: the replays' waits did not pass
+        claim = "as its order statistic asks, but its replays wait beyond planning.sandbox_wait (below)"
     else:
         claim = f"short of the {hold.order} its order statistic asks for"
     waits = "not replayed" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts"
@@ -31,6 +33,9 @@ def render_hold(console, result, inst=None, source: str | None = None) -> None:
         f"in {on_time} of the {hold.replays} replays that set it, {claim}; sandbox waits {waits}",
         markup=False,
     )
+    waited = wait_line(hold, None if inst is None else inst.planning.sandbox_wait)
+    if waited:
+        console.print(waited, markup=False)
     console.print(verdict_scope(result), markup=False)
     pointer = None if inst is None else uncertainty_pointer(inst, result, source)
     if pointer:
@@ -57,6 +62,34 @@ def render_hold(console, result, inst=None, source: str | None = None) -> None:
             "allowance covers their variance beyond the expected time the planned makespan counts (docs/goodput.md)",
             markup=False,
         )
+
+
+def wait_line(hold, limit: float | None) -> str | None:
+    """The replays' sandbox test (MODEL §11, drivers.hold_waits): the k-th smallest of their wait shares against
+    ``limit`` (planning.sandbox_wait), the model's mean share at the plan's sandboxes, and the share the rows were
+    sized for when the replays asked for less than the limit; None where no replay queued a sandbox."""
+    if hold.sandbox_wait_bound is None or limit is None:
+        return None
+    text = (
+        f"sandbox waits: {hold.sandbox_wait_bound:.2%} of attempts in the {hold.order}th smallest of the "
+        f"{hold.replays} replays, "
+    )
+    if hold.sandbox_wait_bound <= limit:
+        text += (
+            f"within planning.sandbox_wait {limit:.2%}, so a fresh replay keeps its waits within it with probability "
+            f">= {hold.order / (hold.replays + 1):.0%}"
+        )
+    else:
+        text += f"above planning.sandbox_wait {limit:.2%}"
+    if hold.sandbox_wait_model is not None:
+        text += f"; the model expects {hold.sandbox_wait_model:.2%} on average at these sandboxes"
+    sized = hold.sandbox_wait_sized
+    if sized is not None and sized < limit:
+        text += (
+            f"; sized for {sized:.3%} of attempts waiting, as a plan sized for the limit waited beyond it in its "
+            "replays (one run's share spreads widely around the mean)"
+        )
+    return text
 
 
 def verdict_scope(result) -> str:

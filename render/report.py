@@ -8,6 +8,7 @@ commands' own text for the same objects, then the plots. No computation: every f
 from __future__ import annotations
 
 from trainground.render.report_html import figures, lead, money, note, page, seconds, section, share, terminal
+from trainground.render.report_lead import headline, uncertain_lead
 from trainground.render.report_tradeoffs import certainty_section, frontier_section, risk_section
 
 
@@ -44,65 +45,6 @@ BASES = {
 }
 
 
-def headline(answer) -> str:
-    """One sentence: what the plan runs, what it costs, how long it takes, and whether it holds."""
-    result, inst = answer.result, answer.inst
-    plan = result.plan
-    if plan is None:
-        return f"No plan: {result.status}." + (f" {result.message.splitlines()[0]}" if result.message else "")
-    parts = [f"{r.replicas:,} {r.shape} replicas (pool {r.pool})" for r in plan.inference if r.replicas]
-    parts.append(f"{plan.training_groups:,} training groups ({plan.training_gpus:,} GPUs)")
-    parts += [f"{c.count:,} {c.type} nodes" for c in plan.local_nodes if c.count]
-    parts += [f"{c.count:,} {c.type} VMs" for c in plan.cloud_vms if c.count]
-    text = (
-        f"The {'fastest' if result.objective == 'makespan' else 'cheapest'} plan: {', '.join(parts)}; "
-        f"{money(plan.total_cost)} over {plan.makespan_s / 86400:.2f} days ({plan.cadence_s:,.6g} s an iteration) "
-        f"against a deadline of {inst.schedule.deadline / 86400:.2f} days."
-    )
-    hold = result.hold
-    if hold is not None:
-        verdict = "It holds" if hold.allowance_converged else "It does NOT hold"
-        replays = (
-            "replays, each in one scenario of the uncertainty section"
-            if result.confidence is not None
-            else "replays at its nominal inputs (they vary the run itself: sandbox lifetimes, launches)"
-        )
-        text += (
-            f" {verdict}: on time in {hold.on_time_share:.0%} of its {hold.replays} {replays}, with "
-            f"{hold.allowance_s:,.0f} s kept for run variance; expected cost {money(hold.expected_total_cost)}."
-        )
-    return text
-
-
-def uncertain_lead(findings, source: str) -> str | None:
-    """For an instance with an uncertainty section: the plan's on-time probability under its factors (the risk
-    section's), and the best plan for the run's target share when the price of certainty has it (MODEL §9)."""
-    answer, risk = findings.answer, findings.risk
-    inst, result = answer.inst, answer.result
-    if inst.uncertainty is None or risk is None or result.plan is None:
-        return None
-    names = ", ".join(f.name for f in inst.uncertainty.factors)
-    low, high = risk.on_time_interval
-    text = (
-        f"Under the uncertainty section's factors ({names}) this plan is on time in "
-        f"{risk.on_time_probability:.2%} of {risk.samples:,} scenarios (95 % interval {low:.2%} to {high:.2%}; "
-        f"Risk, below)"
-    )
-    text += "." if result.confidence is not None else ": the replays above vary the run, not the inputs."
-    target = inst.uncertainty.confidence if inst.uncertainty.confidence is not None else inst.planning.on_time
-    point = None if findings.certainty is None else dict(findings.certainty.points).get(target)
-    if point is not None and point.plan is not None:
-        change = point.plan.total_cost / result.plan.total_cost - 1
-        text += (
-            f" The best plan on time in at least {target:.0%} of them costs {money(point.plan.total_cost)} "
-            f"({change:+.1%} against this plan; The price of certainty, below): "
-            f"`trainground solve {source} --confidence {target:g}` gives it."
-        )
-    elif point is not None:
-        text += f" No plan is on time in {target:.0%} of them (The price of certainty, below)."
-    return text
-
-
 def summary(findings, payload: dict, source: str) -> str:
     answer = findings.answer
     result = answer.result
@@ -115,10 +57,10 @@ def summary(findings, payload: dict, source: str) -> str:
         ["objective value", ("solve.objective_value", value, shown)],
         ["basis", ("solve.basis", basis, BASES.get(str(basis), str(basis)))],
     ]
-    uncertain = uncertain_lead(findings, source)
+    uncertain = uncertain_lead(findings, source)  # first what to trust: the plan under the inputs' uncertainty
     parts = [
-        lead(headline(answer)),
         *([lead(uncertain)] if uncertain else []),
+        lead(headline(answer, nominal=uncertain is not None)),
         note(f"instance file: `{source}`; the numbers below are those of `trainground solve --json` on it."),
         figures(["", "value"], rows),
     ]
@@ -221,6 +163,18 @@ def hold_section(answer, source: str) -> str:
             [
                 "sandbox wait share",
                 (f"{h}.sandbox_wait_share", hold.sandbox_wait_share, share(hold.sandbox_wait_share)),
+            ],
+            [
+                f"sandbox wait share, the {hold.order}th smallest replay's",
+                (f"{h}.sandbox_wait_bound", hold.sandbox_wait_bound, share(hold.sandbox_wait_bound)),
+            ],
+            [
+                "sandbox wait share the model expects",
+                (f"{h}.sandbox_wait_model", hold.sandbox_wait_model, share(hold.sandbox_wait_model)),
+            ],
+            [
+                "sandboxes sized for a wait share of",
+                (f"{h}.sandbox_wait_sized", hold.sandbox_wait_sized, share(hold.sandbox_wait_sized)),
             ],
             [
                 "expected total cost",

@@ -34,7 +34,9 @@ ROWS = (
 )
 
 WAIT_MATTERS = 1e-3  # a mean sandbox wait per attempt above this share of the cadence lengthens iterations
-WAIT_SHARE_MATTERS = 0.01  # planning.sandbox_wait's default (docs/model.md §11): waits below it are what holds
+WAIT_SHARE_MATTERS = (
+    0.01  # a steady-state plan's waits worth a word: planning.sandbox_wait's default (docs/model.md §11)
+)
 
 
 def duration(seconds: float) -> str:
@@ -225,16 +227,7 @@ def partings(report: Report) -> list[str]:
         else:
             out.append("Iterations run longer than the cadence: whole groups wait for their slowest member.")
     if sim.get("sandbox_wait_share", 0) > 0:
-        out.append(
-            f"{sim['sandbox_wait_share']:.2%} of attempts waited for a sandbox (mean wait "
-            f"{duration(sim['sandbox_wait_mean_s'])}, p99 {duration(sim['sandbox_wait_p99_s'])}); local "
-            f"sandboxes were all taken {sim['local_full_share']:.1%} of the time"
-            + (
-                ": the plan's sandboxes do not hold the load's fluctuation."
-                if sim["sandbox_wait_share"] > WAIT_SHARE_MATTERS
-                else f" (within the {WAIT_SHARE_MATTERS:.0%} of attempts a plan that holds allows)."
-            )
-        )
+        out.append(_wait_sentence(report))
     if sim.get("inflight_max") and pred.get("inflight_max") and sim["inflight_max"] > pred["inflight_max"] * 1.001:
         out.append(
             f"In flight peaks at {sim['inflight_max']:,.0f}, above the {pred['inflight_max']:,.0f} the plan "
@@ -254,6 +247,38 @@ def partings(report: Report) -> list[str]:
             "groups that complete in time but wait in the buffer behind a full batch pass their version cap."
         )
     return out or ["Simulation and model agree within sampling error."]
+
+
+def _wait_sentence(report: Report) -> str:
+    """How many attempts waited for a sandbox, against what the plan allows: a plan that holds (MODEL §11) beside
+    its limit planning.sandbox_wait and the model's share at these sandboxes (one run's share spreads widely
+    around it, so one replication is not a verdict); a steady-state plan is sized for the mean load."""
+    sim, limit = report.simulated, report.sandbox_wait
+    text = (
+        f"{sim['sandbox_wait_share']:.2%} of attempts waited for a sandbox (mean wait "
+        f"{duration(sim['sandbox_wait_mean_s'])}, p99 {duration(sim['sandbox_wait_p99_s'])}); local "
+        f"sandboxes were all taken {sim['local_full_share']:.1%} of the time"
+    )
+    if limit is None:
+        if sim["sandbox_wait_share"] <= WAIT_SHARE_MATTERS:
+            return text + "."
+        return text + (
+            ": the plan's sandboxes do not hold the load's fluctuation (basis steady_state sizes them for the mean "
+            "load; hold sizes them for its fluctuation, docs/model.md §11)."
+        )
+    model = report.predicted.get("sandbox_wait_share")
+    expected = "" if model is None else f"the model expects {model:.2%} at these sandboxes; "
+    if sim["sandbox_wait_share"] <= limit:
+        return text + f" ({expected}within the {limit:.2%} planning.sandbox_wait allows)."
+    if report.replications == 1:
+        return text + (
+            f", above the {limit:.2%} planning.sandbox_wait allows ({expected}one run's share spreads widely around "
+            "that, so one replication is no verdict: --replications 20 gives their mean)."
+        )
+    return text + (
+        f" on average over {report.replications} replications ({expected}planning.sandbox_wait allows "
+        f"{limit:.2%}): the plan's sandboxes do not hold the load's fluctuation."
+    )
 
 
 def _later(seconds: float) -> str:

@@ -11,7 +11,7 @@ from trainground.models.result import Metrics, Plan
 from trainground.simulation.setup import Setup
 from trainground.simulation.stage_report import realised_cost, staged_prediction
 from trainground.solver.laws import calculus as calc
-from trainground.solver.laws import startup
+from trainground.solver.laws import holding, startup
 
 SPREAD = (
     "makespan_s",
@@ -24,6 +24,8 @@ SPREAD = (
     "sandbox_wait_share",
     "realised_cost",
 )
+
+RELATIVE_FLOOR = 1e-9  # a predicted figure this small is 0 to a replication's resolution (shares of attempts)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Report:
     runs: list[dict] = field(default_factory=list)
     series: dict = field(default_factory=dict)
     parts: dict = field(default_factory=dict)
+    sandbox_wait: float | None = None  # planning.sandbox_wait of a plan that holds (MODEL §11); None: steady_state
 
     def to_json(self) -> dict:
         return {
@@ -53,6 +56,7 @@ class Report:
             "deadline_s": self.deadline_s,
             "count_startup": self.count_startup,
             "launch": self.launch,
+            "sandbox_wait": self.sandbox_wait,
             "simulated": self.simulated,
             "predicted": self.predicted,
             "spread": self.spread,
@@ -62,13 +66,21 @@ class Report:
 
 
 def predict(
-    setup: Setup, plan: Plan, metrics: Metrics, count_startup: bool, stages: list[Metrics] | None = None
+    setup: Setup,
+    plan: Plan,
+    metrics: Metrics,
+    count_startup: bool,
+    stages: list[Metrics] | None = None,
+    holds: bool = False,
 ) -> dict:
     """The model's value of each figure (None where it has none): §2 steady state, §8 start-up, the trainer-paced
     part divided by §13's training goodput when the replay injects failures; a staged replay's from its stages'
-    ``stages`` metrics (:func:`simulate.stage_report.staged_prediction`)."""
+    ``stages`` metrics (:func:`simulate.stage_report.staged_prediction`). The sandbox wait share is §11's
+    Halfin–Whitt share at the plan's sandboxes (:func:`model_wait_share`) for a plan that ``holds``; a plan sized
+    on steady_state is sized for the mean load, and the model has no wait figure for it."""
+    waits = model_wait_share(setup, plan) if holds else None
     if setup.stages and stages is not None:
-        return staged_prediction(setup, plan, stages, count_startup)
+        return staged_prediction(setup, plan, stages, count_startup) | {"sandbox_wait_share": waits}
     L, n = plan.cadence_s, setup.iterations
     fill = float(
         startup.fill(
@@ -96,7 +108,7 @@ def predict(
         "group_drop_rate": metrics.group_drop_rate,
         "group_drop_bounds": [float(lower), float(upper)] if setup.policy == "drop" else [0.0, 0.0],
         "effective_intake": metrics.effective_intake,
-        "sandbox_wait_share": 0.0,
+        "sandbox_wait_share": waits,
         "on_time": bool(makespan <= setup.deadline),
         "lateness_s": makespan - setup.deadline,
         "makespan_steady_s": steady,
@@ -105,6 +117,28 @@ def predict(
         "gpu_hours": (plan.inference_gpus + plan.training_gpus) * makespan / 3600,
         "realised_cost": plan.hourly_cost * makespan / 3600,
     } | _reliability(setup, metrics, makespan)
+
+
+def model_wait_share(setup: Setup, plan: Plan) -> float:
+    """The model's share of attempts that wait for a sandbox at the replay's sandboxes (MODEL §11 item 2's
+    Halfin–Whitt rule at each backend's capacity, :func:`solver.laws.holding.wait_share`); a staged replay's is
+    each stage's at its own sandboxes, weighed by the stage's attempts (its rate times ``n_p·L_p``)."""
+    if not setup.stages:
+        return holding.wait_share(
+            setup.occupancy, setup.attempts_per_s, setup.shares, setup.capacity, setup.group_size, setup.correlation
+        )
+    assert plan.stages
+    firsts = [s.first for s in setup.stages] + [setup.iterations]
+    shares, weights = [], []
+    for stage, row, lo, hi in zip(setup.stages, plan.stages, firsts, firsts[1:]):
+        capacity = tuple(a + b for a, b in zip(stage.local, stage.cloud))
+        shares.append(
+            holding.wait_share(
+                stage.occupancy, stage.attempts_per_s, setup.shares, capacity, setup.group_size, setup.correlation
+            )
+        )
+        weights.append(stage.attempts_per_s * (hi - lo) * row.cadence_s)
+    return float(np.dot(shares, weights) / sum(weights)) if sum(weights) > 0 else 0.0
 
 
 def _reliability(setup: Setup, metrics: Metrics, makespan: float) -> dict:
@@ -209,9 +243,10 @@ def model_gap_histogram(setup: Setup, cadence: float, top: int, plan: Plan | Non
 
 
 def relative(simulated, predicted) -> float | None:
-    """(simulated - predicted) / |predicted|, None where either is missing or the prediction is 0."""
+    """(simulated - predicted) / |predicted|, None where either is missing or the prediction is 0 (or below
+    RELATIVE_FLOOR in size, which no replication resolves: a wait share of 1e-11 against 0 is no -100 %)."""
     if simulated is None or predicted is None or isinstance(simulated, bool) or isinstance(predicted, bool):
         return None
-    if predicted == 0 or not math.isfinite(predicted):
+    if abs(predicted) < RELATIVE_FLOOR or not math.isfinite(predicted):
         return None
     return (simulated - predicted) / abs(predicted)

@@ -157,7 +157,7 @@ def simulate_plan(
     series = results[0][1]
     simulated, spread = combine(runs, setup.deadline)
     stages = stage_metrics(inst, plan) if inst.stages is not None else None
-    predicted = predict(setup, plan, metrics, inst.counts_startup, stages)
+    predicted = predict(setup, plan, metrics, inst.counts_startup, stages, holds=inst.holds)
     paced = plan.cadence_s / (predicted.get("training_goodput") or 1.0)  # MODEL §13: L/γ per batch
     parts = makespan_parts(simulated, predicted, paced, setup.iterations, inst.counts_startup)
     top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
@@ -177,6 +177,7 @@ def simulate_plan(
         runs=runs,
         series=series,
         parts=parts,
+        sandbox_wait=inst.planning.sandbox_wait if inst.holds else None,
     )
 
 

@@ -87,7 +87,6 @@ def staged_prediction(setup, plan: Plan, metrics: list[Metrics], count_startup: 
         "group_drop_rate": weighted(np.array([m.group_drop_rate for m in metrics]), launched),
         "group_drop_bounds": [lower, upper] if setup.policy == "drop" else [0.0, 0.0],
         "effective_intake": weighted(np.array([m.effective_intake for m in metrics]), launched),
-        "sandbox_wait_share": 0.0,
         "on_time": bool(makespan <= setup.deadline),
         "lateness_s": makespan - setup.deadline,
         "makespan_steady_s": steady,

@@ -68,6 +68,40 @@ def safety_factor(sandbox_wait: float) -> float:
     return hi
 
 
+def wait_probability(capacity: float, load: float, variance: float) -> float:
+    """The share of one backend's attempts that wait for one of ``capacity`` sandboxes, its in-flight count of
+    mean ``load`` and variance ``variance``: Halfin–Whitt's 1/(1 + β·Φ(β)/φ(β)) at β = (capacity - load)/sqrt(V),
+    the rule of MODEL §11 item 2 read the other way (the share a given capacity gives); 1 where the sandboxes do
+    not exceed the mean (β <= 0), 0 where they are unlimited or the count does not vary."""
+    if not math.isfinite(capacity) or load <= 0:
+        return 0.0
+    if capacity <= load:
+        return 1.0
+    if variance <= 0:
+        return 0.0
+    beta = (capacity - load) / math.sqrt(variance)
+    if beta > WAIT_BETA_MAX:
+        return 0.0
+    return 1.0 / (1.0 + _halfin_whitt(beta))
+
+
+WAIT_BETA_MAX = 35.0  # beyond, the share is below 1e-260 and φ(β) underflows: no attempt waits
+
+
+def wait_share(occ: calc.Occupancy, attempts: float, shares, capacity, group_size: int, correlation: str) -> float:
+    """The model's share of all attempts that wait for a sandbox: each backend's :func:`wait_probability` at its
+    ``capacity`` (sandboxes, inf for unlimited), its load R_raw·s_b·mean(W) and V_b (MODEL §11 item 2), weighted
+    by its share of the attempts ``shares``."""
+    pair = pair_min_mean(occ)
+    total = 0.0
+    for share, sandboxes in zip(shares, capacity):
+        if share <= 0:
+            continue
+        variance = float(attempts * variance_rate(occ.mean, pair, share, group_size, correlation))
+        total += share * wait_probability(float(sandboxes), attempts * share * occ.mean, variance)
+    return total
+
+
 def hold_inflight(inst, occ: calc.Occupancy, attempts) -> np.ndarray:
     """(pairs, backends) E^hold_b = R_raw·s_b·mean(W) + β·sqrt(V_b) at attempt rates ``attempts``."""
     env, w = inst.environment, inst.workload
