@@ -156,6 +156,10 @@ def simulate(
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
+    if inst.regime is not None and not inst.regime.batched:  # MODEL §14: an async regime's replay, by name
+        from trainground.models.regime_rules import refuse_unreplayed
+
+        refuse_unreplayed(inst, instance)
     inst, plan, metrics, _ = plan_to_replay(inst, plan_file)
     if seed is None:
         from trainground.simulation.verdicts import fresh_seed
