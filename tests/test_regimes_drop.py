@@ -175,3 +175,14 @@ def test_its_levers_keep_the_age_limit_beside_the_regimes_own():
     assert {"freshness.max_versions_kept", "regime.rollout_timeout", "regime.max_concurrent_attempts"} <= set(paths)
     admission = seed({"staleness": "admission", "steps_ahead": 8, "in_flight_updates": True})
     assert "freshness.max_versions_kept" not in [path for _, path, _, _, _ in steps(admission)]
+
+
+def test_the_diagnosis_names_the_host_caps_when_the_rows_admit_entries_no_fleet_holds():
+    inst = seed(
+        {"in_flight_updates": True},
+        **{"environment.node_types[0].max_nodes": 5, "environment.cloud.vm_types[0].max_vms": 0},
+    )
+    result = diagnosed(inst, Planner(inst).solve("total_cost"))
+    conflict = result.diagnosis["conflict"]
+    assert result.status == "infeasible" and "entries meet its rows" in conflict
+    assert "environment.node_types[0].max_nodes" in conflict and "environment.cloud.vm_types[0].max_vms" in conflict

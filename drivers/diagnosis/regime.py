@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from trainground.models.instance import Instance
+from trainground.models.limits import WHOLE_PLAN, set_limits
 from trainground.models.regime_rules import described
 from trainground.solver.laws import calculus as calc
 from trainground.solver.regimes.admission import Admission, admission_pairs
@@ -109,9 +110,10 @@ def drop_diagnosis(inst: Instance, d: Drop) -> dict:
     if not grid.size:
         conflict = f"{label}: the cadence grid is empty"
     elif pairs.size:
+        caps = ", ".join(s.path for s in set_limits(inst, WHOLE_PLAN)) or "the pools"
         conflict = (
-            f"{label}: {pairs.size:,} (cadence, K) entries meet its rows, but no fleet within the node and VM caps "
-            "and the budgets holds any of them; raise the caps or the budgets"
+            f"{label}: {pairs.size:,} (cadence, K) entries meet its rows, but no plan of any of them fits within "
+            f"{caps}; raise one of them"
         )
     else:
         named = ", ".join(f"{name} ({count})" for name, count in sorted(cut.items(), key=lambda kv: -kv[1]))
