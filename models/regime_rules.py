@@ -187,8 +187,8 @@ def unplanned_reason(inst: Instance) -> str | None:
 
 
 def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for a regime the planner does not plan yet (:func:`unplanned_reason`):
-    `explain` gives its arithmetic. ``label``: the file to name (default the instance's name)."""
+    """InstanceError naming regime.mode for a regime the planner does not plan yet (:func:`unplanned_reason`), with
+    the setting it is not planned with. ``label``: the file to name (default the instance's name)."""
     reason = unplanned_reason(inst)
     if reason is None:
         return
