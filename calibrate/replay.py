@@ -108,6 +108,7 @@ def _plan(inst: Instance, replicas: dict[str, int], groups: int, cadence: float)
         cadence_s=cadence,
         makespan_s=run.makespan,
         versions_kept=kept,
+        age_limit=kept,  # the seed's regime: K bounds a consumed gap (MODEL §14)
         inference=[
             ShapeReplicas(shape=n, pool=shapes[n].pool, replicas=x, gpus=x * shapes[n].gpus_per_replica)
             for n, x in replicas.items()

@@ -218,9 +218,11 @@ def render_answer(found, source: str | None = None) -> None:
             found.inst.counts_startup,
             found.startup_estimate_s,
             found.simulation,
-            regime=found.inst.regime.mode
-            if found.inst.regime is not None and not found.inst.regime.is_default
-            else None,
+            regime=None
+            if found.inst.regime is None or found.inst.regime.is_default
+            else found.inst.regime.mode
+            if found.inst.regime.mode != "async"
+            else found.inst.regime.staleness,
         )
 
 

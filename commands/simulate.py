@@ -156,6 +156,11 @@ def simulate(
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
+    own = inst.regime is not None and (inst.regime.batched or inst.regime.staleness == "admission")
+    if inst.regime is not None and not own:  # MODEL §14: an async drop run with regime fields set has no replay
+        from trainground.models.regime_rules import refuse_unreplayed
+
+        refuse_unreplayed(inst, instance)
     inst, plan, metrics, _ = plan_to_replay(inst, plan_file)
     if seed is None:
         from trainground.simulation.verdicts import fresh_seed

@@ -128,33 +128,41 @@ def _colocated_pools(inst: Instance) -> list[Problem]:
 
 
 def planned(inst: Instance) -> bool:
-    """The planner plans this instance's regime: the seed's (none, or async/drop with the rest at defaults), or a
-    batch run, pipelined or colocated (:func:`unplanned_reason` says which combinations it plans)."""
+    """The planner plans this instance's regime: the seed's (none, or async/drop with the rest at defaults), a
+    batch run, an admission run or an async drop run with regime fields set (:func:`unplanned_reason` says which
+    combinations it plans)."""
     return unplanned_reason(inst) is None
+
+
+def described(r: Regime) -> str:
+    """The regime's label, with the fields its label does not show that are off their default ('async drop (with
+    rollout_timeout, max_concurrent_attempts)'): an async drop run with a timeout is not the seed's."""
+    shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
+    default = Regime()
+    extra = [name for name in Regime.model_fields if name not in shown and getattr(r, name) != getattr(default, name)]
+    return r.label + (f" (with {', '.join(extra)})" if extra else "")
 
 
 def unplanned_reason(inst: Instance) -> str | None:
     """Why the planner does not plan this instance's regime yet (None when it does): the seed's regime is planned
     with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
     reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis);
-    an admission run likewise, on either basis."""
+    an admission run likewise, on either basis; an async drop run with regime fields set (in-flight updates, a
+    rollout timeout, a concurrency cap, a weight-sync time) likewise, on steady_state and without count_startup."""
     r = inst.regime
     if r is None or r.is_default:
         return None
     admission = r.mode == "async" and r.staleness == "admission"
-    if not r.batched and not admission:
-        shown = ("mode", "staleness", "steps_ahead", "in_flight_updates")  # the label's
-        default = Regime()
-        extra = [
-            name for name in Regime.model_fields if name not in shown and getattr(r, name) != getattr(default, name)
-        ]
-        also = f" (with {', '.join(extra)})" if extra else ""
-        return (
-            f"{r.label} is not planned yet{also}: `trainground explain` gives its arithmetic ({SECTION}); solve and the "
-            "other commands that plan or replay take the default regime (mode: async, staleness: drop, every other "
-            "regime field at its default), the batch modes (pipelined, colocated) and admission"
-        )
+    dropping = r.mode == "async" and r.staleness == "drop"
     others = [
+        (
+            dropping and inst.planning.basis == "hold",
+            "planning.basis hold (no replay of it exists yet to set the allowance): set planning.basis: steady_state",
+        ),
+        (
+            dropping and inst.schedule.count_startup,
+            "schedule.count_startup (its start-up fill over the cut lifetimes is not planned yet)",
+        ),
         (
             inst.planning.basis == "hold" and r.steps_ahead == 1 and r.batched,
             "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
@@ -168,12 +176,13 @@ def unplanned_reason(inst: Instance) -> str | None:
     found = [what for hit, what in others if hit]
     if not found:
         return None
-    return f"{r.label} is planned, but not yet with {found[0]} ({SECTION})"
+    name = described(r) if dropping else r.label
+    return f"{name} is planned, but not yet with {found[0]} ({SECTION})"
 
 
 def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for a regime the planner does not plan yet (:func:`unplanned_reason`):
-    `explain` gives its arithmetic. ``label``: the file to name (default the instance's name)."""
+    """InstanceError naming regime.mode for a regime the planner does not plan yet (:func:`unplanned_reason`), with
+    the setting it is not planned with. ``label``: the file to name (default the instance's name)."""
     reason = unplanned_reason(inst)
     if reason is None:
         return
@@ -188,8 +197,11 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     r = inst.regime
     if r is None or r.is_default:
         return
-    why = (
-        f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
-        f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
-    )
+    if r.batched or r.staleness == "admission":
+        why = (
+            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
+            f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
+        )
+    else:
+        why = f"{described(r)} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"
     raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])

@@ -127,6 +127,11 @@ class Plan(Out):
     billed_gpus: int | None = Field(
         None, description="MODEL §14: the GPUs billed (a run with a regime section; colocated: each pool's larger use)"
     )
+    age_limit: int | None = Field(
+        None,
+        description="MODEL §14: the K that bounds a consumed gap under staleness drop (versions_kept without in-flight "
+        "updates, which keep one version resident); null where nothing is dropped for age (batch modes, admission)",
+    )
 
     def capacity_changes(self) -> list[int]:
         """The stages p (0-based) after which a staged plan's capacity changes, from p to p + 1 (MODEL §12: each

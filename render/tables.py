@@ -98,7 +98,11 @@ def render_result(console, result) -> None:
     decisions.add_row(
         "cadence", f"{plan.cadence_s:,.6g} s", f"makespan {plan.makespan_s:,.0f} s = {plan.makespan_s / 86400:.3f} d"
     )
-    decisions.add_row("versions kept", str(plan.versions_kept), "")
+    if plan.age_limit is None or plan.age_limit == plan.versions_kept:
+        decisions.add_row("versions kept", str(plan.versions_kept), "")
+    else:  # MODEL §14: in-flight updates keep one version resident; K only bounds the age of what is consumed
+        decisions.add_row("versions kept", str(plan.versions_kept), "resident: running attempts move to each version")
+        decisions.add_row("age limit K", str(plan.age_limit), "staler groups are dropped; costs no memory")
     for item in plan.inference:
         if item.replicas:
             decisions.add_row(f"replicas {item.shape}", f"{item.replicas:,}", f"{item.gpus:,} GPUs in pool {item.pool}")
@@ -165,7 +169,7 @@ def render_result(console, result) -> None:
         (
             "exceedance / group drop",
             f"{met.exceedance:.4f} / {met.group_drop_rate:.4f}",
-            f"at K = {plan.versions_kept}",
+            f"at K = {plan.age_limit or plan.versions_kept}",
         ),
     ]
     rows += goodput_rows(plan, met)
@@ -175,6 +179,8 @@ def render_result(console, result) -> None:
         ]
     elif result.regime is not None and met.slowest_attempt_s is not None:
         rows = admission_rows(result.regime, met) + [r for r in rows if r[0] != "exceedance / group drop"]
+    elif met.consumed_mean_gap is not None:  # async drop with regime fields set (MODEL §14)
+        rows += drop_rows(met)
     for row in rows:
         metrics.add_row(*row)
     console.print(metrics)
@@ -206,6 +212,21 @@ def admission_rows(regime: dict, met) -> list[tuple[str, str, str]]:
         ("slowest of a group E[M_g]", f"{met.slowest_attempt_s:,.1f} s", "a group waits for its slowest member"),
         ("publish peak", f"{met.launch_peak:,.0f}", "environments asked when groups launch at a publish"),
     ]
+
+
+def drop_rows(met) -> list[tuple[str, str, str]]:
+    """An async drop run's §14 figures beside §2's: the gap of what batches consume (whole groups, within the age
+    limit) and, with in-flight updates, the re-prefills' share of the token demand."""
+    rows = [
+        (
+            "consumed gap (mean / p99)",
+            f"{met.consumed_mean_gap:.3f} / {met.consumed_p99_gap:.2f}",
+            "whole groups within the age limit (§11 item 3)",
+        )
+    ]
+    if met.recompute_share is not None:
+        rows.append(("recompute share", f"{met.recompute_share:.2%}", "re-prefills at each publish, of the demand"))
+    return rows
 
 
 def goodput_rows(plan, met) -> list[tuple[str, str, str]]:

@@ -3,7 +3,8 @@
 Printed only for an instance with a ``regime`` section, after the seed's figures (which stay those of the
 seed's regime, without the timeout). Batch modes (colocated, pipelined) give the batch's attempts ``N``, the
 wait for its slowest ``M_N``, the generation phase ``D`` and the least cadence the mode admits, with the
-makespan it implies; admission gives ``E[M_g]`` and its cadence bound at the explained cadence's update time.
+makespan it implies; admission gives ``E[M_g]`` and its cadence bound at the explained cadence's update time; async
+drop with regime fields set gives its resident versions, the age limit K and §2's drops and gaps over ``W_τ``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from trainground.models.instance import Instance
 from trainground.models.regime import Regime
 from trainground.solver.laws import calculus as calc
-from trainground.solver.laws import goodput
+from trainground.solver.laws import goodput, holding
 from trainground.solver.laws import regimes as rg
 
 REGIME = 5  # the section index of SECTIONS in solver/explain.py
@@ -193,6 +194,8 @@ def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float,
     r_raw = w.batch_trajectories / (L * p)
     if r.staleness == "admission":
         _admission(inst, r, L, occ, p, sync, add)
+    else:
+        r_raw = _drop(inst, r, L, occ, p, add)
     cap = r.max_concurrent_attempts
     if cap is not None:
         add(
@@ -216,6 +219,55 @@ def _async(inst, r: Regime, L: float, occ, p: float, tokens: float, sync: float,
         )
         demand = r_raw * tokens
         add(REGIME, "recompute_share", extra / (demand + extra), "share", "recompute/(R_raw·tokens + recompute)")
+
+
+def _drop(inst, r: Regime, L: float, occ, p: float, add) -> float:
+    """Async drop: the versions resident and the age limit K = max_versions_kept, §2's exceedance and drops over
+    W_τ at (L, K), the attempt rate they ask, the first shape's supply multiplier and the gaps (per trajectory and
+    consumed). Returns R_raw."""
+    w, fr, tau = inst.workload, inst.freshness, r.rollout_timeout
+    K = fr.max_versions_kept
+    resident = 1 if r.in_flight_updates else K
+    how = "in-flight updates: running attempts move to each version" if r.in_flight_updates else "K versions kept"
+    add(REGIME, "versions_resident", resident, "versions", how)
+    add(REGIME, "age_limit", K, "versions", "K = freshness.max_versions_kept: staler groups are dropped")
+    q = float(rg.timeout_exceedance(occ, tau, L, K))
+    cut = "W_τ" if tau is not None else "W"
+    add(REGIME, "regime_exceedance", q, "share", f"q(L,K) = ∫_K^(K+1) S(vL) dv of {cut} at L = {L:.6g} s, K = {K}")
+    drop = float(calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation))
+    add(REGIME, "regime_group_drop", drop, "share", f"{fr.overrun_policy}, {fr.group_correlation}, g = {w.group_size}")
+    r_raw = w.batch_trajectories / (L * p * (1.0 - drop)) if drop < 1 else math.inf
+    add(
+        REGIME,
+        "regime_attempts_per_s",
+        r_raw,
+        "1/s",
+        f"R_raw = B/(L·p·(1 - drop)) = {w.batch_trajectories}/({L:.6g}·{p:.6g}·{1 - drop:.6g})",
+    )
+    shape = inst.inference.shapes[0]
+    mult = float(calc.supply_multiplier(shape.version_slowdown, resident))
+    add(
+        REGIME,
+        "supply_multiplier",
+        mult,
+        "ratio",
+        f"1 - slowdown·(resident - 1) = 1 - {shape.version_slowdown:g}·{resident - 1} ({shape.name})",
+    )
+    uses = inst.environment.littles_law_uses
+    post = 1.0 if fr.gap_convention == "post_publish" else 0.0
+    gap = rg.timeout_used(occ, tau, uses) / L + post
+    add(REGIME, "regime_mean_version_gap", gap, "versions", f"W_use/L of {cut} ({uses})" + (" + 1" if post else ""))
+    mean_gap, p99_gap = holding.consumed_gaps(inst, occ, L, K, tau)
+    given = " given G <= K" if fr.overrun_policy == "drop" else ""
+    add(REGIME, "consumed_mean_gap", mean_gap, "versions", f"G = floor(u + M/L){given}, M of {cut} at L = {L:.6g} s")
+    add(
+        REGIME,
+        "consumed_p99_gap",
+        p99_gap,
+        "versions",
+        f"smallest k with P(G <= k{given.replace(' given', ' |')}) >= 0.99",
+    )
+    return r_raw
 
 
 def _admission(inst, r: Regime, L: float, occ, p: float, sync: float, add) -> None:

@@ -347,13 +347,14 @@ class Planner:
 
 def _refuse_other_planners(inst: Instance, alpha: float | None) -> None:
     """InstanceError for what this planner does not plan: stages (MODEL §12 is solved by
-    solver.stages.solve.StagedPlanner alone) and a confidence solve of a batch regime (§14)."""
+    solver.stages.solve.StagedPlanner alone) and a confidence solve of any regime but the seed's (§14: its
+    scenarios read the seed's regime)."""
     if inst.stages is not None:
         raise InstanceError(
             inst.name or "instance",
             [Problem("stages", "this command does not plan stages yet (solve does); remove stages to use it")],
         )
-    if alpha is not None and inst.regime is not None and inst.regime.batched:
+    if alpha is not None and inst.regime is not None and not inst.regime.is_default:
         raise InstanceError(
             inst.name or "instance",
             [Problem("regime.mode", f"{inst.regime.label} is planned, but not yet for a confidence solve")],

@@ -1,11 +1,14 @@
-"""Test-only brute force for a batch run (MODEL.md §14: pipelined or colocated), sharing nothing with solver/ but the instance schema
+"""Test-only brute force for the run regimes of MODEL.md §14, sharing nothing with solver/ but the instance schema
 and tests/reference.py's own readings (grid, lognormal law by scipy, update laws, replica vectors, host counts).
 
-Every (cadence, training groups) on the grid is tried: the slowest attempt of a batch ``M_N`` by quadrature of
-``1 - F(t)^N'`` (cut at the rollout timeout), the row ``D + U + t_s <= L`` (``k = 0``) or ``max(D, U) + t_s <= L``
-(``k = 1``) or ``D + U + t_s + switch_time <= L`` (colocated) with ``D = max(N·tokens/S, M_N)``, the cheapest
-replica vector whose supply ``S`` meets it in the pools beside the groups (colocated: in turn with them), and the cheapest hosts holding the launch peak ``max(peak_to_mean·E, N·s)``. Instances: one
-backend, no cloud VMs, peak_to_mean >= 1 (then the peak rows imply the steady ones), lognormal lifetimes.
+Batch runs (pipelined, colocated): every (cadence, training groups) on the grid is tried: the slowest attempt of a
+batch ``M_N`` by quadrature of ``1 - F(t)^N'`` (cut at the rollout timeout), the row ``D + U + t_s <= L`` (``k =
+0``) or ``max(D, U) + t_s <= L`` (``k = 1``) or ``D + U + t_s + switch_time <= L`` (colocated) with ``D =
+max(N·tokens/S, M_N)``, the cheapest replica vector whose supply ``S`` meets it in the pools beside the groups
+(colocated: in turn with them), and the cheapest hosts holding the launch peak ``max(peak_to_mean·E, N·s)``.
+Admission runs and async drop runs with regime fields set: every (cadence, K, training groups), their rows as
+each function says. Instances: one backend, no cloud VMs, peak_to_mean >= 1 (then the peak rows imply the steady
+ones), lognormal lifetimes.
 """
 
 from __future__ import annotations
@@ -266,3 +269,93 @@ def _survivors(law: ref.Law, tau: float | None, cadence: float) -> float:
         if s_x < 1e-12:
             return alive
         alive, i = alive + s_x, i + 1
+
+
+def cut_exceedance(law: ref.Law, L: float, K: int, tau: float | None) -> float:
+    """q(L, K) of the lifetimes min(W, τ): ∫_K^{K+1} P(min(W, τ) > vL) dv, the survival 0 from τ/L on."""
+    top = K + 1.0 if tau is None else min(K + 1.0, tau / L)
+    if top <= K:
+        return 0.0
+    value, _ = integrate.quad(lambda v: law.dist.sf(v * L), K, top, epsabs=1e-14, epsrel=1e-12, limit=200)
+    return min(max(value, 0.0), 1.0)
+
+
+def drop_points(inst: Instance) -> list[ref.Point]:
+    """Every (cadence, K) with its cheapest plan of an async drop run with regime fields set (MODEL §14): §2's
+    exceedance, drops and attempt rate over min(W, τ) (intake p·F(τ) when cut attempts are filtered), the token
+    demand with the timeout's token scale and the re-prefills, the supply of the resident versions (one under
+    in-flight updates) after the sync factor, the cap R_raw·mean(W_τ), the freshness limits, every training-group
+    count tried, and hosts holding R_raw·W_use (peaks peak_to_mean times that)."""
+    r = inst.regime
+    assert r is not None and r.mode == "async" and r.staleness == "drop"
+    law = ref.Law(inst.environment.occupancy)
+    w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
+    tau = r.rollout_timeout
+    intake = w.intake_rate * (law.dist.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
+    mean = cut_mean(law, tau)
+    tokens = w.tokens_per_attempt * mean / law.mean
+    recompute = 0.0
+    if r.in_flight_updates and r.recompute == "prefix":
+        top = tau if tau is not None else law.dist.ppf(1 - 1e-15)
+        second, _ = integrate.quad(lambda x: 2 * x * law.dist.sf(x), 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
+        recompute = mean * r.prefill_cost * (r.context_tokens + tokens * second / (2 * mean * mean))
+    w_use = mean if env.littles_law_uses == "mean" else (law.median if tau is None else min(law.median, tau))
+    sync = r.weight_sync_time or 0.0
+    post = 1 if fr.gap_convention == "post_publish" else 0
+    replicas = ref._replica_vectors(inst)
+    pools = {p.name: p for p in inst.gpu_pools}
+    sandboxes = ref.Sandboxes(inst)
+    sandboxes.w_use = w_use
+    fit = pools[t.pool].gpus // t.gpus_per_group
+    groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
+    points = []
+    for L in ref.grid(inst):
+        span = w.iterations * L + inst.schedule.extra_time
+        if span > inst.schedule.deadline * (1 + TOL):
+            continue
+        if fr.max_mean_gap is not None and w_use / L + post > fr.max_mean_gap * (1 + TOL):
+            continue
+        for K in range(1, fr.max_versions_kept + 1):
+            q = cut_exceedance(law, L, K, tau)
+            if fr.overrun_policy == "downweight":
+                drop = 0.0
+            else:
+                drop = q if fr.group_correlation == "comonotone" else 1 - (1 - q) ** w.group_size
+            p_eff = intake * (1 - drop)
+            if p_eff <= 0:
+                continue
+            if fr.max_exceedance is not None and q > fr.max_exceedance * (1 + TOL) + 1e-15:
+                continue
+            if fr.max_group_drop is not None and drop > fr.max_group_drop * (1 + TOL) + 1e-15:
+                continue
+            attempts = w.batch_trajectories / (L * p_eff)
+            if r.max_concurrent_attempts is not None and attempts * mean > r.max_concurrent_attempts * (1 + TOL):
+                continue
+            resident = 1 if r.in_flight_updates else K
+            rate = sum(
+                inst.inference.availability
+                * s.gpus_per_replica
+                * s.tokens_per_gpu_s
+                * max(0.0, 1 - s.version_slowdown * (resident - 1))
+                * replicas.combos[:, i]
+                for i, s in enumerate(inst.inference.shapes)
+            )
+            ok_supply = rate * max(0.0, 1 - sync / L) >= attempts * (tokens + recompute / L) * (1 - TOL)
+            costs = []
+            for m in groups:
+                update = ref.update_time(t.update_time, m * t.gpus_per_group)
+                if not math.isfinite(update) or update > L * (1 + TOL):
+                    continue
+                ok = ok_supply.copy()
+                for name, pool in pools.items():
+                    ok &= replicas.use[name] + (m * t.gpus_per_group if name == t.pool else 0) <= pool.gpus
+                if ok.any():
+                    pool = pools[t.pool]
+                    train = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
+                    costs.append(replicas.reserved + float(np.min(replicas.cost[ok])) + train)
+            if not costs:
+                continue
+            hourly = min(costs) + sandboxes.cheapest(attempts * (1 - HOSTS_TOL))
+            if math.isfinite(hourly):
+                points.append(ref.Point(L, K, span, hourly, hourly * span / 3600))
+    return points

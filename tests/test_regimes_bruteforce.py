@@ -1,6 +1,7 @@
-"""A batch run (MODEL.md §14: pipelined k = 0 and 1, colocated) planned by the MIP against the brute force of
-tests/regimes_reference.py, on small random instances (timeouts kept or filtered, weight sync, switch time, a
-second pool), every objective."""
+"""The run regimes of MODEL.md §14 planned by the MIP against the brute force of tests/regimes_reference.py, on small
+random instances, every objective: a batch run (pipelined k = 0 and 1, colocated: timeouts kept or filtered, weight
+sync, switch time, a second pool), an admission run, and an async drop run with regime fields set (in-flight
+updates with or without re-prefills, a timeout, a concurrency cap, a weight sync; freshness limits, slowdowns)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 import pytest
 
 from tests import reference as ref
-from tests.regimes_reference import admission_points, batch_points
+from tests.regimes_reference import admission_points, batch_points, drop_points
 from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.solve import Planner
@@ -139,3 +140,49 @@ def test_an_admission_run_matches_brute_force(chunk):
         inst = validate(random_admission(seed), "random.yaml")
         seen |= agreed(inst, admission_points(inst), seed)
     assert seen == set(VALUE)  # every objective, with plans
+
+
+def random_drop(seed: int) -> dict:
+    """An async drop run with one to four regime fields set, on a cadence grid short enough for drops."""
+    rng = random.Random(2000 + seed)
+    data = random_pipelined(seed)
+    regime: dict = {"mode": "async"}
+    for option in rng.sample(["in_flight", "timeout", "cap", "sync"], rng.choice([1, 2, 2, 3, 4])):
+        if option == "in_flight":
+            regime["in_flight_updates"] = True
+            if rng.random() < 0.5:
+                regime.update(recompute="prefix", prefill_cost=0.05, context_tokens=rng.choice([0.0, 16.0]))
+        elif option == "timeout":
+            regime["rollout_timeout"] = data["environment"]["occupancy"]["median"] * rng.choice([1.5, 3.0])
+            regime["truncated"] = rng.choice(["keep", "filter"])
+        elif option == "cap":
+            regime["max_concurrent_attempts"] = rng.choice([1, 2, 4])
+        else:
+            regime["weight_sync_time"] = rng.choice([1.0, 3.0])
+    data["regime"] = regime
+    data["schedule"]["cadence"] = {"min": 5.0, "max": 40.0, "step": 5.0}
+    data["environment"]["occupancy"]["sigma"] = rng.choice([0.3, 0.6, 1.0])
+    for shape in data["inference"]["shapes"]:
+        shape["version_slowdown"] = rng.choice([0.0, 0.1, 0.3])
+    fr = data["freshness"]
+    fr.update(
+        max_versions_kept=rng.choice([1, 2, 3, 4]),
+        overrun_policy=rng.choice(["drop", "drop", "downweight"]),
+        gap_convention=rng.choice(["consumer", "consumer", "post_publish"]),
+    )
+    for name, values in (("max_exceedance", [0.05, 0.2]), ("max_group_drop", [0.1, 0.5]), ("max_mean_gap", [0.5, 1.5])):
+        if rng.random() < 0.2:
+            fr[name] = rng.choice(values)
+    return data
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_an_async_drop_run_with_regime_fields_matches_brute_force(chunk):
+    seen: dict[str, set] = {"in_flight_updates": set(), "rollout_timeout": set(), "max_concurrent_attempts": set()}
+    for seed in range(chunk, INSTANCES, 2):
+        inst = validate(random_drop(seed), "random.yaml")
+        solved = agreed(inst, drop_points(inst), seed)
+        for name in seen:
+            if getattr(inst.regime, name) not in (None, False):
+                seen[name] |= solved
+    assert all(s == set(VALUE) for s in seen.values()), seen  # each variant, every objective, with plans

@@ -18,7 +18,7 @@ from trainground.drivers.diagnosis import screen as sc
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.drivers.diagnosis.findings import change_entry, findings_of, fmt
 from trainground.drivers.diagnosis.goodput import goodput_conflict
-from trainground.drivers.diagnosis.regime import admission_diagnosis, regime_diagnosis
+from trainground.drivers.diagnosis.regime import admission_diagnosis, drop_diagnosis, regime_diagnosis
 from trainground.drivers.diagnosis.spill import spill_note
 from trainground.drivers.diagnosis.thresholds import settle
 from trainground.drivers.diagnosis.two_changes import cheapest_pairs
@@ -26,6 +26,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Result
 from trainground.solver.regimes.admission import admission_of
 from trainground.solver.regimes.batch import batch_of
+from trainground.solver.regimes.drop import drop_of
 from trainground.solver.solve import Planner
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import TableCache
@@ -59,11 +60,13 @@ def diagnosed(
         diagnosis = staged_diagnosis(inst, result)
         diagnosis["notes"] = list(notes) + list(diagnosis.get("notes", []))
         return result.model_copy(update={"diagnosis": diagnosis})
-    batch, admitted = batch_of(inst), admission_of(inst)
+    batch, admitted, dropped = batch_of(inst), admission_of(inst), drop_of(inst)
     if batch is not None:  # a batch run's own rows (MODEL §14)
         diagnosis = regime_diagnosis(inst, batch)
     elif admitted is not None:  # an admission run's own rows
         diagnosis = admission_diagnosis(inst, admitted)
+    elif dropped is not None:  # an async drop run with regime fields set: its own rows
+        diagnosis = drop_diagnosis(inst, dropped)
     elif stuck is not None:
         diagnosis = stuck
     elif inst.uncertainty is not None and inst.uncertainty.confidence is not None:

@@ -1,12 +1,18 @@
-"""Why a pipelined run (MODEL.md §14) has no plan: which of its rows cut every cadence of the grid, and the
-smallest change that the cut names (a rollout timeout, a longer deadline, a larger pool)."""
+"""Why a run regime's plan (MODEL.md §14) does not exist: which of its rows cut every cadence of the grid (every
+(cadence, K) under async drop), and the change that the cut names (a rollout timeout, a longer deadline, a larger
+pool, a larger cap or age limit)."""
 
 from __future__ import annotations
 
+import math
+
 from trainground.models.instance import Instance
+from trainground.models.limits import WHOLE_PLAN, set_limits
+from trainground.models.regime_rules import described
 from trainground.solver.laws import calculus as calc
 from trainground.solver.regimes.admission import Admission, admission_pairs
 from trainground.solver.regimes.batch import Batch, batch_pairs
+from trainground.solver.regimes.drop import Drop, drop_pairs
 
 HINTS = {
     "slowest_attempt": "set regime.rollout_timeout (or allow longer cadences: schedule.deadline, schedule.cadence.max)",
@@ -76,5 +82,59 @@ def admission_diagnosis(inst: Instance, a: Admission) -> dict:
         "cut_alone": cut,
         "relaxations": [],
         "notes": [f"the rows of {label} are MODEL §14's admission row, U <= L and the supply with its re-prefills"],
+        "solves": 0,
+    }
+
+
+DROP_HINTS = {
+    "deadline": "a later schedule.deadline",
+    "update_time": "more training GPUs (training.max_groups, the training pool) or longer cadences",
+    "max_mean_gap": "raise freshness.max_mean_gap (or a shorter regime.rollout_timeout)",
+    "effective_intake": "a larger freshness.max_versions_kept or a regime.rollout_timeout (every group is dropped)",
+    "max_exceedance": "raise freshness.max_exceedance or freshness.max_versions_kept, or a regime.rollout_timeout",
+    "max_group_drop": "raise freshness.max_group_drop or freshness.max_versions_kept, or a regime.rollout_timeout",
+    "max_concurrent_attempts": "raise regime.max_concurrent_attempts (or allow longer cadences)",
+    "pool_capacity": "more GPUs for generation (gpu_pools, inference.shapes) or longer cadences",
+}
+
+
+def drop_diagnosis(inst: Instance, d: Drop) -> dict:
+    """MODEL §6's ``diagnosis`` of an infeasible async drop run with regime fields set: the (cadence, K) entries each
+    of its rows cuts, and one sentence naming the row that cut most and its change (the cap's with the fewest
+    running attempts any entry asks: the grid's longest cadence at the largest K)."""
+    assert inst.regime is not None
+    pairs = drop_pairs(inst, d)
+    cut = dict(pairs.rejected)
+    grid = calc.cadence_grid(inst)
+    label = described(inst.regime)
+    if not grid.size:
+        conflict = f"{label}: the cadence grid is empty"
+    elif pairs.size:
+        caps = ", ".join(s.path for s in set_limits(inst, WHOLE_PLAN)) or "the pools"
+        conflict = (
+            f"{label}: {pairs.size:,} (cadence, K) entries meet its rows, but no plan of any of them fits within "
+            f"{caps}; raise one of them"
+        )
+    else:
+        named = ", ".join(f"{name} ({count})" for name, count in sorted(cut.items(), key=lambda kv: -kv[1]))
+        worst = max(cut, key=lambda name: cut[name])
+        conflict = f"{label}: no (cadence, K) of the grid meets its rows (cut by: {named}); {DROP_HINTS.get(worst, '')}"
+        if worst == "max_concurrent_attempts" and d.cap is not None:
+            K, L = inst.freshness.max_versions_kept, float(grid[-1])
+            fr, w = inst.freshness, inst.workload
+            drop = float(calc.group_drop(d.exceedance(L, K), w.group_size, fr.overrun_policy, fr.group_correlation))
+            least = w.batch_trajectories / (L * d.intake * (1 - drop)) * d.mean_cut if drop < 1 else math.inf
+            conflict += (
+                f"; at {L:,.1f} s and K = {K} the run keeps {least:,.0f} attempts running, over the cap {d.cap:,}"
+            )
+    return {
+        "conflict": conflict,
+        "rejected_pairs": cut,
+        "cut_alone": cut,
+        "relaxations": [],
+        "notes": [
+            f"the rows of {label} are MODEL §2–§3's over the lifetimes {'W_τ = min(W, τ)' if d.tau else 'W'}, with "
+            "§14's cap, weight sync and resident versions"
+        ],
         "solves": 0,
     }

@@ -95,10 +95,13 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
     (models/limits.py: the table of limits and their steps); a regime that keeps one version resident has its
     own levers in place of the versions kept (MODEL §14)."""
     r = inst.regime
-    one_version = not (r is None or r.is_default or not (r.batched or r.in_flight_updates))
+    own = r is not None and not r.is_default  # a regime with levers of its own (MODEL §14)
+    aged = r is None or (r.mode == "async" and r.staleness == "drop")  # K still bounds the age of what is consumed
     out = []
     for s in set_limits(inst):
-        if s.limit.key == "max_versions_kept" and one_version:
+        if s.limit.key == "max_versions_kept" and own:
+            if aged:  # under drop K is the age limit, with in-flight updates too: a lever beside the regime's own
+                out += [(s.lever_name, s.path, s.limit.kind, s.value, after) for after in s.relaxed(inst)]
             out += regime_steps(inst)
             continue
         out += [(s.lever_name, s.path, s.limit.kind, s.value, after) for after in s.relaxed(inst)]
@@ -106,9 +109,10 @@ def steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
 
 
 def regime_steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
-    """A regime's own levers (MODEL §14): a rollout timeout LIMIT_STEP shorter (the slowest attempt ends sooner),
-    one step off for a pipelined run that generates then trains (on steady_state: one step off is planned there),
-    twice as many steps ahead under admission, and a colocated switch or a weight sync twice as fast."""
+    """A regime's own levers (MODEL §14): a rollout timeout LIMIT_STEP shorter (the slowest attempt ends sooner,
+    fewer groups overrun their age limit), one step off for a pipelined run that generates then trains (on
+    steady_state: one step off is planned there), twice as many steps ahead under admission, a concurrency cap
+    LIMIT_STEP higher, and a colocated switch or a weight sync twice as fast."""
     r = inst.regime
     assert r is not None
     out = []
@@ -119,6 +123,17 @@ def regime_steps(inst: Instance) -> list[tuple[str, str, str, float, float]]:
         out.append(("steps_ahead", "regime.steps_ahead", "count", 0.0, 1.0))
     if r.staleness == "admission" and r.steps_ahead is not None:
         out.append(("steps_ahead", "regime.steps_ahead", "count", r.steps_ahead, 2.0 * r.steps_ahead))
+    cap = r.max_concurrent_attempts
+    if cap is not None:
+        out.append(
+            (
+                "max concurrent attempts",
+                "regime.max_concurrent_attempts",
+                "count",
+                cap,
+                cap + max(1, round(cap * LIMIT_STEP)),
+            )
+        )
     for key, name in (("switch_time", "switch time"), ("weight_sync_time", "weight sync time")):
         value = getattr(r, key) or 0.0
         if value > 0:
@@ -178,7 +193,7 @@ def levers(
     return Levers(
         objective=result.objective,
         base_value=base,
-        versions_kept=result.plan.versions_kept,
+        versions_kept=result.plan.age_limit or result.plan.versions_kept,  # the K its drops are counted at
         group_drop_rate=result.metrics.group_drop_rate,
         overrun_policy=inst.freshness.overrun_policy,
         items=items,

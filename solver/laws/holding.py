@@ -114,28 +114,40 @@ def hold_inflight(inst, occ: calc.Occupancy, attempts) -> np.ndarray:
     return np.stack(columns, axis=-1) if columns else np.zeros(attempts.shape + (0,))
 
 
-def _group_limited_mean(occ: calc.Occupancy, t, group_size: int, correlation: str):
-    """E[min(M, t)] = t - ∫_0^t F_grp(s) ds, M a group's completion time."""
+def _group_limited_mean(occ: calc.Occupancy, t, group_size: int, correlation: str, tau: float | None = None):
+    """E[min(M, t)] = t - ∫_0^t F_grp(s) ds, M a group's completion time; with a rollout timeout τ (MODEL §14)
+    the group's lifetimes are W_τ = min(W, τ), so M_τ = min(M, τ) and E[min(M_τ, t)] = E[min(M, min(t, τ))]."""
     t = np.asarray(t, dtype=float)
+    if tau is not None:
+        t = np.minimum(t, tau)
     return t - startup.completed_group_time(occ, t, group_size, correlation)
 
 
-def gap_tails(occ: calc.Occupancy, cadence, top: int, group_size: int, correlation: str) -> np.ndarray:
-    """(grid, top + 1): P(G > k) = ∫_k^{k+1} S_M(vL) dv for k = 0..top, G the consumed gap floor(u + M/L)."""
+def gap_tails(
+    occ: calc.Occupancy, cadence, top: int, group_size: int, correlation: str, tau: float | None = None
+) -> np.ndarray:
+    """(grid, top + 1): P(G > k) = ∫_k^{k+1} S_M(vL) dv for k = 0..top, G the consumed gap floor(u + M/L) (M of
+    lifetimes cut at ``tau``, when given)."""
     L = np.atleast_1d(np.asarray(cadence, dtype=float))
     multiples = np.arange(top + 2)[None, :] * L[:, None]
-    means = _group_limited_mean(occ, multiples, group_size, correlation)
+    means = _group_limited_mean(occ, multiples, group_size, correlation, tau)
     return np.clip(np.diff(means, axis=1) / L[:, None], 0.0, 1.0)
 
 
-def consumed_mean_gap(occ: calc.Occupancy, cadence, kept_top: int, inst) -> np.ndarray:
-    """(grid, kept_top): the mean consumed gap at K = 1..kept_top (MODEL §11 item 3), convention included."""
+def consumed_mean_gap(occ: calc.Occupancy, cadence, kept_top: int, inst, tau: float | None = None) -> np.ndarray:
+    """(grid, kept_top): the mean consumed gap at K = 1..kept_top (MODEL §11 item 3), convention included;
+    ``tau``: the rollout timeout that cuts every lifetime (MODEL §14), None without one."""
     fr, g = inst.freshness, inst.workload.group_size
     post = 1.0 if fr.gap_convention == "post_publish" else 0.0
-    tails = gap_tails(occ, cadence, kept_top, g, fr.group_correlation)
+    tails = gap_tails(occ, cadence, kept_top, g, fr.group_correlation, tau)
     if fr.overrun_policy == "downweight":
         L = np.atleast_1d(np.asarray(cadence, dtype=float))
-        mean = startup.group_completion_mean(occ, g, fr.group_correlation) / L
+        whole = (
+            startup.group_completion_mean(occ, g, fr.group_correlation)
+            if tau is None
+            else float(_group_limited_mean(occ, tau, g, fr.group_correlation))
+        )
+        mean = whole / L
         return np.repeat(mean[:, None], kept_top, axis=1) + post
     below = np.cumsum(tails, axis=1)  # Σ_{j=0}^{K-1} t_j at column K-1
     K = np.arange(1, kept_top + 1)[None, :]
@@ -145,20 +157,23 @@ def consumed_mean_gap(occ: calc.Occupancy, cadence, kept_top: int, inst) -> np.n
     return np.where(t_K < 1.0, mean, np.inf) + post
 
 
-def consumed_gaps(inst, occ: calc.Occupancy, cadence: float, kept: int) -> tuple[float, float]:
-    """(mean, p99) of the consumed gap at one (L, K) (MODEL §11 item 3), convention included."""
+def consumed_gaps(
+    inst, occ: calc.Occupancy, cadence: float, kept: int, tau: float | None = None
+) -> tuple[float, float]:
+    """(mean, p99) of the consumed gap at one (L, K) (MODEL §11 item 3), convention included; ``tau`` as
+    :func:`consumed_mean_gap`'s."""
     fr, g = inst.freshness, inst.workload.group_size
     post = 1.0 if fr.gap_convention == "post_publish" else 0.0
-    mean = float(consumed_mean_gap(occ, cadence, kept, inst)[0, kept - 1])
+    mean = float(consumed_mean_gap(occ, cadence, kept, inst, tau)[0, kept - 1])
     if fr.overrun_policy == "downweight":
         top = kept
         while True:
-            tails = gap_tails(occ, cadence, top, g, fr.group_correlation)[0]
+            tails = gap_tails(occ, cadence, top, g, fr.group_correlation, tau)[0]
             reached = np.flatnonzero(1.0 - tails >= 0.99)
             if reached.size:
                 return mean, float(reached[0]) + post
             top *= 2
-    tails = gap_tails(occ, cadence, kept, g, fr.group_correlation)[0]
+    tails = gap_tails(occ, cadence, kept, g, fr.group_correlation, tau)[0]
     kept_share = 1.0 - tails[kept]
     reached = np.flatnonzero(1.0 - tails[: kept + 1] >= 0.99 * kept_share * (1 - QUANTILE_TOL))
     return mean, float(reached[0] if reached.size else kept) + post

@@ -42,6 +42,33 @@ def token_scale(occ: calc.Occupancy, tau: float | None) -> float:
     return timeout_mean(occ, tau) / occ.mean
 
 
+def timeout_used(occ: calc.Occupancy, tau: float | None, uses: str) -> float:
+    """W_use of the lifetimes W_τ (MODEL §2 with §14): mean(W_τ), or the median min(median(W), τ)."""
+    if uses == "mean":
+        return timeout_mean(occ, tau)
+    return occ.median if tau is None else min(occ.median, tau)
+
+
+def timeout_p99(occ: calc.Occupancy, tau: float | None) -> float:
+    """quantile_0.99(W_τ): min(p99, τ) for a lognormal, the 0.99 quantile of the cut samples for an empirical law."""
+    if tau is None:
+        return occ.p99
+    if occ.samples is not None:
+        return float(np.quantile(np.minimum(occ.samples, tau), 0.99))
+    return min(occ.p99, tau)
+
+
+def timeout_exceedance(occ: calc.Occupancy, tau: float | None, cadence, kept):
+    """MODEL §2's q(L, K) of the lifetimes W_τ: (E[min(W_τ, (K+1)L)] - E[min(W_τ, KL)])/L, where E[min(W_τ, t)] =
+    E[min(W, min(t, τ))] (broadcasting over cadence and K); §2's q itself without a timeout."""
+    L = np.asarray(cadence, dtype=float)
+    K = np.asarray(kept, dtype=float)
+    low, high = K * L, (K + 1.0) * L
+    if tau is not None:
+        low, high = np.minimum(low, tau), np.minimum(high, tau)
+    return calc.exceedance_of_means(occ.limited_mean(low), occ.limited_mean(high), L)
+
+
 def second_moment(occ: calc.Occupancy, tau: float | None) -> float:
     """E[W_τ²] = E[W²; W < τ] + τ²·S(τ)."""
     if occ.samples is not None:

@@ -12,6 +12,7 @@ from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse
 from trainground.solver.mip.formulation import BuiltModel, Formulation
 from trainground.solver.mip.metrics import plan_metrics
 from trainground.solver.mip.search import Search
+from trainground.solver.regimes.table import age_limited
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL
 from trainground.solver.verify.laws import Memo
@@ -58,7 +59,7 @@ def extract_plan(live: BuiltModel, values) -> Plan:
         cadence_s=float(pairs.cadence[row]),
         makespan_s=span,
         startup_s=float(pairs.startup[row]) if inst.counts_startup else None,
-        versions_kept=int(pairs.kept[row]),
+        versions_kept=int((pairs.kept if pairs.resident is None else pairs.resident)[row]),
         inference=[
             ShapeReplicas(
                 shape=s.name, pool=s.pool, replicas=replicas[s.name], gpus=replicas[s.name] * s.gpus_per_replica
@@ -75,6 +76,7 @@ def extract_plan(live: BuiltModel, values) -> Plan:
         cost_terms=terms,
         pools=PoolUse.rows(inst.gpu_pools, used),
         billed_gpus=billed_gpus(inst, used),
+        age_limit=int(pairs.kept[row]) if age_limited(inst) else None,
         placement=_placement(inst, blk, ix, val),
     )
 

@@ -18,7 +18,8 @@ from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput, holding
 from trainground.solver.regimes.admission import admission_of
 from trainground.solver.regimes.batch import batch_of
-from trainground.solver.regimes.metrics import admission_metrics, batch_metrics
+from trainground.solver.regimes.drop import drop_of
+from trainground.solver.regimes.metrics import admission_metrics, batch_metrics, drop_metrics
 
 
 def plan_metrics(inst: Instance, plan: Plan, allowance: float = 0.0) -> Metrics:
@@ -30,6 +31,9 @@ def plan_metrics(inst: Instance, plan: Plan, allowance: float = 0.0) -> Metrics:
     admitted = admission_of(inst)
     if admitted is not None:  # an admission run (MODEL §14)
         return admission_metrics(inst, plan, admitted, allowance)
+    dropped = drop_of(inst)
+    if dropped is not None:  # an async drop run with regime fields set (MODEL §14)
+        return drop_metrics(inst, plan, dropped, allowance)
     w, env, fr = inst.workload, inst.environment, inst.freshness
     occ = calc.occupancy_of(env.occupancy)
     w_use = calc.occupancy_used(occ, env.littles_law_uses)

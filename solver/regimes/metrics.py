@@ -15,9 +15,11 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
 from trainground.solver.regimes.admission import Admission, publish_peaks
 from trainground.solver.regimes.batch import Batch, launch_peak
+from trainground.solver.regimes.drop import Drop
 from trainground.solver.table.pairs import shape_availability
 
 
@@ -116,4 +118,56 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
         consumed_p99_gap=float(p99),
         recompute_share=attempts * a.recompute / L / demand if demand > 0 else 0.0,
         inflight_sized=float(sized.sum()) if inst.holds else None,
+    )
+
+
+def drop_metrics(inst: Instance, plan: Plan, d: Drop, allowance: float = 0.0) -> Metrics:
+    """MODEL §6 and §14's metrics of an async drop plan with regime fields set: §2's figures over the lifetimes W_τ
+    at the plan's cadence and age limit K, the supply with its resident versions and the sync factor, the token
+    demand with its re-prefills, and §11 item 3's consumed gap at K (the gap counts from the launch version)."""
+    w, env, fr = inst.workload, inst.environment, inst.freshness
+    L = plan.cadence_s
+    K = plan.age_limit if plan.age_limit is not None else plan.versions_kept
+    q = float(d.exceedance(L, K))
+    drop = float(calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation))
+    intake = d.intake * (1.0 - drop)
+    attempts = w.batch_trajectories / (L * intake) if intake > 0 else math.inf
+    recompute = float(d.recompute(attempts, L))
+    demand = float(d.token_demand(attempts, L))
+    replicas = {r.shape: r.replicas for r in plan.inference}
+    mult = calc.supply_multiplier
+    terms = [
+        replicas[s.name]
+        * a
+        * s.gpus_per_replica
+        * s.tokens_per_gpu_s
+        * float(mult(s.version_slowdown, plan.versions_kept))
+        for a, s in zip(shape_availability(inst), inst.inference.shapes)
+    ]
+    supply = math.fsum(terms) * float(d.sync_kept(L))
+    update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
+    mean_load = attempts * d.w_use * np.array([b.share for b in env.backends])
+    consumed = holding.consumed_gaps(inst, d.occupancy, L, K, d.tau)
+    return Metrics(
+        effective_trajectories_per_s=w.batch_trajectories / L,
+        attempts_per_s=attempts,
+        token_demand_per_s=demand,
+        token_supply_per_s=supply,
+        update_time_s=update,
+        inflight_mean=float(mean_load.sum()),
+        inflight_peak=float(mean_load.sum() * env.peak_to_mean),
+        occupancy_mean_s=d.mean_cut,
+        mean_version_gap=d.w_use / L + d.post,
+        p99_version_gap=d.p99 / L + d.post,
+        exceedance=q,
+        group_drop_rate=drop,
+        effective_intake=intake,
+        time_margin=(inst.schedule.deadline - plan.makespan_s - allowance) / inst.schedule.deadline,
+        throughput_margin=supply / demand - 1,
+        update_margin=1 - update / L,
+        generation_busy_share=demand / supply if supply > 0 else 0.0,
+        launch_peak=float(mean_load.sum() * env.peak_to_mean),
+        consumed_mean_gap=consumed[0],
+        consumed_p99_gap=consumed[1],
+        recompute_share=recompute / demand if d.in_flight and demand > 0 else None,
     )

@@ -204,6 +204,7 @@ def part_plans(c: CompactModel, values) -> list[Plan]:
                 makespan_s=span,
                 startup_s=float(table.startup[row]) if inst.counts_startup else None,
                 versions_kept=int(table.kept[row]),
+                age_limit=int(table.kept[row]),  # staged runs plan the seed regime (MODEL §12, §14)
                 inference=[
                     ShapeReplicas(
                         shape=s.name, pool=s.pool, replicas=got["x"][s.name], gpus=got["x"][s.name] * s.gpus_per_replica

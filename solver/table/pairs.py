@@ -34,7 +34,7 @@ class Pairs:
     """Coefficient columns, one entry per admissible (cadence, K) pair, ordered by cadence then K."""
 
     cadence: np.ndarray  # s
-    kept: np.ndarray  # versions kept K
+    kept: np.ndarray  # versions kept K (under staleness drop the age limit, MODEL §14)
     makespan: np.ndarray  # s
     startup: np.ndarray  # s, the pipeline fill counted in the makespan (0 unless count_startup)
     groups: np.ndarray  # fewest training groups with U <= L
@@ -47,6 +47,7 @@ class Pairs:
     rejected: dict[str, int] = field(default_factory=dict)  # grid points or pairs cut, by constraint family
     grid_points: int = 0
     sandbox_rate: np.ndarray | None = None  # attempts/s whose Little's-law loads stay within ``inflight``
+    resident: np.ndarray | None = None  # versions resident when not K (in-flight updates keep one: MODEL §14)
 
     @property
     def size(self) -> int:

@@ -21,8 +21,6 @@ from trainground.solver.verify import hold as hold
 from trainground.solver.verify import laws as laws
 from trainground.solver.verify import regimes as regimes
 from trainground.solver.verify.check import (
-    BINDING_TOL,
-    COST_TOL,
     FILL_TOL,
     GRID_TOL,
     MAKESPAN_TOL,
@@ -31,7 +29,9 @@ from trainground.solver.verify.check import (
     Check,
     leq,
 )
-from trainground.solver.verify.hosts import _counts, check_host_binding, check_peak_sandbox, check_steady_sandbox
+from trainground.solver.verify.drop import verify_drop
+from trainground.solver.verify.fleet import check_budgets, check_costs, check_pools
+from trainground.solver.verify.hosts import check_host_binding, check_peak_sandbox, check_steady_sandbox
 from trainground.solver.verify.laws import resource_rows
 from trainground.solver.verify.metrics import metric_differences
 
@@ -51,6 +51,11 @@ def verify_plan(
     if inst.regime is not None and inst.regime.staleness == "admission":
         out.row_tol = REGIME_ROW_TOL
         return _verify_admission(inst, plan, allowance, reported, out)
+    if inst.regime is not None and not inst.regime.is_default:  # async drop with regime fields set (MODEL §14)
+        out.row_tol = REGIME_ROW_TOL
+        return verify_drop(inst, plan, allowance, reported, out)
+    if plan.age_limit not in (None, plan.versions_kept):
+        out.violations.append(f"age_limit: {plan.age_limit}, the versions kept are {plan.versions_kept} (MODEL §14)")
     holds = inst.planning.basis == "hold"
     law = laws.law_of(inst.environment.occupancy, memo)
     run = laws.run_at(
@@ -73,7 +78,7 @@ def verify_plan(
     check_peak_sandbox(inst, plan, rows, peak, out)
     check_host_binding(inst, plan, rows, out)
     mean_gap, p99_gap = check_freshness(inst, plan, run, out)
-    hourly, total = check_costs(inst, plan, run, used, out)
+    hourly, total = check_costs(inst, plan, run.makespan, used, out)
     check_budgets(inst, hourly, total, out)
     L = plan.cadence_s
     out.metrics = Metrics(
@@ -135,7 +140,7 @@ def _verify_batch(inst: Instance, plan: Plan, allowance: float, reported: Metric
     if limit is not None and not out.leq(b.gap, limit):
         out.violations.append(f"max_mean_gap: {b.gap:g} > {limit:g}")
     run = laws.Run(law, b.w_use, 0.0, 0.0, b.intake, b.attempts / L, update, None, span)
-    hourly, total = check_costs(inst, plan, run, used, out)
+    hourly, total = check_costs(inst, plan, run.makespan, used, out)
     check_budgets(inst, hourly, total, out)
     regimes.check_billed(inst, plan, used, out.violations)
     out.metrics = regimes.batch_metrics(inst, plan, b, supply, update, allowance)
@@ -179,7 +184,7 @@ def _verify_admission(inst: Instance, plan: Plan, allowance: float, reported: Me
     if limit is not None and not out.leq(mean_gap, limit):
         out.violations.append(f"max_mean_gap: consumed {mean_gap:g} > {limit:g}")
     run = laws.Run(law, a.w_use, 0.0, 0.0, a.intake, attempts, update, fill, span)
-    hourly, total = check_costs(inst, plan, run, used, out)
+    hourly, total = check_costs(inst, plan, run.makespan, used, out)
     check_budgets(inst, hourly, total, out)
     regimes.check_billed(inst, plan, used, out.violations)
     figures = dict(demand=demand, supply=supply, update=update, attempts=attempts, mean=mean, sized=sized, peak=peak)
@@ -202,6 +207,9 @@ def check_domains(inst: Instance, plan: Plan, out: Check) -> bool:
         bad(f"cadence {L} s is not on the grid {c.min:g}..{top:g} by {c.step:g}")
     if not 1 <= K <= inst.freshness.max_versions_kept:
         bad(f"versions_kept {K} outside 1..{inst.freshness.max_versions_kept}")
+    regime = inst.regime
+    if plan.age_limit is not None and regime is not None and (regime.mode != "async" or regime.staleness != "drop"):
+        bad(f"age_limit {plan.age_limit}: {regime.label} drops nothing for age (MODEL §14: no age limit)")
     t = inst.training
     top_groups = inst.pool(t.pool).gpus // t.gpus_per_group
     top_groups = top_groups if t.max_groups is None else min(top_groups, t.max_groups)
@@ -239,29 +247,6 @@ def _check_counts(counts, limits: dict[str, int | None], row: str, section: str,
             out.violations.append(f"{section}: {c.type} is not a host type of the instance, or is listed twice")
         elif c.count < 0 or (limits[c.type] is not None and c.count > limits[c.type]):
             out.violations.append(f"{row}[{c.type}]: {section}[{c.type}] = {c.count} outside 0..{limits[c.type]}")
-
-
-def check_pools(inst: Instance, plan: Plan, out: Check) -> dict[str, int]:
-    """MODEL §3.1: Σ_{s in pool} x_s·g_s + [training pool] m·gpus_per_group <= gpus, per pool [GPUs].
-    Returns the GPUs used per pool (also what the plan's ``pools`` must report)."""
-    shapes = {s.name: s for s in inst.inference.shapes}
-    used = {p.name: 0 for p in inst.gpu_pools}
-    for r in plan.inference:
-        used[shapes[r.shape].pool] += r.replicas * shapes[r.shape].gpus_per_replica
-    used[inst.training.pool] += plan.training_groups * inst.training.gpus_per_group
-    reported = {p.pool: (p.gpus_used, p.gpus) for p in plan.pools}
-    for pool in inst.gpu_pools:
-        if used[pool.name] > pool.gpus:
-            out.violations.append(f"pool_capacity[{pool.name}]: {used[pool.name]} GPUs used > {pool.gpus}")
-        if reported.get(pool.name) != (used[pool.name], pool.gpus) or len(plan.pools) != len(inst.gpu_pools):
-            out.violations.append(
-                f"pools[{pool.name}]: plan reports {reported.get(pool.name)}, "
-                f"recomputed ({used[pool.name]}, {pool.gpus}) (used, size)"
-            )
-        smallest = min((s.gpus_per_replica for s in shapes.values() if s.pool == pool.name), default=math.inf)
-        if pool.gpus - used[pool.name] < smallest:
-            out.binding.append(f"pool_capacity[{pool.name}]")
-    return used
 
 
 def check_throughput(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tuple[float, float]:
@@ -343,41 +328,3 @@ def check_freshness(inst: Instance, plan: Plan, run: laws.Run, out: Check) -> tu
         if limit is not None and not leq(value, limit):
             out.violations.append(f"{name}: {value:.6g} > {limit:g}")
     return mean_gap, p99_gap
-
-
-def check_costs(inst: Instance, plan: Plan, run: laws.Run, used: dict[str, int], out: Check) -> tuple[float, float]:
-    """MODEL §4 [$/h, $]: GPU = Σ_pools gpu_hour_cost · (the pool's gpus if billing is reserved, else the
-    GPUs used); node = Σ_k N_k·hour_cost_k; VM = Σ_v V_v·hour_cost_v·billed_fraction_v; hourly their sum;
-    total = hourly·T/3600, T the plan's makespan (checked against this one's by check_deadline)."""
-    env = inst.environment
-    nodes, vms = _counts(plan)
-    gpu = math.fsum(p.gpu_hour_cost * (p.gpus if p.billing == "reserved" else used[p.name]) for p in inst.gpu_pools)
-    node = math.fsum(k.hour_cost * nodes.get(k.name, 0) for k in env.node_types)
-    vm = math.fsum(v.hour_cost * v.billed_fraction * vms.get(v.name, 0) for v in env.cloud.vm_types)
-    hourly = gpu + node + vm
-    total = hourly * plan.makespan_s / 3600.0
-    for name, mine, theirs in (
-        ("cost_terms.gpu", gpu, plan.cost_terms.gpu),
-        ("cost_terms.node", node, plan.cost_terms.node),
-        ("cost_terms.vm", vm, plan.cost_terms.vm),
-        ("hourly_cost", hourly, plan.hourly_cost),
-        ("total_cost", total, plan.total_cost),
-    ):
-        if not abs(mine - theirs) <= COST_TOL * max(1.0, abs(mine)):
-            out.violations.append(f"{name}: plan says {theirs:.10g}, recomputed {mine:.10g}")
-    return hourly, hourly * run.makespan / 3600.0
-
-
-def check_budgets(inst: Instance, hourly: float, total: float, out: Check) -> None:
-    """MODEL §3.8 (each only if set): hourly_cost <= max_hourly_cost, total_cost <= max_total_cost."""
-    limits = inst.limits
-    for name, limit, value in (
-        ("max_hourly_cost", limits.max_hourly_cost, hourly),
-        ("max_total_cost", limits.max_total_cost, total),
-    ):
-        if limit is None:
-            continue
-        if not value <= limit * (1 + REL_TOL):
-            out.violations.append(f"{name}: {value:.6g} > {limit:g}")
-        if value >= limit * (1 - BINDING_TOL):
-            out.binding.append(name)

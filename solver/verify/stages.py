@@ -21,7 +21,8 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.models.stage_rules import stage_rows_instance
 from trainground.solver.verify import laws as laws
-from trainground.solver.verify.plan import COST_TOL, FILL_TOL, MAKESPAN_TOL, REL_TOL, verify_plan
+from trainground.solver.verify.check import COST_TOL, FILL_TOL, MAKESPAN_TOL, REL_TOL
+from trainground.solver.verify.plan import verify_plan
 
 SIZING_ROW = "throughput"
 """The binding row that sizes the inference fleet: a stage where it binds is a stage the replicas are sized for
