@@ -165,9 +165,25 @@ def load_with_warnings(path: str, edits: tuple[str, ...] = ()):
     """(instance, warnings): the load warnings (implausible bare-number durations, uncertainty factors that miss
     stages), also shown on standard error."""
     inst, warnings = load_edited_checked(Path(path), list(edits))
+    refuse_oversized_stages(path, inst)
     for text in warnings:
         click.echo(f"{path}: warning: {text}", err=True)
     return inst, warnings
+
+
+def refuse_oversized_stages(path: str, inst) -> None:
+    """Refuse (InstanceError) a staged instance whose model is estimated above its pair cap from a sample of its
+    stages' grids (:func:`solver.stages.tables.refuse_estimated`): at the cost of the sample, before the command
+    imports its solver or tabulates the whole grids."""
+    if inst.stages is None:
+        return
+    from trainground.models.load import Problem
+    from trainground.solver.stages.tables import StagedUnsupported, refuse_estimated
+
+    try:
+        refuse_estimated(inst)
+    except StagedUnsupported as exc:
+        raise InstanceError(path, [Problem(exc.where, exc.rule)]) from None
 
 
 def require_dask(scheduler: str | None) -> None:

@@ -82,7 +82,15 @@ def _at(document: Any, path: str) -> Any:
 
 YEAR = 365.25 * 86400.0
 MOST = 10**7  # GPUs in a pool, groups, replicas, nodes, VMs: above any cluster that exists
-TABLE_ENTRIES = 10**7  # (cadence, K) entries of the pair table a solve builds: ~80 MB an array
+# The (cadence, K) tables of a solve are held to a memory budget, estimated from the fields before any exists. An
+# entry costs TABLE_ENTRY_BYTES at the peak of a solve whose diagnosis re-solves edited copies, the largest path (the
+# tables of the solve and of the copies' re-solves at once): bench/caps.py measures 282 bytes an entry on steady_state
+# and 322 under hold (the seed on grids of 1 to 4 million entries, least squares over the peak RSS of the command).
+# TABLE_BUDGET_BYTES is the most those tables may take on a shared two-core machine of a few GB: above the seed at a
+# 0.001 s step (5.45 million entries, 792 MB measured for its solve). So a grid is refused above TABLE_ENTRIES.
+TABLE_ENTRY_BYTES = 330
+TABLE_BUDGET_BYTES = 2 * 10**9
+TABLE_ENTRIES = TABLE_BUDGET_BYTES // TABLE_ENTRY_BYTES  # 6,060,606 (cadence, K) entries
 SCENARIO_ENTRIES = 3 * 10**7  # scenarios × training-group counts of a confidence solve (S = 10^4 on the seed: 1.25e7)
 MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest field is 5 levels down
 MAX_VALUES = 2 * 10**6  # values in one document, an alias counted at every place it is used
@@ -313,9 +321,9 @@ def too_large(size: int, cap: int) -> str:
 
 def size_errors(inst: Any) -> list[tuple[str, str]]:
     """(field path, rule) for each table a solve would build (docs/model.md §2) that is larger than
-    its cap, from the validated fields alone: the cadence grid × the versions kept K (TABLE_ENTRIES) and, with
-    an ``uncertainty`` section, its scenarios × the training-group counts (SCENARIO_ENTRIES; the counts alone
-    stay within TABLE_ENTRIES: a pool holds at most MOST GPUs)."""
+    its cap, from the validated fields alone: the cadence grid × the versions kept K (TABLE_ENTRIES, the entries
+    the memory budget holds) and, with an ``uncertainty`` section, its scenarios × the training-group counts
+    (SCENARIO_ENTRIES; the counts alone stay within TABLE_ENTRIES: a pool holds at most MOST GPUs)."""
     out = []
     sched, c = inst.schedule, inst.schedule.cadence
     top = c.max if c.max is not None else (sched.deadline - sched.extra_time) / inst.workload.iterations
@@ -329,8 +337,8 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
             (
                 "schedule.cadence.step",
                 f"a step of {c.step:g} s from {c.min:g} s to {top:g} s makes {points:,} cadence grid points; "
-                f"times K = {kept:,} versions kept that is {points * kept:,} (cadence, K) entries, above the "
-                f"{TABLE_ENTRIES:,} a solve tabulates: use a step of at least {coarsest:.3g} s or a narrower "
+                f"times K = {kept:,} versions kept that is {points * kept:,} (cadence, K) entries, "
+                f"{table_memory(points * kept)}: use a step of at least {coarsest:.3g} s or a narrower "
                 "cadence.min..max",
             )
         )
@@ -352,6 +360,15 @@ def size_errors(inst: Any) -> list[tuple[str, str]]:
     return out
 
 
+def table_memory(entries: int) -> str:
+    """What ``entries`` (cadence, K) entries would take, against the budget: 'about 3.2 GB of tables at 320 bytes
+    an entry, above the 2 GB budget (6,250,000 entries)'."""
+    return (
+        f"about {entries * TABLE_ENTRY_BYTES / 1e9:.3g} GB of tables at {TABLE_ENTRY_BYTES} bytes an entry, above the "
+        f"{TABLE_BUDGET_BYTES / 1e9:g} GB a solve may take ({TABLE_ENTRIES:,} entries, docs/fields.md)"
+    )
+
+
 def _stage_grid_errors(inst: Any, kept: int) -> list[tuple[str, str]]:
     """A staged instance (docs/model.md §12) tabulates each stage's cadence grid, whose top defaults to the
     stage's own deadline pace (deadline - extra_time)/iterations: a short stage's grid reaches far. The stages'
@@ -369,7 +386,7 @@ def _stage_grid_errors(inst: Any, kept: int) -> list[tuple[str, str]]:
         (
             f"stages.list[{most}].iterations",
             f"the {len(points):,} stages' cadence grids hold {sum(points):,} points, times K = {kept:,} versions "
-            f"kept {sum(points) * kept:,} (cadence, K) entries, above the {TABLE_ENTRIES:,} a solve tabulates; "
+            f"kept {sum(points) * kept:,} (cadence, K) entries, {table_memory(sum(points) * kept)}; "
             f"stage {name!r} alone has {points[most]:,} (its grid's top defaults to its deadline pace, "
             f"(deadline - extra_time)/{inst.stages.list[most].iterations:,} iterations): set schedule.cadence.max, "
             "a coarser step or fewer stages",

@@ -72,7 +72,12 @@ def caps() -> list[str]:
         "than the solver's tolerances cannot be checked;",
         f"- the cadence grid (cadence.min to cadence.max, or the deadline pace, in steps of cadence.step) times "
         f"the versions kept K has more than {p.TABLE_ENTRIES:,} (cadence, K) entries; with `stages`, so do the",
-        "  stages' grids together (each stage's top defaults to its own deadline pace: a short stage reaches far);",
+        "  stages' grids together (each stage's top defaults to its own deadline pace: a short stage reaches far).",
+        f"  That is a memory budget: a solve's tables take about {p.TABLE_ENTRY_BYTES} bytes an entry at their peak "
+        "(the solve's and",
+        "  its diagnosis's together; `python bench/caps.py --grids` measures 282 on steady_state and 322 under hold), "
+        f"and {p.TABLE_BUDGET_BYTES / 1e9:g} GB",
+        "  is what a solve may take on a shared machine of a few GB: the message gives the memory the grid would take;",
         f"- with an `uncertainty` section, its samples times the training-group counts exceed {p.SCENARIO_ENTRIES:,}.",
         "",
         "These are checked as the file is read, before anything is built; copies the program makes itself (a",

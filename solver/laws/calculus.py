@@ -183,11 +183,16 @@ def update_time(law: InverseLaw | AmdahlLaw | TableLaw, gpus):
 def cadence_grid(inst: Instance) -> np.ndarray:
     """The cadence grid of MODEL.md §2: min + j·step up to max (default the deadline pace)."""
     c = inst.schedule.cadence
+    return c.min + c.step * np.arange(grid_points(inst))
+
+
+def grid_points(inst: Instance) -> int:
+    """The points of :func:`cadence_grid`, counted without building it."""
+    c = inst.schedule.cadence
     top = cadence_top(inst)
     if top < c.min * (1 - REL_TOL):
-        return np.empty(0)
-    count = int(math.floor((top - c.min) / c.step * (1 + INTEGER_TOL) + GRID_TOP_TOL)) + 1
-    return c.min + c.step * np.arange(count)
+        return 0
+    return int(math.floor((top - c.min) / c.step * (1 + INTEGER_TOL) + GRID_TOP_TOL)) + 1
 
 
 def cadence_top(inst: Instance) -> float:

@@ -28,7 +28,9 @@ from trainground.solver.laws import calculus as calc
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.tolerances import REL_TOL
 
-STAGED_PAIRS = 50_000  # the pairs a staged model is built with (bench/stages.py: 7,944 pairs in 13 s)
+STAGED_PAIRS = 50_000  # the pairs a staged model is built with (docs/stages.md: its time and memory)
+WHOLE_ENTRIES = 200_000  # (cadence, K) entries the stages' grids may hold together to be counted whole at once
+SAMPLE_ENTRIES = 20_000  # above that, the entries of each stage's grid read to estimate its pairs
 COLUMNS = ("cadence", "kept", "makespan", "startup", "groups", "exceedance", "drop", "attempts", "inflight", "peak")
 
 
@@ -47,16 +49,65 @@ class StageTables:
 
 
 def stage_tables(inst: Instance) -> StageTables:
-    """The staged model's pairs of ``inst`` (which has ``stages``), pruned (:func:`prune`)."""
+    """The staged model's pairs of ``inst`` (which has ``stages``), pruned (:func:`prune`), refused
+    (StagedUnsupported) above STAGED_PAIRS. Stages whose grids are long are first tabulated on a sample of
+    their grid points (:func:`refuse_estimated`), so that a model above the cap is refused at the cost of the
+    sample, before the whole grids are."""
     assert inst.stages is not None, "stage tables need stages"
+    refuse_estimated(inst)
+    found = tables_of(inst, [1] * len(inst.stages.list))
+    check_size(inst, [t.size for t in found.tables])
+    return found
+
+
+def refuse_estimated(inst: Instance) -> None:
+    """Refuse (StagedUnsupported) a staged model whose pairs, estimated from a sample of each stage's grid
+    (:func:`sample_strides`), are above STAGED_PAIRS; nothing when the grids are small enough to be counted whole
+    (:func:`stage_tables` counts them) or when the sample misses a stage's pairs altogether (then it says nothing
+    of the room that stage leaves the others)."""
+    strides = sample_strides(inst)
+    if all(r == 1 for r in strides):
+        return
+    sample = tables_of(inst, strides)
+    if all(t.size for t in sample.tables):
+        check_size(inst, [t.size * r for t, r in zip(sample.tables, strides)], strides)
+
+
+def sample_strides(inst: Instance) -> list[int]:
+    """Per stage, every how many of its grid points an estimate of its pairs reads: 1 (every point) when the
+    stages' grids hold at most WHOLE_ENTRIES (cadence, K) entries together, else as few as keep each stage's
+    sample within SAMPLE_ENTRIES. A stage's pairs on its grid are about its sample's times the stride (the
+    admissible cadences of each K are a range, which the sample cuts to within a stride at each end)."""
+    assert inst.stages is not None
+    kept = inst.freshness.max_versions_kept
+    points = [calc.grid_points(stage_rows_instance(inst, s)) for s in inst.stages.list]
+    if sum(points) * kept <= WHOLE_ENTRIES:
+        return [1] * len(points)
+    return [max(1, math.ceil(n * kept / SAMPLE_ENTRIES)) for n in points]
+
+
+def sampled(si: Instance, stride: int) -> Instance:
+    """``si`` on every ``stride``-th point of its cadence grid (the same top): a subset of its grid."""
+    if stride == 1:
+        return si
+    c = si.schedule.cadence
+    cadence = c.model_copy(update={"step": c.step * stride, "max": calc.cadence_top(si)})
+    return si.model_copy(update={"schedule": si.schedule.model_copy(update={"cadence": cadence})})
+
+
+def tables_of(inst: Instance, strides: list[int]) -> StageTables:
+    """The stage tables of ``inst`` on every ``strides[p]``-th point of each stage's grid (1: the whole grid)."""
+    assert inst.stages is not None
     stages = inst.stages.list
     insts = [stage_instance(inst, s) for s in stages]
     top = top_groups(inst, insts)
     if len(insts) == 1:  # one stage: the instance's own pair table (its K dominance holds)
-        tables = [pair_tables.build(insts[0])]
-        check_size(inst, tables)
+        tables = [pair_tables.build(sampled(insts[0], strides[0]))]
         return StageTables(insts, tables, [run_part(inst, 0, insts[0], tables[0])], top)
-    tables = [pair_tables.build(stage_rows_instance(inst, s), dominated=True, fewest_groups=True) for s in stages]
+    tables = [
+        pair_tables.build(sampled(stage_rows_instance(inst, s), r), dominated=True, fewest_groups=True)
+        for s, r in zip(stages, strides)
+    ]
     final = None
     if inst.counts_startup:
         lo = int(tables[-1].groups.min()) if tables[-1].size else top
@@ -66,26 +117,53 @@ def stage_tables(inst: Instance) -> StageTables:
     parts = [run_part(inst, p, si, t) for p, (si, t) in enumerate(zip(insts, tables))]
     shortest_final = float(np.min(final[1])) if final is not None and final[1].size else 0.0
     tables, parts = prune(inst, tables, parts, shortest_final)
-    check_size(inst, tables)
     return StageTables(insts, tables, parts, top, final)
 
 
-def check_size(inst: Instance, tables: list[pair_tables.Pairs]) -> None:
-    """Refuse (StagedUnsupported) a staged model of more than STAGED_PAIRS pairs: its MIP would take hours
-    and gigabytes. The pairs shrink about as the grid's points do, so the step suggested (the step times the
-    pairs over the cap, and a quarter more for the grids' ends) brings them under it."""
-    sizes = [t.size for t in tables]
-    if sum(sizes) <= STAGED_PAIRS:
-        return
+def check_size(inst: Instance, sizes: list[int], strides: list[int] | None = None) -> None:
+    """Refuse (StagedUnsupported) a staged model of more than STAGED_PAIRS pairs, ``sizes`` per stage: counted,
+    or estimated from each stage's grid read every ``strides[p]`` points. The pairs shrink about as the grid's
+    points do, so the step suggested (the step times the pairs over the cap, and a quarter more for the grids'
+    ends) brings them under it. The field blamed is a stage's iterations when that stage alone holds most of the
+    pairs because its few iterations let its grid run far (its top defaults to its deadline pace), else the step."""
     assert inst.stages is not None
-    step = 1.25 * inst.schedule.cadence.step * sum(sizes) / STAGED_PAIRS
+    total = sum(sizes)
+    if total <= STAGED_PAIRS:
+        return
+    step = math.ceil(1.25 * inst.schedule.cadence.step * total / STAGED_PAIRS * 10) / 10
     each = ", ".join(f"{s.name} {n:,}" for s, n in zip(inst.stages.list, sizes))
+    read = ""
+    if strides is not None:
+        read = "; estimated from a sample of each stage's grid points, "
+        read += ", ".join(f"every {r:,}" if r > 1 else "all" for r in strides)
+    counted = f"{'about ' if strides is not None else ''}{total:,} (cadence, K) pairs ({each}{read})"
+    where, fix = _blamed(inst, sizes, step)
     raise StagedUnsupported(
+        where,
+        f"the staged model would choose among {counted}, above the {STAGED_PAIRS:,} it plans in minutes: {fix}",
+    )
+
+
+def _blamed(inst: Instance, sizes: list[int], step: float) -> tuple[str, str]:
+    """(field, how to fix) of a staged model over the cap (:func:`check_size`)."""
+    assert inst.stages is not None
+    stages, sched = inst.stages.list, inst.schedule
+    most = max(range(len(sizes)), key=sizes.__getitem__)
+    fewest = min(s.iterations for s in stages)
+    if sched.cadence.max is None and len(stages) > 1 and 2 * sizes[most] > sum(sizes):
+        stage = stages[most]
+        if stage.iterations == fewest:
+            pace = (sched.deadline - sched.extra_time) / stage.iterations
+            return (
+                f"stages.list[{most}].iterations",
+                f"stage {stage.name!r} alone has {stage.iterations:,} iteration(s), so its cadence grid runs to its "
+                f"deadline pace, {pace:,.0f} s: give it more iterations, set schedule.cadence.max, or use a cadence "
+                f"step of {step:g} s or more",
+            )
+    return (
         "schedule.cadence.step",
-        f"the staged model would choose among {sum(sizes):,} (cadence, K) pairs ({each}), above the "
-        f"{STAGED_PAIRS:,} it plans in minutes: use a cadence step of {math.ceil(step * 10) / 10:g} s or more, or "
-        "a schedule.cadence.max (each stage's grid otherwise runs to its own deadline pace, "
-        "(deadline - extra_time)/its iterations)",
+        f"use a cadence step of {step:g} s or more, or a schedule.cadence.max (each stage's grid otherwise runs to "
+        "its own deadline pace, (deadline - extra_time)/its iterations)",
     )
 
 
