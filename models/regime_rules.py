@@ -152,7 +152,6 @@ def unplanned_reason(inst: Instance) -> str | None:
     r = inst.regime
     if r is None or r.is_default:
         return None
-    admission = r.mode == "async" and r.staleness == "admission"
     dropping = r.mode == "async" and r.staleness == "drop"
     others = [
         (
