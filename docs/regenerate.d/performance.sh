@@ -37,3 +37,6 @@ fi
 if wanted hostile; then
     show docs/performance/hostile.txt python bench/hostile.py
 fi
+if wanted mutations; then
+    show docs/performance/mutations.txt python bench/mutations.py --per-cell 3
+fi
