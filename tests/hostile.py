@@ -12,6 +12,7 @@ in-process; ``bench/hostile.py`` runs each case as a whole command and measures 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -94,12 +95,22 @@ def build(folder: Path, big: bool = True) -> list[Case]:
 
 
 def _doc(path: Path = UNCERTAIN) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text())
+    """A fresh copy of ``path``'s document (parsed once: the corpus edits hundreds of copies of a few files)."""
+    return copy.deepcopy(_parsed(path))
+
+
+@functools.cache
+def _parsed(path: Path) -> dict[str, Any]:
+    return yaml.load(path.read_text(), Loader=_LOADER)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where PyYAML was built with it
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _write(folder: Path, name: str, doc: Any, ext: str) -> str:
     path = folder / f"{name}{ext}"
-    path.write_text(json.dumps(doc) if ext == ".json" else yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(json.dumps(doc) if ext == ".json" else yaml.dump(doc, Dumper=_DUMPER, sort_keys=False))
     return str(path)
 
 

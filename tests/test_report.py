@@ -7,13 +7,14 @@ import base64
 import json
 import math
 import re
-import subprocess
-import sys
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from trainground.cli import main
 from trainground.render.tradeoffs import CORNER_ROWS, shown_corners
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,8 +117,17 @@ def same(a, b) -> bool:
     return a == b
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "cli.py"), *args], capture_output=True, text=True, cwd=cwd)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Ran:
+    """One command in this process (click's runner): the page and the commands it quotes share their imports."""
+    done = CliRunner().invoke(main, list(args))
+    return Ran(done.exit_code, done.stdout, done.stderr)
 
 
 def without_clocks(payload: dict) -> dict:
