@@ -21,6 +21,7 @@ DATA = ROOT / "tests/data/frameworks"
 RUN = DATA / "run-8gpus.yaml"
 V05 = DATA / "verl-v05-file-logger.jsonl"
 SLIME = DATA / "slime-console.log"
+SLIME_ASYNC = DATA / "slime-async.jsonl"
 
 
 def invoke(*args: str):
@@ -146,3 +147,25 @@ def test_a_run_said_pipelined_replays_generation_then_training_on_separate_gpus(
     assert doc["regime"] == {"mode": "pipelined", "steps_ahead": 0}
     assert (plan["plan"]["inference_gpus"], plan["plan"]["training_gpus"], plan["plan"]["billed_gpus"]) == (8, 8, 16)
     assert got["holdout"]["round_trip"]["predicted_s"] == pytest.approx(42.5 + 46.0, rel=1e-6)
+
+
+def test_a_slime_log_said_one_step_off_replays_the_longer_of_generation_and_training(tmp_path):
+    """slime's perf/* keys, one flat record per rollout step, said pipelined k = 1 on 8 generating and 8 training GPUs:
+    rollout 100-103 s in steps 0-3 (mean 101.5), train = log_probs 10 + actor_train 50/52/48/50 s (median 60),
+    update_weights 0.5 s after each training, inside the next step's train_wait. Batch i+1 is generated while batch i
+    trains, so an iteration is max(D, U) + t_s (docs/model.md §14); the same log said k = 0 replays D + U + t_s."""
+    got, doc, plan = round_trip(
+        tmp_path, SLIME_ASYNC, "--regime", "pipelined-1", "--training-gpus", "8", "--inference-gpus", "8"
+    )
+    assert doc["regime"] == {"mode": "pipelined", "steps_ahead": 1, "weight_sync_time": 0.5}
+    assert doc["environment"]["occupancy"]["samples"] == [101.5, 101.5]  # (100 + 101 + 102 + 103) / 4
+    assert doc["training"]["update_time"]["reference_time"] == 60.0  # median of 60, 62, 58, 60
+    assert (plan["plan"]["inference_gpus"], plan["plan"]["training_gpus"]) == (8, 8)
+    rt = got["holdout"]["round_trip"]
+    assert rt["predicted_s"] == pytest.approx(max(101.5, 60.0) + 0.5, rel=1e-6)
+    # steps 4-7 take 110.5, 111.5, 112.5, 113.5 s; naive, steps 0-3: (160 + 103.5 + 98.5 + 105.5) / 4
+    assert (rt["logged_s"], rt["naive_s"]) == (112.0, 116.875)
+    serial, _, _ = round_trip(
+        tmp_path, SLIME_ASYNC, "--regime", "pipelined-0", "--training-gpus", "8", "--inference-gpus", "8"
+    )
+    assert serial["holdout"]["round_trip"]["predicted_s"] == pytest.approx(101.5 + 60.0 + 0.5, rel=1e-6)
