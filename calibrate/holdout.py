@@ -5,7 +5,9 @@ second half logged; the naive prediction, the first half's mean logged step time
 The prediction is generation + the trainer's busy time (the update law at each second-half step's training
 GPUs, the run's configuration) + weight sync + the rest of a step, each the first half's figure: the
 generation's and the rest's means, the weight sync's median, over the first half's steps without a save or a
-validation. Steps with a save or a validation are left out of the second half's mean (they are their own terms).
+validation. Where the regime overlaps generation with training (pipelined with k >= 1, async: docs/model.md §14),
+a step is the longer of the two, not their sum: max(generation, trainer) + weight sync + the rest, the rest then
+being what the logged steps hold beyond max(generation, update) + weight sync. Steps with a save or a validation are left out of the second half's mean (they are their own terms).
 Nothing measured in the second half enters the prediction.
 """
 
@@ -18,12 +20,23 @@ import numpy as np
 from trainground.calibrate.logs import Steps
 from trainground.calibrate.stepreader import FrameworkSteps
 from trainground.calibrate.updates import fit_update_law
+from trainground.models.regime import Regime
 
 MIN_HALF = 3  # steps each half needs
 
 
-def holdout(steps: Steps, extra: FrameworkSteps, replicates: int = 200, seed: int = 0) -> tuple[dict | None, str]:
-    """The check as a JSON-ready dict and its sentence, or None and why it could not be made."""
+def overlaps(regime: Regime | None) -> bool:
+    """Whether the regime generates the next batch while the trainer works (a step is then the longer phase)."""
+    if regime is None:
+        return False
+    return regime.mode == "async" or (regime.mode == "pipelined" and (regime.steps_ahead or 0) >= 1)
+
+
+def holdout(
+    steps: Steps, extra: FrameworkSteps, regime: Regime | None = None, replicates: int = 200, seed: int = 0
+) -> tuple[dict | None, str]:
+    """The check as a JSON-ready dict and its sentence, or None and why it could not be made; ``regime`` is the
+    logged run's (read from the log or said with --regime), None when unknown (phases taken one after another)."""
     n = steps.rows
     logged = extra.logged_step
     gen = steps.generation_s if steps.generation_s is not None else np.zeros(n)
@@ -59,13 +72,16 @@ def holdout(steps: Steps, extra: FrameworkSteps, replicates: int = 200, seed: in
     else:
         trainer, how = float(np.median(steps.update_s[a])), "the first half's median (no training GPU count)"
     sync_s = np.nan_to_num(sync)
+    overlapped = overlaps(regime)
+    busy = np.maximum(gen[a], steps.update_s[a]) if overlapped else gen[a] + steps.update_s[a]
     terms = {
         "generation": float(gen[a].mean()),
         "trainer": trainer,
         "weight sync": float(np.median(sync_s[a])),
-        "other": float(np.mean(logged[a] - gen[a] - steps.update_s[a] - sync_s[a])),
+        "other": float(np.mean(logged[a] - busy - sync_s[a])),
     }
-    predicted = sum(terms.values())
+    head = max(terms["generation"], trainer) if overlapped else terms["generation"] + trainer
+    predicted = head + terms["weight sync"] + terms["other"]
     actual = float(logged[b].mean())
     naive = float(np.nanmean(logged[first]))
     it = steps.iteration
@@ -77,6 +93,7 @@ def holdout(steps: Steps, extra: FrameworkSteps, replicates: int = 200, seed: in
         "checked_rows": int(b.sum()),
         "left_out": left_out,
         "terms": terms,
+        "overlapped": overlapped,
         "trainer_from": how,
         "predicted_s": predicted,
         "naive_s": naive,
@@ -85,6 +102,10 @@ def holdout(steps: Steps, extra: FrameworkSteps, replicates: int = 200, seed: in
         "naive_error": naive / actual - 1,
     }
     parts = " + ".join(f"{k} {v:,.4g}" for k, v in terms.items())
+    if overlapped:
+        g, t = terms["generation"], trainer
+        parts = f"max(generation {g:,.4g}, trainer {t:,.4g}) + weight sync {terms['weight sync']:,.4g} + other "
+        parts += f"{terms['other']:,.4g}, generation and training overlapping ({regime.label})"  # type: ignore[union-attr]
     sentence = (
         f"hold-out ({Path(steps.file).name}): fitted on steps {it[first][0]:g}-{it[first][-1]:g} "
         f"({int(a.sum())} steps), the second half's mean step time (steps {it[second][0]:g}-{it[second][-1]:g}, "

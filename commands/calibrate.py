@@ -66,7 +66,7 @@ def _holdout(cal, steps, framework) -> None:
         raise click.UsageError("--holdout checks a framework's step log (--steps with verl's, slime's or AReaL's)")
     from trainground.calibrate.holdout import holdout
 
-    cal.holdout, sentence = holdout(steps, framework)
+    cal.holdout, sentence = holdout(steps, framework, regime=cal.regime.regime if cal.regime is not None else None)
     cal.notes.append(sentence)
 
 

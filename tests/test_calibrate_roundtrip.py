@@ -165,7 +165,13 @@ def test_a_slime_log_said_one_step_off_replays_the_longer_of_generation_and_trai
     assert rt["predicted_s"] == pytest.approx(max(101.5, 60.0) + 0.5, rel=1e-6)
     # steps 4-7 take 110.5, 111.5, 112.5, 113.5 s; naive, steps 0-3: (160 + 103.5 + 98.5 + 105.5) / 4
     assert (rt["logged_s"], rt["naive_s"]) == (112.0, 116.875)
+    # the hold-out's terms overlap generation and training too: the rest of a step is what steps 0-3 hold beyond
+    # max(generation, update) + sync, (59.5 + 2 - 4 + 2) / 4, not a negative remainder of their sum
+    check = got["holdout"]
+    assert check["overlapped"] and check["terms"]["other"] == pytest.approx(14.875, rel=1e-9)
+    assert check["predicted_s"] == pytest.approx(max(101.5, check["terms"]["trainer"]) + 0.5 + 14.875, rel=1e-9)
     serial, _, _ = round_trip(
         tmp_path, SLIME_ASYNC, "--regime", "pipelined-0", "--training-gpus", "8", "--inference-gpus", "8"
     )
     assert serial["holdout"]["round_trip"]["predicted_s"] == pytest.approx(101.5 + 60.0 + 0.5, rel=1e-6)
+    assert not serial["holdout"]["overlapped"]
