@@ -27,13 +27,14 @@ def render_hold(console, result, inst=None, source: str | None = None) -> None:
         claim = "as its order statistic asks, but its replays wait beyond planning.sandbox_wait (below)"
     else:
         claim = f"short of the {hold.order} its order statistic asks for"
+    waited = wait_line(hold, None if inst is None else inst.planning.sandbox_wait)
     waits = "not replayed" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts"
     console.print(
         f"plan {verdict} (basis hold): allowance {hold.allowance_s:,.0f} s for run variance ({rounds}); on time "
-        f"in {on_time} of the {hold.replays} replays that set it, {claim}; sandbox waits {waits}",
+        f"in {on_time} of the {hold.replays} replays that set it, {claim}"
+        + ("" if waited else f"; sandbox waits {waits}"),
         markup=False,
     )
-    waited = wait_line(hold, None if inst is None else inst.planning.sandbox_wait)
     if waited:
         console.print(waited, markup=False)
     console.print(verdict_scope(result), markup=False)
@@ -65,13 +66,15 @@ def render_hold(console, result, inst=None, source: str | None = None) -> None:
 
 
 def wait_line(hold, limit: float | None) -> str | None:
-    """The replays' sandbox test (MODEL §11, drivers.hold_waits): the k-th smallest of their wait shares against
+    """The replays' sandbox test (MODEL §11, drivers.hold_waits): their mean wait share, and the k-th smallest of
+    their wait shares against
     ``limit`` (planning.sandbox_wait), the model's mean share at the plan's sandboxes, and the share the rows were
     sized for when the replays asked for less than the limit; None where no replay queued a sandbox."""
     if hold.sandbox_wait_bound is None or limit is None:
         return None
+    mean = "" if hold.sandbox_wait_share is None else f"{hold.sandbox_wait_share:.2%} of attempts on average, "
     text = (
-        f"sandbox waits: {hold.sandbox_wait_bound:.2%} of attempts in the {hold.order}th smallest of the "
+        f"sandbox waits: {mean}{hold.sandbox_wait_bound:.2%} in the {hold.order}th smallest of the "
         f"{hold.replays} replays, "
     )
     if hold.sandbox_wait_bound <= limit:

@@ -5,14 +5,17 @@ planning.sandbox_wait, so fresh replays stay within it."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
+from rich.console import Console
 
 from tests.test_hold import fewest_on_time, small
 from trainground.drivers.hold import HoldingPlanner, replay_seeds
 from trainground.drivers.replays import run_replays
 from trainground.models.edits import edited
+from trainground.render.hold import render_hold
 from trainground.render.simulate import partings
 from trainground.simulation.report import model_wait_share
 from trainground.simulation.runner import simulate_plan
@@ -100,6 +103,12 @@ def test_the_printed_plan_passes_its_replays_sandbox_test_and_fresh_replays_stay
     assert fresh.mean() <= limit, fresh
     within = int((fresh <= limit).sum())
     assert within >= fewest_on_time(20, hold.order / (hold.replays + 1)), fresh
+    console = Console(file=io.StringIO(), width=300)
+    render_hold(console, result, inst)
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    assert printed.count("sandbox waits") == 1, printed  # the mean and the k-th smallest on one line
+    both = f"{hold.sandbox_wait_share:.2%} of attempts on average, {hold.sandbox_wait_bound:.2%} in the {hold.order}th"
+    assert both in printed, printed
 
 
 def test_a_plan_whose_waits_cannot_be_sized_within_the_limit_is_not_said_to_hold():
