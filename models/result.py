@@ -322,21 +322,29 @@ class Result(Out):
         return out
 
 
-def key_columns(plan: Plan, metrics: Metrics) -> dict:
+def key_columns(plan: Plan, metrics: Metrics | None) -> dict:
     """A plan's key decisions and metrics, one column each: what a sweep row and a frontier CSV line show."""
+    return plan_columns(plan.model_dump(mode="json"), None if metrics is None else metrics.model_dump(mode="json"))
+
+
+def plan_columns(plan: dict, metrics: dict | None) -> dict:
+    """:func:`key_columns` of a result's JSON form (``to_json()``'s "plan" and "metrics", as a batch's result files
+    hold them): the one flattening of a plan into a row that frontier, sweep, batch, the certainty curve and the
+    API take their columns from (a metric absent from ``metrics`` is None)."""
+    metrics = metrics or {}
     return {
-        "cadence_s": plan.cadence_s,
-        "versions_kept": plan.versions_kept,
-        "inference_gpus": plan.inference_gpus,
-        "training_gpus": plan.training_gpus,
-        "nodes": plan.node_count,
-        "vms": plan.vm_count,
-        "hourly_cost": plan.hourly_cost,
-        "total_cost": plan.total_cost,
-        "makespan_s": plan.makespan_s,
-        "time_margin": metrics.time_margin,
-        "exceedance": metrics.exceedance,
-        "group_drop_rate": metrics.group_drop_rate,
+        "cadence_s": plan["cadence_s"],
+        "versions_kept": plan["versions_kept"],
+        "inference_gpus": plan["inference_gpus"],
+        "training_gpus": plan["training_gpus"],
+        "nodes": sum(n["count"] for n in plan["local_nodes"]),
+        "vms": sum(v["count"] for v in plan["cloud_vms"]),
+        "hourly_cost": plan["hourly_cost"],
+        "total_cost": plan["total_cost"],
+        "makespan_s": plan["makespan_s"],
+        "time_margin": metrics.get("time_margin"),
+        "exceedance": metrics.get("exceedance"),
+        "group_drop_rate": metrics.get("group_drop_rate"),
     }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainground.drivers.batch.inputs import Task
+from trainground.models.result import plan_columns
 from trainground.simulation.output import write_atomic, write_csv
 
 SUMMARY_CSV = "summary.csv"
@@ -48,22 +49,16 @@ def summary_row(task: Task, payload: dict) -> dict:
     plan = payload.get("plan") or {}
     timings = payload.get("timings") or {}
     message = "; ".join(filter(None, [payload.get("message"), *top_fix(payload.get("diagnosis"))])) or None
+    cols = plan_columns(plan, payload.get("metrics")) if plan else {}
     return {
         "file": task.file,
         "name": payload.get("instance"),
         "status": payload.get("status"),
         "objective": payload.get("objective"),
         "objective_value": payload.get("objective_value"),
-        "cadence_s": plan.get("cadence_s"),
-        "versions_kept": plan.get("versions_kept"),
-        "inference_gpus": plan.get("inference_gpus"),
-        "training_gpus": plan.get("training_gpus"),
+        **{k: cols.get(k) for k in ("cadence_s", "versions_kept", "inference_gpus", "training_gpus")},
         "gpus_by_pool": "; ".join(f"{p['pool']}={p['gpus_used']}" for p in plan.get("pools") or []) or None,
-        "nodes": sum(n["count"] for n in plan["local_nodes"]) if plan else None,
-        "vms": sum(v["count"] for v in plan["cloud_vms"]) if plan else None,
-        "hourly_cost": plan.get("hourly_cost"),
-        "total_cost": plan.get("total_cost"),
-        "makespan_s": plan.get("makespan_s"),
+        **{k: cols.get(k) for k in ("nodes", "vms", "hourly_cost", "total_cost", "makespan_s")},
         "solve_seconds": sum(timings.get(k, 0.0) for k in ("load", "build", "solve", "extract", "verify")),
         "message": "; ".join(message.splitlines()) if message else None,
         "result": task.result,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from trainground.drivers.hold import neighbour_start, planner_for
 from trainground.drivers.replays import ReplayCache
 from trainground.models.instance import Instance
-from trainground.models.result import Result
+from trainground.models.result import Result, key_columns
 from trainground.models.stage_rules import refuse_confidence
 from trainground.solver.confidence.table import ScenarioTable, Unsupported
 from trainground.solver.table.pairs import TableCache
@@ -61,17 +61,7 @@ class CertaintyCurve:
                 "objective_value": r.objective_value,
             }
             if r.plan is not None:
-                p = r.plan
-                row.update(
-                    total_cost=p.total_cost,
-                    hourly_cost=p.hourly_cost,
-                    makespan_s=p.makespan_s,
-                    cadence_s=p.cadence_s,
-                    inference_gpus=p.inference_gpus,
-                    training_gpus=p.training_gpus,
-                    nodes=p.node_count,
-                    vms=p.vm_count,
-                )
+                row.update({k: v for k, v in key_columns(r.plan, r.metrics).items() if k in CSV_COLUMNS})
             if r.confidence is not None:
                 c = r.confidence
                 row.update(
