@@ -15,7 +15,7 @@ from trainground.drivers.risk import SAMPLES, Risk
 from trainground.drivers.tradeoffs.certainty import CertaintyCurve
 from trainground.drivers.tradeoffs.frontier import Frontiers
 from trainground.models.instance import Instance
-from trainground.models.regime_rules import refuse_unreplayed
+from trainground.models.regime_rules import refuse_unplanned
 from trainground.models.result import Status
 from trainground.solver.stopwatch import Stopwatch
 
@@ -54,8 +54,10 @@ def gather(
 ) -> Findings:
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
-    ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it."""
-    refuse_unreplayed(inst)
+    ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it. A run regime other than the
+    seed's (MODEL §14) gets the solve and the frontier; its risk and price of certainty are left out with a note,
+    as risk's scenarios read the seed's regime only."""
+    refuse_unplanned(inst)
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
     from trainground.drivers.tradeoffs.certainty import curve
@@ -79,6 +81,13 @@ def gather(
         found.notes.append(
             "no uncertainty section, so no risk and no price of certainty: add one (docs/model.md §9; "
             "instances/seed-week-75-uncertain.yaml has an example) to see how likely the plan is to finish on time"
+        )
+        return found
+    regime = inst.regime
+    if regime is not None and not regime.is_default:
+        found.notes.append(
+            f"no risk and no price of certainty: risk's scenarios (docs/model.md §9) read the seed's regime only, "
+            f"not {regime.label} (§14)"
         )
         return found
     if result.status == Status.OPTIMAL and result.plan is not None:

@@ -190,16 +190,16 @@ def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
 
 def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     """InstanceError naming regime.mode for any regime but the seed's, where a replay or the scenario evaluation
-    reads the seed's regime only (risk, report, simulate's engine of MODEL §10; a batch or admission run has its
-    own replay in simulate). ``label``: the file to name."""
+    reads the seed's regime only (risk, simulate's engine of MODEL §10; a batch or admission run has its own replay
+    in simulate, and report leaves its risk out). ``label``: the file to name."""
     refuse_unplanned(inst, label)
     r = inst.regime
     if r is None or r.is_default:
         return
     if r.batched or r.staleness == "admission":
         why = (
-            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios, "
-            f"report and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
+            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios "
+            f"and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
         )
     else:
         why = f"{described(r)} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"

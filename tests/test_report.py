@@ -4,6 +4,7 @@ and the price of certainty where the instance has an uncertainty section)."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import math
 import re
@@ -12,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from trainground.cli import main
@@ -359,3 +361,25 @@ def test_a_hold_page_is_solve_jsons_and_its_frontier_ends_at_the_plan(tmp_path):
     assert "run-variance allowance kept, without replays of its own" in text  # the levers under hold: not replayed
     verdict = "It holds" if expected["hold"]["allowance_converged"] else "It does NOT hold"
     assert verdict in re.search(r'<p class="lead">(.*?)</p>', text).group(1)
+
+
+def test_a_run_regime_gets_its_plan_and_a_note_in_place_of_risk(tmp_path):
+    """A pipelined run (MODEL §14) is reported as solve plans it; with an uncertainty section, risk and the price of
+    certainty are left out with a note saying why (risk's scenarios read the seed's regime only)."""
+    doc = yaml.safe_load((ROOT / "instances" / "regimes" / "areal-1.5b-128gpus.yaml").read_text())
+    doc["uncertainty"] = {
+        "samples": 200,
+        "factors": [{"name": "throughput", "paths": ["inference.shapes[*].tokens_per_gpu_s"], "dist": "normal",
+                     "mean": 1.0, "sd": 0.05}],
+    }  # fmt: skip
+    path = tmp_path / "areal-uncertain.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "areal.html"
+    done = run("report", str(path), "--out", str(out), "--no-frontier", "--basis", "steady_state")
+    assert done.returncode == 0, done.stderr
+    page = read_page(out.read_text(encoding="utf-8"))
+    data = json.loads(page.json_text)
+    assert data["solve"]["regime"]["mode"] == "pipelined" and data["solve"]["plan"] is not None
+    assert {"risk", "certainty"}.isdisjoint(page.sections)
+    note = "risk's scenarios (docs/model.md §9) read the seed's regime only, not pipelined k=1"
+    assert note in html.unescape(out.read_text(encoding="utf-8"))
