@@ -187,6 +187,8 @@ def hold_section(answer, source: str) -> str:
             ],
         ]
         parts.append(figures(["", "value"], rows))
+    elif result.plan is None:
+        parts.append(note(f"no plan ({result.status}): nothing to replay (basis {result.basis})."))
     else:
         parts.append(
             note(

@@ -383,3 +383,12 @@ def test_a_run_regime_gets_its_plan_and_a_note_in_place_of_risk(tmp_path):
     assert {"risk", "certainty"}.isdisjoint(page.sections)
     note = "risk's scenarios (docs/model.md §9) read the seed's regime only, not pipelined k=1"
     assert note in html.unescape(out.read_text(encoding="utf-8"))
+
+
+def test_a_page_without_a_plan_says_there_is_nothing_to_replay(tmp_path):
+    out = tmp_path / "colocated.html"
+    colocated = ROOT / "instances" / "regimes" / "seed-week-colocated.yaml"  # no batch finishes in a week's cadences
+    done = run("report", str(colocated), "--out", str(out), "--no-frontier", "--basis", "steady_state")
+    assert done.returncode == 3, done.stderr
+    text = html.unescape(out.read_text(encoding="utf-8"))
+    assert "no plan (infeasible): nothing to replay" in text and "the plan is sized on" not in text
