@@ -13,7 +13,7 @@ from trainground.models.plausible import TABLE_BUDGET_BYTES
 
 # The rows are held to the budget of the (cadence, K) tables (models.plausible.TABLE_BUDGET_BYTES). A row costs
 # TABLE_ROW_BYTES at the peak of a solve that needs every row (the table, the pyomo model and HiGHS's copy):
-# `python bench/caps.py --rows` measures about 600 (the slope of peak RSS over rows, the seed at a 10-year deadline
+# `python bench/caps.py --rows` measures 616 (the slope of peak RSS over rows, the seed at a 10-year deadline
 # with cadence.max 1,500 to 4,000 s, 0.44 to 3.0 million rows, solve --objective makespan --no-levers). One such
 # table dominates at a time: the same solve of 1.36 million rows peaks at 0.86 GB alone and 1.63 GB with its levers
 # (re-solves of up to 2.2 million rows), less than the two tables together would take. So a table may take the
