@@ -46,7 +46,7 @@ def check_rows(inst: Instance, rows: int, pairs: int, most: int | None = None) -
         path, counts = "training.max_groups", f"training.max_groups = {t.max_groups:,}"
     else:
         path = f"gpu_pools[{index}].gpus"
-        counts = f"{fit:,} (pool {pool.name!r}'s {pool.gpus:,} GPUs hold {fit:,} groups of {t.gpus_per_group:,})"
+        counts = f"{fit:,} (the {pool.gpus:,} GPUs of pool {pool.name!r} hold {fit:,} groups of {t.gpus_per_group:,})"
     if sched.cadence.max is not None:
         grid = f"schedule.cadence.max = {format_duration(sched.cadence.max)}"
     else:
