@@ -1,7 +1,8 @@
 """A table's (cadence, K, training groups) rows are counted before any is allocated and held to a cap
 (models.row_budget: the memory budget at the bytes a row costs; $TRAINGROUND_MAX_TABLE_ROWS sets another): the
 user's own file over it is refused with exit 2, naming the file, the field that makes the rows many and how many
-there would be; a lever's edited copy over it is not solved and its line says why, the rest of the plan printed.
+there would be; a lever's edited copy over it is not solved and its line says why, the rest of the plan printed;
+a diagnosis input whose re-solves are over it is reported unsettled, never as one that cannot help.
 
 The cap is lowered through its variable so that the seed's small tables cross it: no large table is built here.
 Start-up is counted on the hold basis, which the suite's default (steady_state, tests/conftest.py) is not: every
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from trainground import api
 from trainground.cli import main
+from trainground.drivers.diagnosis.diagnose import diagnose
 from trainground.drivers.diagnosis.feasibility import Feasibility
 from trainground.drivers.tradeoffs.levers import levers
 from trainground.models.load import InstanceError
@@ -125,3 +127,19 @@ def test_a_refused_re_solve_answers_none_and_keeps_why(monkeypatch, seed_rows):
     assert checker.solve({"freshness.max_versions_kept": 15}, "total_cost") is None
     assert checker.refused is not None and checker.refused.rows > seed_rows and checker.refusals == 1
     assert checker.solve({}, "total_cost") is not None and checker.refused is None
+
+
+def test_a_diagnosis_input_whose_re_solves_are_over_the_cap_is_not_settled_rather_than_cannot_help(monkeypatch):
+    """Under a budget every row is listed (bounded by the budget), so the probes that loosen the instance list
+    more than its own table: with the cap at the instance's own rows, those inputs are reported unsettled."""
+    inst = api.load(SEED, ["limits.max_hourly_cost=5000"], basis="hold")  # no plan: the seed costs more an hour
+    monkeypatch.delenv(TABLE_ROW_VARIABLE, raising=False)
+    free = diagnose(inst, pair_tables.build(inst), "total_cost", "conflict")
+    assert "max_hourly_cost" in free["relaxations"]
+    monkeypatch.setenv(TABLE_ROW_VARIABLE, str(pair_tables.build(inst).size))
+    capped = diagnose(inst, pair_tables.build(inst), "total_cost", "conflict")
+    [note] = [n for n in capped["notes"] if n.startswith("not settled (a re-solve's table too large to tabulate")]
+    unsettled = note.split(": ", 1)[1].split(", ")
+    assert "max_hourly_cost" in unsettled and "max_hourly_cost" not in capped["relaxations"]
+    assert not set(unsettled) & set(capped["cannot_help"])
+    assert "not searched (their tables too large to tabulate)" in capped["conflict"]
