@@ -8,17 +8,25 @@ re-solves of edited copies tabulate again), at 1, 2 and 4 million (cadence, K) e
 entry costs are the slope of peak RSS over entries (least squares), which models.plausible.TABLE_ENTRY_BYTES must
 cover. Beside them the seed at a 0.001 s step (5.45 million entries, a plan exists).
 
+``--rows``: what a (cadence, K, training groups) row of a table costs with start-up counted (the hold basis): the
+seed at a 10-year deadline on a 10 s step from 60 s, its grid's top (cadence.max) at 1,500, 2,500 and 4,000 s, solved
+for the least makespan (every row) without levers; the rows are read from the refusal under a cap of one row
+($TRAINGROUND_MAX_TABLE_ROWS=1), the bytes a row costs are the slope of peak RSS over rows (least squares), which
+models.row_budget.TABLE_ROW_BYTES must cover. Beside them the seed at the 10-year deadline without cadence.max,
+refused as the file's table is counted (makespan) and solved with its levers skipped (total_cost).
+
 ``--refusals``: the inputs a cap refuses: a grid at 10 million entries (1 us to 1 s in 1 us steps), and the staged
 seed (instances/seed-week-stages.yaml) with stages of 1 and 999 iterations on both bases, whose first stage's grid
 runs to its deadline pace (604,800 s), over 80,000 staged pairs (735,000 under hold).
 
-    python bench/caps.py [--grids] [--refusals]
+    python bench/caps.py [--grids] [--rows] [--refusals]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,9 +47,10 @@ def command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, str(ROOT / "cli.py")]
 
 
-def run(args: list[str]) -> dict:
-    """One command in its own process: exit code, wall and CPU seconds, peak RSS (MB), the first line of stderr."""
-    env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"}
+def run(args: list[str], **variables: str) -> dict:
+    """One command in its own process (``variables`` added to its environment): exit code, wall and CPU seconds,
+    peak RSS (MB), the first line of stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"} | variables
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen([*command(), *args], stdout=out, stderr=err, env=env)
@@ -102,6 +111,36 @@ def grids(folder: Path) -> None:
     show("seed at a 0.001 s step (5.45M entries)", run(["solve", str(write(folder, "fine", doc)), "--no-levers"]))
 
 
+def long_deadline(top: float | None) -> dict:
+    """The seed at a 10-year deadline on a 10 s step from 60 s, up to ``top`` s (None: the deadline pace)."""
+    doc = yaml.safe_load(SEED.read_text())
+    doc["schedule"]["deadline"] = "3652.5d"
+    doc["schedule"]["cadence"] = {"min": "60s", "step": "10s"} | ({"max": f"{top:g}s"} if top else {})
+    return doc
+
+
+def rows(folder: Path) -> None:
+    sizes, peaks = [], []
+    for top in (1500.0, 2500.0, 4000.0):
+        path = write(folder, f"rows-{top:g}", long_deadline(top))
+        makespan = ["solve", str(path), "--basis", "hold", "--objective", "makespan", "--no-levers"]
+        counted = run(makespan, TRAINGROUND_MAX_TABLE_ROWS="1")["message"]
+        found = re.search(r"would hold ([\d,]+) \(cadence, K, training groups\) rows", counted)
+        if found is None:
+            print(f"cadence.max {top:g} s: no row count in {counted[:200]!r}")
+            return
+        got = run(makespan)
+        count = int(found.group(1).replace(",", ""))
+        show(f"cadence.max {top:g} s, {count:,} rows", got)
+        sizes.append(count)
+        peaks.append(got["mb"] * 2**20)
+    slope, base = np.polyfit(sizes, peaks, 1)
+    print(f"  hold: {slope:.0f} bytes a row over {base / 2**20:.0f} MB (least squares)")
+    path = write(folder, "rows-pace", long_deadline(None))
+    show("no cadence.max, makespan", run(["solve", str(path), "--basis", "hold", "--objective", "makespan"]))
+    show("no cadence.max, total_cost (levers skipped)", run(["solve", str(path), "--basis", "hold"]))
+
+
 def refusals(folder: Path) -> None:
     doc = seed_grid(10_000_000)
     doc["schedule"]["cadence"]["max"] = 1.0
@@ -115,13 +154,17 @@ def refusals(folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grids", action="store_true", help="the memory an entry costs")
+    parser.add_argument("--rows", action="store_true", help="the memory a row of a table costs (start-up counted)")
     parser.add_argument("--refusals", action="store_true", help="what the caps' refusals cost")
     args = parser.parse_args()
+    every = not (args.grids or args.rows or args.refusals)
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        if args.grids or not args.refusals:
+        if args.grids or every:
             grids(Path(tmp))
-        if args.refusals or not args.grids:
+        if args.rows or every:
+            rows(Path(tmp))
+        if args.refusals or every:
             refusals(Path(tmp))
 
 

@@ -36,6 +36,10 @@ def lever_line(lever, objective: str) -> str:
         return f"{move}: not computed (the time for the levers ran out)"
     if lever.status == "time_limit":
         return f"{move}: not proven in the time for the levers"
+    if lever.status == "too_large":
+        return (
+            f"{move}: not solved, too large to tabulate ({lever.rows:,} rows or more, above the cap on a table's rows)"
+        )
     if lever.saving is None:
         return f"{move}: no plan ({lever.status})"
     if abs(lever.saving_share or 0.0) < SAME:

@@ -50,6 +50,7 @@ def render() -> str:
 def caps() -> list[str]:
     """The plausibility caps of models.plausible, as a section of their own."""
     from trainground.models import plausible as p
+    from trainground.models import row_budget as rb
 
     lines = [
         "",
@@ -77,11 +78,23 @@ def caps() -> list[str]:
         "(the solve's and",
         "  its diagnosis's together; `python bench/caps.py --grids` measures 282 on steady_state and 322 under hold), "
         f"and {p.TABLE_BUDGET_BYTES / 1e9:g} GB",
-        "  is what a solve may take on a shared machine of a few GB: the message gives the memory the grid would take;",
+        "  is what a solve may take on a shared machine of a few GB: the message gives the memory the grid would take.",
+        "  With start-up counted (the hold basis) a (cadence, K) pair holds one row per training-group count worth",
+        "  having, so a table's rows, not its entries, fill memory: a long deadline keeps nearly every count up to the",
+        "  pool's on time, and the rows reach pairs × counts. Their number is known once the pairs are: each table",
+        f"  counts them before allocating any and is refused above {rb.TABLE_ROWS:,} rows (about {rb.TABLE_ROW_BYTES} "
+        "bytes a row at",
+        "  the peak of a solve that needs every row, `python bench/caps.py --rows` measures 616; the same "
+        f"{p.TABLE_BUDGET_BYTES / 1e9:g} GB;",
+        f"  `{rb.TABLE_ROW_VARIABLE}` sets another cap). The user's file is refused then (exit 2) naming the training "
+        "pool's",
+        "  GPUs or `training.max_groups`, the grid's top and the rows; a lever or a diagnosis re-solving an edited copy",
+        "  that large skips it and says so in its line;",
         f"- with an `uncertainty` section, its samples times the training-group counts exceed {p.SCENARIO_ENTRIES:,}.",
         "",
-        "These are checked as the file is read, before anything is built; copies the program makes itself (a",
-        "scenario's scaled fields, a diagnosis's relaxed limit) are not held to them.",
+        "These are checked as the file is read, before anything is built (a table's rows as the table is counted);",
+        "copies the program makes itself (a scenario's scaled fields, a diagnosis's relaxed limit) are not held to",
+        "them, but their tables are held to the cap on rows.",
         "",
         "| field | at most |",
         "|---|---|",

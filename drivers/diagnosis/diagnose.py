@@ -136,16 +136,20 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     restoring = sorted((f for f in findings if f.value is not None), key=lambda f: f.rank)
     out["relaxations"] = [f.input for f in restoring]
     cut_short = any(f.skipped for f in findings)
+    too_large = [f.input for f in findings if f.too_large]
     out["conflict"] += (
         "; any one of these alone restores a plan: " + ", ".join(out["relaxations"])
         if restoring
         else "; the solve budget or time limit ran out before a change was found"
         if cut_short
+        else "; some changes were not searched (their tables too large to tabulate)"
+        if too_large
         else "; no single change restores a plan"
     )
+    cut_short = cut_short or bool(too_large)
     if depth == "full":
         out["changes"] = [change_entry(f) for f in restoring]
-    helpless = [f for f in findings if f.value is None and f.bracket is None and not f.skipped]
+    helpless = [f for f in findings if f.value is None and f.bracket is None and not f.skipped and not f.too_large]
     out["cannot_help"] = [f.input for f in sorted(helpless, key=lambda f: f.rank)]
     notes = []
     if helpless:
@@ -165,6 +169,11 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
     skipped = [f.input for f in findings if f.skipped]
     if skipped:
         notes.append(f"not searched (solve budget or time limit spent): {', '.join(skipped)}")
+    if too_large:
+        notes.append(
+            f"not settled (a re-solve's table too large to tabulate, over the cap on a table's rows): "
+            f"{', '.join(too_large)}"
+        )
     for f in findings:
         if f.bracket is not None:
             notes.append(
@@ -172,7 +181,9 @@ def diagnose(inst: Instance, pairs, objective: str, depth: str = "full", clock: 
                 f"{fmt(f, f.bracket[1])} (a plan)"
             )
     # a family's own limit that lets its pairs through but restores no plan alone: what else must move with it
-    partial = [f for f in findings if f.direct and f.value is None and not f.skipped and f.cand.values.size]
+    partial = [
+        f for f in findings if f.direct and f.value is None and not (f.skipped or f.too_large) and f.cand.values.size
+    ]
     if depth == "full" and not cut_short and (not restoring or partial):
         out["pairs_of_changes"] = cheapest_pairs(inst, partial if restoring else findings, checker)
     out["notes"] = notes

@@ -13,6 +13,7 @@ from trainground.solver.laws import calculus as calc
 from trainground.solver.solve import Planner, fewest_rows_suffice
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import TableCache
+from trainground.solver.table.row_cap import TableTooLarge
 from trainground.solver.tolerances import TIE_TOL
 
 
@@ -24,7 +25,11 @@ class Feasibility:
     one whose table lists only each (cadence, K) pair's fewest on-time training groups, for the questions
     whether a plan exists at all (``feasibility``), where that reduction is exact
     (:meth:`solver.solve.Planner.fewest_groups_only`): with start-up counted, a pool raised far above the
-    instance's lists one row per group count it could spare, millions of rows the question never needs."""
+    instance's lists one row per group count it could spare, millions of rows the question never needs.
+
+    An edited copy whose table would hold more rows than a table may (:class:`TableTooLarge`, counted before any
+    is allocated) is not solved: its re-solve answers None, as an invalid edit does, and ``refused`` keeps why
+    (the caller's line says so; the copies are the program's, so the user's file is not blamed)."""
 
     def __init__(
         self,
@@ -39,6 +44,8 @@ class Feasibility:
         self.clock = clock
         self.max_solves = max_solves
         self.solves = 0
+        self.refused: TableTooLarge | None = None  # the last re-solve's, when its table was too large
+        self.refusals = 0  # re-solves not run because their table was too large
 
     def spent(self) -> bool:
         return (self.max_solves is not None and self.solves >= self.max_solves) or (
@@ -46,6 +53,34 @@ class Feasibility:
         )
 
     def solve(
+        self,
+        changes: dict,
+        objective: str = "makespan",
+        time_limit: float | None = None,
+        allowance: float = 0.0,
+        feasibility: bool = False,
+    ) -> Result | None:
+        """:meth:`_solve`, None with ``refused`` set when the edited copy's table is too large."""
+        return self._within_rows(self._solve, changes, objective, time_limit, allowance, feasibility)
+
+    def shortest(self, changes: dict) -> Result | None:
+        """:meth:`_shortest`, None with ``refused`` set when the edited copy's table is too large."""
+        return self._within_rows(self._shortest, changes)
+
+    def cheapest(self, changes: dict, criterion: str) -> Result | None:
+        """:meth:`_cheapest`, None with ``refused`` set when the edited copy's table is too large."""
+        return self._within_rows(self._cheapest, changes, criterion)
+
+    def _within_rows(self, solve, *args, **kwargs) -> Result | None:
+        self.refused = None
+        try:
+            return solve(*args, **kwargs)
+        except TableTooLarge as exc:
+            self.refused = exc
+            self.refusals += 1
+            return None
+
+    def _solve(
         self,
         changes: dict,
         objective: str = "makespan",
@@ -65,7 +100,7 @@ class Feasibility:
         fewest = feasibility and allowance == 0 and fewest_rows_suffice(inst)
         return self._run(inst, objective, fewest, time_limit, allowance, feasibility)
 
-    def shortest(self, changes: dict) -> Result | None:
+    def _shortest(self, changes: dict) -> Result | None:
         """The plan of the shortest makespan of the edited instance (None as :meth:`solve`), one solve of the
         budget. With start-up counted, a pool far above what a plan uses lists a row per group count it could
         spare; so where a plan exists iff one exists among each pair's fewest groups, the shortest makespan
@@ -89,7 +124,7 @@ class Feasibility:
         }
         return self._run(edited(inst, lowered), "makespan", False)
 
-    def cheapest(self, changes: dict, criterion: str) -> Result | None:
+    def _cheapest(self, changes: dict, criterion: str) -> Result | None:
         """The plan of the least ``criterion`` (total_cost or hourly_cost) of the edited instance (None as
         :meth:`solve`), one solve of the budget. Where a plan exists iff one exists among each pair's fewest
         groups, the least cost among those comes first, and the search over every row then runs with that

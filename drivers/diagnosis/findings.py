@@ -38,6 +38,7 @@ class Finding:
         self.bracket: tuple[float, float] | None = None  # (no plan, a plan) when the budget cut the search short
         self.rank: tuple = ()
         self.skipped = False  # the solve budget or the time limit ran out before this input was settled
+        self.too_large = False  # unsettled: a re-solve's table would have held more rows than a table may
 
     @property
     def cand(self) -> Candidates:

@@ -23,10 +23,13 @@ EARLY_STEPS = 2  # steps from a closed form that failed its confirming solve bef
 def settle(checker: Feasibility, f: Finding, search: bool = True) -> Finding:
     """Find ``f``'s threshold: confirm the closed form by one solve, search by re-solves only when it fails
     (``search`` False: only whether the input restores a plan, at its loosest). A search the budget (or the
-    command's time limit) cut short without a plan is marked ``skipped``, never "cannot help"."""
+    command's time limit) cut short without a plan is marked ``skipped``, and one whose re-solves were refused
+    for their table's size (:class:`drivers.diagnosis.feasibility.Feasibility`) ``too_large``: never "cannot help"."""
+    refused = checker.refusals
     f = _search(checker, f, search)
     searchable = f.cand.values.size > 0 or f.cand.top is not None
     f.skipped = f.value is None and f.bracket is None and checker.spent() and searchable
+    f.too_large = f.value is None and f.bracket is None and not f.skipped and checker.refusals > refused
     return f
 
 

@@ -24,6 +24,8 @@ from trainground.models.result import Result
 from trainground.solver.laws import goodput
 from trainground.solver.table.pairs import TableCache
 
+TOO_LARGE = "too_large"  # a lever's status when its edited copy's table is over the cap on rows, so not solved
+
 
 @dataclass
 class Lever:
@@ -44,6 +46,7 @@ class Lever:
     saving: float | None
     saving_share: float | None
     buys_s: float | None = None  # a reliability lever (MODEL §13): time the change frees at the plan itself, s
+    rows: int | None = None  # status too_large: the rows the edited copy's table would hold (at least), not solved
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +60,7 @@ class Lever:
             "saving": self.saving,
             "saving_share": self.saving_share,
             "buys_s": self.buys_s,
+            "rows": self.rows,
         }
 
 
@@ -167,7 +171,8 @@ def levers(
     the solve of ``result`` kept (:func:`solver.solve.solve_instance`), which the re-solves share.
 
     ``time_limit`` (seconds) bounds all the re-solves together: a re-solve cut short has status
-    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving. ``allowance``:
+    ``time_limit``, and the levers not reached by then ``skipped``, both without a saving; a lever whose edited
+    copy's table would hold more rows than a table may is not solved (``too_large``, with those ``rows``). ``allowance``:
     the plan's run-variance allowance under hold (MODEL §11), kept in every re-solve's deadline row.
     """
     if result.status != "optimal" or result.plan is None or result.objective_value is None:
@@ -184,11 +189,13 @@ def levers(
         solved = checker.solve({path: after}, result.objective, left, allowance)
         proven = solved is not None and solved.status == "optimal"
         value = solved.objective_value if proven else None
-        status = "invalid" if solved is None else str(solved.status)
+        refused = checker.refused  # the edited copy's table would hold more rows than a table may: not solved
+        status = TOO_LARGE if refused else "invalid" if solved is None else str(solved.status)
         saving = None if value is None else base - float(value)
         share = None if saving is None or not base else saving / base
         bought = time_bought(inst, result, path, after)
-        items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share, bought))
+        rows = refused.rows if refused else None
+        items.append(Lever(name, path, kind, float(before), float(after), status, value, saving, share, bought, rows))
     items.sort(key=lambda lv: (lv.saving is None, -(lv.saving or 0.0)))
     return Levers(
         objective=result.objective,

@@ -21,6 +21,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import goodput
+from trainground.solver.table.row_cap import check_rows, table_rows_cap_of
 from trainground.solver.tolerances import DOUBT_SLACK, REL_TOL
 
 
@@ -245,6 +246,7 @@ def group_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.
     more = np.maximum(np.searchsorted(drops, np.minimum(end, lo + head.size - 1), side="right") - start, 0)
     pair = np.flatnonzero(ok)
     size = 1 + more[pair]
+    check_rows(inst, int(size.sum()), c.at.size)
     idx = np.repeat(pair, size)
     nth = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
     later = drops[np.minimum(start[idx] + nth - 1, max(drops.size - 1, 0))] if drops.size else first[idx]
@@ -254,22 +256,35 @@ def group_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.
 
 
 def listed_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
-    """:func:`group_rows` by listing each pair's counts (any update law, goodput)."""
-    rows_at, rows_k, rows_m, rows_span = [], [], [], []
+    """:func:`group_rows` by listing each pair's counts (any update law, goodput), the rows counted as they are
+    listed: a table past the cap (:func:`check_rows`) is refused before it holds more than the cap's rows."""
+    cap = table_rows_cap_of()
+    listed, pair_of, rows_m, rows_span = 0, [], [], []
     for i in range(c.at.size):
         m, span = _pair_rows(inst, c, i)
-        rows_at += [int(c.at[i])] * m.size
-        rows_k += [int(c.k[i])] * m.size
-        rows_m += m.tolist()
-        rows_span += span.tolist()
         if not m.size:
             rejected["deadline"] = rejected.get("deadline", 0) + 1
+            continue
+        listed += m.size
+        if listed > cap:  # refused now: the rest would be listed only to be dropped, their count is bounded
+            check_rows(inst, listed, c.at.size, most=listed + _rows_bound(c, i + 1))
+        pair_of.append(np.full(m.size, i))
+        rows_m.append(m)
+        rows_span.append(span)
+    idx = np.concatenate(pair_of) if pair_of else np.zeros(0, dtype=int)
     return (
-        np.array(rows_at, dtype=int),
-        np.array(rows_k, dtype=int),
-        np.array(rows_m, dtype=int),
-        np.array(rows_span, dtype=float),
+        np.asarray(c.at[idx], dtype=int),
+        np.asarray(c.k[idx], dtype=int),
+        np.concatenate(rows_m).astype(int) if rows_m else np.zeros(0, dtype=int),
+        np.concatenate(rows_span).astype(float) if rows_span else np.zeros(0, dtype=float),
     )
+
+
+def _rows_bound(c: Counts, start: int) -> int:
+    """At most how many rows the pairs from ``start`` on still add: each its fewest count and every count the
+    pool can spare beyond it (no more than the admissible counts)."""
+    spare = np.minimum(c.extra[start:], c.counts.size - 1)
+    return int(np.sum(1 + np.floor(np.maximum(spare, 0.0)))) if spare.size else 0
 
 
 def fewest_rows(inst: Instance, c: Counts, rejected: dict[str, int]) -> tuple[np.ndarray, ...]:
