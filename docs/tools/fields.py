@@ -84,8 +84,8 @@ def caps() -> list[str]:
         "  pool's on time, and the rows reach pairs × counts. Their number is known once the pairs are: each table",
         f"  counts them before allocating any and is refused above {rb.TABLE_ROWS:,} rows (about {rb.TABLE_ROW_BYTES} "
         "bytes a row at",
-        "  the peak of a solve that needs every row, `python bench/caps.py --rows` measures 616; the same "
-        f"{p.TABLE_BUDGET_BYTES / 1e9:g} GB;",
+        "  the peak of a solve that needs every row, `python bench/caps.py --rows` measures 616; "
+        f"{rb.ROW_BUDGET_BYTES / 1e9:g} GB, so the bundled instances' largest lever re-solves fit;",
         f"  `{rb.TABLE_ROW_VARIABLE}` sets another cap). The user's file is refused then (exit 2) naming the training "
         "pool's",
         "  GPUs or `training.max_groups`, the grid's top and the rows; a lever or a diagnosis re-solving an edited copy",
