@@ -30,7 +30,7 @@ from trainground.models.instance import (
 )
 from trainground.solver.laws import calculus as calc
 
-SETTINGS = settings(max_examples=examples(200), deadline=None)
+SETTINGS = settings(max_examples=examples(100), deadline=None)
 # Monte-Carlo properties draw 400,000 trajectories per example: they get fewer examples.
 MC_SETTINGS = settings(max_examples=examples(40), deadline=None, derandomize=True)
 MC_N = 400_000
