@@ -9,6 +9,7 @@ their instances, so they do not depend on this default.
 import os
 
 from hypothesis import settings
+from hypothesis.internal.conjecture import providers as _providers
 
 from trainground.models.planning import BASIS_VARIABLE
 
@@ -21,3 +22,10 @@ os.environ[BASIS_VARIABLE] = "steady_state"
 settings.register_profile("ci", max_examples=100)
 settings.register_profile("deep", max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Hypothesis also draws, now and then, a constant it found in the project's modules imported so far: which ones
+# depends on the tests that ran earlier in the process (the commands import lazily), so a derandomized test would
+# see other examples alone than in the suite, or on another xdist worker, and its coverage floors would hold in one
+# run and not the next. An empty pool keeps each derandomized test's examples a function of its own source.
+if hasattr(_providers, "_get_local_constants"):
+    _providers._get_local_constants = lambda: _providers.Constants()

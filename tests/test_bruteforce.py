@@ -19,7 +19,7 @@ def _close(a: float, b: float, rel: float = 1e-9) -> bool:
 
 
 @settings(
-    max_examples=examples(80),
+    max_examples=examples(40),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -118,8 +118,8 @@ def test_seed_plan_for_ninety_percent_is_on_time_out_of_sample_and_verified():
 
 
 @pytest.mark.parametrize(
-    "seed,alpha", cases([(1, 0.6), (4, 0.9), (7, 0.8), (15, 0.8)], 1)
-)  # each above its deterministic optimum (the CI profile runs the first: tests/strategies.py)
+    "seed,alpha", cases([(15, 0.8), (1, 0.6), (4, 0.9), (7, 0.8)], 1)
+)  # each above its deterministic optimum (the CI profile runs the first, whose enumeration is the shortest: tests/strategies.py)
 def test_the_mip_agrees_with_brute_force(seed, alpha):
     inst = small_instance(seed, alpha)
     result = Planner(inst).solve("total_cost")

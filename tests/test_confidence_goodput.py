@@ -34,8 +34,8 @@ def deterministic(inst):
     return inst.model_copy(update={"uncertainty": inst.uncertainty.model_copy(update={"confidence": None})})
 
 
-def agrees(inst, allowance: float = 0.0) -> None:
-    """The MIP's optimum is the brute force's, above the deterministic optimum, and verified."""
+def agrees(inst, allowance: float = 0.0):
+    """The MIP's optimum is the brute force's, above the deterministic optimum, and verified: its result."""
     result = Planner(inst).solve("total_cost", allowance=allowance)
     expected = brute_force(inst, allowance)
     assert math.isfinite(expected) and result.status == "optimal"
@@ -45,6 +45,7 @@ def agrees(inst, allowance: float = 0.0) -> None:
     assert verify_plan(inst, result.plan, allowance).ok
     samples = inst.uncertainty.samples
     assert result.confidence.in_sample >= needed(inst.uncertainty.confidence, samples) / samples
+    return result
 
 
 @pytest.mark.parametrize(
@@ -82,8 +83,7 @@ def test_a_preemptible_pool_agrees_with_brute_force(seed, alpha):
     spot = {"name": "spot", "gpus": 6, "gpu_hour_cost": 0.5, "preemptions_per_hour": 2.0}
     second = {"name": "s1", "gpus_per_replica": 2, "tokens_per_gpu_s": 1.4, "pool": spot}
     inst = small_instance(seed, alpha, 12, "hold", second=second, gpus=10)
-    agrees(inst)
-    plan = Planner(inst).solve("total_cost").plan
+    plan = agrees(inst).plan
     assert any(r.shape == "s1" and r.replicas > 0 for r in plan.inference)
 
 

@@ -25,7 +25,7 @@ from trainground.solver.table.pairs import build
 
 
 @settings(
-    max_examples=examples(40),
+    max_examples=examples(20),
     deadline=None,
     derandomize=True,
     database=None,

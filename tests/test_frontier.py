@@ -96,7 +96,7 @@ def brute_frontier(points: list[reference.Point], key: str) -> list[tuple[float,
 
 
 @settings(
-    max_examples=examples(20),
+    max_examples=examples(12),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],

@@ -15,7 +15,7 @@ from trainground.solver.verify.plan import verify_plan
 
 OBJECTIVES = ("total_cost", "hourly_cost", "makespan")
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
-EXAMPLES = examples(120)
+EXAMPLES = examples(60)
 
 
 def _close(a: float, b: float, rel: float = 1e-9) -> bool:

@@ -270,7 +270,7 @@ def test_seed_infeasible_stays_infeasible(seed):
 
 # No shrinking: each example solves a dozen MIPs, and shrinking a failure took over five minutes.
 @settings(
-    max_examples=examples(10),
+    max_examples=examples(6),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],

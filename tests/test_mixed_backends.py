@@ -94,7 +94,7 @@ def test_a_backend_without_memory_never_makes_a_plan_cheaper():
     assert mixed.total_cost <= control.total_cost
 
 
-MIXED_EXAMPLES = examples(60)
+MIXED_EXAMPLES = examples(30)
 
 
 def test_mip_matches_brute_force_on_mixed_backends():

@@ -15,7 +15,7 @@ from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.solve import Planner
 
-INSTANCES = examples(40)
+INSTANCES = examples(24)
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
 
 

@@ -15,7 +15,7 @@ from tests.strategies import examples
 from trainground.models.load import validate
 from trainground.solver.stages.solve import StagedPlanner
 
-INSTANCES = examples(60)
+INSTANCES = examples(32)
 VALUE = {"total_cost": "total", "hourly_cost": "hourly", "makespan": "makespan"}
 
 

@@ -65,4 +65,4 @@ def test_the_compact_hull_takes_the_allowance_under_hold():
         assert compact.status == pairs.status == "optimal"
         assert _figures(compact) == pytest.approx(_figures(pairs), rel=1e-7)
         assert compact.plan.makespan_s + allowance <= planner.inst.schedule.deadline * (1 + 1e-9)
-    assert planner.solve(allowance=slack + 600.0).plan.total_cost > free.plan.total_cost
+        assert compact.plan.total_cost > free.plan.total_cost  # the allowance closes the plan found without one
