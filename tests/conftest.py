@@ -9,7 +9,6 @@ their instances, so they do not depend on this default.
 import os
 
 from hypothesis import settings
-from hypothesis.internal.conjecture import providers as _providers
 
 from trainground.models.planning import BASIS_VARIABLE
 
@@ -27,5 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # depends on the tests that ran earlier in the process (the commands import lazily), so a derandomized test would
 # see other examples alone than in the suite, or on another xdist worker, and its coverage floors would hold in one
 # run and not the next. An empty pool keeps each derandomized test's examples a function of its own source.
-if hasattr(_providers, "_get_local_constants"):
+try:  # a private name of Hypothesis's: where a release lacks it, its pool is left as that release makes it
+    from hypothesis.internal.conjecture import providers as _providers
+except ImportError:  # pragma: no cover
+    _providers = None
+if _providers is not None and hasattr(_providers, "_get_local_constants") and hasattr(_providers, "Constants"):
     _providers._get_local_constants = lambda: _providers.Constants()
