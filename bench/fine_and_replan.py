@@ -12,6 +12,7 @@ The cases, each a fresh `trainground` process under `/usr/bin/time -v` (killed a
   on instances/seed-week-stages.yaml re-planned in three stages (334, 333, 333 iterations at 16k, 24k and 36k tokens)
   with an 8-day deadline, each with ``--time-limit``.
 
+Each line: the exit code, wall and CPU seconds, peak resident memory and the last line of standard error.
 ``--trainground``: the executable to time (another checkout's, for a before and after); the machine's load is
 printed before and after.
 """
@@ -77,8 +78,8 @@ def cases(folder: Path, time_limit: float) -> dict[str, list[str]]:
     }
 
 
-def timed(command: list[str], out: Path, timeout: float) -> tuple[str, float, float, str]:
-    """(exit code or 'killed', wall s, peak MB, last line of stderr) of ``command`` run in ``out``."""
+def timed(command: list[str], out: Path, timeout: float) -> tuple[str, float, float, float, str]:
+    """(exit code or 'killed', wall s, CPU s, peak MB, last line of stderr) of ``command`` run in ``out``."""
     start = time.perf_counter()
     run = subprocess.Popen(
         ["/usr/bin/time", "-v", *command],
@@ -93,11 +94,13 @@ def timed(command: list[str], out: Path, timeout: float) -> tuple[str, float, fl
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
         run.communicate()
-        return "killed", time.perf_counter() - start, float("nan"), ""
+        return "killed", time.perf_counter() - start, float("nan"), float("nan"), ""
     wall = time.perf_counter() - start
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     mine = [line for line in stderr.splitlines() if line.strip() and not line.startswith("\t")]
-    return str(run.returncode), wall, int(peak.group(1)) / 1024 if peak else float("nan"), mine[-1] if mine else ""
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", stderr))
+    mb = int(peak.group(1)) / 1024 if peak else float("nan")
+    return str(run.returncode), wall, cpu, mb, mine[-1] if mine else ""
 
 
 def main() -> None:
@@ -118,8 +121,11 @@ def main() -> None:
             out.mkdir()
             if command[0] != "solve":
                 command = [*command, "--out", str(out)]
-            code, wall, peak, last = timed([args.trainground, *command], out, args.timeout)
-            print(f"{name:20} exit {code:>6}  {wall:7.1f} s  {peak:7.0f} MB  {last[:100]}", flush=True)
+            code, wall, cpu, peak, last = timed([args.trainground, *command], out, args.timeout)
+            print(
+                f"{name:20} exit {code:>6}  {wall:7.1f} s wall  {cpu:7.1f} s CPU  {peak:7.0f} MB  {last[:80]}",
+                flush=True,
+            )
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
