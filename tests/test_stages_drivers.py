@@ -61,7 +61,12 @@ def test_a_replanned_frontier_is_non_dominated_and_a_resolution_keeps_its_ends()
     data = small_document("40s")
     data["stages"]["capacity"], data["stages"]["switch_time"] = "replan", "30m"
     inst = validate(data, "small.yaml")
-    every = frontiers(inst, ("total_cost",), diagnose=False, resolution=0).frontiers["total_cost"]
+    calls: list[tuple[int, int]] = []
+    walked = frontiers(inst, ("total_cost",), diagnose=False, resolution=0, on_progress=lambda *a: calls.append(a))
+    every = walked.frontiers["total_cost"]
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and calls[-1][0] == calls[-1][1]  # the bar moves with each point, full at the end
+    assert sum(d < calls[-1][1] for d in done) >= len(every.points) - 1
     spaced = frontiers(inst, ("total_cost",), diagnose=False, resolution=0.25).frontiers["total_cost"]
     for front in (every, spaced):
         assert np.all(np.diff(front.makespans) > 0) and np.all(np.diff(front.costs) < 0)

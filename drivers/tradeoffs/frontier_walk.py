@@ -134,11 +134,21 @@ def walk(
                 low = _shortest(solve, shortest, span)
                 gap = resolution * max(0.0, top - low)
         cap = next_cap(spans, span, gap)
-        step(1.0 if cap is None else min(1.0, max(0.0, (top - cap) / (top - low))) if top > low else 1.0)
+        step(_share(cap, top, low, len(found)))
         if cap is None:
             break
     step(1.0)
     return Walked(found, stopped, end, last_cap, solve.carried, gap, solve.count)
+
+
+def _share(cap: float | None, top: float, low: float, found: int) -> float:
+    """The share of a walk done once its next cap is ``cap``: of the makespan range from ``top`` down to ``low``; with
+    no range known (a staged walk of every point) one more point each time, never all until the walk ends."""
+    if cap is None:
+        return 1.0
+    if top > low:
+        return min(1.0, max(0.0, (top - cap) / (top - low)))
+    return found / (found + 1)
 
 
 def _shortest(solve: _Solves, shortest: float | None, span: float) -> float:
