@@ -247,8 +247,8 @@ PROGRESS_AFTER_S = 2.0  # a replay that takes longer than this shows a progress 
 
 
 class SolvingBar:
-    """A transient rich progress bar that appears once the work looks long: on the first update promising
-    more than a handful of models, or, with ``after_s``, once the work has taken that many seconds."""
+    """A transient rich progress bar on standard error that appears once the work looks long: on the first update
+    promising more than a handful of models, or, with ``after_s``, once the work has taken that many seconds."""
 
     def __init__(self, label: str, enabled: bool, after_s: float | None = None):
         self.label, self.enabled, self.after_s = label, enabled, after_s
@@ -265,6 +265,7 @@ class SolvingBar:
         if not self.enabled or (self.progress is None and not self._due(total)):
             return
         if self.progress is None:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.progress = Progress(
@@ -272,7 +273,7 @@ class SolvingBar:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=console(),
+                console=Console(stderr=True),
                 transient=True,
             )
             self.progress.start()
@@ -288,7 +289,8 @@ class SolvingBar:
 
 
 def show_bar(as_json: bool) -> bool:
-    return sys.stdout.isatty() and not as_json
+    """Whether a progress bar is shown: on standard error, when it is a terminal (and the command prints no JSON)."""
+    return sys.stderr.isatty() and not as_json
 
 
 class ProgressLine:

@@ -321,11 +321,11 @@ def passes(planner: Planner, result: Result, lateness: float) -> bool:
 
 def base_planner(inst: Instance, **options) -> Planner:
     """The solver's planner of ``inst`` on the rows of its basis: a Planner, or for a staged instance (MODEL
-    §12) the staged MIP's StagedPlanner (which takes ``threads`` and ``confidence`` of the options)."""
+    §12) the staged MIP's StagedPlanner (which takes ``threads``, ``confidence`` and ``clock`` of the options)."""
     if inst.stages is not None:
         from trainground.solver.stages.solve import StagedPlanner
 
-        kept = {k: v for k, v in options.items() if k in ("threads", "confidence")}
+        kept = {k: v for k, v in options.items() if k in ("threads", "confidence", "clock")}
         return StagedPlanner(inst, **kept)  # type: ignore[return-value]
     return Planner(inst, **options)
 

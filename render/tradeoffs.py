@@ -110,6 +110,12 @@ def render_frontier(console, found, folder: Path, show_all: bool = False) -> Non
                 "(a longer --time-limit walks further)",
                 markup=False,
             )
+        if front.resolution_s > 0:
+            console.print(
+                f"points at least {front.resolution_s:,.1f} s of makespan apart (the walk's resolution, each point "
+                "exact); --resolution 0 walks every point",
+                markup=False,
+            )
         if len(shown) < len(front.corners):
             console.print(
                 f"{len(shown)} of {len(front.corners)} corners shown (evenly spread, both ends); "

@@ -112,6 +112,11 @@ HULL_TOL = 1e-12
 """A confidence hull's corners (solver/confidence/cuts.py) span a range or an edge only when it is longer than
 this (relative, on coordinates scaled to [0, 1]): shorter ones are rounding, not a facet."""
 
+BILL_SLACK = 1e-6
+"""A replan model's bill per stage pair (solver/stages/replan.py) is held at least at the pair's cost bound less this
+share: a plan whose hourly cost equals its bound (the bound's counts whole, as often) stays within it after the
+float error of the bound's sums; the bill itself is exact, the bound only steers the LP relaxation."""
+
 DOUBT_SLACK = 1e-6
 """A training-group row whose cost bound is within this relative distance of a budget (or of the cover's most
 cost) is kept: far above the float error of the bound's products, and a row kept in doubt costs only its row."""

@@ -6,6 +6,7 @@ import json
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, event, given, settings
@@ -17,6 +18,7 @@ from trainground.drivers.tradeoffs.frontier import CRITERIA, cost_of, frontiers,
 from trainground.models.edits import load_edited
 from trainground.models.load import load_instance
 from trainground.render.plots import FRONTIER_PX
+from trainground.solver.laws.calculus import grid_points
 from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
@@ -106,7 +108,7 @@ def test_frontier_matches_brute_force(data):
     inst = instance_of(data)
     points = reference.feasible_points(inst)
     assume(points)  # an instance without any plan has an empty frontier: count only those that have one
-    found = frontiers(inst)
+    found = frontiers(inst, resolution=0)
     for criterion, key in (("total_cost", "total"), ("hourly_cost", "hourly")):
         expected = brute_frontier(points, key)
         got = [(r.plan.makespan_s, cost_of(r, criterion)) for r in found.frontiers[criterion].points]
@@ -180,6 +182,7 @@ def test_the_time_limit_bounds_the_whole_walk_and_keeps_the_plans_found(monkeypa
     """With 5 s on a clock read once per solve (and once per walk), the first walk gets half and finds its
     cheapest plan, the second finds none; every solve is given the time that is left."""
     import trainground.drivers.tradeoffs.frontier as driver
+    import trainground.drivers.tradeoffs.frontier_walk as walker
     from trainground.solver.solve import Planner
 
     inst = load_edited(SEED, ["planning.basis=steady_state"])
@@ -191,7 +194,9 @@ def test_the_time_limit_bounds_the_whole_walk_and_keeps_the_plans_found(monkeypa
         return original(self, objective, **{k: v for k, v in options.items() if k != "time_limit"})
 
     monkeypatch.setattr(Planner, "solve", spy)
-    monkeypatch.setattr(driver, "time", _Ticks())
+    ticks = _Ticks()
+    monkeypatch.setattr(driver, "time", ticks)
+    monkeypatch.setattr(walker, "time", ticks)
     found = driver.frontiers(inst, time_limit=5.0)
     total, hourly = found.frontiers["total_cost"], found.frontiers["hourly_cost"]
     assert (total.stopped, len(total.points)) == ("time_limit", 1)
@@ -206,3 +211,71 @@ def test_frontier_with_a_time_limit_says_so_and_exits_4(tmp_path):
     assert result.exit_code == 4, result.output
     assert "no plan found within the time limit" in result.output
     assert (tmp_path / "frontier.json").exists()
+
+
+def _fine(basis: str = "steady_state") -> object:
+    """The seed on a 0.1 s grid from 580 s to 590 s: 101 cadences, a frontier point at every few."""
+    return load_edited(
+        SEED,
+        [
+            f"planning.basis={basis}",
+            "schedule.cadence.min=580s",
+            "schedule.cadence.max=590s",
+            "schedule.cadence.step=0.1s",
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def fine_walks():
+    inst = _fine()
+    return frontiers(inst, ("hourly_cost",), resolution=0), frontiers(inst, ("hourly_cost",), resolution=0.2)
+
+
+def test_a_resolution_keeps_points_apart_each_an_exact_frontier_plan_with_both_ends_exact(fine_walks):
+    every, spaced = (f.frontiers["hourly_cost"] for f in fine_walks)
+    exact = {round(r.plan.makespan_s, 6): r.plan.hourly_cost for r in every.points}
+    gap = spaced.resolution_s
+    # a share of the range from the cheapest plan's makespan to n·L at the shortest cadence (1,000 × 580 s)
+    assert every.resolution_s == 0 and gap == pytest.approx(0.2 * (every.cheapest.plan.makespan_s - 580_000.0))
+    assert 2 < len(spaced.points) <= len(every.points) / 3
+    spans = spaced.makespans
+    assert np.all(np.diff(spans[1:]) >= gap * (1 - 1e-9))  # the fastest, solved for at the end, may be nearer
+    for r in spaced.points:  # each point is a point of the exact frontier
+        assert exact[round(r.plan.makespan_s, 6)] == pytest.approx(r.plan.hourly_cost, rel=1e-9)
+    for ends in ((spaced.fastest, every.fastest), (spaced.cheapest, every.cheapest)):
+        assert ends[0].plan.makespan_s == pytest.approx(ends[1].plan.makespan_s, rel=1e-12)
+        assert ends[0].plan.hourly_cost == pytest.approx(ends[1].plan.hourly_cost, rel=1e-9)
+    for t in exact:  # a plan skipped lies within the gap below (faster than) a point shown
+        assert t in {round(x, 6) for x in spans} or np.any((spans > t) & (spans - t <= gap * (1 + 1e-9)))
+    assert fine_walks[1].solves < fine_walks[0].solves / 2
+
+
+def test_frontier_resolution_option_walks_every_point_at_0_and_refuses_a_share_above_1(tmp_path):
+    fine = ["--set", "schedule.cadence.min=570s", "--set", "schedule.cadence.max=570.2s"]
+    fine += ["--set", "schedule.cadence.step=0.01s", "--basis", "steady_state", "--json", "--resolution", "0"]
+    run = CliRunner().invoke(main, ["frontier", str(SEED), *fine, "--out", str(tmp_path)])
+    assert run.exit_code == 0, run.output
+    fronts = json.loads(run.output)["frontiers"]
+    assert {f["resolution_s"] for f in fronts.values()} == {0} and all(f["points"] for f in fronts.values())
+    bad = CliRunner().invoke(main, ["frontier", str(SEED), "--resolution", "1.5", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "--resolution" in bad.output
+
+
+def test_a_fine_grid_takes_a_resolution_by_default_and_a_coarse_grid_walks_every_point():
+    from trainground.drivers.tradeoffs.frontier_walk import FINE_GRID, RESOLUTION, default_resolution
+
+    seed = load_edited(SEED, [])
+    fine = load_edited(SEED, ["schedule.cadence.step=0.01s"])
+    assert grid_points(seed) <= FINE_GRID < grid_points(fine)
+    assert (default_resolution(seed), default_resolution(fine)) == (0.0, RESOLUTION)
+
+
+def test_frontier_with_a_resolution_says_how_far_apart_its_points_are(tmp_path):
+    fine = ["--set", "schedule.cadence.min=570s", "--set", "schedule.cadence.max=570.2s"]
+    fine += ["--set", "schedule.cadence.step=0.01s", "--basis", "steady_state", "--resolution", "0.3"]
+    run = CliRunner().invoke(main, ["frontier", str(SEED), *fine, "--out", str(tmp_path)])
+    assert run.exit_code == 0, run.output
+    gaps = {f["resolution_s"] for f in json.loads((tmp_path / "frontier.json").read_text())["frontiers"].values()}
+    assert len(gaps) == 1 and gaps.pop() > 0
+    assert "s of makespan apart (the walk's resolution" in run.output

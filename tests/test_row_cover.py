@@ -1,7 +1,8 @@
 """With start-up counted, a planner's table holds only the group counts each solve needs (solver/table/rows.py): a
 cost solve lists the rows whose cost bound is within the cost of a plan on each pair's fewest groups. The
 plans must be those of a table of every row, under every restriction a caller passes (a makespan cap, an
-allowance, budgets, a pinned cadence), in any order of solves, and the table must be smaller."""
+allowance, budgets, a pinned cadence), in any order of solves, and the table must be smaller. A makespan solve
+under a cap holds the rows within the cap alone, and a cost solve after it the rows it needs again."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import examples, instance_of, small_instances
 from trainground.solver.solve import Planner
-from trainground.solver.table.rows import EVERY
+from trainground.solver.table.rows import EVERY, WITHIN
 
 
 def _every(inst) -> Planner:
@@ -46,6 +47,7 @@ def test_a_covered_table_solves_as_a_table_of_every_row(data, pools, cut):
     spans = sorted(every.pairs.makespan.tolist())
     cap = spans[int(cut * (len(spans) - 1))] if spans else None
     calls = [("total_cost", {}), ("hourly_cost", {}), ("total_cost", {"max_makespan": cap})]
+    calls += [("makespan", {"max_makespan": cap}), ("hourly_cost", {}), ("total_cost", {"max_makespan": cap})]
     calls += [("total_cost", {"allowance": 0.2 * inst.schedule.deadline * cut}), ("makespan", {})]
     calls += [("total_cost", {}), ("hourly_cost", {"max_total_cost": 30.0})]
     for objective, restrictions in calls:
@@ -53,6 +55,22 @@ def test_a_covered_table_solves_as_a_table_of_every_row(data, pools, cut):
             covered.solve(objective, **restrictions), every.solve(objective, **restrictions), (objective, restrictions)
         )
     _covers_its_cost(inst)
+    _holds_the_rows_within_a_cap(inst, cap)
+
+
+def _holds_the_rows_within_a_cap(inst, cap) -> None:
+    """A makespan solve under a cap leaves a table of every row within the cap and, without a budget, of none past
+    it."""
+    if cap is None:
+        return
+    covered, every = Planner(inst), _every(inst)
+    _same(covered.solve("makespan", max_makespan=cap), every.solve("makespan", max_makespan=cap), "capped makespan")
+    budgeted = inst.limits.max_hourly_cost is not None or inst.limits.max_total_cost is not None
+    assert covered.rows.covers[0] == ("every" if budgeted else WITHIN)  # a budget needs every row
+    within = {key for key, span in zip(every.pairs.keys(), every.pairs.makespan) if span <= cap}
+    held = dict(zip(covered.pairs.keys(), covered.pairs.makespan))
+    assert within <= set(held)
+    assert budgeted or all(span <= cap * (1 + 1e-8) for span in held.values())
 
 
 def _covers_its_cost(inst) -> None:

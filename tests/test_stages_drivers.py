@@ -57,6 +57,26 @@ def test_frontier_walks_staged_plans_from_the_cheapest_to_the_fastest(small):
     assert all(r.plan.stages and len(r.plan.stages) == 3 for r in front.points)
 
 
+def test_a_replanned_frontier_is_non_dominated_and_a_resolution_keeps_its_ends():
+    data = small_document("40s")
+    data["stages"]["capacity"], data["stages"]["switch_time"] = "replan", "30m"
+    inst = validate(data, "small.yaml")
+    calls: list[tuple[int, int]] = []
+    walked = frontiers(inst, ("total_cost",), diagnose=False, resolution=0, on_progress=lambda *a: calls.append(a))
+    every = walked.frontiers["total_cost"]
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and calls[-1][0] == calls[-1][1]  # the bar moves with each point, full at the end
+    assert sum(d < calls[-1][1] for d in done) >= len(every.points) - 1
+    spaced = frontiers(inst, ("total_cost",), diagnose=False, resolution=0.25).frontiers["total_cost"]
+    for front in (every, spaced):
+        assert np.all(np.diff(front.makespans) > 0) and np.all(np.diff(front.costs) < 0)
+    assert spaced.resolution_s > 0 and 2 <= len(spaced.points) < len(every.points)
+    assert np.all(np.diff(spaced.makespans[1:]) >= spaced.resolution_s * (1 - 1e-9))
+    for a, b in ((spaced.fastest, every.fastest), (spaced.cheapest, every.cheapest)):
+        assert a.plan.makespan_s == pytest.approx(b.plan.makespan_s, rel=1e-9)
+        assert a.plan.total_cost == pytest.approx(b.plan.total_cost, rel=1e-9)
+
+
 def test_compare_says_what_replanning_saves_after_its_switches(small):
     inst, cheapest = small
     found = compare(inst, switch_time=1800.0)

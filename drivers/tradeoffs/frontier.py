@@ -1,12 +1,14 @@
-"""The exact Pareto frontier of makespan against cost, by ε-constraint re-solves of one built model.
+"""The Pareto frontier of makespan against cost, by ε-constraint re-solves of one built model.
 
 Makespans live on a grid (``n·L + extra`` over the admissible cadences), so the frontier
-is found exactly by walking it from the cheap end: solve for the least cost, record the
-plan (the tie-break already makes it the fastest of the cheapest), cap the makespan just
-below the plan's and solve again, until no faster plan exists. The cap is the next
-admissible makespan below, so no grid point is skipped and none is visited twice; a
-plan that the cap lets through but that is no cheaper than a faster one cannot occur
-(its faster rival would have been chosen), and is filtered out all the same.
+is found exactly by walking it from the cheap end (:mod:`drivers.tradeoffs.frontier_walk`): solve for the
+least cost, record the plan (the tie-break already makes it the fastest of the cheapest), cap the makespan
+below the plan's and solve again, until no faster plan exists. With ``resolution=0`` (the default unless the grid
+is fine) the cap is the next admissible makespan below, so no grid point is skipped and none is visited twice; with a
+resolution (by default RESOLUTION on a grid of more than FINE_GRID cadences) it is the next at least that share of
+the makespan range below, so every point is an exact frontier plan, no two are closer than that, both ends are
+exact, and a fine grid's walk takes a few hundred solves, not one per admissible makespan. A plan that the cap lets through but that is no cheaper than a
+faster one cannot occur (its faster rival would have been chosen), and is filtered out all the same.
 
 Two frontiers come out of one :class:`~solver.solve.Planner`: makespan against total
 cost and makespan against hourly cost. Every point is a full MODEL.md §6 result.
@@ -21,7 +23,7 @@ grows with the run (tests/test_hold.py replays every point of a small frontier a
 
 A staged instance (MODEL.md §12) has no makespan grid to walk (its makespan sums each stage's
 cadence, and with the start-up counted a fill): each cap is the plan's makespan less a relative
-STAGED_GAP, so two plans closer than that in makespan are one point.
+STAGED_GAP (and the resolution), so two plans closer than that in makespan are one point.
 """
 
 from __future__ import annotations
@@ -32,24 +34,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.drivers.hold import HoldingPlanner, base_planner, planner_for
 from trainground.drivers.replays import ReplayCache
+from trainground.drivers.tradeoffs.frontier_walk import Walked, default_resolution, walk
+from trainground.drivers.tradeoffs.pareto import cost_of, hull_corners, nondominated
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
-from trainground.solver.laws.calculus import cadence_grid
-from trainground.solver.solve import Planner
-from trainground.solver.tolerances import SPAN_TOL, TIE_TOL
+from trainground.solver.laws.calculus import cadence_grid, grid_points
+from trainground.solver.tolerances import SPAN_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
 DAY_S = 86400.0
-STAGED_GAP = 1e-7  # relative: a staged walk's next cap below a plan's makespan (0.06 s on a week)
 
 Progress = Callable[[int, int], None]  # (models solved or skipped so far, upper bound on the total)
-
-
-def cost_of(result: Result, criterion: str) -> float:
-    return result.plan.total_cost if criterion == "total_cost" else result.plan.hourly_cost
+PROGRESS_STEPS = 1000  # a walk's progress without its makespans listed: the share of its makespan range covered
+LISTED_ENTRIES = 1_000_000  # the grids whose every row a walk lists up front (listing_pays)
 
 
 @dataclass
@@ -74,6 +73,7 @@ class Frontier:
     bounded_by: str = "grid"
     cap: float | None = None  # the makespan cap of the solve that ended the walk
     carried_allowance_s: float | None = None  # under hold: the cheapest plan's Δ, which every faster point carries
+    resolution_s: float = 0.0  # the least makespan between two points the walk solved for (0: every point)
     simulations: dict[int, dict] = field(default_factory=dict)  # point index -> simulated verdict (`--simulate`)
 
     @property
@@ -110,6 +110,7 @@ class Frontier:
             "stopped": self.stopped,
             "bounded_by": self.bounded_by,
             "carried_allowance_s": self.carried_allowance_s,
+            "resolution_s": self.resolution_s,
             "fastest": 0 if self.points else None,
             "cheapest": len(self.points) - 1 if self.points else None,
             "corners": list(self.corners),
@@ -221,6 +222,7 @@ def frontiers(
     diagnose: bool = True,
     replays: ReplayCache | None = None,
     time_limit: float | None = None,
+    resolution: float | None = None,
 ) -> Frontiers:
     """Every non-dominated (makespan, cost) plan of ``inst`` for each criterion, from one built model.
 
@@ -228,42 +230,63 @@ def frontiers(
     expected infeasible solves are never diagnosed). ``replays``: under hold, replays of plans already
     replayed (a solve of the same instance just before) are taken from there. ``time_limit``: seconds for
     every walk together, each criterion's walk given an equal share of what is left; a walk that runs out
-    stops with the plans it found (``stopped``: ``time_limit``).
+    stops with the plans it found (``stopped``: ``time_limit``). ``resolution``: the least makespan between two
+    points as a share of the makespan range (:func:`walk`; 0: every point; None: :func:`default_resolution`).
     """
+    resolution = default_resolution(inst) if resolution is None else resolution
     until = None if time_limit is None else time.monotonic() + time_limit
     planner = planner_for(inst, replays)
     table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
-    spans = None if inst.stages is not None else np.unique(table.every_row().makespan)
+    exact = resolution <= 0 and inst.stages is None
+    listed = exact or (inst.stages is None and listing_pays(inst))
+    spans = np.unique(table.every_row().makespan) if listed else None
     out = Frontiers(
         instance=inst.name or "",
         deadline_s=inst.schedule.deadline,
         budgets={"total_cost": inst.limits.max_total_cost, "hourly_cost": inst.limits.max_hourly_cost},
     )
-    per = max(1, spans.size) if spans is not None else 1
     grid = cadence_grid(inst)
     fastest_grid = float(grid[0]) if grid.size else 0.0
+    per = max(1, spans.size) if spans is not None else PROGRESS_STEPS
+    low = None if inst.stages is not None else shortest_span(inst, table.pairs)  # before a walk cuts the table
     for k, criterion in enumerate(criteria):
 
-        def step(done: int, k: int = k) -> None:
-            if on_progress is not None and spans is not None:
-                on_progress(k * per + done, per * len(criteria))
-            elif on_progress is not None:  # a staged walk: points found so far, one more to come
-                on_progress(done, done + 1)
+        def step(share: float, k: int = k) -> None:
+            if on_progress is not None:
+                on_progress(k * per + int(round(share * per)), per * len(criteria))
 
         share = None if until is None else (until - time.monotonic()) / (len(criteria) - k)
-        out.frontiers[criterion], solves = walk(planner, criterion, spans, step, diagnose, time_limit=share)
-        out.solves += solves
+        walked = walk(planner, criterion, spans if exact else None, step, diagnose, share, resolution, low)
+        out.frontiers[criterion] = frontier_of(criterion, walked)
+        out.solves += walked.solves
         front = out.frontiers[criterion]
-        if front.points and front.stopped == "infeasible":
+        at_grid = inst.stages is None and front.points and front.fastest.plan.cadence_s <= fastest_grid * (1 + SPAN_TOL)
+        if front.points and front.stopped == "infeasible" and not (spans is None and at_grid):
             front.bounded_by, extra = _fast_end_bound(inst, criterion, front.cap)
             out.solves += extra
-        elif front.points and front.stopped != "grid":
+        elif front.points and front.stopped not in ("grid", "infeasible"):
             front.bounded_by = front.stopped
-        elif front.points and spans is None:
+        elif front.points and inst.stages is not None:
             front.bounded_by = "constraints"  # a staged walk ends when no faster plan exists
-        elif front.points and front.fastest.plan.cadence_s > fastest_grid * (1 + SPAN_TOL):
+        elif front.points and not at_grid:
             front.bounded_by = "constraints"  # the faster grid points failed the per-pair checks
     return out
+
+
+def listing_pays(inst: Instance) -> bool:
+    """Whether a walk lists every row of its table before its first solve (then no solve rebuilds the table): without
+    the start-up counted every row is a pair's one row; with it, a row per training-group count worth having, so
+    only on grids of at most LISTED_ENTRIES (cadence, K) entries (the seed at a 0.01 s step: 545,000 entries,
+    1.7 million rows). Above, each solve's table holds the rows it needs (:mod:`solver.table.rows`)."""
+    entries = grid_points(inst) * inst.freshness.max_versions_kept
+    return not inst.counts_startup or entries <= LISTED_ENTRIES
+
+
+def shortest_span(inst: Instance, pairs) -> float:
+    """The low end of a one-stage frontier's makespan range, the scale of its resolution: n·L + extra_time at the
+    shortest admissible cadence (with the start-up counted a plan there takes about that, its fill in place of
+    one cadence), read off the table without listing every row."""
+    return inst.workload.iterations * float(pairs.cadence.min()) + inst.schedule.extra_time if pairs.size else 0.0
 
 
 def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[str, int]:
@@ -279,105 +302,17 @@ def _fast_end_bound(inst: Instance, criterion: str, cap: float | None) -> tuple[
     return ("budget" if faster.status == "optimal" else "constraints"), 1
 
 
-def walk(
-    planner: Planner | HoldingPlanner,
-    criterion: str,
-    spans: np.ndarray | None,
-    step: Callable[[int], None],
-    diagnose: bool = True,
-    time_limit: float | None = None,
-) -> tuple[Frontier, int]:
-    """ε-constraint walk from the cheapest plan to the fastest; returns the frontier and the solves it took.
-    ``spans``: the admissible makespans, each cap the next below; None (a staged instance): each cap is the
-    plan's makespan less STAGED_GAP of it. ``time_limit``: seconds for the walk, each solve given what is left;
-    when they run out the walk stops (``stopped``: ``time_limit``) with the plans found so far."""
-    found: list[Result] = []
-    cap: float | None = None
-    end: Result | None = None
-    stopped = "grid"
-    solves = 0
-    carried: float | None = None  # under hold, the cheapest plan's allowance, once it is found
-    until = None if time_limit is None else time.monotonic() + time_limit
-    while True:
-        last_cap = cap
-        left = {} if until is None else {"time_limit": until - time.monotonic()}
-        if left and left["time_limit"] <= 0:
-            stopped = "time_limit"
-            break
-        if isinstance(planner, HoldingPlanner) and carried is not None:
-            result = planner.solve_carried(carried, criterion, max_makespan=cap, **left)
-        else:
-            result = planner.solve(criterion, max_makespan=cap, **left)
-            carried = result.hold.allowance_s if result.hold is not None else None
-        if diagnose and not found:
-            result = diagnosed(planner.inst, result)
-        solves += 1
-        if result.status != "optimal":
-            end, stopped = result, result.status
-            break
-        span = result.plan.makespan_s
-        if spans is None:
-            if found and span >= found[-1].plan.makespan_s:
-                break  # no faster plan under the cap
-            found.append(result)
-            step(len(found))
-            cap = span * (1 - STAGED_GAP)
-            continue
-        found.append(result)
-        faster = spans[spans < span * (1 - SPAN_TOL)]
-        step(int(spans.size - faster.size))
-        if not faster.size:
-            break
-        cap = float(faster[-1])
-    step(int(max(1, spans.size)) if spans is not None else len(found))
-    points = nondominated(found, criterion)
+def frontier_of(criterion: str, walked: Walked) -> Frontier:
+    """The frontier of one criterion from its walk: the non-dominated plans found, fastest first, and the corners."""
+    points = nondominated(walked.found, criterion)
     corners = hull_corners([r.plan.makespan_s for r in points], [cost_of(r, criterion) for r in points])
-    front = Frontier(
+    return Frontier(
         criterion=criterion,
         points=points,
         corners=corners,
-        stopped=stopped,
-        end=end,
-        cap=last_cap,
-        carried_allowance_s=carried if len(points) > 1 else None,
+        stopped=walked.stopped,
+        end=walked.end,
+        cap=walked.cap,
+        carried_allowance_s=walked.carried if len(points) > 1 else None,
+        resolution_s=walked.resolution_s,
     )
-    return front, solves
-
-
-def nondominated(results: list[Result], criterion: str) -> list[Result]:
-    """Plans no other plan beats on both makespan and cost (ties within TIE_TOL), fastest first."""
-    ordered = sorted(results, key=lambda r: (r.plan.makespan_s, cost_of(r, criterion)))
-    kept: list[Result] = []
-    best = float("inf")
-    for r in ordered:
-        cost = cost_of(r, criterion)
-        if not kept or cost < best - TIE_TOL * max(1.0, abs(best)):
-            kept.append(r)
-            best = cost
-    return kept
-
-
-def hull_corners(makespans: list[float], costs: list[float]) -> list[int]:
-    """Indices of the vertices of the lower convex hull of (makespan, cost), points sorted by makespan.
-
-    These are the frontier's corners: the points where its slope changes (a point on the
-    chord between its neighbours on the hull is not one), both ends always included.
-    """
-    n = len(makespans)
-    if n <= 2:
-        return list(range(n))
-    xs, ys = np.asarray(makespans, dtype=float), np.asarray(costs, dtype=float)
-    # Scale both axes to [0, 1] so the collinearity tolerance means the same on every instance.
-    xs = (xs - xs.min()) / max(xs.max() - xs.min(), 1e-300)
-    ys = (ys - ys.min()) / max(ys.max() - ys.min(), 1e-300)
-    hull: list[int] = []
-    for i in range(n):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            cross = (xs[b] - xs[a]) * (ys[i] - ys[a]) - (ys[b] - ys[a]) * (xs[i] - xs[a])
-            if cross <= 1e-12:  # b lies on or above the chord a–i: the slope does not change at b
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return hull

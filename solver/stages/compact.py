@@ -1,4 +1,4 @@
-"""The compact staged MIP of MODEL.md §12 under ``capacity: fixed``: one capacity, a cadence binary per stage row.
+"""The compact staged MIP of MODEL.md §12: the capacities as counts, a cadence binary per stage row.
 
 With one capacity for the whole run the pair blocks of :mod:`solver.stages.model` (a copy of every count per
 stage and pair) are not needed to keep the rows linear: every row of MODEL §3 in stage ``p`` reads the
@@ -9,6 +9,8 @@ the (hourly, T) plans, each point found by a MIP with a linear objective ``a·ho
 Decisions: the shared K (``kept[K]``, one on), the replicas of each shape per K (``x[K, s]``, 0 unless K is
 on: the supply multiplier depends on K), the training groups ``G``, nodes ``N[k]`` and VMs ``V[v]``, a
 binary per stage and pair (``z[p, i]``, one per stage, of the chosen K) and each stage's sandbox splits.
+Under ``replan`` (``own``) each stage has its own counts, ``x[p, K, s]``, ``G[p]``, ``N[p, k]``, ``V[p, v]``, and
+every row of stage ``p`` reads them; :mod:`solver.stages.replan` adds the run's rows and costs.
 With the start-up counted and more than one stage, the last stage's final update is bounded by the lines
 through neighbouring group counts where U is convex in the count, else ``Σ_g U(g)·final_on[g]`` with
 ``Σ_g g·final_on[g] = G`` (:func:`add_final_update`). Every block states its inequality; the coefficients
@@ -44,24 +46,50 @@ class CompactModel:
     makespan: Any = None
     Ks: list[int] = field(default_factory=list)  # the K some stage row has
     caps: dict[str, dict[str, int]] = field(default_factory=dict)  # bounds of x, N, V
+    own: bool = False  # each stage its own counts (replan)
+
+    def x(self, p: int, K: int, s: str):
+        """Stage ``p``'s replicas of shape ``s`` with K versions kept (0 unless K is on)."""
+        return self.model.x[p, K, s] if self.own else self.model.x[K, s]
+
+    def G(self, p: int):
+        return self.model.G[p] if self.own else self.model.G
+
+    def N(self, p: int, k: str):
+        return self.model.N[p, k] if self.own else self.model.N[k]
+
+    def V(self, p: int, v: str):
+        return self.model.V[p, v] if self.own else self.model.V[v]
+
+    def capacities(self) -> list[int]:
+        """The stages whose counts are variables of their own: the first alone under ``fixed``, each under replan."""
+        return list(range(len(self.found.tables))) if self.own else [0]
 
 
 def build_compact(inst: Instance, found: StageTables) -> CompactModel:
     """The compact model of a ``fixed`` staged instance over the stage tables ``found`` (none empty)."""
+    c = compact_rows(inst, found, own=False)
+    add_final_update(c)
+    add_run(c)
+    return c
+
+
+def compact_rows(inst: Instance, found: StageTables, own: bool) -> CompactModel:
+    """The decisions and every stage's rows of MODEL §3 over the stage tables ``found`` (none empty), on one
+    capacity or (``own``) one per stage; no makespan, cost or objective yet."""
     ix = index_of(found.insts[0])
     values = []
     for si, table in zip(found.insts, found.tables):
         read = PairValues(si, index_of(si))
         values.append([read(table, i) for i in range(table.size)])
-    c = CompactModel(inst, found, values, global_values(found.insts[0], ix), ix, pyo.ConcreteModel(name=inst.name))
+    shared = global_values(found.insts[0], ix)
+    c = CompactModel(inst, found, values, shared, ix, pyo.ConcreteModel(name=inst.name), own=own)
     declare(c)
     add_selection(c)
     add_pool_capacity(c)
     add_throughput(c)
     add_update_time(c)
     add_sandboxes(c)
-    add_final_update(c)
-    add_run(c)
     return c
 
 
@@ -79,13 +107,21 @@ def declare(c: CompactModel) -> None:
     vm_cap = {v_: max(v["vm_cap"][v_] for stage in c.values for v in stage) for v_ in ix.vms}
     c.caps = {"x": replica_cap, "N": node_cap, "V": vm_cap}
     m.kept = pyo.Var(c.Ks, domain=pyo.Binary)
-    m.x = pyo.Var(c.Ks, ix.shapes, domain=pyo.NonNegativeIntegers, bounds=lambda _, K, s: (0, replica_cap[s]))
     # G from the fewest groups of any stage: the update-time rows raise it to least_groups (bounding G there
     # too leaves the same plans and slows HiGHS by about 10 % on steady-state staged solves)
     lo = min(int(t.groups.min()) for t in found.tables)
-    m.G = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(lo, max(lo, found.top)))
-    m.N = pyo.Var(ix.nodes, domain=pyo.NonNegativeIntegers, bounds=lambda _, k: (0, node_cap[k]))
-    m.V = pyo.Var(ix.vms, domain=pyo.NonNegativeIntegers, bounds=lambda _, v: (0, vm_cap[v]))
+    integers = pyo.NonNegativeIntegers
+    if c.own:
+        P = c.capacities()
+        m.x = pyo.Var(P, c.Ks, ix.shapes, domain=integers, bounds=lambda _, p, K, s: (0, replica_cap[s]))
+        m.G = pyo.Var(P, domain=integers, bounds=(lo, max(lo, found.top)))
+        m.N = pyo.Var(P, ix.nodes, domain=integers, bounds=lambda _, p, k: (0, node_cap[k]))
+        m.V = pyo.Var(P, ix.vms, domain=integers, bounds=lambda _, p, v: (0, vm_cap[v]))
+    else:
+        m.x = pyo.Var(c.Ks, ix.shapes, domain=integers, bounds=lambda _, K, s: (0, replica_cap[s]))
+        m.G = pyo.Var(domain=integers, bounds=(lo, max(lo, found.top)))
+        m.N = pyo.Var(ix.nodes, domain=integers, bounds=lambda _, k: (0, node_cap[k]))
+        m.V = pyo.Var(ix.vms, domain=integers, bounds=lambda _, v: (0, vm_cap[v]))
     m.z = pyo.Var(pairs, domain=pyo.Binary)
     stages = range(len(found.tables))
     m.y = pyo.Var(stages, ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
@@ -109,28 +145,38 @@ def final_range(found: StageTables) -> tuple[int, np.ndarray]:
 
 
 def add_selection(c: CompactModel) -> None:
-    """One K: Σ_K kept[K] = 1; per stage and K, Σ_{pairs with K} z = kept[K]; x[K, s] <= cap_s·kept[K]."""
+    """One K: Σ_K kept[K] = 1; per stage and K, Σ_{pairs with K} z = kept[K]; x[K, s] <= cap_s·kept[K] (each
+    stage's, under replan)."""
     m, found = c.model, c.found
     m.one_kept = pyo.Constraint(expr=sum(m.kept[K] for K in c.Ks) == 1)
     keys = [(p, K) for p in range(len(found.tables)) for K in c.Ks]
     m.one_pair = pyo.Constraint(keys, rule=lambda _, p, K: sum(m.z[p, i] for i in _rows(c, p, K)) == m.kept[K])
-    m.replicas_off = pyo.Constraint(c.Ks, c.ix.shapes, rule=lambda _, K, s: m.x[K, s] <= c.caps["x"][s] * m.kept[K])
+    if c.own:
+        m.replicas_off = pyo.Constraint(
+            c.capacities(), c.Ks, c.ix.shapes, rule=lambda _, p, K, s: c.x(p, K, s) <= c.caps["x"][s] * m.kept[K]
+        )
+    else:
+        m.replicas_off = pyo.Constraint(c.Ks, c.ix.shapes, rule=lambda _, K, s: m.x[K, s] <= c.caps["x"][s] * m.kept[K])
 
 
 def add_pool_capacity(c: CompactModel) -> None:
-    """MODEL §3.1 per pool: Σ_{s in pool} g_s·Σ_K x[K, s] + [training pool] gpus_per_group·G <= gpus [GPUs]."""
+    """MODEL §3.1 per pool (and per stage, under replan): Σ_{s in pool} g_s·Σ_K x[K, s] + [training pool]
+    gpus_per_group·G <= gpus [GPUs]."""
     m, inst, ix = c.model, c.inst, c.ix
     shapes = inst.inference.shapes
 
-    def rule(_, pool):
-        used = sum(s.gpus_per_replica * m.x[K, s.name] for K in c.Ks for s in shapes if s.pool == pool)
+    def used_of(p: int, pool: str):
+        used = sum(s.gpus_per_replica * c.x(p, K, s.name) for K in c.Ks for s in shapes if s.pool == pool)
         if pool == ix.training_pool:
-            used = used + inst.training.gpus_per_group * m.G
+            used = used + inst.training.gpus_per_group * c.G(p)
         if isinstance(used, int):
             return pyo.Constraint.Skip
         return used <= c.shared["pool_gpus"][pool]
 
-    m.pool_capacity = pyo.Constraint(ix.pools, rule=rule)
+    if c.own:
+        m.pool_capacity = pyo.Constraint(c.capacities(), ix.pools, rule=lambda _, p, pool: used_of(p, pool))
+    else:
+        m.pool_capacity = pyo.Constraint(ix.pools, rule=lambda _, pool: used_of(0, pool))
 
 
 def add_throughput(c: CompactModel) -> None:
@@ -142,7 +188,7 @@ def add_throughput(c: CompactModel) -> None:
     def rule(_, p, K):
         rows = _rows(c, p, K)
         supply = c.values[p][rows[0]]["supply"]
-        return sum(supply[s] * m.x[K, s] for s in c.ix.shapes) >= sum(
+        return sum(supply[s] * c.x(p, K, s) for s in c.ix.shapes) >= sum(
             c.values[p][i]["attempts"][None] * m.z[p, i] for i in rows
         )
 
@@ -155,12 +201,14 @@ def add_update_time(c: CompactModel) -> None:
     m, found = c.model, c.found
     m.update_time = pyo.Constraint(
         range(len(found.tables)),
-        rule=lambda _, p: m.G >= sum(int(found.tables[p].groups[i]) * m.z[p, i] for i in range(found.tables[p].size)),
+        rule=lambda _, p: (
+            c.G(p) >= sum(int(found.tables[p].groups[i]) * m.z[p, i] for i in range(found.tables[p].size))
+        ),
     )
 
 
 def _host_rows(c: CompactModel, p: int, kind: str, count, split, name: str) -> None:
-    """Per (host, resource) row: Σ_b split[p, h, b]·load <= cap·count[h] [hosts]."""
+    """Per (host, resource) row: Σ_b split[p, h, b]·load <= cap·count(p, h) [hosts]."""
     m, ix = c.model, c.ix
     hosted = ix.node_backends if kind == "node" else ix.vm_backends
     keys = [(h, r) for (k, h, r) in ix.rows if k == kind]
@@ -168,7 +216,7 @@ def _host_rows(c: CompactModel, p: int, kind: str, count, split, name: str) -> N
 
     def rule(_, h, r):
         used = sum(split[p, hh, b] * load[kind, h, r, b] for (hh, b) in hosted if hh == h)
-        return used <= cap[kind, h, r] * count[h]
+        return used <= cap[kind, h, r] * count(p, h)
 
     m.add_component(f"{name}_{p}", pyo.Constraint(keys, rule=rule))
 
@@ -193,7 +241,7 @@ def add_sandboxes(c: CompactModel) -> None:
                     ),
                 ),
             )
-            _host_rows(c, p, "node", m.N, m.y, "steady_nodes")
+            _host_rows(c, p, "node", c.N, m.y, "steady_nodes")
         m.add_component(
             f"peak_cover_{p}",
             pyo.Constraint(
@@ -205,7 +253,7 @@ def add_sandboxes(c: CompactModel) -> None:
                 ),
             ),
         )
-        _host_rows(c, p, "node", m.N, m.y_peak, "peak_nodes")
+        _host_rows(c, p, "node", c.N, m.y_peak, "peak_nodes")
         clouded = sorted({b for (_, b) in ix.vm_backends}, key=ix.backends.index)
         m.add_component(
             f"cloud_eligible_{p}",
@@ -216,7 +264,7 @@ def add_sandboxes(c: CompactModel) -> None:
                 ),
             ),
         )
-        _host_rows(c, p, "vm", m.V, m.c, "cloud_vms")
+        _host_rows(c, p, "vm", c.V, m.c, "cloud_vms")
 
 
 def add_final_update(c: CompactModel) -> None:
@@ -300,8 +348,8 @@ def selected(values, var_index) -> int:
     return best[0]
 
 
-def counts_of(c: CompactModel, values) -> dict[str, Any]:
-    """The solution's K, replicas per shape, groups, nodes and VMs (rounded), and each stage's pair."""
+def counts_of(c: CompactModel, values, p: int = 0) -> dict[str, Any]:
+    """The solution's K, stage ``p``'s replicas per shape, groups, nodes and VMs (rounded), and each stage's pair."""
     m = c.model
 
     def val(var) -> float:
@@ -310,9 +358,9 @@ def counts_of(c: CompactModel, values) -> dict[str, Any]:
     K = selected(values, [(K, m.kept[K]) for K in c.Ks])
     return {
         "K": K,
-        "x": {s: int(round(val(m.x[K, s]))) for s in c.ix.shapes},
-        "G": int(round(val(m.G))),
-        "N": {k: int(round(val(m.N[k]))) for k in c.ix.nodes},
-        "V": {v: int(round(val(m.V[v]))) for v in c.ix.vms},
-        "pairs": [selected(values, [(i, m.z[p, i]) for i in range(t.size)]) for p, t in enumerate(c.found.tables)],
+        "x": {s: int(round(val(c.x(p, K, s)))) for s in c.ix.shapes},
+        "G": int(round(val(c.G(p)))),
+        "N": {k: int(round(val(c.N(p, k)))) for k in c.ix.nodes},
+        "V": {v: int(round(val(c.V(p, v)))) for v in c.ix.vms},
+        "pairs": [selected(values, [(i, m.z[q, i]) for i in range(t.size)]) for q, t in enumerate(c.found.tables)],
     }

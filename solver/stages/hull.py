@@ -25,10 +25,11 @@ from importlib.metadata import version
 import pyomo.core as pyo
 from pyomo.repn import generate_standard_repn
 
-from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas, Status
+from trainground.models.result import Plan, Status
 from trainground.solver.highs import NO_BOUND, RESTART_PAIRS, STAGED_OPTIONS, HighsModel, Solution
 from trainground.solver.mip.assemble import ObjectiveMismatch
-from trainground.solver.stages.compact import CompactModel, counts_of, run_makespan
+from trainground.solver.stages.compact import CompactModel, run_makespan
+from trainground.solver.stages.compact_plans import part_plans
 from trainground.solver.stages.plans import own_startup, run_plan
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import COST_CHECK_TOL, REL_TOL, SPAN_TOL, TIE_TOL
@@ -181,78 +182,6 @@ def _floor(left: Point, right: Point, line: tuple[float, float, float]) -> float
         if left.hourly <= h <= right.hourly:
             corners.append(h * T)
     return min(corners) if corners else -math.inf
-
-
-def part_plans(c: CompactModel, values) -> list[Plan]:
-    """Each stage's decisions as a one-stage plan of the instance it runs as (before its own start-up is set)."""
-    inst, ix = c.inst, c.ix
-    got = counts_of(c, values)
-    shapes = inst.inference.shapes
-    gpg = inst.training.gpus_per_group
-    used = {pool.name: 0 for pool in inst.gpu_pools}
-    for s in shapes:
-        used[s.pool] += got["x"][s.name] * s.gpus_per_replica
-    used[inst.training.pool] += got["G"] * gpg
-    terms = _cost_terms(c, got)
-    hourly = terms.gpu + terms.node + terms.vm
-    plans = []
-    for p, (table, row) in enumerate(zip(c.found.tables, got["pairs"])):
-        span = float(table.makespan[row])
-        plans.append(
-            Plan(
-                cadence_s=float(table.cadence[row]),
-                makespan_s=span,
-                startup_s=float(table.startup[row]) if inst.counts_startup else None,
-                versions_kept=int(table.kept[row]),
-                age_limit=int(table.kept[row]),  # staged runs plan the seed regime (MODEL §12, §14)
-                inference=[
-                    ShapeReplicas(
-                        shape=s.name, pool=s.pool, replicas=got["x"][s.name], gpus=got["x"][s.name] * s.gpus_per_replica
-                    )
-                    for s in shapes
-                ],
-                inference_gpus=sum(got["x"][s.name] * s.gpus_per_replica for s in shapes),
-                training_groups=got["G"],
-                training_gpus=got["G"] * gpg,
-                local_nodes=[Count(type=k, count=got["N"][k]) for k in ix.nodes],
-                cloud_vms=[Count(type=v, count=got["V"][v]) for v in ix.vms],
-                hourly_cost=hourly,
-                total_cost=hourly * span / 3600.0,
-                cost_terms=terms,
-                pools=PoolUse.rows(inst.gpu_pools, used),
-                placement=_placement(c, values, p),
-            )
-        )
-    return plans
-
-
-def _cost_terms(c: CompactModel, got: dict) -> CostTerms:
-    """MODEL §4's GPU, node and VM terms ($/h) at the solution's rounded counts."""
-    inst, ix, price = c.inst, c.ix, c.shared["gpu_price"]
-    gpu = sum(price[s.pool] * s.gpus_per_replica * got["x"][s.name] for s in inst.inference.shapes)
-    gpu += price[ix.training_pool] * inst.training.gpus_per_group * got["G"] + c.shared["reserved_cost"][None]
-    node = sum(c.shared["node_price"][k] * got["N"][k] for k in ix.nodes)
-    vm = sum(c.shared["vm_price"][v] * got["V"][v] for v in ix.vms)
-    return CostTerms(gpu=gpu, node=node, vm=vm)
-
-
-def _placement(c: CompactModel, values, p: int) -> Placement:
-    """Stage ``p``'s splits: steady and peak on nodes, peak on VMs."""
-    m, ix, inst = c.model, c.ix, c.inst
-
-    def split(var, keys) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for host, b in keys:
-            out.setdefault(host, {})[b] = max(0.0, float(values.get(var[p, host, b], 0.0) or 0.0))
-        return out
-
-    peak = split(m.y_peak, ix.node_backends)
-    if ix.steady_split:
-        steady = split(m.y, ix.node_backends)
-    else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
-        ratio = 1.0 / inst.environment.peak_to_mean
-        steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
-    return Placement(steady=steady, peak=peak, cloud=split(m.c, ix.vm_backends))
 
 
 def solve_compact(

@@ -301,3 +301,14 @@ def add_run_rows(s: StagedModel) -> None:
         objective = pyo.Objective(expr=expr, sense=pyo.minimize)
         m.add_component(f"objective_{name}", objective)
         objective.deactivate()
+
+
+def card_rows(staged: StagedModel, cap: int | None) -> list:
+    """Every stage's inference GPUs within ``cap`` (none without one)."""
+    if cap is None:
+        return []
+    shapes = staged.inst.inference.shapes
+    return [
+        sum(s.gpus_per_replica * blk.x[s.name] for blk in sub.blocks.values() for s in shapes) <= cap
+        for sub in staged.subs
+    ]

@@ -1,8 +1,9 @@
 """Solve a staged instance (MODEL.md §12) under MODEL §4's order, then a verified result.
 
 Under ``capacity: fixed`` the compact model (:mod:`solver.stages.compact`) is searched by
-:mod:`solver.stages.hull`. Otherwise (``replan``, or a cap on the total cost) the pair model
-(:mod:`solver.stages.model`) is solved by a sequence of HiGHS runs: the primary criterion, then each
+:mod:`solver.stages.hull`. Under ``replan`` the compact model with each stage's own counts and linear bills
+(:mod:`solver.stages.replan`), and under ``fixed`` with a cap on the total cost the pair model
+(:mod:`solver.stages.model`), are solved by a sequence of HiGHS runs: the primary criterion, then each
 tie-break with the criteria before it held at their optimum (within TIE_TOL), so the plan returned is
 the optimum of the lexicographic order on the grid. Each stage's decisions are read as a one-stage
 plan of the instance that stage runs as; the run's plan (:func:`solver.stages.plans.run_plan`) carries
@@ -12,7 +13,10 @@ them in ``stages`` and the run's makespan and costs, which the staged verifier
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import pyomo.core as pyo
 
@@ -23,8 +27,11 @@ from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
 from trainground.solver.mip.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
 from trainground.solver.stages.compact import CompactModel, build_compact, supports
 from trainground.solver.stages.hull import compact_plan, linear_value, solve_compact
-from trainground.solver.stages.model import StagedModel, build_staged
+from trainground.solver.stages.model import StagedModel, build_staged, card_rows
 from trainground.solver.stages.plans import own_startup, run_plan
+from trainground.solver.stages.replan import ReplanModel, build_replan, replan_plan
+from trainground.solver.stages.replan import card_rows as replan_card_rows
+from trainground.solver.stages.replan_search import search_total
 from trainground.solver.stages.tables import StagedUnsupported, StageTables, stage_tables
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import Pairs
@@ -55,24 +62,29 @@ class StagedPlanner:
     """One staged instance's models in HiGHS, solved under any objective (each solve's rows removed after).
 
     Under ``capacity: fixed`` (and no cap on the total cost) the compact model of :mod:`solver.stages.compact`
-    is solved by :mod:`solver.stages.hull`'s searches; otherwise the pair model of :mod:`solver.stages.model`,
-    by a sequence of HiGHS runs (:func:`_lexicographic`). Each is built on first use, over one set of stage
-    tables. It answers what the drivers ask of a :class:`solver.solve.Planner`: ``solve`` with the same
+    is solved by :mod:`solver.stages.hull`'s searches; under ``replan`` the model of :mod:`solver.stages.replan`,
+    and under ``fixed`` with a cap on the total cost the pair model of :mod:`solver.stages.model`, by a sequence
+    of HiGHS runs (:func:`_lexicographic`). Each is built on first use, over one set of stage tables; ``clock``
+    (a command's stopwatch) hears what the planner does and bounds its first solve. It answers what the drivers ask of a :class:`solver.solve.Planner`: ``solve`` with the same
     restrictions (but a pinned cadence), ``inst``, ``retarget`` (never: each point builds its own model),
     ``confidence`` (None: confidence solves do not play stages) and ``listener``."""
 
     confidence = None
-    listener = None
 
-    def __init__(self, inst: Instance, threads: int = 1, confidence: float | None = None):
+    def __init__(
+        self, inst: Instance, threads: int = 1, confidence: float | None = None, clock: Stopwatch | None = None
+    ):
         if confidence is not None:
             raise InstanceError(
                 inst.name or "instance",
                 [Problem("stages", "a confidence solve (--confidence) is not available with stages; remove one")],
             )
         self.inst, self.threads = inst, threads
-        clock = Stopwatch()
-        with clock.phase("build"):
+        self.listener = None if clock is None else clock.listener
+        self._first_clock = clock
+        built = Stopwatch(None, self.listener)
+        with built.phase("build"):
+            built.note(f"{inst.name}: the stages' pair tables")
             try:
                 self.found = stage_tables(inst)
             except StagedUnsupported as exc:
@@ -80,7 +92,8 @@ class StagedPlanner:
         self.empty = empty_stage(inst, self.found)
         self._pair: tuple[StagedModel, HighsModel] | None = None
         self._compact: tuple[CompactModel, HighsModel] | None = None
-        self._build_seconds = clock.seconds.get("build", 0.0)  # counted in the first solve's timings
+        self._replan: tuple[ReplanModel, HighsModel] | None = None
+        self._build_seconds = built.seconds.get("build", 0.0)  # counted in the first solve's timings
 
     def pair_model(self) -> tuple[StagedModel, HighsModel]:
         if self._pair is None:
@@ -97,6 +110,14 @@ class StagedPlanner:
             highs.load(compact.model)
             self._compact = (compact, highs)
         return self._compact
+
+    def replan_model(self) -> tuple[ReplanModel, HighsModel]:
+        if self._replan is None:
+            replan = build_replan(self.inst, self.found)
+            highs = HighsModel(self.threads)
+            highs.load(replan.model)
+            self._replan = (replan, highs)
+        return self._replan
 
     def retarget(self, inst: Instance) -> bool:
         """A staged model is built for one instance: another (a sweep point) builds its own."""
@@ -139,13 +160,16 @@ class StagedPlanner:
         objective = objective or self.inst.objective
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        clock = Stopwatch(time_limit)
+        clock, self._first_clock = self._first_clock or Stopwatch(time_limit, self.listener), None
         clock.seconds["build"], self._build_seconds = self._build_seconds, 0.0
         if self.empty is not None:
             return self._no_plan(objective, Status.INFEASIBLE, clock, self.empty)
+        pairs = sum(t.size for t in self.found.tables)
         caps = (max_makespan, max_hourly_cost, max_inference_gpus)
         if supports(self.inst, max_total_cost):
             with clock.phase("build"):
+                if self._compact is None:
+                    clock.note(f"{self.inst.name}: the compact staged model of {pairs:,} stage pairs")
                 compact, highs = self.compact_model()
             with clock.phase("solve"):
                 status, point, search = solve_compact(compact, highs, objective, clock, allowance, *caps)
@@ -157,15 +181,33 @@ class StagedPlanner:
             return _verified(
                 self.inst, plan, objective, status, clock, highs, allowance, size, self.found, search.seconds
             )
-        with clock.phase("build"):
-            staged, highs = self.pair_model()
-        limits = restriction_rows(staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
-        limits += card_rows(staged, max_inference_gpus)
+        staged: StagedModel | ReplanModel
+        if self.inst.stages is not None and self.inst.stages.capacity == "replan":
+            with clock.phase("build"):
+                if self._replan is None:
+                    clock.note(f"{self.inst.name}: the replan model of {pairs:,} stage pairs")
+                staged, highs = self.replan_model()
+            limits = replan_card_rows(staged, max_inference_gpus)
+            extract = partial(replan_plan, staged.c)
+        else:
+            with clock.phase("build"):
+                if self._pair is None:
+                    clock.note(f"{self.inst.name}: the staged pair model of {pairs:,} pairs")
+                staged, highs = self.pair_model()
+            limits = card_rows(staged, max_inference_gpus)
+            extract = partial(extract_staged, staged)
+        limits += restriction_rows(staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
         with clock.phase("solve"):
-            status, values, value, seconds = _lexicographic(staged, highs, objective, clock, limits)
+            if isinstance(staged, ReplanModel) and objective == "total_cost":
+                room = self.inst.schedule.deadline * (1 + REL_TOL) - allowance
+                room = room if max_makespan is None else min(room, max_makespan * (1 + SPAN_TOL))
+                status, values, value, seconds = search_total(staged, highs, clock, _lexicographic, limits, room)
+            else:
+                status, values, value, seconds = _lexicographic(staged, highs, objective, clock, limits)
         if values is None:
             return self._no_plan(objective, status, clock, None)
-        return _assemble(staged, highs, objective, status, (values, value, seconds), clock, allowance, self.found)
+        solution = (values, value, seconds)
+        return _assemble(staged, extract, highs, objective, status, solution, clock, allowance, self.found)
 
     def _no_plan(self, objective: str, status: Status, clock: Stopwatch, why: str | None) -> Result:
         message = why or ("no plan meets every constraint" if status == Status.INFEASIBLE else f"no plan ({status})")
@@ -197,7 +239,8 @@ def solve_staged(
 
 
 def _assemble(
-    staged: StagedModel,
+    staged: StagedModel | ReplanModel,
+    extract: Callable[[Any], Plan],
     highs: HighsModel,
     objective: str,
     status: Status,
@@ -206,12 +249,13 @@ def _assemble(
     allowance: float,
     found: StageTables,
 ) -> Result:
-    """The verified result of a pair-model solution (HiGHS's values, primary value and seconds). HiGHS's objective must be the plan's figure when the plan
-    is proved optimal (an incumbent cut short by the time limit may carry a last stage's update at fewer
-    groups than it has, which only overstates T)."""
+    """The verified result of a solution of the pair or the replan model (HiGHS's values, primary value and
+    seconds), its plan read by ``extract``. HiGHS's objective must be the plan's figure when the plan is proved
+    optimal (an incumbent cut short by the time limit may carry a last stage's update at fewer groups than it has,
+    which only overstates T)."""
     values, value, seconds = solution
     with clock.phase("extract"):
-        plan = extract_staged(staged, values)
+        plan = extract(values)
         got = objective_of(plan, objective)
         off = value is not None and abs(value - got) > COST_CHECK_TOL * max(1.0, abs(got))
         if off and status == Status.OPTIMAL:
@@ -266,29 +310,45 @@ def _verified(
     )
 
 
-def _lexicographic(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch, limits: list):
-    """HiGHS runs of MODEL §4's order under this solve's ``limits`` (relational expressions: the deadline
-    row and the restrictions): (status, values, primary value, HiGHS seconds). A criterion solved is held
-    within TIE_TOL of its optimum while the next is minimised; every row added is removed after."""
+def _lexicographic(
+    staged: StagedModel | ReplanModel,
+    highs: HighsModel,
+    objective: str,
+    clock: Stopwatch,
+    limits: list,
+    order: tuple[str, ...] | None = None,
+    solved: tuple | None = None,
+):
+    """HiGHS runs of MODEL §4's order (``order``: its first criteria alone) under this solve's ``limits``
+    (relational expressions: the deadline row and the restrictions): (status, values, primary value, HiGHS
+    seconds). A criterion solved is held within TIE_TOL of its optimum while the next is minimised; every row
+    added is removed after. ``solved``: (values, value) of a plan optimal on the primary criterion under the
+    same rows, whose run is then not repeated."""
     m = staged.model
     if not hasattr(m, "held"):
         m.held = pyo.ConstraintList()
     held: list = [m.held.add(row) for row in limits]
     try:
         highs.add_rows(held)
-        return _runs(staged, highs, objective, clock, held)
+        return _runs(staged, highs, order or ORDER[objective], clock, held, solved)
     finally:
         highs.remove_rows(held)
         m.held.clear()
 
 
-def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwatch, held: list):
+def _runs(staged: StagedModel | ReplanModel, highs: HighsModel, order: tuple, clock: Stopwatch, held: list, solved):
     """The runs of :func:`_lexicographic`. A tie-break run looks only for plans strictly better on its criterion
-    than the plan in hand (a HiGHS objective bound), so a tie-break that finds none ends as soon as HiGHS
-    proves it, and the plan in hand stays."""
+    than the plan in hand (a HiGHS objective bound), so one that finds none ends as soon as HiGHS proves it."""
     m = staged.model
     values, primary, status, seconds = None, None, Status.OPTIMAL, 0.0
-    for i, name in enumerate(ORDER[objective]):
+    for i, name in enumerate(order):
+        if i == 0 and solved is not None:
+            values, primary = solved
+            row = m.held.add(staged.criteria[name] <= primary + TIE_TOL * max(1.0, abs(primary)))
+            held.append(row)
+            highs.add_rows([row])
+            continue
+        clock.note(f"{staged.inst.name}: HiGHS, {name}" + (" (a tie-break)" if i else ""))
         highs.use_objective(getattr(m, f"objective_{name}"))
         incumbent: float | None = None if values is None else linear_value(staged.criteria[name], values)
         bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
@@ -311,7 +371,7 @@ def _runs(staged: StagedModel, highs: HighsModel, objective: str, clock: Stopwat
 
 
 def restriction_rows(
-    staged: StagedModel,
+    staged: StagedModel | ReplanModel,
     allowance: float,
     max_makespan: float | None,
     max_hourly_cost: float | None,
@@ -329,17 +389,6 @@ def restriction_rows(
         if cap is not None:
             rows.append(expr <= cap * (1 + tol))
     return rows
-
-
-def card_rows(staged: StagedModel, cap: int | None) -> list:
-    """Every stage's inference GPUs within ``cap`` (none without one)."""
-    if cap is None:
-        return []
-    shapes = staged.inst.inference.shapes
-    return [
-        sum(s.gpus_per_replica * blk.x[s.name] for blk in sub.blocks.values() for s in shapes) <= cap
-        for sub in staged.subs
-    ]
 
 
 def extract_staged(staged: StagedModel, values) -> Plan:

@@ -162,19 +162,15 @@ def exceedance_table(occ: calc.Occupancy, grid: np.ndarray, kept: int) -> np.nda
 
 
 def demand_inputs(inst: Instance) -> tuple:
-    """Everything the run's Demand reads (a sweep point with equal inputs reuses its Demand)."""
-    env = inst.environment
-    return (
-        inst.workload,
-        inst.schedule,
-        inst.training,
-        inst.freshness,
-        env.occupancy,
-        env.littles_law_uses,
-        inst.pool(inst.training.pool).gpus,
-        inst.planning.basis,
-        inst.reliability,
-    )
+    """Everything the run's Demand reads (a sweep point with equal inputs reuses its Demand). With the start-up
+    counted and no MODEL §13 goodput it reads of the schedule the grid and the extra time alone (:func:`build` cuts
+    at the deadline), so a table of the rows within a makespan cap (:mod:`solver.table.rows`) reuses it."""
+    env, sched = inst.environment, inst.schedule
+    read: object = sched
+    if inst.counts_startup and inst.reliability is None:
+        read = ((sched.cadence.min, sched.cadence.step, calc.cadence_top(inst)), sched.extra_time, sched.count_startup)
+    run = (inst.workload, read, inst.training, inst.freshness, env.occupancy, env.littles_law_uses)
+    return (*run, inst.pool(inst.training.pool).gpus, inst.planning.basis, inst.reliability)
 
 
 @dataclass(frozen=True)

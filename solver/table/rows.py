@@ -14,8 +14,10 @@ and before each solve :class:`RowCover` makes its table hold what that solve nee
   bound (:func:`solver.table.group_counts.covered_groups`) is at most V0, and keeps it while later solves' V0
   stay within it. The optimum, its ties and the tie-breaks' rows all lie within V0;
 - a feasibility question without a budget or a makespan cap: the fewest rows, which every table holds;
-- the makespan criterion, a feasibility question under a makespan cap, or any budget (the instance's or the
-  solve's): every row.
+- the makespan criterion, a feasibility question, or a cost criterion whose fewest rows hold no plan, under a
+  makespan cap: every row within the cap (the table of the instance with the cap for its deadline: a row past
+  it cannot serve the solve, and near a frontier's fast end most rows are past it);
+- the makespan criterion without a cap, or any budget (the instance's or the solve's): every row.
 
 A table that covers more than a solve needs serves it unchanged; otherwise the planner is retargeted to
 the table that does (:meth:`~solver.solve.Planner.use_pairs`).
@@ -27,40 +29,57 @@ import math
 
 import numpy as np
 
+from trainground.solver.laws import calculus as calc
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table import pairs as pair_tables
 from trainground.solver.table.group_counts import CostCover
+from trainground.solver.tolerances import SPAN_TOL
 
 EVERY = ("every", math.inf)  # what a table of every row covers
+FEWEST = ("fewest", 0.0)  # each pair's fewest on-time row
+WITHIN = "within"  # (WITHIN, cap): every row whose makespan is within the cap
 
 
 class RowCover:
-    """What the planner's current table covers: ("fewest", 0), (criterion, the cost its rows reach) or EVERY."""
+    """What the planner's current table covers: FEWEST, (criterion, the cost its rows reach), (WITHIN, a makespan
+    cap) or EVERY."""
 
     def __init__(self) -> None:
-        self.covers: tuple[str, float] = ("fewest", 0.0)
+        self.covers: tuple[str, float] = FEWEST
 
     def fit(self, planner, objective: str, feasibility: bool, budgets: bool, restrict: dict, clock: Stopwatch) -> None:
         """Make ``planner``'s table hold the rows this solve needs; ``restrict``: the solve's candidates()
         arguments and its caps."""
         inst = planner.inst
         budgeted = budgets or inst.limits.max_hourly_cost is not None or inst.limits.max_total_cost is not None
-        capped = restrict["candidates"]["max_makespan"] is not None  # the fewest rows are a pair's slowest
-        if feasibility and not budgeted and not capped:
+        cap = restrict["candidates"]["max_makespan"]  # the fewest rows are a pair's slowest
+        if feasibility and not budgeted and cap is None:
             return
-        if objective == "makespan" or budgeted or feasibility:
+        if budgeted:
             self._cover(planner, EVERY)
+            return
+        if objective == "makespan" or feasibility:
+            self._cover_within(planner, cap)
             return
         if self.covers == EVERY:
             return
+        if self.covers[0] == WITHIN:  # a table cut at a cap lacks the fewest rows of the pairs past it
+            self._cover(planner, FEWEST)
         first = self._fewest_search(planner, objective, restrict, clock)
         if first is None:  # no plan on the fewest rows: none on any row, unless a makespan cap cut them
-            if capped:
-                self._cover(planner, EVERY)
+            if cap is not None:
+                self._cover_within(planner, cap)
             return
         if self.covers[0] == objective and self.covers[1] >= first:
             return
         self._cover(planner, (objective, first))
+
+    def _cover_within(self, planner, cap: float | None) -> None:
+        """Every row whose makespan is within ``cap`` (every row: None); a table of every row, or of the rows
+        within a cap as large, serves."""
+        if self.covers == EVERY or (cap is not None and self.covers[0] == WITHIN and self.covers[1] >= cap):
+            return
+        self._cover(planner, EVERY if cap is None else (WITHIN, cap))
 
     def _fewest_search(self, planner, objective: str, restrict: dict, clock: Stopwatch) -> float | None:
         """The least ``objective`` of a plan on each pair's fewest groups under the solve's restrictions."""
@@ -82,6 +101,16 @@ class RowCover:
         inst, cache = planner.inst, planner.cache
         if covers == EVERY:
             pairs = pair_tables.build(inst, cache)
+        elif covers == FEWEST:
+            pairs = pair_tables.build(inst, cache, fewest_groups=True)
+        elif covers[0] == WITHIN:  # the instance's grid, with the cap for its deadline
+            sched = inst.schedule
+            cadence = sched.cadence.model_copy(update={"max": calc.cadence_top(inst)})
+            deadline = min(sched.deadline, covers[1] * (1 + SPAN_TOL))
+            within = inst.model_copy(
+                update={"schedule": sched.model_copy(update={"deadline": deadline, "cadence": cadence})}
+            )
+            pairs = pair_tables.build(within, cache)
         else:
             p = planner.pairs
             first = planner.fewest_groups_only(np.ones(p.size, dtype=bool), exact_only=False)
@@ -94,4 +123,4 @@ class RowCover:
 
     def reset(self) -> None:
         """The planner was pointed at another instance, with the table of its fewest rows."""
-        self.covers = ("fewest", 0.0)
+        self.covers = FEWEST
