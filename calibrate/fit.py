@@ -87,6 +87,7 @@ class Calibration:
     regime: Finding | None = None  # MODEL §14: the regime written, said with --regime or read from the step log
     logged_run: LoggedRun | None = None  # --plan of a batch run from a step log: the logged run's own figures
     plan: Plan | None = None  # --plan: the logged configuration as a plan of the written instance
+    unwritten: list[str] = field(default_factory=list)  # instance fields left as --into has them: too few rows
 
     def to_json(self) -> dict:
         def fig(f):
