@@ -117,6 +117,8 @@ def split_table(cal: Calibration):
         table.add_column(name, justify=justify, overflow="fold")
     for term, keys, seconds, share in s.terms:
         table.add_row(term, keys, f"{seconds:,.4g}", f"{share:.1%}")
+    table.caption = "; ".join(x for x in (s.overlap, s.unlogged) if x) or None
+    table.caption_justify = "left"
     return table
 
 
@@ -183,6 +185,7 @@ def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
 
 SPLIT_COLOURS = {
     "generation": "tab:blue",
+    "wait for rollouts": "tab:cyan",
     "trainer": "tab:red",
     "weight sync": "tab:purple",
     "checkpoint": "tab:brown",
@@ -192,34 +195,51 @@ SPLIT_COLOURS = {
 
 
 def split_png(cal: Calibration) -> bytes:
-    """One stacked bar: a step's mean wall time by term, each part labelled with its key and seconds."""
+    return _png(split_figure(cal))
+
+
+def split_figure(cal: Calibration):
+    """The split table as bars, one part per term, each labelled with its key and seconds: one stacked bar when
+    the terms follow one another (it reaches the step's wall time); when generation overlaps the trainer, the
+    generation on a bar of its own above the rest of the step, and the wall time as a dashed line. A negative
+    term (a phase timed less than the one it is part of) is not drawn, and the title names it."""
     s = cal.split
     fig = _figure(SPLIT_PX)
     ax = fig.subplots()
-    left = 0.0
+    ends = {0: 0.0, 1: 0.0}
     for term, keys, seconds, share in s.terms:
-        if seconds <= 0:
+        if seconds < 0:
             continue
-        ax.barh([0], [seconds], left=left, color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
+        y = 1 if s.overlap and term == "generation" else 0
+        ax.barh([y], [seconds], left=ends[y], color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
         if share >= 0.04:
             ax.text(
-                left + seconds / 2,
-                0,
+                ends[y] + seconds / 2,
+                y,
                 f"{keys.split('/')[-1]}\n{seconds:,.3g} s",
                 ha="center",
                 va="center",
                 fontsize=8,
                 color="white",
             )
-        left += seconds
+        ends[y] += seconds
     from matplotlib.patches import Patch
 
     handles = [Patch(color=colour, label=term) for term, colour in SPLIT_COLOURS.items()]
-    ax.set_yticks([])
+    dropped = [keys for _, keys, seconds, _ in s.terms if seconds < 0]
+    title = "where a step's time went (saves and validations averaged over every step)"
+    if s.overlap:
+        ax.axvline(s.wall_s, color="black", linestyle="--", linewidth=1)
+        ax.set_yticks([0, 1], ["the rest of the step", "generation (overlapping)"])
+        title = "where a step's time went: generation overlaps the trainer (dashed: the step)"
+    else:
+        ax.set_yticks([])
+    if dropped:
+        title += f"; negative, not drawn: {', '.join(dropped)}"
     ax.set_xlabel(f"seconds per step (mean of {s.rows:,} steps)")
-    ax.set_title("where a step's time went (saves and validations averaged over every step)")
+    ax.set_title(title, fontsize=9)
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(SPLIT_COLOURS))
-    return _png(fig)
+    return fig
 
 
 def histogram_png(cal: Calibration) -> bytes:
