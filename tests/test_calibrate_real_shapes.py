@@ -209,6 +209,18 @@ def test_a_figure_from_fewer_than_three_rows_is_reported_not_written(tmp_path):
     assert got["update_time"]["reference_time_s"]["interval"] == [None, None]  # no zero-width interval from a row
 
 
+def test_an_areal_v02_log_is_read_for_its_whole_step_time():
+    """areal-v02-console.log, in the shape of AReaL v0.2's master worker: six `(global step G) finishes. …
+    #End to end# execution time: *T*s.` lines, each after an `RPC name actor_train returns {...}` line. The step
+    time is read (no phase of it is logged, so all of it is the unlogged rest); its mean is
+    (100.5 + 102 + 98.5 + 101 + 99 + 103) / 6."""
+    got = run("--steps", str(DATA / "areal-v02-console.log"))
+    assert "read as AReaL v0.2's console log: 6 of its 6 steps" in note(got, "--format auto")
+    s = got["step_split"]
+    assert s["rows"] == 6 and s["wall_s"] == pytest.approx(604.0 / 6)
+    assert split_of(got) == {"not logged (the rest of the step)": pytest.approx(604.0 / 6)}
+
+
 def drawn_bars(got: dict) -> list[tuple[float, float, float]]:
     """(row, left, width) of every bar the split plot draws for the split ``got`` printed."""
     from types import SimpleNamespace

@@ -210,3 +210,19 @@ def test_a_hold_out_not_made_writes_neither_the_instance_nor_the_plan(tmp_path):
     assert out.exit_code == 0, out.output
     assert "hold-out not made" in out.output and "the hold-out was not made" in out.output
     assert not half.exists() and not plan.exists()
+
+
+def test_an_areal_log_said_colocated_is_calibrated_on_its_first_half_and_its_plan_replayed(tmp_path):
+    """areal-console.log on 8 GPUs, said colocated: rollout 60-63 s in steps 1-4; the trainer's passes ref_logp 6 +
+    recompute_logp 7 + compute_advantage 0.5 + train_step 30/31 s (median 44); update_weights 3 s; clear_batches
+    0.1 s. The replay's iteration is 61.5 + 44 + 3 + 0.1; steps 6-8 (step 5 saves and validates) logged
+    112.6, 112.6 and 114.6 s; the naive prediction is steps 1-4's mean, (106.6 + 108.6 + 108.6 + 110.6) / 4."""
+    got, doc, plan = round_trip(tmp_path, DATA / "areal-console.log", "--training-gpus", "8", "--regime", "colocated")
+    assert doc["regime"]["mode"] == "colocated"
+    assert doc["environment"]["occupancy"]["samples"] == [61.5, 61.5]
+    assert doc["training"]["update_time"]["reference_time"] == 44.0
+    rt = got["holdout"]["round_trip"]
+    assert rt["predicted_s"] == pytest.approx(61.5 + 44.0 + 3.0 + 0.1, rel=1e-6)
+    assert rt["logged_s"] == pytest.approx((112.6 + 112.6 + 114.6) / 3, rel=1e-9)
+    assert rt["naive_s"] == pytest.approx(108.6, rel=1e-9)
+    assert rt["predicted_error"] == pytest.approx(108.6 / (339.8 / 3) - 1, rel=1e-6)  # -4.1 %
