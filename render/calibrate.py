@@ -11,6 +11,7 @@ import numpy as np
 
 from trainground.calibrate.figures import Figure
 from trainground.calibrate.fit import Calibration
+from trainground.calibrate.phases import REST
 from trainground.render.plots import _figure, _png
 
 HISTOGRAM_PX = (1000, 460)
@@ -199,24 +200,29 @@ def split_png(cal: Calibration) -> bytes:
 
 
 def split_figure(cal: Calibration):
-    """The split table as bars, one part per term, each labelled with its key and seconds: one stacked bar when
-    the terms follow one another (it reaches the step's wall time); when generation overlaps the trainer, the
-    generation on a bar of its own above the rest of the step, and the wall time as a dashed line. A negative
-    term (a phase timed less than the one it is part of) is not drawn, and the title names it."""
+    """The split table as bars, one part per row of the table, each labelled with its key and seconds: one
+    stacked bar when the terms follow one another (it reaches the step's wall time). When generation overlaps
+    the trainer, the generation and the trainer's passes are two bars side by side in time, the other terms and
+    the unlogged rest stacked after the longer of the two (a step is that longer phase plus them), and the wall
+    time is a dashed line. A negative term (a phase timed less than the one it is part of) is not drawn, and the
+    title names it."""
     s = cal.split
     fig = _figure(SPLIT_PX)
     ax = fig.subplots()
+    parts = [(term, keys, seconds, share) for term, keys, seconds, share in s.terms if seconds >= 0]
+    rows = {"generation": 1, "trainer": 0} if s.overlap else {}
+    lengths = {y: sum(x[2] for x in parts if rows.get(x[0]) == y) for y in (0, 1)}
+    longer = 1 if lengths[1] >= lengths[0] else 0
     ends = {0: 0.0, 1: 0.0}
-    for term, keys, seconds, share in s.terms:
-        if seconds < 0:
-            continue
-        y = 1 if s.overlap and term == "generation" else 0
+    for term, keys, seconds, share in parts:
+        y = rows.get(term, longer) if s.overlap else 0
         ax.barh([y], [seconds], left=ends[y], color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
         if share >= 0.04:
+            label = "not logged" if keys == REST else keys.split("/")[-1]
             ax.text(
                 ends[y] + seconds / 2,
                 y,
-                f"{keys.split('/')[-1]}\n{seconds:,.3g} s",
+                f"{label}\n{seconds:,.3g} s",
                 ha="center",
                 va="center",
                 fontsize=8,
@@ -230,8 +236,8 @@ def split_figure(cal: Calibration):
     title = "where a step's time went (saves and validations averaged over every step)"
     if s.overlap:
         ax.axvline(s.wall_s, color="black", linestyle="--", linewidth=1)
-        ax.set_yticks([0, 1], ["the rest of the step", "generation (overlapping)"])
-        title = "where a step's time went: generation overlaps the trainer (dashed: the step)"
+        ax.set_yticks([0, 1], ["trainer", "generation"])
+        title = "where a step's time went: generation and the trainer overlap (dashed: the step)"
     else:
         ax.set_yticks([])
     if dropped:

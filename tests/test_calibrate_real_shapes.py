@@ -260,10 +260,10 @@ def test_an_overlapped_split_draws_generation_apart_and_no_negative_rest():
     assert parts["not logged (the rest of the step)"] == pytest.approx(59.5 / 8)
     assert all(t["seconds"] >= 0 for t in s["terms"])
     bars = drawn_bars(got)
-    generation = [b for b in bars if b[0] == 1]
-    assert generation == [(1, 0.0, pytest.approx(106.5))]  # (100 + 101 + 102 + 103 + 110 + 111 + 112 + 113) / 8
-    rest = [w for y, _, w in bars if y == 0]
-    assert sum(rest) == pytest.approx(60.0 + 0.5 + 59.5 / 8)  # the trainer's 60 s mean, the sync, the rest
+    # the generation, (100 + 101 + 102 + 103 + 110 + 111 + 112 + 113) / 8, then the sync and the rest after it
+    assert [v for y, x, w in bars if y == 1 for v in (x, w)] == pytest.approx([0, 106.5, 106.5, 0.5, 107, 59.5 / 8])
+    # the trainer's passes from 0 beside it: log_probs 10, actor_train 50, train_time's rest 0
+    assert [v for y, x, w in bars if y == 0 for v in (x, w)] == pytest.approx([0, 10, 10, 50, 60, 0])
 
 
 def test_a_slime_log_with_train_time_alone_shows_the_trainer(tmp_path):
