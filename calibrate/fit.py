@@ -10,6 +10,7 @@ import numpy as np
 from trainground.calibrate import lifetimes as lt
 from trainground.calibrate.figures import Figure, LoggedRun, percentile_interval
 from trainground.calibrate.frameworks import AGENT_LOOP
+from trainground.calibrate.holdout import overlaps
 from trainground.calibrate.logs import Steps, Trajectories
 from trainground.calibrate.phases import Split, split
 from trainground.calibrate.regime import Finding, cpu_note, detect, generating_gpus, switch_time
@@ -87,6 +88,7 @@ class Calibration:
     regime: Finding | None = None  # MODEL §14: the regime written, said with --regime or read from the step log
     logged_run: LoggedRun | None = None  # --plan of a batch run from a step log: the logged run's own figures
     plan: Plan | None = None  # --plan: the logged configuration as a plan of the written instance
+    unwritten: list[str] = field(default_factory=list)  # instance fields left as --into has them: too few rows
 
     def to_json(self) -> dict:
         def fig(f):
@@ -266,7 +268,7 @@ def calibrate(
         gpus, how = generating_gpus(finding, steps, total)
         result.step_figures, more = step_figures(steps, framework, gpus, rng, replicates, True, how)
         result.notes += more
-        result.split = step_split(steps, framework)
+        result.split = step_split(steps, framework, finding.regime)
     _regime(result, finding, steps, framework, rng, replicates)
     result.stages = propose(log, steps, into.workload.iterations if into is not None else None)
     if result.stages is not None:
@@ -323,7 +325,7 @@ def calibrate_steps(
         list(steps.notes) + more,
         step_figures=figures,
     )
-    result.split = step_split(steps, framework)
+    result.split = step_split(steps, framework, finding.regime)
     _regime(result, finding, steps, framework, rng, replicates)
     result.bottleneck = bottleneck(result, into)
     return result
@@ -347,10 +349,11 @@ def _regime(cal: Calibration, finding: Finding, steps, framework, rng, replicate
         cal.notes.append(note)
 
 
-def step_split(steps: Steps, framework: FrameworkSteps) -> Split | None:
+def step_split(steps: Steps, framework: FrameworkSteps, regime: Regime | None) -> Split | None:
+    """The split of a step, its generation and trainer taken as overlapping when ``regime`` overlaps them."""
     if framework.wall_s is None or framework.scheme is None:
         return None
-    return split(framework.values, framework.terms, framework.wall_s, steps.update_s)
+    return split(framework.values, framework.terms, framework.wall_s, steps.update_s, overlaps(regime))
 
 
 def bottleneck(cal: Calibration, into: Instance | None) -> str | None:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainground.calibrate.metricslog import Records, read_records
+from trainground.calibrate.metricslog import E2E, Records, read_records
 from trainground.calibrate.tables import FORMATS, UNITS, Table, read_table, split_unit
 from trainground.models.load import InstanceError, Problem
 
@@ -121,7 +121,7 @@ SCHEMES = {
         ("timeperf/",),
         "",
         step=("step", "global_step", "_step"),
-        step_time=(),
+        step_time=(E2E,),
         generation=("rollout",),
         trainer=("critic_values", "recompute_logp", "ref_logp", "teacher_logp", "compute_advantage", "train_step"),
         actor=("train_step",),
@@ -129,7 +129,7 @@ SCHEMES = {
         checkpoint=("save", "checkpoint_for_recover"),
         validation=("eval",),
         stalls_inside=True,
-        mark=r"^timeperf/[a-z_]+$",
+        mark=r"^(timeperf/[a-z_]+|#End to end# execution time)$",
     ),
 }
 TRAINGROUND = ("iteration", "training_gpus")
@@ -231,6 +231,12 @@ def _decided(path: Path, name: str, counts: dict[str, int], where: str, records:
         shapes = {"verl": "step:N lines", "slime": "perf N records", "areal": "Train step tables"}
         others = ", ".join(f"{SCHEMES[n].label}'s {shapes[n]}: {counts[n]:,}" for n in NAMES if n != name)
         held = f"{counts[name]:,} of its {total:,} {shapes[name]}"
+        whole = sum(E2E in r for r in records.rows)
+        if name == "areal" and whole:
+            return (
+                f"{path.name}: read as AReaL v0.2's console log: {whole:,} of its {total:,} steps are `(global step N) "
+                f"finishes` lines, each holding the step's {E2E} and no phase time ({others})"
+            )
     else:
         others = ", ".join(f"{SCHEMES[n].label}'s {_marks(n)}: {counts[n]:,}" for n in NAMES if n != name)
         held = f"{counts[name]:,} of {total:,} {where}"
@@ -260,7 +266,8 @@ def _unknown(table: Table, records: Records | None) -> str:
 def _nothing(records: Records) -> str:
     return (
         "no step record found: a console log needs verl's `step:N - key:value` lines, slime's `perf N: {...}` "
-        "lines or AReaL's `Train step N/M done.` stats tables; JSONL needs one object per line"
+        "lines, AReaL's `Train step N/M done.` stats tables or its v0.2 `(global step N) finishes. … #End to end# "
+        "execution time: *T*s.` lines; JSONL needs one object per line"
     )
 
 

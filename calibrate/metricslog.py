@@ -12,7 +12,8 @@ split at carriage returns (progress bars):
   wrapped over lines is joined. An ``eval N: {...}`` line marks the first step whose perf lines end after it
   (``EVAL_MARK``): slime logs no time for a validation, which runs between two trainer steps (``train.py``).
 - AReaL (``StatsLogger.commit``): ``… Train step G/T done.`` then ``tabulate_stats`` tables, ``│ key │ value │``
-  cells (``|`` too), read as step G.
+  cells (``|`` too), read as step G. AReaL v0.2 (realhf's master worker): ``Epoch e/E step s/S (global step G)
+  finishes. … #End to end# execution time: *T*s.``, read as step G timed whole (``E2E``).
 
 JSONL: one object per line; verl's ``file`` backend nests the metrics under ``data``. A record without any
 timing key (verl's validation before training, ``step:0 - val-core/…``) is a record of its step like any
@@ -33,6 +34,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VERL_STEP = re.compile(r"(?<![\w/.])step:\s*(\d+)(?=\s*(?:-\s|$))")
 SLIME_DICT = re.compile(r"(?<![\w/])(perf|rollout|eval)\s+(\d+):\s*\{")
 AREAL_STEP = re.compile(r"Train step (\d+)/\d+ done")
+# AReaL v0.2 (realhf's master worker) times a step whole, on its ``… (global step G) finishes. … #End to end#
+# execution time: *T*s.`` line, and no phase of it
+E2E = "#End to end# execution time"
+AREAL_V02 = re.compile(r"\(global step (\d+)\) finishes\..*#End to end# execution time: \*?([^*\s]+?)\*?s\.")
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)"
 WRAPPED = re.compile(rf"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\(\s*({NUMBER})\s*(?:,[^)]*)?\)$", re.I)
 PLAIN = re.compile(rf"^({NUMBER})$", re.I)
@@ -204,6 +209,12 @@ def _areal(lines: list[str]) -> tuple[list[dict], list[int]]:
     rows, starts = [], []
     current: dict | None = None
     for i, line in enumerate(lines):
+        whole = AREAL_V02.search(line)
+        if whole is not None:
+            rows.append({"step": float(whole.group(1)), E2E: number(whole.group(2))})
+            starts.append(i + 1)
+            current = None
+            continue
         match = AREAL_STEP.search(line)
         if match is not None:
             current = {"step": float(match.group(1))}

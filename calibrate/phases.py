@@ -97,28 +97,55 @@ def stalls_inside(
 
 @dataclass
 class Split:
-    """Where a step's wall time went: (term, keys, mean seconds per step, share of the wall time)."""
+    """Where a step's wall time went: (term, keys, mean seconds per step, share of the wall time). ``overlap``:
+    empty when the terms follow one another within a step (they add up to it), else the sentence saying that
+    generation and the trainer's passes ran at the same time (each term is then a share of the step, and the
+    shares do not add up). ``unlogged``: why the rest of the step has no row, when it has none."""
 
     rows: int
     wall_s: float
     terms: list[tuple[str, str, float, float]]
+    overlap: str = ""
+    unlogged: str = ""
 
     def to_json(self) -> dict:
         return {
             "rows": self.rows,
             "wall_s": self.wall_s,
             "terms": [{"term": t, "keys": k, "seconds": s, "share": f} for t, k, s, f in self.terms],
+            "overlapped": bool(self.overlap),
+            "overlap": self.overlap or None,
+            "unlogged": self.unlogged or None,
         }
 
     def share(self, term: str) -> float:
         return sum(f for t, _, _, f in self.terms if t == term)
 
 
-def split(values: dict[str, np.ndarray], terms: Terms, wall: np.ndarray, trainer: np.ndarray | None) -> Split | None:
+REST = "not logged (the rest of the step)"
+
+
+def split(
+    values: dict[str, np.ndarray],
+    terms: Terms,
+    wall: np.ndarray,
+    trainer: np.ndarray | None,
+    overlapped: bool = False,
+) -> Split | None:
     """Mean seconds per step of each term over the rows whose wall time is known: generation, each trainer pass
-    (and slime's rest of ``train``), weight sync, checkpoint, validation, each other phase, and the unlogged rest
-    of the wall time. Saves and validations are averaged over every step, as they cost over a run. The rows are
-    those with the wall time, the generation and every trainer pass logged."""
+    (slime's ``train_time`` when it is the only trainer key, or its rest beside the passes), weight sync,
+    checkpoint, validation, each other phase, and the unlogged rest of the wall time. Saves and validations are
+    averaged over every step, as they cost over a run. The rows are those with the wall time, the generation and
+    every trainer pass logged.
+
+    slime's ``train_wait`` (shown when the rollout is not logged) spans everything between two trainings, the
+    weight update, the sleep and wake-up of the engines and a validation among it: those are shown as their own
+    terms and taken out of the wait, never counted twice.
+
+    When generation overlaps the trainer (``overlapped``: the regime says so; or the two phases alone take longer
+    than the step) a step is the longer of the two plus the rest: each term is a share of the step, they are not
+    summed, and the unlogged rest is the step less max(generation, trainer) and the other terms, per step. A rest
+    that comes out negative has no row; ``unlogged`` says by how much the logged terms exceed the step."""
     ok = np.isfinite(wall)
     for key in terms.generation + terms.passes + terms.trainer:
         ok &= np.isfinite(values[key])
@@ -126,27 +153,62 @@ def split(values: dict[str, np.ndarray], terms: Terms, wall: np.ndarray, trainer
         return None
     n, total = int(ok.sum()), float(wall[ok].mean())
     out: list[tuple[str, str, float, float]] = []
+    rows = wall.size
 
-    def add(term: str, keys: list[str], seconds: np.ndarray) -> None:
+    def add(term: str, keys: list[str], seconds: np.ndarray) -> np.ndarray:
         value = float(np.nan_to_num(seconds[ok]).mean())
         out.append((term, " + ".join(keys), value, value / total if total > 0 else 0.0))
+        return np.nan_to_num(seconds)
 
-    rows = wall.size
+    inner = terms.sync + terms.validation + terms.other
+    sequential = np.zeros(rows)
+    gen = np.zeros(rows)
     if terms.generation:
-        add("generation", terms.generation, lenient_sum(values, terms.generation, rows))
+        gen = add("generation", terms.generation, lenient_sum(values, terms.generation, rows))
     if terms.wait and not terms.generation:  # the trainer's wait for a batch generated beside the step
-        add("wait for rollouts", terms.wait, lenient_sum(values, terms.wait, rows))
+        wait = lenient_sum(values, terms.wait, rows)
+        keys = list(terms.wait)
+        if terms.partition and inner:  # slime: the wait holds the sync, the sleep and wake-up, a validation
+            wait = wait - lenient_sum(values, inner, rows)
+            keys = [f"{' + '.join(terms.wait)} less {' + '.join(inner)}"]
+        sequential += add("wait for rollouts", keys, wait)
+    train = np.zeros(rows)
     for key in terms.passes:
-        add("trainer", [key], values[key])
-    if (
-        trainer is not None and terms.trainer and terms.trainer != terms.passes and terms.passes
-    ):  # slime: train_time less its passes
-        add("trainer", [f"{terms.trainer[0]} (rest)"], trainer - lenient_sum(values, terms.passes, rows))
+        train += add("trainer", [key], values[key])
+    if trainer is not None and terms.trainer and terms.trainer != terms.passes:
+        if terms.passes:  # slime: train_time less its passes
+            train += add("trainer", [f"{terms.trainer[0]} (rest)"], trainer - lenient_sum(values, terms.passes, rows))
+        else:  # slime: train_time alone
+            train += add("trainer", list(terms.trainer), trainer)
     for term, keys in terms.stalls().items():
         if keys:
-            add(term, keys, lenient_sum(values, keys, rows))
+            sequential += add(term, keys, lenient_sum(values, keys, rows))
     for key in terms.other:
-        add("other", [key], values[key])
-    rest = total - sum(s for _, _, s, _ in out)
-    out.append(("other", "not logged (the rest of the step)", rest, rest / total if total > 0 else 0.0))
-    return Split(n, total, out)
+        sequential += add("other", [key], values[key])
+    overlap = ""
+    both = bool(terms.generation) and (bool(terms.passes) or bool(terms.trainer))
+    gen_s, train_s = float(gen[ok].mean()), float(train[ok].mean())
+    if both and (overlapped or gen_s + train_s > total):
+        why = (
+            "the regime generates the next batch while the trainer works"
+            if overlapped
+            else f"they alone take {gen_s + train_s:,.4g} s against a {total:,.4g} s step"
+        )
+        overlap = (
+            f"generation and the trainer's passes overlap ({why}): each term is a share of the step and the shares "
+            "do not add up; a step is the longer of the two plus the other terms"
+        )
+        rest_rows = wall - np.maximum(gen, train) - sequential
+    else:
+        rest_rows = wall - gen - train - sequential
+    rest = float(rest_rows[ok].mean())
+    unlogged = ""
+    if rest >= 0:
+        out.append(("other", REST, rest, rest / total if total > 0 else 0.0))
+    else:
+        unlogged = (
+            f"the logged terms exceed the step by {-rest:,.4g} s ({-rest / total:.1%}) on average"
+            + (" even taken as overlapping" if overlap else ": some are timed inside others")
+            + ", so the rest of the step is not shown"
+        )
+    return Split(n, total, out, overlap, unlogged)

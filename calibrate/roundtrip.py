@@ -34,6 +34,15 @@ from trainground.solver.verify.plan import verify_plan
 
 MAX_STEPS = 50  # grid steps above the model's cadence tried before the plan is given up
 REPLICATIONS = 4  # replays of the logged plan behind the round trip's prediction
+# the instance fields a logged plan's cadence is found from (a save or a validation is a term of its own)
+PLAN_FIELDS = (
+    "inference.shapes",
+    "training.update_time",
+    "environment.occupancy",
+    "workload.",
+    "regime.switch_time",
+    "regime.weight_sync_time",
+)
 
 
 def first_half(steps: Steps, extra: FrameworkSteps) -> tuple[Steps, FrameworkSteps]:
@@ -231,23 +240,27 @@ def replayed_iteration(inst: Instance, plan: Plan, replications: int = REPLICATI
     return replay.mean_figures(replay.replications(setup, replications, seed))
 
 
-def write_logged_run(doc: dict, run: LoggedRun, fields, notes: list[str]) -> None:
+def write_logged_run(doc: dict, cal, fields) -> None:
     """The logged run's lifetime law (the generation phase as a point mass), tokens per attempt and batch into
-    the instance document, each with its comment; ``fields``: the writer's placeholders (calibrate.yamlfields)."""
-    from trainground.calibrate.yamlfields import comment, number
+    the instance document, each with its comment and each from enough rows (calibrate.yamlfields.enough);
+    ``cal``: the calibration holding ``logged_run``, ``fields``: the writer's placeholders."""
+    from trainground.calibrate.yamlfields import comment, enough, number
 
+    run, notes = cal.logged_run, cal.notes
     d, written = run.slowest, []
+    if d is not None and not enough(cal, d, "environment.occupancy (the generation phase as every attempt's life)"):
+        d = None
     if d is not None:
         samples = f"[{number(d.value)}, {number(d.value)}]"
         occupancy = {"distribution": "empirical", "samples": fields.put(samples, comment(d, d.note))}
         doc.setdefault("environment", {})["occupancy"] = occupancy
         written.append("environment.occupancy (every attempt lives the generation phase)")
     work = doc.setdefault("workload", {})
-    if run.tokens_per_attempt is not None:
+    if run.tokens_per_attempt is not None and enough(cal, run.tokens_per_attempt, "workload.tokens_per_attempt"):
         f = run.tokens_per_attempt
         work["tokens_per_attempt"] = fields.put(number(f.value), comment(f, f.note))
         written.append("workload.tokens_per_attempt")
-    if run.batch is not None:
+    if run.batch is not None and enough(cal, run.batch, "workload.batch_trajectories"):
         f = run.batch
         before = work.get("batch_trajectories")
         work["batch_trajectories"] = fields.put(str(int(f.value)), comment(f, f.note))
@@ -266,6 +279,8 @@ def write_logged_run(doc: dict, run: LoggedRun, fields, notes: list[str]) -> Non
             f"a batch's slowest attempt is the generation phase itself ({d.value:,.4g} s, no per-trajectory times)"
             if d is not None
             else "the lifetime law is the agent loop's (per-step min/mean/max of per-trajectory times)"
+            if run.slowest is None
+            else "the lifetime law is kept from --into"
         )
     )
 

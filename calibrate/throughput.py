@@ -8,7 +8,9 @@ end) are trimmed. Tokens are counted by the attempts that *started* in the windo
 as many tokens start per second as are produced); a running attempt's empty ``output_tokens`` is
 the mean of the ended attempts started in the window. Its interval is the Poisson bootstrap of the
 launches (groups when the log has them) in closed form: the token count's sd is the square root of
-the sum of squared tokens per launch.
+the sum of squared tokens per launch. Idle time inside the window, when no attempt is running (a stall, a
+checkpoint, a pause between runs), allocates GPUs that have nothing to generate: it is left out of the
+GPU-seconds, and the window says how much was left out.
 """
 
 from __future__ import annotations
@@ -38,6 +40,31 @@ def steady_window(log: Trajectories, steps: Steps | None) -> tuple[float, float,
     lo, hi = float(np.nanmin(log.start)), float(np.nanmax(log.start))
     span = hi - lo
     return lo + TRIM * span, hi - TRIM * span, f"span of starts less {TRIM:.0%} at each end"
+
+
+def idle_spans(log: Trajectories, t0: float, t1: float) -> list[tuple[float, float]]:
+    """The parts of ``[t0, t1]`` in which no attempt is running (an attempt runs from its start to its end, or
+    to the end of the log while it is still running)."""
+    ok = np.isfinite(log.start)
+    starts = log.start[ok]
+    ends = np.where(np.isfinite(log.end[ok]), log.end[ok], log.log_end)
+    order = np.argsort(starts, kind="stable")
+    spans, covered = [], t0
+    for a, b in zip(starts[order], ends[order]):
+        if a > covered and covered < t1:
+            spans.append((covered, min(a, t1)))
+        covered = max(covered, b)
+    if covered < t1:
+        spans.append((covered, t1))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def _overlap(spans: list[tuple[float, float]], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per part ``[lo, hi]``: the seconds of ``spans`` inside it."""
+    out = np.zeros(lo.size)
+    for a, b in spans:
+        out += np.clip(np.minimum(hi, b) - np.maximum(lo, a), 0.0, None)
+    return out
 
 
 def allocated_gpus(steps: Steps | None, inference_gpus: int | None, t0: float, t1: float) -> tuple[float, str] | None:
@@ -74,18 +101,23 @@ def tokens_per_gpu_s(
         window["missing"] = "needs --inference-gpus or an inference_gpus column" if gpus is None else "empty window"
         return None, window, {}
     bins = _bins(steps, t0, t1)
+    idle = idle_spans(log, t0, t1)
+    window["idle_s"] = float(sum(b - a for a, b in idle))
+    if window["idle_s"] >= t1 - t0:
+        window["missing"] = "no attempt runs in the window"
+        return None, window, {}
     window["gpus"] = gpus[0]
-    window["attempts_per_s"] = float(inside.sum() / (t1 - t0))  # the launch rate the run kept up
+    window["attempts_per_s"] = float(inside.sum() / (t1 - t0))  # the launch rate the run kept up, idle or not
     if per_pool:
         window["pool_gpus"] = dict(per_pool)
-    pooled = _throughput(log, inside, gpus, (t0, t1, rule), bins, "")
+    pooled = _throughput(log, inside, gpus, (t0, t1, rule, idle), bins, "")
     pools = {}
     for index, name in enumerate(log.pools or []):
         if name in per_pool:
             mine = inside & (log.pool == index)
             if mine.any():
                 pools[name] = _throughput(
-                    log, mine, (per_pool[name], f"--inference-gpus {name}"), (t0, t1, rule), bins, name
+                    log, mine, (per_pool[name], f"--inference-gpus {name}"), (t0, t1, rule, idle), bins, name
                 )
     return pooled, window, pools
 
@@ -101,11 +133,12 @@ def _bins(steps: Steps | None, t0: float, t1: float) -> np.ndarray:
 
 
 def _throughput(log: Trajectories, rows: np.ndarray, gpus: tuple[float, str], span, bins, pool: str) -> Figure:
-    t0, t1, rule = span
+    t0, t1, rule, idle = span
     tokens = log.tokens[rows]
     known = ~np.isnan(tokens)
     tokens = np.where(known, tokens, np.mean(tokens[known]) if known.any() else 0.0)
-    denominator = gpus[0] * (t1 - t0)
+    idle_s = float(sum(b - a for a, b in idle))
+    denominator = gpus[0] * (t1 - t0 - idle_s)
     value = float(tokens.sum() / denominator)
     if log.group is not None:  # attempts launch by group: the group is the unit that is resampled
         units = np.bincount(dense_ids(log.group[rows]), weights=tokens)
@@ -113,10 +146,18 @@ def _throughput(log: Trajectories, rows: np.ndarray, gpus: tuple[float, str], sp
         units = tokens
     sd = math.sqrt(float(np.sum(units * units))) / denominator  # Poisson bootstrap of the launches, closed form
     part = np.clip(np.searchsorted(bins, log.start[rows], side="right") - 1, 0, bins.size - 2)
-    rates = np.bincount(part, weights=tokens, minlength=bins.size - 1) / (gpus[0] * np.diff(bins))
+    busy = np.diff(bins) - _overlap(idle, bins[:-1], bins[1:])
+    live = busy > 0
+    parts = np.bincount(part, weights=tokens, minlength=bins.size - 1)[live] / (gpus[0] * busy[live])
+    rates = parts
     spread = float(np.std(rates, ddof=1) / value) if value > 0 and rates.size > 1 else 0.0
+    left_out = (
+        f"; {idle_s:,.0f} s with no attempt running left out ({len(idle)} span{'s' if len(idle) != 1 else ''})"
+        if idle_s > 0
+        else ""
+    )
     note = (
-        f"window {t0:,.0f}-{t1:,.0f} s ({rule}); {gpus[0]:,.0f} GPUs from {gpus[1]}; "
+        f"window {t0:,.0f}-{t1:,.0f} s ({rule}){left_out}; {gpus[0]:,.0f} GPUs from {gpus[1]}; "
         f"spread {spread:.1%} over {rates.size} parts"
     )
     return Figure(

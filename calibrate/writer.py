@@ -43,7 +43,7 @@ def calibrated_document(cal: Calibration, into_path: str | Path) -> str:
         doc["uncertainty"] = uncertainty
     _stages(doc, cal)
     if cal.logged_run is not None:
-        write_logged_run(doc, cal.logged_run, fields, cal.notes)
+        write_logged_run(doc, cal, fields)
     write_regime(doc, cal, fields, Path(into_path))
     write_extra_time(doc, cal, fields)
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)

@@ -51,6 +51,8 @@ def enough(cal: Calibration, figure: Figure, what: str) -> bool:
     """Whether ``figure`` has the rows to be written; when not, a note says it is reported only, and why."""
     if figure.rows >= MIN_ROWS:
         return True
+    if what not in cal.unwritten:
+        cal.unwritten.append(what)
     note = (
         f"not written: {what} ({figure.value:,.4g} {figure.unit} from {figure.rows:,} row"
         f"{'s' if figure.rows != 1 else ''} of {Path(figure.source.partition(': ')[0]).name}): a figure needs "

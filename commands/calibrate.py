@@ -282,6 +282,9 @@ def calibrate(
     if holdout:
         _holdout(cal, steps, framework)
     notes = []
+    if output and holdout and cal.holdout is None:
+        notes.append(f"calibrated instance: not written ({output}): the hold-out was not made (the notes say why)")
+        output = plan_file = None
     if output:
         written = cal
         if framework is not None and not (trajectories or pool_files) and (holdout or plan_file):
@@ -296,7 +299,7 @@ def calibrate(
         cal.notes += [
             n
             for n in written.notes
-            if n not in cal.notes and n.startswith(("logged run", "workload.", "no logged plan"))
+            if n not in cal.notes and n.startswith(("logged run", "workload.", "no logged plan", "not written"))
         ]
     write_and_show(
         cal,
@@ -354,6 +357,16 @@ def _write_plan(cal, inst, output: str, plan_file: str, inference_gpus=None) -> 
     from trainground.simulation.output import write_atomic
 
     cal.plan = None
+    from trainground.calibrate.roundtrip import PLAN_FIELDS
+
+    short = [f for f in cal.unwritten if f.startswith(PLAN_FIELDS)]
+    if short:
+        cal.notes.append(
+            "no logged plan written: its cadence would rest on figures from too few rows, left as --into has them ("
+            + ", ".join(short)
+            + ")"
+        )
+        return "logged plan: not written (the notes say why)"
     if inst.regime is not None and inst.regime.batched:
         from trainground.calibrate.roundtrip import batch_plan
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from trainground.calibrate.figures import Figure
 from trainground.calibrate.fit import Calibration
+from trainground.calibrate.phases import REST
 from trainground.render.plots import _figure, _png
 
 HISTOGRAM_PX = (1000, 460)
@@ -117,6 +118,8 @@ def split_table(cal: Calibration):
         table.add_column(name, justify=justify, overflow="fold")
     for term, keys, seconds, share in s.terms:
         table.add_row(term, keys, f"{seconds:,.4g}", f"{share:.1%}")
+    table.caption = "; ".join(x for x in (s.overlap, s.unlogged) if x) or None
+    table.caption_justify = "left"
     return table
 
 
@@ -183,6 +186,7 @@ def calibration_pngs(cal: Calibration) -> dict[str, bytes]:
 
 SPLIT_COLOURS = {
     "generation": "tab:blue",
+    "wait for rollouts": "tab:cyan",
     "trainer": "tab:red",
     "weight sync": "tab:purple",
     "checkpoint": "tab:brown",
@@ -192,34 +196,56 @@ SPLIT_COLOURS = {
 
 
 def split_png(cal: Calibration) -> bytes:
-    """One stacked bar: a step's mean wall time by term, each part labelled with its key and seconds."""
+    return _png(split_figure(cal))
+
+
+def split_figure(cal: Calibration):
+    """The split table as bars, one part per row of the table, each labelled with its key and seconds: one
+    stacked bar when the terms follow one another (it reaches the step's wall time). When generation overlaps
+    the trainer, the generation and the trainer's passes are two bars side by side in time, the other terms and
+    the unlogged rest stacked after the longer of the two (a step is that longer phase plus them), and the wall
+    time is a dashed line. A negative term (a phase timed less than the one it is part of) is not drawn, and the
+    title names it."""
     s = cal.split
     fig = _figure(SPLIT_PX)
     ax = fig.subplots()
-    left = 0.0
-    for term, keys, seconds, share in s.terms:
-        if seconds <= 0:
-            continue
-        ax.barh([0], [seconds], left=left, color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
+    parts = [(term, keys, seconds, share) for term, keys, seconds, share in s.terms if seconds >= 0]
+    rows = {"generation": 1, "trainer": 0} if s.overlap else {}
+    lengths = {y: sum(x[2] for x in parts if rows.get(x[0]) == y) for y in (0, 1)}
+    longer = 1 if lengths[1] >= lengths[0] else 0
+    ends = {0: 0.0, 1: 0.0}
+    for term, keys, seconds, share in parts:
+        y = rows.get(term, longer) if s.overlap else 0
+        ax.barh([y], [seconds], left=ends[y], color=SPLIT_COLOURS.get(term, "tab:gray"), edgecolor="white")
         if share >= 0.04:
+            label = "not logged" if keys == REST else keys.split("/")[-1]
             ax.text(
-                left + seconds / 2,
-                0,
-                f"{keys.split('/')[-1]}\n{seconds:,.3g} s",
+                ends[y] + seconds / 2,
+                y,
+                f"{label}\n{seconds:,.3g} s",
                 ha="center",
                 va="center",
                 fontsize=8,
                 color="white",
             )
-        left += seconds
+        ends[y] += seconds
     from matplotlib.patches import Patch
 
     handles = [Patch(color=colour, label=term) for term, colour in SPLIT_COLOURS.items()]
-    ax.set_yticks([])
+    dropped = [keys for _, keys, seconds, _ in s.terms if seconds < 0]
+    title = "where a step's time went (saves and validations averaged over every step)"
+    if s.overlap:
+        ax.axvline(s.wall_s, color="black", linestyle="--", linewidth=1)
+        ax.set_yticks([0, 1], ["trainer", "generation"])
+        title = "where a step's time went: generation and the trainer overlap (dashed: the step)"
+    else:
+        ax.set_yticks([])
+    if dropped:
+        title += f"; negative, not drawn: {', '.join(dropped)}"
     ax.set_xlabel(f"seconds per step (mean of {s.rows:,} steps)")
-    ax.set_title("where a step's time went (saves and validations averaged over every step)")
+    ax.set_title(title, fontsize=9)
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(SPLIT_COLOURS))
-    return _png(fig)
+    return fig
 
 
 def histogram_png(cal: Calibration) -> bytes:

@@ -209,6 +209,32 @@ def test_a_figure_from_fewer_than_three_rows_is_reported_not_written(tmp_path):
     assert got["update_time"]["reference_time_s"]["interval"] == [None, None]  # no zero-width interval from a row
 
 
+def test_an_areal_v02_log_is_read_for_its_whole_step_time():
+    """areal-v02-console.log, in the shape of AReaL v0.2's master worker: six `(global step G) finishes. …
+    #End to end# execution time: *T*s.` lines, each after an `RPC name actor_train returns {...}` line. The step
+    time is read (no phase of it is logged, so all of it is the unlogged rest); its mean is
+    (100.5 + 102 + 98.5 + 101 + 99 + 103) / 6."""
+    got = run("--steps", str(DATA / "areal-v02-console.log"))
+    assert "read as AReaL v0.2's console log: 6 of its 6 steps" in note(got, "--format auto")
+    s = got["step_split"]
+    assert s["rows"] == 6 and s["wall_s"] == pytest.approx(604.0 / 6)
+    assert split_of(got) == {"not logged (the rest of the step)": pytest.approx(604.0 / 6)}
+
+
+def drawn_bars(got: dict) -> list[tuple[float, float, float]]:
+    """(row, left, width) of every bar the split plot draws for the split ``got`` printed."""
+    from types import SimpleNamespace
+
+    from trainground.calibrate.phases import Split
+    from trainground.render.calibrate import split_figure
+
+    s = got["step_split"]
+    terms = [(t["term"], t["keys"], t["seconds"], t["share"]) for t in s["terms"]]
+    cal = SimpleNamespace(split=Split(s["rows"], s["wall_s"], terms, s["overlap"] or "", s["unlogged"] or ""))
+    (ax,) = split_figure(cal).axes
+    return [(round(p.get_y() + p.get_height() / 2), p.get_x(), p.get_width()) for p in ax.patches]
+
+
 def test_the_step_split_plot_is_drawn(tmp_path):
     got = CliRunner().invoke(
         main, ["calibrate", "--steps", str(DATA / "slime-console.log"), "--out", str(tmp_path / "out")]
@@ -216,6 +242,63 @@ def test_the_step_split_plot_is_drawn(tmp_path):
     assert got.exit_code == 0, got.output
     assert (tmp_path / "out/calibrate-step-split.png").stat().st_size > 10_000
     assert "a step's time: mean of 10 steps" in got.output and "perf/sleep_time" in got.output
+    split = run("--steps", str(DATA / "slime-console.log"))
+    bars = drawn_bars(split)
+    # one stacked bar, a part per row of the table, end to end up to the step's mean wall time
+    assert [w for _, _, w in bars] == pytest.approx([t["seconds"] for t in split["step_split"]["terms"]])
+    assert {y for y, _, _ in bars} == {0} and bars[-1][1] + bars[-1][2] == pytest.approx(split["step_split"]["wall_s"])
+
+
+def test_an_overlapped_split_draws_generation_apart_and_no_negative_rest():
+    """slime-async.jsonl: rollout 100-113 s beside a 58-62 s training and a 0.5 s weight update in steps of
+    98.5-160 s. Generation and the trainer overlap (166.5 s of them against a 114.4 s step), so the rest is each
+    step less max(rollout, train) less 0.5: (59.5 + 2 - 4 + 2 + 0 + 0 + 0 + 0) / 8; nothing negative is shown."""
+    got = run("--steps", str(DATA / "slime-async.jsonl"))
+    s = got["step_split"]
+    assert s["overlapped"] and "overlap" in s["overlap"]
+    parts = split_of(got)
+    assert parts["not logged (the rest of the step)"] == pytest.approx(59.5 / 8)
+    assert all(t["seconds"] >= 0 for t in s["terms"])
+    bars = drawn_bars(got)
+    # the generation, (100 + 101 + 102 + 103 + 110 + 111 + 112 + 113) / 8, then the sync and the rest after it
+    assert [v for y, x, w in bars if y == 1 for v in (x, w)] == pytest.approx([0, 106.5, 106.5, 0.5, 107, 59.5 / 8])
+    # the trainer's passes from 0 beside it: log_probs 10, actor_train 50, train_time's rest 0
+    assert [v for y, x, w in bars if y == 0 for v in (x, w)] == pytest.approx([0, 10, 10, 50, 60, 0])
+
+
+def test_a_slime_log_with_train_time_alone_shows_the_trainer(tmp_path):
+    """A slime run logging perf/train_time and no passes (the shape of a public 8-GPU sync run's table): the
+    trainer's 100 s is a row of the split, and the rest is 305 - 200 - 100 s."""
+    log = tmp_path / "sync.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"rollout/step": i, "perf/rollout_time": 200.0, "perf/train_wait_time": 205.0,
+                        "perf/train_time": 100.0, "perf/step_time": 305.0}) + "\n"
+            for i in range(4)
+        )
+    )  # fmt: skip
+    parts = split_of(run("--steps", str(log)))
+    assert parts == {
+        "perf/rollout_time": 200.0,
+        "perf/train_time": 100.0,
+        "not logged (the rest of the step)": pytest.approx(5.0),
+    }
+
+
+def test_slime_trainer_lines_alone_count_the_sync_and_the_engines_once(tmp_path):
+    """slime-console.log without the rollout manager's lines: train_wait (137.5, 109.5, ... s) holds the weight
+    update (0.5 s), the engines' sleep (4 s) and wake-up (2 s); they are shown once, taken out of the wait, and the
+    step (train_wait + train + the save) leaves nothing unlogged."""
+    log = tmp_path / "trainer.log"
+    log.write_text(
+        "".join(ln for ln in (DATA / "slime-console.log").read_text().splitlines(True) if "rollout.py" not in ln)
+    )
+    got = run("--steps", str(log))
+    parts = split_of(got)
+    wait = next(k for k in parts if k.startswith("perf/train_wait_time less"))
+    assert parts[wait] == pytest.approx(119.5 - 0.5 - 4.0 - 2.0)
+    assert parts["not logged (the rest of the step)"] == pytest.approx(0.0, abs=1e-9)
+    assert sum(parts.values()) == pytest.approx(got["step_split"]["wall_s"])
 
 
 def test_numbers_as_python_prints_them():

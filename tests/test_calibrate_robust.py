@@ -261,3 +261,18 @@ def test_a_relative_step_log_beside_an_epoch_trajectory_log_is_aligned(tmp_path)
     assert any("read as counted from the trajectory log's earliest start" in n for n in a["notes"])
     assert a["occupancy"]["median"]["value"] == pytest.approx(b["occupancy"]["median"]["value"], rel=1e-9)
     assert a["tokens_per_gpu_s"]["value"] == pytest.approx(b["tokens_per_gpu_s"]["value"], rel=1e-6)
+
+
+def test_tokens_per_gpu_s_leave_out_the_time_no_attempt_runs(tmp_path):
+    """One attempt a second, each 5 s and 100 tokens, for 1,000 s; nothing for 2,341 s; then 1,000 s more, on 8
+    GPUs: 12.5 tokens/s per GPU while running. The window is the span of starts, 0-4,344 s, less 10 % at each end
+    (434.4-3,909.6 s); the 1,004-3,345 s with no attempt running is left out of it, so the 1,130 attempts started
+    in the window give 113,000 tokens over 8 x (3,475.2 - 2,341) GPU-s."""
+    starts = [float(t) for t in range(1000)] + [3345.0 + t for t in range(1000)]
+    log = tmp_path / "gap.csv"
+    log.write_text("start,end,output_tokens\n" + "".join(f"{t},{t + 5},100\n" for t in starts))
+    out = CliRunner().invoke(main, ["calibrate", "--trajectories", str(log), "--inference-gpus", "8", "--json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    assert got["window"]["idle_s"] == pytest.approx(3345 - 1004)
+    assert got["tokens_per_gpu_s"]["value"] == pytest.approx(113_000 / (8 * (3909.6 - 434.4 - 2341)), rel=1e-9)

@@ -175,3 +175,54 @@ def test_a_slime_log_said_one_step_off_replays_the_longer_of_generation_and_trai
     )
     assert serial["holdout"]["round_trip"]["predicted_s"] == pytest.approx(101.5 + 60.0 + 0.5, rel=1e-6)
     assert not serial["holdout"]["overlapped"]
+
+
+def test_a_logged_run_from_fewer_than_three_steps_is_reported_and_no_plan_is_written(tmp_path):
+    """Two steps of the verl fixture: the logged run's generation phase, response length and batch are figures of
+    2 rows, reported and not written (the --into instance keeps its own), and no plan is made from them."""
+    log = tmp_path / "two.jsonl"
+    log.write_text("".join(V05.read_text().splitlines(keepends=True)[:3]))
+    run = yaml.safe_load(RUN.read_text())
+    half, plan = tmp_path / "x.yaml", tmp_path / "plan.json"
+    out = invoke(
+        "calibrate", "--steps", str(log), "--into", str(RUN), "-o", str(half), "--plan", str(plan), "--json"
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    notes = json.loads(out.output)["notes"]
+    doc = yaml.safe_load(half.read_text())
+    assert doc["workload"]["batch_trajectories"] == run["workload"]["batch_trajectories"] != 512
+    assert doc["workload"]["tokens_per_attempt"] == run["workload"]["tokens_per_attempt"] != 500.0
+    assert doc["environment"]["occupancy"] == run["environment"]["occupancy"]
+    for field in ("workload.batch_trajectories", "workload.tokens_per_attempt", "environment.occupancy"):
+        assert any(n.startswith(f"not written: {field}") and "from 2 rows" in n for n in notes), (field, notes)
+    refused = [n for n in notes if n.startswith("no logged plan written:") and "too few rows" in n]
+    assert not plan.exists() and refused, notes
+
+
+def test_a_hold_out_not_made_writes_neither_the_instance_nor_the_plan(tmp_path):
+    """Four steps, two a half (a half needs 3): the hold-out is not made, and neither is its first half's instance."""
+    log = tmp_path / "four.jsonl"
+    log.write_text("".join(V05.read_text().splitlines(keepends=True)[:5]))
+    half, plan = tmp_path / "half.yaml", tmp_path / "plan.json"
+    out = invoke(
+        "calibrate", "--steps", str(log), "--holdout", "--into", str(RUN), "-o", str(half), "--plan", str(plan)
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "hold-out not made" in out.output and "the hold-out was not made" in out.output
+    assert not half.exists() and not plan.exists()
+
+
+def test_an_areal_log_said_colocated_is_calibrated_on_its_first_half_and_its_plan_replayed(tmp_path):
+    """areal-console.log on 8 GPUs, said colocated: rollout 60-63 s in steps 1-4; the trainer's passes ref_logp 6 +
+    recompute_logp 7 + compute_advantage 0.5 + train_step 30/31 s (median 44); update_weights 3 s; clear_batches
+    0.1 s. The replay's iteration is 61.5 + 44 + 3 + 0.1; steps 6-8 (step 5 saves and validates) logged
+    112.6, 112.6 and 114.6 s; the naive prediction is steps 1-4's mean, (106.6 + 108.6 + 108.6 + 110.6) / 4."""
+    got, doc, plan = round_trip(tmp_path, DATA / "areal-console.log", "--training-gpus", "8", "--regime", "colocated")
+    assert doc["regime"]["mode"] == "colocated"
+    assert doc["environment"]["occupancy"]["samples"] == [61.5, 61.5]
+    assert doc["training"]["update_time"]["reference_time"] == 44.0
+    rt = got["holdout"]["round_trip"]
+    assert rt["predicted_s"] == pytest.approx(61.5 + 44.0 + 3.0 + 0.1, rel=1e-6)
+    assert rt["logged_s"] == pytest.approx((112.6 + 112.6 + 114.6) / 3, rel=1e-9)
+    assert rt["naive_s"] == pytest.approx(108.6, rel=1e-9)
+    assert rt["predicted_error"] == pytest.approx(108.6 / (339.8 / 3) - 1, rel=1e-6)  # -4.1 %
