@@ -331,6 +331,33 @@ def calibrate_steps(
     return result
 
 
+def calibrate_update(steps: Steps, replicates: int = REPLICATES, seed: int = SEED) -> Calibration:
+    """A trainground step log alone (no trajectory log, no framework's phases): the update law and the cadence
+    it holds; the lifetimes, throughput and tokens are not in it, which a note says (with --into they are kept)."""
+    rng = np.random.default_rng(seed)
+    note = (
+        "lifetimes, tokens/s and tokens per attempt: not in a trainground step log (it holds the updates alone): "
+        "not fitted (with --into they are kept as the instance has them); give --trajectories for them"
+    )
+    return Calibration(
+        None,
+        steps.file,
+        None,
+        {},
+        {},
+        None,
+        {},
+        None,
+        None,
+        None,
+        fit_update_law(steps, rng, replicates),
+        cadence(steps, rng, replicates),
+        None,
+        None,
+        [*steps.notes, note],
+    )
+
+
 def _regime(cal: Calibration, finding: Finding, steps, framework, rng, replicates: int) -> None:
     """The regime finding, said in a note (with a framework step log or --regime), and the terms it gives a place:
     a colocated run's switch time per iteration (a step log whose generation is a phase of the step)."""

@@ -39,13 +39,14 @@ def _trajectory_log(trajectories, pool_files, mapping: dict, timeout, max_bad: f
 
 
 def _steps_alone(path: str, steps, framework, inst, inference_gpus, regime):
-    """A framework's step log without a trajectory log: calibrated for what it holds."""
+    """A step log without a trajectory log, calibrated for what it holds: a framework's (its phases), or
+    trainground's own (the updates alone)."""
     from trainground.calibrate.fit import calibrate_steps
-    from trainground.models.load import InstanceError, Problem
 
     if framework is None:
-        rule = "a trainground step log holds no lifetimes: give --trajectories (or a framework's step log, --format)"
-        raise InstanceError(path, [Problem("--steps", rule)])
+        from trainground.calibrate.fit import calibrate_update
+
+        return calibrate_update(steps)
     return calibrate_steps(steps, framework, inst, inference_gpus, regime=regime)
 
 

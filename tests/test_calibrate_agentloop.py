@@ -110,11 +110,24 @@ def test_a_trajectory_log_given_is_the_lifetime_law(logs):
     assert any("the instance's law is the trajectory log's (per-trajectory times)" in n for n in got["notes"])
 
 
-def test_a_trainground_step_log_alone_is_refused(logs):
-    (logs / "plain.csv").write_text("iteration,update_s,training_gpus\n0,300,64\n1,301,64\n2,299,64\n")
-    out = CliRunner().invoke(main, ["calibrate", "--steps", str(logs / "plain.csv"), "--training-gpus", "64"])
-    rule = "a trainground step log holds no lifetimes: give --trajectories"
-    assert out.exit_code == 2 and rule in out.output and "plain.csv" in out.output, out.output
+def test_a_trainground_step_log_alone_gives_the_update_law_and_keeps_the_rest(logs, tmp_path):
+    """Updates at 64 and 128 GPUs, three each: the update law from the per-count medians (300 s, 160 s); the
+    lifetimes and the throughput are not in the log, so --into's are kept, which a note says."""
+    rows = "0,300,64\n1,301,64\n2,299,64\n3,160,128\n4,158,128\n5,161,128\n"
+    (logs / "plain.csv").write_text("iteration,update_s,training_gpus\n" + rows)
+    written = tmp_path / "plain.yaml"
+    args = ["calibrate", "--steps", str(logs / "plain.csv"), "--into", str(TWO_POOLS), "-o", str(written), "--json"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    assert got["update_time"]["points"] == [{"gpus": 64.0, "seconds": 300.0}, {"gpus": 128.0, "seconds": 160.0}]
+    assert any(
+        n.startswith("lifetimes, tokens/s and tokens per attempt: not in a trainground step log") for n in got["notes"]
+    )
+    doc, into = yaml.safe_load(written.read_text()), yaml.safe_load(TWO_POOLS.read_text())
+    assert doc["training"]["update_time"]["reference_gpus"] == 64.0
+    assert doc["environment"]["occupancy"] == into["environment"]["occupancy"]
+    assert doc["inference"]["shapes"] == into["inference"]["shapes"]  # tokens/s per GPU as --into has them
 
 
 def test_a_framework_step_log_without_lifetimes_alone_keeps_the_instances_law(logs, tmp_path):
