@@ -65,7 +65,7 @@ class OccupancyFit:
 
 @dataclass
 class Calibration:
-    trajectories: str | None  # None: calibrated from a framework's step log alone
+    trajectories: str | None  # None: calibrated from a step log alone (a framework's, or trainground's own)
     steps: str | None
     occupancy: OccupancyFit | None  # None: the lifetimes are the agent loop's (step_figures), if any
     per_backend: dict[str, OccupancyFit]
@@ -329,33 +329,6 @@ def calibrate_steps(
     _regime(result, finding, steps, framework, rng, replicates)
     result.bottleneck = bottleneck(result, into)
     return result
-
-
-def calibrate_update(steps: Steps, replicates: int = REPLICATES, seed: int = SEED) -> Calibration:
-    """A trainground step log alone (no trajectory log, no framework's phases): the update law and the cadence
-    it holds; the lifetimes, throughput and tokens are not in it, which a note says (with --into they are kept)."""
-    rng = np.random.default_rng(seed)
-    note = (
-        "lifetimes, tokens/s and tokens per attempt: not in a trainground step log (it holds the updates alone): "
-        "not fitted (with --into they are kept as the instance has them); give --trajectories for them"
-    )
-    return Calibration(
-        None,
-        steps.file,
-        None,
-        {},
-        {},
-        None,
-        {},
-        None,
-        None,
-        None,
-        fit_update_law(steps, rng, replicates),
-        cadence(steps, rng, replicates),
-        None,
-        None,
-        [*steps.notes, note],
-    )
 
 
 def _regime(cal: Calibration, finding: Finding, steps, framework, rng, replicates: int) -> None:

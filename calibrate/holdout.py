@@ -6,8 +6,10 @@ The prediction is generation + the trainer's busy time (the update law at each s
 GPUs, the run's configuration) + weight sync + the rest of a step, each the first half's figure: the
 generation's and the rest's means, the weight sync's median, over the first half's steps without a save or a
 validation. Where the regime overlaps generation with training (pipelined with k >= 1, async: docs/model.md §14),
-a step is the longer of the two, not their sum: max(generation, trainer) + weight sync + the rest, the rest then
-being what the logged steps hold beyond max(generation, update) + weight sync. Steps with a save or a validation are left out of the second half's mean (they are their own terms).
+a step is the longer of the two, not their sum: per first-half step max(generation, its update scaled to the
+predicted trainer time), averaged, + weight sync + the rest, the rest then being what the logged steps hold beyond
+max(generation, update) + weight sync. With no regime known, a log whose generation and update together exceed its
+logged step is read as overlapped, as the step split reads it. Steps with a save or a validation are left out of the second half's mean (they are their own terms).
 Nothing measured in the second half enters the prediction.
 """
 
@@ -72,15 +74,22 @@ def holdout(
     else:
         trainer, how = float(np.median(steps.update_s[a])), "the first half's median (no training GPU count)"
     sync_s = np.nan_to_num(sync)
-    overlapped = overlaps(regime)
-    busy = np.maximum(gen[a], steps.update_s[a]) if overlapped else gen[a] + steps.update_s[a]
+    update = steps.update_s[a]
+    # overlapped as the regime says, or, with no regime known, as the step split reads it (calibrate.phases):
+    # generation and training together longer than the logged step
+    overlapped = overlaps(regime) or (regime is None and float(np.mean(gen[a] + update)) > float(np.mean(logged[a])))
+    busy = np.maximum(gen[a], update) if overlapped else gen[a] + update
     terms = {
         "generation": float(gen[a].mean()),
         "trainer": trainer,
         "weight sync": float(np.median(sync_s[a])),
         "other": float(np.mean(logged[a] - busy - sync_s[a])),
     }
-    head = max(terms["generation"], trainer) if overlapped else terms["generation"] + trainer
+    if overlapped:  # per step, the longer phase, the trainer's passes scaled to the predicted trainer time
+        scale = trainer / float(update.mean()) if update.mean() > 0 else 1.0
+        head = float(np.mean(np.maximum(gen[a], update * scale)))
+    else:
+        head = terms["generation"] + trainer
     predicted = head + terms["weight sync"] + terms["other"]
     actual = float(logged[b].mean())
     naive = float(np.nanmean(logged[first]))

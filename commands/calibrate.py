@@ -44,8 +44,13 @@ def _steps_alone(path: str, steps, framework, inst, inference_gpus, regime):
     from trainground.calibrate.fit import calibrate_steps
 
     if framework is None:
-        from trainground.calibrate.fit import calibrate_update
+        from trainground.calibrate.updates_alone import calibrate_update
 
+        if regime is not None:
+            raise click.UsageError(
+                "--regime is written with a framework's step log (its phases show the run); trainground's own step "
+                "log holds the updates alone: set regime: in the instance instead (docs/model.md §14)"
+            )
         return calibrate_update(steps)
     return calibrate_steps(steps, framework, inst, inference_gpus, regime=regime)
 
@@ -261,8 +266,8 @@ def calibrate(
         raise click.UsageError("--plan needs -o: the plan is one of the calibrated instance")
     if trajectories and pool_files or not (trajectories or pool_files or steps_file):
         raise click.UsageError(
-            "give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool (or a framework's "
-            "step log alone, --steps FILE, for what it holds)"
+            "give the trajectory log: --trajectories FILE, or one --pool NAME=FILE per pool (or a step log alone, "
+            "--steps FILE, for what it holds)"
         )
     if holdout and output and (trajectories or pool_files):
         raise click.UsageError(

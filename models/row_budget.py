@@ -2,7 +2,7 @@
 becomes one row per training-group count worth having (:mod:`solver.table.group_counts`), so a table's rows, not its
 (cadence, K) entries (:func:`models.plausible.size_errors`), are what fills memory: a long deadline keeps nearly every
 count up to the pool's on time, and the rows reach pairs × counts. Their number is known only once the pairs are, so
-the table counts them before any is allocated (:func:`solver.table.group_counts.check_rows`) against this cap.
+the table counts them before any is allocated (:func:`solver.table.row_cap.check_rows`, from :mod:`solver.table.group_counts`) against this cap.
 """
 
 from __future__ import annotations

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from trainground.cli import main
+from trainground.models.regime import Regime
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests/data/frameworks"
@@ -226,3 +228,21 @@ def test_an_areal_log_said_colocated_is_calibrated_on_its_first_half_and_its_pla
     assert rt["logged_s"] == pytest.approx((112.6 + 112.6 + 114.6) / 3, rel=1e-9)
     assert rt["naive_s"] == pytest.approx(108.6, rel=1e-9)
     assert rt["predicted_error"] == pytest.approx(108.6 / (339.8 / 3) - 1, rel=1e-6)  # -4.1 %
+
+
+def test_an_overlapped_hold_out_reproduces_its_first_half():
+    """One-step-off steps of 12 s whose generation and update alternate which is longer (10 and 2 s, then 2 and
+    10 s): each step is its longer phase plus a 2 s rest, so on a second half like the first the prediction is
+    that half's 12 s, not max of the means + rest, max(6, 6) + 2 = 8 s."""
+    from trainground.calibrate.holdout import holdout
+    from trainground.calibrate.logs import Steps
+    from trainground.calibrate.stepreader import FrameworkSteps
+
+    gen = np.array([10.0, 2.0] * 4)
+    update = np.array([2.0, 10.0] * 4)
+    steps = Steps("alternate.jsonl", np.arange(8.0), update, np.full(8, 8.0), generation_s=gen)
+    extra = FrameworkSteps("verl", logged_step=np.full(8, 12.0))
+    check, sentence = holdout(steps, extra, regime=Regime(mode="pipelined", steps_ahead=1.0))
+    assert check is not None, sentence
+    assert check["overlapped"] and check["terms"]["other"] == pytest.approx(2.0)
+    assert check["predicted_s"] == pytest.approx(12.0, rel=1e-6) and check["logged_s"] == 12.0

@@ -41,6 +41,7 @@ from trainground.drivers.tradeoffs.pareto import cost_of, hull_corners, nondomin
 from trainground.models.instance import Instance
 from trainground.models.result import Result, key_columns
 from trainground.solver.laws.calculus import cadence_grid, grid_points
+from trainground.solver.table.row_cap import TableTooLarge
 from trainground.solver.tolerances import SPAN_TOL
 
 CRITERIA = ("total_cost", "hourly_cost")
@@ -239,7 +240,13 @@ def frontiers(
     table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
     exact = resolution <= 0 and inst.stages is None
     listed = exact or (inst.stages is None and listing_pays(inst))
-    spans = np.unique(table.every_row().makespan) if listed else None
+    spans = None
+    if listed:  # every makespan the walk can meet; with a resolution only a speed-up, so a table too large is skipped
+        try:
+            spans = np.unique(table.every_row().makespan)
+        except TableTooLarge:
+            if exact:
+                raise
     out = Frontiers(
         instance=inst.name or "",
         deadline_s=inst.schedule.deadline,

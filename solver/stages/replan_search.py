@@ -112,7 +112,8 @@ def search_total(r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs
             clock.note(f"{r.inst.name}: HiGHS, total_cost over {sum(map(np.count_nonzero, openings.open)):,} pairs")
             status, values, value, seconds = runs(r, highs, "total_cost", clock, limits, ("total_cost",))
             if values is None and status == Status.INFEASIBLE and not every:
-                target = least + 4 * (target - least)
+                # open more pairs: four times the room above the least floor (some room where that floor is 0)
+                target = least + 4 * max(target - least, PROBE * max(abs(least), 1.0))
                 continue
             if values is None or status != Status.OPTIMAL or value <= target:
                 break
