@@ -54,16 +54,16 @@ def test_a_covered_table_solves_as_a_table_of_every_row(data, pools, cut):
         _same(
             covered.solve(objective, **restrictions), every.solve(objective, **restrictions), (objective, restrictions)
         )
-    _covers_its_cost(inst)
-    _holds_the_rows_within_a_cap(inst, cap)
+    _covers_its_cost(inst, every)
+    _holds_the_rows_within_a_cap(inst, cap, every)
 
 
-def _holds_the_rows_within_a_cap(inst, cap) -> None:
-    """A makespan solve under a cap leaves a table of every row within the cap and, without a budget, of none past
-    it."""
+def _holds_the_rows_within_a_cap(inst, cap, every: Planner) -> None:
+    """A fresh planner's makespan solve under a cap leaves a table of every row within the cap and, without a
+    budget, of none past it (``every``: the planner of a table of every row, whose table no solve changes)."""
     if cap is None:
         return
-    covered, every = Planner(inst), _every(inst)
+    covered = Planner(inst)
     _same(covered.solve("makespan", max_makespan=cap), every.solve("makespan", max_makespan=cap), "capped makespan")
     budgeted = inst.limits.max_hourly_cost is not None or inst.limits.max_total_cost is not None
     assert covered.rows.covers[0] == ("every" if budgeted else WITHIN)  # a budget needs every row
@@ -73,11 +73,11 @@ def _holds_the_rows_within_a_cap(inst, cap) -> None:
     assert budgeted or all(span <= cap * (1 + 1e-8) for span in held.values())
 
 
-def _covers_its_cost(inst) -> None:
+def _covers_its_cost(inst, every: Planner) -> None:
     """After a cost solve, the table holds every row whose cost bound (that of the cost search over every
-    row) is within the cost it covers."""
+    row, ``every``'s table) is within the cost it covers."""
     for objective in ("total_cost", "hourly_cost"):
-        covered, every = Planner(inst), _every(inst)
+        covered = Planner(inst)
         covered.solve(objective)
         criterion, most = covered.rows.covers
         if criterion != objective:
@@ -98,4 +98,5 @@ def test_the_seed_under_hold_lists_few_rows_for_its_cost_solve():
     _same(covered.solve(), every.solve(), "total_cost")
     assert covered.pairs.size < every.pairs.size / 10, (covered.pairs.size, every.pairs.size)
     data["gpu_pools"][1]["gpus"] = 16_000  # the training pool: more group counts than a plan can pay for
-    _covers_its_cost(instance_of(data))
+    more = instance_of(data)
+    _covers_its_cost(more, _every(more))
