@@ -28,10 +28,8 @@ MIN_HALF = 3  # steps each half needs
 
 
 def overlaps(regime: Regime | None) -> bool:
-    """Whether the regime generates the next batch while the trainer works (a step is then the longer phase)."""
-    if regime is None:
-        return False
-    return regime.mode == "async" or (regime.mode == "pipelined" and (regime.steps_ahead or 0) >= 1)
+    """Whether the regime generates the next batch while the trainer works; False when it is unknown."""
+    return regime is not None and regime.overlaps_training
 
 
 def holdout(

@@ -156,7 +156,7 @@ def simulate(
         raise InstanceError(
             instance, [Problem("uncertainty", "--scenarios needs an uncertainty section (docs/model.md §9)")]
         )
-    own = inst.regime is not None and (inst.regime.batched or inst.regime.staleness == "admission")
+    own = inst.regime is not None and inst.regime.own_replay
     if inst.regime is not None and not own:  # MODEL §14: an async drop run with regime fields set has no replay
         from trainground.models.regime_rules import refuse_unreplayed
 
@@ -167,7 +167,7 @@ def simulate(
 
         seed = fresh_seed(inst)
     regime = inst.regime
-    if regime is not None and (regime.batched or regime.staleness == "admission"):  # MODEL §14: the regime's replay
+    if regime is not None and regime.own_replay:  # MODEL §14: the regime's replay
         refuse_batch_options(
             instance,
             "a batch regime" if regime.batched else "an admission run",

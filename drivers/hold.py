@@ -303,8 +303,7 @@ def admission_replays(inst: Instance, plan: Plan, seeds: list[int], stop: Callab
 
 def _own_replay(inst: Instance) -> bool:
     """A regime replayed by its own module (MODEL §14: a batch or an admission run), not the §10 engine."""
-    r = inst.regime
-    return r is not None and (r.batched or r.staleness == "admission")
+    return inst.regime is not None and inst.regime.own_replay
 
 
 def passes(planner: Planner, result: Result, lateness: float) -> bool:

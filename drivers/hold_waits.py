@@ -44,8 +44,7 @@ def model_share(inst: Instance, result: Result) -> float | None:
     item 2 read the other way: :func:`simulation.report.model_wait_share`); None without a plan, or for a batch
     or admission run (MODEL §14), whose replay queues no sandbox (its rows hold the launch peak, not the seed's
     engine's mean load, so the seed's share does not describe them)."""
-    r = inst.regime
-    if result.plan is None or result.metrics is None or (r is not None and (r.batched or r.staleness == "admission")):
+    if result.plan is None or result.metrics is None or (inst.regime is not None and inst.regime.own_replay):
         return None
     return model_wait_share(setup_of(inst, result.plan, result.metrics), result.plan)
 

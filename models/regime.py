@@ -148,6 +148,18 @@ class Regime(Strict):
         return self.mode != "async"
 
     @property
+    def overlaps_training(self) -> bool:
+        """Whether the next batch is generated while the trainer works (pipelined with k >= 1, async): a step then
+        lasts the longer of generation and training, not their sum."""
+        return self.mode == "async" or (self.mode == "pipelined" and (self.steps_ahead or 0) >= 1)
+
+    @property
+    def own_replay(self) -> bool:
+        """Replayed by its own module (simulate.regimes, simulate.admission), not the §10 engine: a batch or an
+        admission run, whose sandboxes hold a launch or publish peak rather than the engine's queue."""
+        return self.batched or self.staleness == "admission"
+
+    @property
     def label(self) -> str:
         """The regime in a few words: 'colocated', 'pipelined k=1', 'async admission k=8', 'async drop'."""
         k = "" if self.steps_ahead is None else f" k={self.steps_ahead:g}"

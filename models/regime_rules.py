@@ -196,7 +196,7 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     r = inst.regime
     if r is None or r.is_default:
         return
-    if r.batched or r.staleness == "admission":
+    if r.own_replay:
         why = (
             f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios "
             f"and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"

@@ -342,3 +342,18 @@ def test_the_starters_regime_block_uncommented_is_admission_at_k_8(tmp_path):
     held = CliRunner().invoke(main, ["solve", str(path)])  # the starter plans on hold, the seed week's figures
     assert held.exit_code == 3 and "infeasible" in held.stdout  # k = 8 of the seed's long tail needs 796 s a cadence
     assert "(k + 1) batches of slots allow at best a cadence of 796.3 s" in " ".join(held.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "fields, own, overlapped",
+    [
+        ({}, False, True),  # the seed's regime: async drop, the §10 engine
+        ({"mode": "colocated"}, True, False),
+        ({"mode": "pipelined", "steps_ahead": 0}, True, False),
+        ({"mode": "pipelined", "steps_ahead": 1}, True, True),
+        ({"staleness": "admission", "steps_ahead": 4, "in_flight_updates": True}, True, True),
+    ],
+)
+def test_which_regimes_have_their_own_replay_and_overlap_generation_with_training(fields, own, overlapped):
+    regime = Regime(**fields)
+    assert (regime.own_replay, regime.overlaps_training) == (own, overlapped)
