@@ -101,19 +101,26 @@ def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int, 
 
 
 def _placement(inst: Instance, blk, ix, val) -> Placement:
-    def split(var, keys) -> dict[str, dict[str, float]]:
+    return placement(inst, ix, lambda name, host, b: val(getattr(blk, name)[host, b]))
+
+
+def placement(inst: Instance, ix, value) -> Placement:
+    """The sandbox splits of a solution: steady and peak on nodes, peak on VMs; ``value(name, host, backend)`` reads
+    the solution's ``y``, ``y_peak`` or ``c`` at one (host, backend) (a stage's, in the staged model)."""
+
+    def split(name: str, keys) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         for host, b in keys:
-            out.setdefault(host, {})[b] = max(0.0, val(var[host, b]))
+            out.setdefault(host, {})[b] = max(0.0, value(name, host, b))
         return out
 
-    peak = split(blk.y_peak, ix.node_backends)
+    peak = split("y_peak", ix.node_backends)
     if ix.steady_split:
-        steady = split(blk.y, ix.node_backends)
+        steady = split("y", ix.node_backends)
     else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
         ratio = 1.0 / inst.environment.peak_to_mean
         steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
-    return Placement(steady=steady, peak=peak, cloud=split(blk.c, ix.vm_backends))
+    return Placement(steady=steady, peak=peak, cloud=split("c", ix.vm_backends))
 
 
 def objective_of(plan: Plan, objective: str) -> float:

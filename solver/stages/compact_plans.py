@@ -5,6 +5,7 @@ of them is :func:`solver.stages.plans.run_plan`'s."""
 from __future__ import annotations
 
 from trainground.models.result import CostTerms, Count, Placement, Plan, PoolUse, ShapeReplicas
+from trainground.solver.mip.assemble import placement
 from trainground.solver.stages.compact import CompactModel, counts_of
 
 
@@ -65,18 +66,5 @@ def _cost_terms(c: CompactModel, got: dict) -> CostTerms:
 
 def _placement(c: CompactModel, values, p: int) -> Placement:
     """Stage ``p``'s splits: steady and peak on nodes, peak on VMs."""
-    m, ix, inst = c.model, c.ix, c.inst
-
-    def split(var, keys) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for host, b in keys:
-            out.setdefault(host, {})[b] = max(0.0, float(values.get(var[p, host, b], 0.0) or 0.0))
-        return out
-
-    peak = split(m.y_peak, ix.node_backends)
-    if ix.steady_split:
-        steady = split(m.y, ix.node_backends)
-    else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
-        ratio = 1.0 / inst.environment.peak_to_mean
-        steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
-    return Placement(steady=steady, peak=peak, cloud=split(m.c, ix.vm_backends))
+    m = c.model
+    return placement(c.inst, c.ix, lambda name, host, b: float(values.get(getattr(m, name)[p, host, b], 0.0) or 0.0))
