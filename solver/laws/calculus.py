@@ -158,7 +158,8 @@ def group_drop_bounds(q, group_size: int):
     return group_drop(q, group_size, "drop", "comonotone"), group_drop(q, group_size, "drop", "independent")
 
 
-def mean_version_gap(w_use: float, cadence, convention: str):
+def mean_version_gap(w_use, cadence, convention: str):
+    """W_use/L (+1 under post_publish), numbers or arrays that broadcast."""
     return w_use / np.asarray(cadence, dtype=float) + (1.0 if convention == "post_publish" else 0.0)
 
 
@@ -245,8 +246,9 @@ def free_gpus(inst: Instance, pool, groups):
     return np.maximum(pool.gpus - train, 0)
 
 
-def supply_multiplier(slowdown: float, kept):
-    """Throughput kept with K resident versions: 1 - slowdown·(K-1), clipped at 0."""
+def supply_multiplier(slowdown, kept):
+    """Throughput kept with K resident versions: 1 - slowdown·(K-1), clipped at 0 (numbers or arrays that
+    broadcast)."""
     return np.maximum(0.0, 1.0 - slowdown * (np.asarray(kept, dtype=float) - 1.0))
 
 

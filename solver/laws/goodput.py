@@ -1,4 +1,9 @@
-"""MODEL.md §13 on the model's side: training goodput, per-shape availability and weight sync, vectorised.
+"""MODEL.md §13 on the model's side: training goodput, per-shape availability and weight sync.
+
+Each of §13's formulas is written once here, over numbers or numpy arrays that broadcast (:func:`training_of`,
+:func:`inverse_goodput`, :func:`replica_rate`, :func:`replica_availability`, :func:`weight_sync_kept`): the
+nominal instance passes its fields as numbers (per training-group count, per shape, per cadence), the scenarios
+of §9 (:mod:`solver.uncertainty.goodput`) pass one value per scenario.
 
 Without a ``reliability`` section and without a preemptible pool every function here is the identity
 of §2–§11 (goodput 1, availability ``a``, weight-sync factor 1), and the callers skip it altogether, so
@@ -17,26 +22,65 @@ from trainground.models.reliability import Reliability
 from trainground.solver.laws import calculus as calc
 from trainground.solver.tolerances import REL_TOL
 
+SECONDS_PER_HOUR = 3600.0
+
 
 @dataclass(frozen=True)
 class Training:
-    """§13's training terms per count of training GPUs G_t (arrays of one shape)."""
+    """§13's training terms (arrays of one shape: per count of training GPUs, or per scenario)."""
 
     mtbf: np.ndarray  # M_train = gpu_mtbf / G_t, s
     interval: np.ndarray  # τ, s: the given checkpoint_interval, or Young's sqrt(2·checkpoint_time·M_train)
     goodput: np.ndarray  # γ = 1 - checkpoint_time/τ - (restart_time + τ/2)/M_train (<= 0: no progress)
 
 
-def training_terms(rel: Reliability, gpus) -> Training:
-    """γ, τ and M_train at ``gpus`` training GPUs (vectorised)."""
+# ---------------------------------------------------------------- §13's formulas, over arrays that broadcast
+
+
+def training_of(gpu_mtbf, checkpoint_time, restart_time, interval, gpus) -> Training:
+    """M_train = gpu_mtbf/G_t, τ (``interval``, or Young's sqrt(2·checkpoint_time·M_train) when it is None) and
+    γ = 1 - checkpoint_time/τ - (restart_time + τ/2)/M_train at ``gpus`` training GPUs, every argument a
+    number or an array (broadcast together)."""
     g = np.asarray(gpus, dtype=float)
     with np.errstate(divide="ignore"):
-        mtbf = rel.gpu_mtbf / g
-    given = rel.checked_interval()
-    tau = np.sqrt(2.0 * rel.checkpoint_time * mtbf) if given is None else np.full(g.shape, given)
+        mtbf = gpu_mtbf / g
+    if interval is None:
+        tau = np.sqrt(2.0 * checkpoint_time * mtbf)
+    else:
+        tau = np.asarray(interval, dtype=float) + np.zeros(np.shape(mtbf))
     with np.errstate(divide="ignore", invalid="ignore"):
-        gamma = 1.0 - rel.checkpoint_time / tau - (rel.restart_time + tau / 2.0) / mtbf
+        gamma = 1.0 - checkpoint_time / tau - (restart_time + tau / 2.0) / mtbf
     return Training(mtbf=mtbf, interval=tau, goodput=gamma)
+
+
+def inverse_goodput(gamma) -> np.ndarray:
+    """1/γ, inf where γ <= 0: the factor on the trainer-paced time."""
+    gamma = np.asarray(gamma, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)
+
+
+def replica_rate(gpus_per_replica, gpu_mtbf, preemptions_per_hour) -> np.ndarray:
+    """Failures and preemptions per replica per second: g_s/gpu_mtbf + preemptions_per_hour/3600."""
+    return np.asarray(gpus_per_replica / gpu_mtbf + preemptions_per_hour / SECONDS_PER_HOUR)
+
+
+def replica_availability(availability, rate, replica_restart_time, mean_lifetime) -> np.ndarray:
+    """a_s = a·max(0, 1 - rate_s·(replica_restart_time + mean(W)/2))."""
+    return availability * np.maximum(0.0, 1.0 - rate * (replica_restart_time + mean_lifetime / 2.0))
+
+
+def weight_sync_kept(weight_sync_time, cadence) -> np.ndarray:
+    """The supply a cadence keeps beside the weight sync: max(0, 1 - weight_sync_time/L)."""
+    return np.maximum(0.0, 1.0 - weight_sync_time / np.asarray(cadence, dtype=float))
+
+
+# ---------------------------------------------------------------- the nominal instance's terms
+
+
+def training_terms(rel: Reliability, gpus) -> Training:
+    """γ, τ and M_train at ``gpus`` training GPUs (vectorised) at the section's values."""
+    return training_of(rel.gpu_mtbf, rel.checkpoint_time, rel.restart_time, rel.checked_interval(), gpus)
 
 
 def goodput(inst: Instance, groups) -> np.ndarray:
@@ -49,9 +93,7 @@ def goodput(inst: Instance, groups) -> np.ndarray:
 
 def progress(inst: Instance, groups) -> np.ndarray:
     """1/γ(m), inf where γ <= 0: the factor on the trainer-paced time (1 without a reliability section)."""
-    gamma = goodput(inst, groups)
-    with np.errstate(divide="ignore"):
-        return np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)
+    return inverse_goodput(goodput(inst, groups))
 
 
 def _events(inst: Instance) -> tuple[float, float]:
@@ -66,11 +108,9 @@ def _events(inst: Instance) -> tuple[float, float]:
 def replica_event_rates(inst: Instance) -> np.ndarray:
     """(shapes,) failures and preemptions per replica per second: g_s/gpu_mtbf + preemptions_per_hour/3600."""
     mtbf, _ = _events(inst)
-    rates = []
-    for s in inst.inference.shapes:
-        per_hour = inst.pool(s.pool).preemptions_per_hour or 0.0
-        rates.append(s.gpus_per_replica / mtbf + per_hour / 3600.0)
-    return np.array(rates)
+    gpus = np.array([s.gpus_per_replica for s in inst.inference.shapes], dtype=float)
+    per_hour = np.array([inst.pool(s.pool).preemptions_per_hour or 0.0 for s in inst.inference.shapes])
+    return replica_rate(gpus, mtbf, per_hour)
 
 
 def availabilities(inst: Instance, mean_lifetime: float) -> np.ndarray:
@@ -79,7 +119,7 @@ def availabilities(inst: Instance, mean_lifetime: float) -> np.ndarray:
     if not inst.reliable:
         return np.full(len(inst.inference.shapes), a)
     _, restart = _events(inst)
-    return a * np.maximum(0.0, 1.0 - replica_event_rates(inst) * (restart + mean_lifetime / 2.0))
+    return replica_availability(a, replica_event_rates(inst), restart, mean_lifetime)
 
 
 def weight_sync_factor(inst: Instance, cadence) -> np.ndarray:
@@ -88,7 +128,7 @@ def weight_sync_factor(inst: Instance, cadence) -> np.ndarray:
     rel = inst.reliability
     if rel is None or rel.weight_sync_time == 0:
         return np.ones(L.shape)
-    return np.maximum(0.0, 1.0 - rel.weight_sync_time / L)
+    return weight_sync_kept(rel.weight_sync_time, L)
 
 
 # ---------------------------------------------------------------- the pair table's §13 terms

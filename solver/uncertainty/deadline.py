@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainground.models.instance import Instance
+from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
+from trainground.solver.laws.goodput import inverse_goodput, weight_sync_kept
 from trainground.solver.tolerances import REL_TOL, ROOT_VALUE_TOL, ROOT_WIDTH_TOL
 from trainground.solver.uncertainty import goodput as goodput
 from trainground.solver.uncertainty.scenarios import (
@@ -79,13 +81,13 @@ def at_deadline(
     drop = group_drop(inst, q)
     fresh = q <= exceedance_limit(inst, v)[:, None]
     if v.max_mean_gap is not None:
-        post = 1.0 if fr.gap_convention == "post_publish" else 0.0
-        fresh &= v.w_use[:, None] / pace + post <= v.max_mean_gap[:, None] * (1 + REL_TOL)
+        gap = calc.mean_version_gap(v.w_use[:, None], pace, fr.gap_convention)
+        fresh &= gap <= v.max_mean_gap[:, None] * (1 + REL_TOL)
     attempts = _attempts(inst, v, pace, drop)
     gpus = np.array([s.gpus_per_replica for s in inst.inference.shapes], dtype=float)
-    mult = np.maximum(0.0, 1.0 - v.slowdown[:, None, :] * (Ks[None, :, None] - 1.0))
+    mult = calc.supply_multiplier(v.slowdown[:, None, :], Ks[None, :, None])
     with np.errstate(divide="ignore", invalid="ignore"):
-        sync = np.maximum(0.0, 1.0 - v.weight_sync[:, None] / pace)  # MODEL §13: generation paused per version
+        sync = weight_sync_kept(v.weight_sync[:, None], pace)  # MODEL §13: generation paused per version
     supply = v.shape_availability[:, None, :] * gpus[None, None, :] * v.rate[:, None, :] * mult * sync[:, :, None]
     if inst.holds:
         life = v.lifetimes
@@ -117,7 +119,7 @@ def _training(inst: Instance, scen: Scenarios, groups: int | None) -> tuple[np.n
     gpus = groups * inst.training.gpus_per_group
     update = np.nan_to_num(update_time(inst, scen, gpus), nan=np.inf)
     gamma = goodput.training_goodput(inst, scen, gpus)
-    return update, np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)
+    return update, inverse_goodput(gamma)
 
 
 def _attempts(inst: Instance, v: Values, cadence: np.ndarray, drop: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from trainground.models.instance import AmdahlLaw, Instance, InverseLaw
 from trainground.models.uncertainty import expand, render_path, valid_range
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
+from trainground.solver.laws.goodput import inverse_goodput
 from trainground.solver.tolerances import REL_TOL, ROOT_WIDTH_TOL, ZERO_SHARE_TOL
 from trainground.solver.uncertainty import goodput as goodput
 from trainground.solver.uncertainty.lifetimes import Lifetimes, lifetimes_of
@@ -244,8 +245,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     needs = (need_tokens * (1 - REL_TOL), need_rooms * (1 - REL_TOL))
     cadence = _smallest_cadence(inst, v, K, floor, needs, exceedance_limit(inst, v))
     attempts = _attempts_at(inst, v, K, cadence)
-    gamma = goodput.training_goodput(inst, scen, plan.training_gpus)
-    pace = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), np.inf)  # 1/γ, inf: no progress
+    pace = inverse_goodput(goodput.training_goodput(inst, scen, plan.training_gpus))  # inf: no progress
     with np.errstate(invalid="ignore"):
         makespan = w.iterations * cadence * pace + v.extra
         if inst.counts_startup:
@@ -273,7 +273,7 @@ def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
             replicas.get(s.name, 0)
             * s.gpus_per_replica
             * v.rate[:, i]
-            * np.maximum(0.0, 1 - v.slowdown[:, i] * (K - 1))
+            * calc.supply_multiplier(v.slowdown[:, i], K)
             * v.shape_availability[:, i]
         )
     return total
