@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -136,20 +137,7 @@ class Plan(Out):
     def capacity_changes(self) -> list[int]:
         """The stages p (0-based) after which a staged plan's capacity changes, from p to p + 1 (MODEL §12: each
         change costs the switch time under ``capacity: replan``); none for one stage or ``capacity: fixed``."""
-        rows = self.stages or []
-
-        def capacity(row: StagePlan) -> tuple:
-            part = row.plan
-            if part is None:  # capacity: fixed, the plan's own counts in every stage
-                return ()
-            return (
-                tuple(r.replicas for r in part.inference),
-                part.training_groups,
-                tuple(c.count for c in part.local_nodes),
-                tuple(c.count for c in part.cloud_vms),
-            )
-
-        return [p for p in range(len(rows) - 1) if capacity(rows[p]) != capacity(rows[p + 1])]
+        return capacity_changes([row.plan for row in self.stages or []])
 
     @property
     def node_count(self) -> int:
@@ -160,6 +148,24 @@ class Plan(Out):
     def vm_count(self) -> int:
         """Cloud VMs of every type."""
         return sum(c.count for c in self.cloud_vms)
+
+
+def capacity_of(plan: Plan | None) -> tuple:
+    """What a change of capacity compares (MODEL §12): replicas per shape, training groups, nodes and VMs per
+    type; ``()`` for a stage row without a plan of its own (``capacity: fixed``, the run's counts in every stage)."""
+    if plan is None:
+        return ()
+    return (
+        tuple(r.replicas for r in plan.inference),
+        plan.training_groups,
+        tuple(c.count for c in plan.local_nodes),
+        tuple(c.count for c in plan.cloud_vms),
+    )
+
+
+def capacity_changes(parts: Sequence[Plan | None]) -> list[int]:
+    """The stages p (0-based) whose plan ``parts[p]`` differs in capacity from the next one's."""
+    return [p for p in range(len(parts) - 1) if capacity_of(parts[p]) != capacity_of(parts[p + 1])]
 
 
 class Metrics(Out):

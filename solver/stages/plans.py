@@ -8,7 +8,7 @@ staged verifier (:mod:`solver.verify.stages`) recomputes on its own.
 from __future__ import annotations
 
 from trainground.models.instance import Instance
-from trainground.models.result import Plan, StagePlan
+from trainground.models.result import Plan, StagePlan, capacity_changes
 from trainground.solver.laws import calculus as calc
 
 
@@ -16,11 +16,10 @@ def run_plan(inst: Instance, insts: list[Instance], parts: list[Plan]) -> Plan:
     """The run's plan of its stages' plans ``parts`` (each with its own start-up, :func:`own_startup`)."""
     assert inst.stages is not None
     stages = inst.stages
-    durations, makespan, _ = run_span(inst, insts, parts)
-    switch = stages.switch_time if stages.capacity == "replan" else 0.0
+    durations, makespan, changes = run_span(inst, insts, parts)
     hourly_of = [p.hourly_cost for p in parts]
     paid = [h * d for h, d in zip(hourly_of, durations)] + [hourly_of[-1] * inst.schedule.extra_time]
-    paid += [b.hourly_cost * switch for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b)]
+    paid += [parts[p + 1].hourly_cost * stages.switch_time for p in changes]
     if stages.capacity == "fixed":
         hourly, total = hourly_of[0], hourly_of[0] * makespan / 3600.0
     else:
@@ -57,10 +56,10 @@ def final_update(si: Instance, plan: Plan) -> float:
     return float(calc.update_time(t.update_time, plan.training_groups * t.gpus_per_group))
 
 
-def run_span(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[list[float], float, int]:
+def run_span(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[list[float], float, list[int]]:
     """Each stage's duration (its part of the run: n_p·L_p, with the start-up counted the first stage's fill
-    less one cadence and the last stage's final update), the run's makespan T (MODEL §12) and the number
-    of changes of capacity (replan)."""
+    less one cadence and the last stage's final update), the run's makespan T (MODEL §12) and the stages after
+    which the capacity changes (replan; none under fixed)."""
     assert inst.stages is not None
     stages = inst.stages
     durations = [s.iterations * p.cadence_s for s, p in zip(stages.list, parts)]
@@ -68,20 +67,8 @@ def run_span(inst: Instance, insts: list[Instance], parts: list[Plan]) -> tuple[
         assert parts[0].startup_s is not None
         durations[0] += parts[0].startup_s - parts[0].cadence_s
         durations[-1] += final_update(insts[-1], parts[-1])
-    changes = 0
-    if stages.capacity == "replan":
-        changes = sum(1 for a, b in zip(parts, parts[1:]) if capacity_of(a) != capacity_of(b))
-    return durations, sum(durations) + inst.schedule.extra_time + stages.switch_time * changes, changes
-
-
-def capacity_of(plan: Plan) -> tuple:
-    """What a change of capacity compares: replicas per shape, training groups, nodes and VMs per type."""
-    return (
-        tuple(r.replicas for r in plan.inference),
-        plan.training_groups,
-        tuple(c.count for c in plan.local_nodes),
-        tuple(c.count for c in plan.cloud_vms),
-    )
+    changes = capacity_changes(parts) if stages.capacity == "replan" else []
+    return durations, sum(durations) + inst.schedule.extra_time + stages.switch_time * len(changes), changes
 
 
 def _largest(parts: list[Plan]) -> Plan:
