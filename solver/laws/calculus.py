@@ -48,10 +48,7 @@ class Occupancy:
         """E[min(W, t)] for t >= 0 (vectorised): the integral of the survival function from 0 to t."""
         t = np.asarray(t, dtype=float)
         if self.samples is None:
-            with np.errstate(divide="ignore"):
-                log_t = np.log(t)
-            head = self.mean * ndtr((log_t - self.mu - self.sigma**2) / self.sigma)
-            return head + t * (1.0 - ndtr((log_t - self.mu) / self.sigma))
+            return lognormal_limited_mean(self.mean, self.mu, self.sigma, t)
         n = self.samples.size
         below = np.searchsorted(self.samples, t, side="right")
         return (self._prefix[below] + t * (n - below)) / n
@@ -82,29 +79,53 @@ class Occupancy:
 
 
 def lognormal(mu: float, sigma: float) -> Occupancy:
-    return Occupancy(
-        mean=math.exp(mu + sigma * sigma / 2), median=math.exp(mu), p99=math.exp(mu + Z_99 * sigma), mu=mu, sigma=sigma
-    )
+    mean, median, p99 = lognormal_figures(mu, sigma)
+    return Occupancy(mean=float(mean), median=float(median), p99=float(p99), mu=mu, sigma=sigma)
 
 
 def fit_lognormal(median=None, p99=None, mean=None, sigma=None) -> Occupancy:
     """The lognormal fixed by any two of median, p99, mean, sigma (MODEL.md §2)."""
+    mu, s = lognormal_params(median, p99, mean, sigma)
+    return lognormal(float(mu), float(s))
+
+
+# ---------------------------------------------------------------- the lognormal's formulas, over arrays that broadcast
+# (numbers for the instance's law, one value per scenario for MODEL §9's: solver.uncertainty.lifetimes)
+
+
+def lognormal_params(median=None, p99=None, mean=None, sigma=None) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, sigma) of the lognormal fixed by any two of median, p99, mean, sigma (MODEL.md §2). The square roots
+    are taken of at least 0: a law the loader accepts never reaches that floor; a scenario's scaled figures can."""
     if median is not None and p99 is not None:
-        return lognormal(math.log(median), math.log(p99 / median) / Z_99)
+        return np.log(median), np.log(p99 / median) / Z_99
     if median is not None and mean is not None:
-        return lognormal(math.log(median), math.sqrt(2 * math.log(mean / median)))
+        return np.log(median), np.sqrt(np.maximum(2 * np.log(mean / median), 0.0))
     if median is not None and sigma is not None:
-        return lognormal(math.log(median), sigma)
+        return np.log(median), np.asarray(sigma)
     if p99 is not None and sigma is not None:
-        return lognormal(math.log(p99) - Z_99 * sigma, sigma)
+        return np.log(p99) - Z_99 * sigma, np.asarray(sigma)
     if mean is not None and sigma is not None:
-        return lognormal(math.log(mean) - sigma * sigma / 2, sigma)
+        return np.log(mean) - sigma * sigma / 2, np.asarray(sigma)
     if p99 is not None and mean is not None:
         # ln p99 - ln mean = z s - s^2/2: the smaller root keeps p99 above the median.
-        gap = math.log(p99 / mean)
-        s = Z_99 - math.sqrt(Z_99 * Z_99 - 2 * gap)
-        return lognormal(math.log(mean) - s * s / 2, s)
+        gap = np.log(p99 / mean)
+        s = Z_99 - np.sqrt(np.maximum(Z_99 * Z_99 - 2 * gap, 0.0))
+        return np.log(mean) - s * s / 2, s
     raise ValueError("a lognormal needs two of median, p99, mean, sigma")
+
+
+def lognormal_figures(mu, sigma) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, median, p99) of the lognormal (mu, sigma): e^(mu + sigma²/2), e^mu, e^(mu + z_0.99·sigma)."""
+    return np.exp(mu + sigma * sigma / 2), np.exp(mu), np.exp(mu + Z_99 * sigma)
+
+
+def lognormal_limited_mean(mean, mu, sigma, t) -> np.ndarray:
+    """E[min(W, t)] of the lognormal (mu, sigma) of mean ``mean``: the integral of its survival function from 0
+    to t, mean·Φ((ln t - mu - sigma²)/sigma) + t·(1 - Φ((ln t - mu)/sigma))."""
+    with np.errstate(divide="ignore"):
+        log_t = np.log(t)
+    head = mean * ndtr((log_t - mu - sigma**2) / sigma)
+    return head + t * (1.0 - ndtr((log_t - mu) / sigma))
 
 
 def empirical(samples) -> Occupancy:

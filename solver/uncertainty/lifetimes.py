@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainground.models.instance import Z_99, Empirical, Lognormal
+from trainground.models.instance import Empirical, Lognormal
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding, startup
 from trainground.solver.laws.calculus import ndtr
@@ -55,10 +55,7 @@ class Lifetimes:
         t = np.asarray(t, dtype=float)
         if self.base is not None:
             return self.scale * self.base.limited_mean(t / self.scale)
-        with np.errstate(divide="ignore"):
-            log_t = np.log(t)
-        head = self.mean * ndtr((log_t - self.mu - self.sigma**2) / self.sigma)
-        return head + t * (1.0 - ndtr((log_t - self.mu) / self.sigma))
+        return calc.lognormal_limited_mean(self.mean, self.mu, self.sigma, t)
 
     def pair_min_mean(self) -> np.ndarray:
         """E[min(W, W')] per scenario, W and W' independent (MODEL §11 item 2): 2·mean·Φ(-sigma/√2) for a
@@ -70,8 +67,7 @@ class Lifetimes:
     def exceedance(self, cadence, kept: int) -> np.ndarray:
         """q(L, K) = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L per scenario (MODEL §2)."""
         L = np.asarray(cadence, dtype=float)
-        q = (self.limited_mean((kept + 1) * L) - self.limited_mean(kept * L)) / L
-        return np.clip(q, 0.0, 1.0)
+        return calc.exceedance_of_means(self.limited_mean(kept * L), self.limited_mean((kept + 1) * L), L)
 
     def fill(self, attempts, batch: int, group_size: int, intake, correlation: str) -> np.ndarray:
         """MODEL §8's pipeline fill per scenario at attempt rates ``attempts`` and intake ``intake``: the
@@ -158,26 +154,7 @@ def lifetimes_of(spec: Lognormal | Empirical, scen) -> Lifetimes:
         for k in ("median", "p99", "mean", "sigma")
         if getattr(spec, k) is not None
     }
-    mu, sigma = _fit(given)
+    mu, sigma = calc.lognormal_params(**given)
     sigma = np.maximum(sigma, SIGMA_FLOOR)
-    return Lifetimes(
-        mean=np.exp(mu + sigma**2 / 2), median=np.exp(mu), p99=np.exp(mu + Z_99 * sigma), mu=mu, sigma=sigma
-    )
-
-
-def _fit(given: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(mu, sigma) arrays of the lognormal fixed by two of median, p99, mean, sigma (MODEL §2)."""
-    m, p, mean, s = (given.get(k) for k in ("median", "p99", "mean", "sigma"))
-    if m is not None and p is not None:
-        return np.log(m), np.log(p / m) / Z_99
-    if m is not None and mean is not None:
-        return np.log(m), np.sqrt(np.maximum(2 * np.log(mean / m), 0.0))
-    if m is not None and s is not None:
-        return np.log(m), s
-    if p is not None and s is not None:
-        return np.log(p) - Z_99 * s, s
-    if mean is not None and s is not None:
-        return np.log(mean) - s * s / 2, s
-    gap = np.log(p / mean)
-    s = Z_99 - np.sqrt(np.maximum(Z_99 * Z_99 - 2 * gap, 0.0))
-    return np.log(mean) - s * s / 2, s
+    mean, median, p99 = calc.lognormal_figures(mu, sigma)
+    return Lifetimes(mean=mean, median=median, p99=p99, mu=mu, sigma=sigma)
