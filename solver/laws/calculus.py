@@ -284,11 +284,7 @@ def host_footprint(host, backend) -> float:
     return share
 
 
-# ---------------------------------------------------------------- start-up (MODEL.md §8)
-
-# ∫ F(s)^g ds of a lognormal, over z = (ln s - mu)/sigma: 16-point Gauss-Legendre panels of width
-# _PANEL from _Z_FLOOR (below it Φ(z)^g·e^(sigma·z) adds nothing a double can hold) to _Z_TOP (above
-# it Φ(z)^g is 1 to double precision, so the integral grows like s itself).
+# ---------------------------------------------------------------- a share's interval (MODEL.md §9)
 
 
 Z95 = 1.959963984540054  # standard normal quantile at 0.975: a two-sided 95 % interval
