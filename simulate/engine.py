@@ -63,6 +63,22 @@ class Run:
         return self.makespan if self.finished else float(self.launch[-1]) if self.launch.size else 0.0
 
 
+class _Scratch:
+    """Per-attempt working arrays reused from window to window, so that a window's temporaries (megabytes each)
+    do not cost fresh pages every window. An array taken from here is overwritten by the next window's: only
+    what the window itself reads may live in it, never what a replication keeps."""
+
+    def __init__(self):
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def take(self, name: str, size: int) -> np.ndarray:
+        """A float array of ``size`` (its values are whatever was there)."""
+        found = self._arrays.get(name)
+        if found is None or found.size < size:
+            found = self._arrays[name] = np.empty(max(size, WINDOW_ATTEMPTS))
+        return found[:size]
+
+
 class _Launcher:
     """Group launch times, window by window: evenly spaced at g/R_raw from 0, or a Poisson process; a staged
     replay restarts it at each stage's start with that stage's rate (:meth:`restart`)."""
@@ -121,6 +137,7 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
     inject = None if setup.failures is None else Injection(setup.failures, seed, setup.occupancy, setup.horizon)
     buffer = Buffer(setup, inject, None if player is None else player.spacing, record)
     window = _window(now, setup, inject)
+    scratch = _Scratch()
     columns = ("launch", "waited") + (("comp", "eff", "start", "end", "backend", "ok") if record else ())
     parts: dict[str, list[np.ndarray]] = {k: [] for k in columns}
     groups = 0
@@ -135,7 +152,9 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
             t1 = min(t1, change)
         before = None if player is None else snapshot(buffer, queues, groups)
         launch = launcher.until(t1)
-        start, end, backend, ok, arrival, launch, life = _attempts(now, rng, queues, launch, inject, (t0, t1))
+        start, end, backend, ok, arrival, launch, life = _attempts(
+            now, rng, queues, launch, inject, (t0, t1), scratch, record
+        )
         comp = _group_max(end, g)
         eff = ok.reshape(-1, g).sum(axis=1) if now.intake < 1 else np.full(launch.size, g, dtype=np.int64)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
@@ -194,17 +213,29 @@ def _next_stage(player, launcher: _Launcher, queues: list[SandboxQueue], setup: 
     return now, _window(now, setup, None)
 
 
-def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue], launch: np.ndarray, inject, span):
+def _attempts(
+    setup: Setup,
+    rng: np.random.Generator,
+    queues: list[SandboxQueue],
+    launch: np.ndarray,
+    inject,
+    span,
+    scratch: _Scratch,
+    record: bool,
+):
     """Draw one window's attempts (g per group, in launch order) and queue them for sandboxes: their starts,
     ends, backends, intake, arrivals, the groups' launches (the planned ones, or under MODEL §13's fleet
     terms when the fleet's supply lets them launch, with each member's relaunches in its occupancy) and the
-    attempts' lifetimes."""
+    attempts' lifetimes. The lifetimes live in ``scratch`` (valid until the next window); the arrivals and
+    ends too, unless the replication ``record``s them (the starts are the arrivals where nobody waits)."""
     g = setup.group_size
     n = launch.size * g
     per_group = setup.correlation == "comonotone"
-    life = _lifetimes(setup, rng, launch.size if per_group else n)
     if per_group:
-        life = np.repeat(life, g)
+        life = scratch.take("life", n)
+        life.reshape(-1, g)[:] = _lifetimes(setup, rng, launch.size)[:, None]  # each group's draw, g times
+    else:
+        life = _lifetimes(setup, rng, n, scratch.take("life", n))
     if len(setup.backends) == 1:
         backend = np.zeros(n, dtype=np.int16)
     else:
@@ -213,11 +244,15 @@ def _attempts(setup: Setup, rng: np.random.Generator, queues: list[SandboxQueue]
     if inject is not None and inject.fleet is not None:
         life, work = inject.fleet.expose(life, g)
         launch = inject.fleet.launches(launch, work, *span)
-    arrival = np.repeat(launch, g)
+    if record:
+        arrival = np.repeat(launch, g)
+    else:
+        arrival = scratch.take("arrival", n)
+        arrival.reshape(-1, g)[:] = launch[:, None]  # as np.repeat(launch, g)
     if not queues:  # a run without sandboxes (no backends): every attempt starts as it arrives
         return arrival, arrival + life, backend, ok, arrival, launch, life
     if len(queues) == 1:
-        end = arrival + life
+        end = arrival + life if record else np.add(arrival, life, out=scratch.take("end", n))
         start = queues[0].admit(arrival, life, end, g)  # ``arrival`` itself when no attempt waits
         if start is not arrival:
             np.add(start, life, out=end)
@@ -238,11 +273,12 @@ def _group_max(end: np.ndarray, g: int) -> np.ndarray:
     return comp
 
 
-def _lifetimes(setup: Setup, rng: np.random.Generator, size: int) -> np.ndarray:
+def _lifetimes(setup: Setup, rng: np.random.Generator, size: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``size`` lifetimes drawn from the occupancy law (into ``out``, when given)."""
     occ = setup.occupancy
     if occ.samples is not None:
-        return occ.samples[rng.integers(0, occ.samples.size, size)]
-    life = rng.standard_normal(size)
+        return np.take(occ.samples, rng.integers(0, occ.samples.size, size), out=out)
+    life = rng.standard_normal(size, out=out)
     life *= occ.sigma
     life += occ.mu
     return np.exp(life, out=life)

@@ -41,6 +41,11 @@ class SandboxQueue:
         self.pending = np.empty(0)
         self.frontier = -math.inf
         self.waited_until = -math.inf
+        # The bin count's working arrays, reused from window to window (not state: each count overwrites them).
+        # A window's temporaries are megabytes; fresh ones each window cost more in page faults than the count.
+        self._bin_at = np.empty(0)
+        self._bin_of = np.empty(0, dtype=np.int64)
+        self._bin_excess = np.empty(0, dtype=np.int64)
 
     @property
     def unlimited(self) -> bool:
@@ -112,25 +117,37 @@ class SandboxQueue:
             return 0
         t0, scale = float(arrivals[0]), n / (span * ARRIVALS_PER_BIN)
         bins = int(span * scale) + 1
-        arrived = np.cumsum(np.bincount(((arrivals[::runs] - t0) * scale).astype(np.int64), minlength=bins))
+        arrived = np.bincount(((arrivals[::runs] - t0) * scale).astype(np.int64), minlength=bins)
+        np.cumsum(arrived, out=arrived)  # A_k: arrivals up to the end of bin k
         if runs > 1:
             arrived *= runs
-        at = np.subtract(ends, t0)
+        at, of, excess = self._bin_arrays(n, bins)
+        np.subtract(ends, t0, out=at)
         at *= scale
         np.minimum(at, bins, out=at)
-        counts = np.bincount(at.astype(np.int64), minlength=bins + 1)
+        np.copyto(of, at, casting="unsafe")  # truncation, as astype(np.int64)
+        counts = np.bincount(of, minlength=bins + 1)
         before = 0
         if self.pending.size:
             gone = self.pending < t0
             before = int(np.count_nonzero(gone))
             held = (self.pending[~gone] - t0) * scale
             counts += np.bincount(np.minimum(held, bins).astype(np.int64), minlength=bins + 1)
-        departed = np.empty(bins, dtype=np.int64)  # D_{k-1}: departures before bin k
-        departed[0] = before
-        np.cumsum(counts[: bins - 1], out=departed[1:])
-        departed[1:] += before
-        over = np.flatnonzero(self.pending.size + arrived - departed > c)
-        return n if over.size == 0 else (int(arrived[over[0] - 1]) if over[0] > 0 else 0)
+        # P + A_k - D_{k-1} > c, with D_{k-1} = before + the departures counted in bins up to k - 1
+        excess[0] = 0
+        np.cumsum(counts[: bins - 1], out=excess[1:])
+        np.subtract(arrived, excess, out=excess)
+        over = excess > c - self.pending.size + before
+        k = int(over.argmax())
+        return n if not over[k] else (int(arrived[k - 1]) if k > 0 else 0)
+
+    def _bin_arrays(self, n: int, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The bin count's working arrays: times and their bins for ``n`` departures, a count per bin."""
+        if self._bin_at.size < n:
+            self._bin_at, self._bin_of = np.empty(n), np.empty(n, dtype=np.int64)
+        if self._bin_excess.size < bins:
+            self._bin_excess = np.empty(bins, dtype=np.int64)
+        return self._bin_at[:n], self._bin_of[:n], self._bin_excess[:bins]
 
     def _late(self, arrivals, lifetimes, c: int) -> tuple[np.ndarray, np.ndarray | None]:
         """Indices of arrivals that would find every sandbox taken if none of them waited (the state
