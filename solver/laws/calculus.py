@@ -50,8 +50,10 @@ class Occupancy:
         if self.samples is None:
             with np.errstate(divide="ignore"):
                 log_t = np.log(t)
-            head = self.mean * ndtr((log_t - self.mu - self.sigma**2) / self.sigma)
-            return head + t * (1.0 - ndtr((log_t - self.mu) / self.sigma))
+            # both Φ's in one call: on a few values, a call costs its count of numpy passes, not its length
+            args = np.broadcast_arrays((log_t - self.mu - self.sigma**2) / self.sigma, (log_t - self.mu) / self.sigma)
+            head, tail = ndtr(np.stack(args))
+            return self.mean * head + t * (1.0 - tail)
         n = self.samples.size
         below = np.searchsorted(self.samples, t, side="right")
         return (self._prefix[below] + t * (n - below)) / n
@@ -134,7 +136,8 @@ def exceedance(occ: Occupancy, cadence, kept):
     """q(L, K) = P(gap > K) = ∫_K^{K+1} S(vL) dv = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L."""
     L = np.asarray(cadence, dtype=float)
     K = np.asarray(kept, dtype=float)
-    return exceedance_of_means(occ.limited_mean(K * L), occ.limited_mean((K + 1) * L), L)
+    at_k, at_next = occ.limited_mean(np.stack(np.broadcast_arrays(K * L, (K + 1) * L)))  # both in one call
+    return exceedance_of_means(at_k, at_next, L)
 
 
 def exceedance_of_means(at_k, at_next, cadence):
