@@ -172,13 +172,11 @@ main(sys.argv[2:], prog_name="trainground")
 """
 
 
-def test_a_refused_file_costs_no_import_of_the_solver_a_fit_or_the_plots(tmp_path: Path):
+def test_a_refused_file_costs_no_import_of_the_solver_a_fit_or_the_plots(corpus, tmp_path: Path):
     """Every command refuses a bad file before it imports what it would build, fit or plot with, so a refusal
     costs what reading the file costs (bench/hostile.py --only refusal- measures it)."""
     drivers = {"frontier", "compare", "sweep", "report", "calibrate"}  # solve's own path is the floor: not run here
-    cases = [
-        case for case in build(tmp_path, big=False) if case.name.startswith("refusal-") and case.args[0] in drivers
-    ]
+    cases = [case for case in corpus if case.name.startswith("refusal-") and case.args[0] in drivers]
     assert {c.args[0] for c in cases} == drivers
     env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"} | {"PYTHONPATH": str(ROOT)}
     loaded = {}

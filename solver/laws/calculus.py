@@ -124,8 +124,9 @@ def lognormal_limited_mean(mean, mu, sigma, t) -> np.ndarray:
     to t, mean·Φ((ln t - mu - sigma²)/sigma) + t·(1 - Φ((ln t - mu)/sigma))."""
     with np.errstate(divide="ignore"):
         log_t = np.log(t)
-    head = mean * ndtr((log_t - mu - sigma**2) / sigma)
-    return head + t * (1.0 - ndtr((log_t - mu) / sigma))
+    # both Φ's in one call: on a few values, a call costs its count of numpy passes, not its length
+    head, tail = ndtr(np.stack(np.broadcast_arrays((log_t - mu - sigma**2) / sigma, (log_t - mu) / sigma)))
+    return mean * head + t * (1.0 - tail)
 
 
 def empirical(samples) -> Occupancy:
@@ -155,7 +156,8 @@ def exceedance(occ: Occupancy, cadence, kept):
     """q(L, K) = P(gap > K) = ∫_K^{K+1} S(vL) dv = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L."""
     L = np.asarray(cadence, dtype=float)
     K = np.asarray(kept, dtype=float)
-    return exceedance_of_means(occ.limited_mean(K * L), occ.limited_mean((K + 1) * L), L)
+    at_k, at_next = occ.limited_mean(np.stack(np.broadcast_arrays(K * L, (K + 1) * L)))  # both in one call
+    return exceedance_of_means(at_k, at_next, L)
 
 
 def exceedance_of_means(at_k, at_next, cadence):

@@ -44,6 +44,8 @@ def _coefficients() -> list[np.ndarray]:
 
 
 _POWERS = _coefficients()
+_LEFT = LOWEST + np.arange(_POWERS[0].size) * PANEL  # each panel's left end: on the grid, so exact
+_LAST = _POWERS[0].size - 1
 
 
 def ndtr(x) -> np.ndarray:
@@ -66,18 +68,21 @@ def chunked(fn, size: int, *flats: np.ndarray) -> np.ndarray:
 
 
 def _cdf(flat: np.ndarray) -> np.ndarray:
+    """Φ of a flat array. Most callers pass a handful of values (one per scenario), where the cost is the count
+    of numpy calls, not their length: the panel is clamped by two in-place ufuncs and its left end read from a
+    table (an exact product either way)."""
     neg = -np.abs(flat)
     far = neg < LOWEST
-    neg = np.maximum(neg, LOWEST)  # (far values are set to 0 below; NaN stays NaN)
-    with np.errstate(invalid="ignore"):  # NaN's panel: clipped
-        u = (neg - LOWEST) * (1.0 / PANEL)
-        panel = np.clip(u.astype(np.int64), 0, len(_POWERS[0]) - 1)
-        t = (neg - (LOWEST + panel * PANEL)) * (2.0 / PANEL) - 1.0  # exact: the panel's left end is on the grid
+    np.maximum(neg, LOWEST, out=neg)  # (far values are set to 0 below; NaN stays NaN)
+    with np.errstate(invalid="ignore"):  # NaN's panel: clamped
+        panel = ((neg - LOWEST) * (1.0 / PANEL)).astype(np.int64)
+        np.minimum(np.maximum(panel, 0, out=panel), _LAST, out=panel)
+        t = (neg - _LEFT[panel]) * (2.0 / PANEL) - 1.0
         value = _POWERS[0][panel]
         for row in _POWERS[1:]:
             value *= t
             value += row[panel]
-        big = np.round(neg * 16.0) / 16.0  # big² is exact: x²/2 = big²/2 + (x - big)(x + big)/2
+        big = np.rint(neg * 16.0) / 16.0  # big² is exact: x²/2 = big²/2 + (x - big)(x + big)/2
         value *= np.exp(-0.5 * big * big) * np.exp(-0.5 * (neg - big) * (neg + big)) * (1.0 / _SQRT_2PI)
     value[far] = 0.0
     return np.where(flat > 0, 1.0 - value, value)

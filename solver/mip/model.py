@@ -27,18 +27,31 @@ from trainground.solver.table.coefficients import PairValues, global_values, ind
 from trainground.solver.table.pairs import Pairs
 
 
-def _table(block, name: str, values: dict, mutable: bool):
-    """A coefficient table on ``block``: a mutable Param (reusable model) or the plain dict."""
+def _table(m, block, name: str, values: dict, mutable: bool):
+    """A coefficient table on ``block`` (the model ``m`` or one of its blocks): a mutable Param (reusable
+    model) or the plain dict."""
     if not mutable:
         return values
-    keys = list(values)
-    if keys == [None]:
+    keys = tuple(values)
+    if keys == (None,):
         param = pyo.Param(mutable=True, initialize=values[None], within=pyo.Any)
         block.add_component(f"k_{name}", param)
         return {None: param}
-    param = pyo.Param(keys, mutable=True, initialize=values, within=pyo.Any)
+    param = pyo.Param(_index(m, keys), mutable=True, initialize=values, within=pyo.Any)
     block.add_component(f"k_{name}", param)
     return param
+
+
+def _index(m, items: tuple):
+    """The Set of ``items`` on the model ``m``, built on first use and shared by every block's components. An
+    index given as a tuple would be copied into a Set of the component's own, the larger part of a pair
+    block's build; this Set is that copy (same members, same order), made once."""
+    found = m.index_sets.get(items)
+    if found is None:
+        members = pyo.SetOf(items)
+        found = m.index_sets[items] = pyo.Set(initialize=members, ordered=members.isordered())
+        m.add_component(f"ix_{len(m.index_sets)}", found)
+    return found
 
 
 # ---------------------------------------------------------------- the model
@@ -55,10 +68,11 @@ def build_model(inst: Instance, pairs: Pairs, reusable: bool = False, extension=
     m = pyo.ConcreteModel(name=inst.name)
     m.inst, m.pairs, m.ix, m.mutable, m.extension = inst, pairs, index_of(inst), reusable, extension
     m.blocks = {}  # pair key (cadence, K, groups) -> its block
+    m.index_sets = {}  # the members of an index -> its Set, shared by the blocks (_index)
     m.batches, m.summed = [], 0  # the sums of the blocks built so far, and how many blocks they cover
     m.pair_values = PairValues(inst, m.ix)
     m.k_values = global_values(inst, m.ix)  # the numbers in m.k, as plain dicts (a retarget compares them first)
-    m.k = {name: _table(m, name, values, reusable) for name, values in m.k_values.items()}
+    m.k = {name: _table(m, m, name, values, reusable) for name, values in m.k_values.items()}
     m.caps = pyo.ConstraintList()  # a Planner's extra restrictions (budgets, cards), refreshed per solve
     if extension is not None:
         extension.declare_globals(m)
@@ -74,7 +88,7 @@ def add_pair(m: pyo.ConcreteModel, p: int, key: tuple[float, int, int]) -> pyo.B
     blk.k_values = m.pair_values(m.pairs, p)
     if m.extension is not None:
         m.extension.adjust(blk.k_values, p)
-    blk.k = {name: _table(blk, name, values, m.mutable) for name, values in blk.k_values.items()}
+    blk.k = {name: _table(m, blk, name, values, m.mutable) for name, values in blk.k_values.items()}
     declare_decisions(m, blk)
     if m.extension is not None:
         m.extension.declare(m, blk, p)
@@ -145,21 +159,22 @@ def declare_decisions(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
         return None if m.mutable else (lambda _, name: (0, table[name]))
 
     blk.z = pyo.Var(domain=pyo.Binary, bounds=(0, 1))
-    blk.x = pyo.Var(ix.shapes, domain=pyo.NonNegativeIntegers, bounds=capped(k["replica_cap"]))
-    blk.N = pyo.Var(ix.nodes, domain=pyo.NonNegativeIntegers, bounds=capped(k["node_cap"]))
-    blk.V = pyo.Var(ix.vms, domain=pyo.NonNegativeIntegers, bounds=capped(k["vm_cap"]))
-    blk.y_peak = pyo.Var(ix.node_backends, domain=pyo.NonNegativeReals)
-    blk.c = pyo.Var(ix.vm_backends, domain=pyo.NonNegativeReals)
-    blk.y = pyo.Var(ix.node_backends if ix.steady_split else [], domain=pyo.NonNegativeReals)
+    blk.x = pyo.Var(_index(m, ix.shapes), domain=pyo.NonNegativeIntegers, bounds=capped(k["replica_cap"]))
+    blk.N = pyo.Var(_index(m, ix.nodes), domain=pyo.NonNegativeIntegers, bounds=capped(k["node_cap"]))
+    blk.V = pyo.Var(_index(m, ix.vms), domain=pyo.NonNegativeIntegers, bounds=capped(k["vm_cap"]))
+    blk.y_peak = pyo.Var(_index(m, ix.node_backends), domain=pyo.NonNegativeReals)
+    blk.c = pyo.Var(_index(m, ix.vm_backends), domain=pyo.NonNegativeReals)
+    blk.y = pyo.Var(_index(m, ix.node_backends if ix.steady_split else ()), domain=pyo.NonNegativeReals)
 
 
 def add_selection(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     """Every count of the pair is 0 unless its z = 1: x_s <= cap_s·z, N_k <= cap_k·z, V_v <= cap_v·z [counts].
     Exactly one z is 1 over all pairs (a global row, see refresh_globals)."""
     k = blk.k
-    blk.replicas_off = pyo.Constraint(m.ix.shapes, rule=lambda b, s: b.x[s] <= k["replica_cap"][s] * b.z)
-    blk.nodes_off = pyo.Constraint(m.ix.nodes, rule=lambda b, n: b.N[n] <= k["node_cap"][n] * b.z)
-    blk.vms_off = pyo.Constraint(m.ix.vms, rule=lambda b, v: b.V[v] <= k["vm_cap"][v] * b.z)
+    ix = m.ix
+    blk.replicas_off = pyo.Constraint(_index(m, ix.shapes), rule=lambda b, s: b.x[s] <= k["replica_cap"][s] * b.z)
+    blk.nodes_off = pyo.Constraint(_index(m, ix.nodes), rule=lambda b, n: b.N[n] <= k["node_cap"][n] * b.z)
+    blk.vms_off = pyo.Constraint(_index(m, ix.vms), rule=lambda b, v: b.V[v] <= k["vm_cap"][v] * b.z)
 
 
 def add_pool_capacity(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
@@ -177,7 +192,7 @@ def add_pool_capacity(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
             return pyo.Constraint.Skip
         return used <= m.k["pool_gpus"][pool] * b.z
 
-    blk.pool_capacity = pyo.Constraint(m.ix.pools, rule=rule)
+    blk.pool_capacity = pyo.Constraint(_index(m, m.ix.pools), rule=rule)
 
 
 def _extra_training_gpus(m: pyo.ConcreteModel, blk: pyo.Block):
@@ -222,14 +237,14 @@ def _host_rows(m, blk, kind: str, count, split, name: str) -> None:
     Σ_b split[h,b]·load_{h,r,b} <= cap_{h,r}·count[h], with load 1/density, cores_b or memory_b and
     cap u, u·cores_h or u·memory_h on nodes (1, cores_v, memory_v on VMs)  [nodes or VMs]."""
     hosted = m.ix.node_backends if kind == "node" else m.ix.vm_backends
-    keys = [(h, r) for (kk, h, r) in m.ix.rows if kk == kind]
+    keys = tuple((h, r) for (kk, h, r) in m.ix.rows if kk == kind)
     load, cap = m.k["row_load"], m.k["row_cap"]
 
     def rule(b, h, r):
         used = sum(split[h, bb] * load[kind, h, r, bb] for (hh, bb) in hosted if hh == h)
         return used <= cap[kind, h, r] * count[h]
 
-    blk.add_component(name, pyo.Constraint(keys, rule=rule))
+    blk.add_component(name, pyo.Constraint(_index(m, keys), rule=rule))
 
 
 def add_steady_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
@@ -242,7 +257,7 @@ def add_steady_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     if not ix.steady_split:
         return
     blk.steady_cover = pyo.Constraint(
-        ix.backends,
+        _index(m, ix.backends),
         rule=lambda b, bk: sum(b.y[n, bk] for (n, bb) in ix.node_backends if bb == bk) >= b.k["inflight"][bk] * b.z,
     )
     _host_rows(m, blk, "node", blk.N, blk.y, "steady_nodes")
@@ -254,7 +269,7 @@ def add_peak_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
     and per VM type Σ_b c_vb/density_vb <= V_v, with cores and memory rows [environments]."""
     ix = m.ix
     blk.peak_cover = pyo.Constraint(
-        ix.backends,
+        _index(m, ix.backends),
         rule=lambda b, bk: (
             sum(b.y_peak[n, bk] for (n, bb) in ix.node_backends if bb == bk)
             + sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk)
@@ -262,9 +277,9 @@ def add_peak_sandbox(m: pyo.ConcreteModel, blk: pyo.Block) -> None:
         ),
     )
     _host_rows(m, blk, "node", blk.N, blk.y_peak, "peak_nodes")
-    cloud_backends = sorted({bk for (_, bk) in ix.vm_backends}, key=ix.backends.index)
+    cloud_backends = tuple(sorted({bk for (_, bk) in ix.vm_backends}, key=ix.backends.index))
     blk.cloud_eligible = pyo.Constraint(
-        cloud_backends,
+        _index(m, cloud_backends),
         rule=lambda b, bk: sum(b.c[v, bk] for (v, bb) in ix.vm_backends if bb == bk) <= b.k["cloud_cap"][bk] * b.z,
     )
     _host_rows(m, blk, "vm", blk.V, blk.c, "cloud_vms")

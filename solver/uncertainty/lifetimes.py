@@ -67,7 +67,9 @@ class Lifetimes:
     def exceedance(self, cadence, kept: int) -> np.ndarray:
         """q(L, K) = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L per scenario (MODEL §2)."""
         L = np.asarray(cadence, dtype=float)
-        return calc.exceedance_of_means(self.limited_mean(kept * L), self.limited_mean((kept + 1) * L), L)
+        ends = np.broadcast_arrays(kept * L, (kept + 1) * L, self.mean)[:2]  # both in one limited_mean
+        at_k, at_next = self.limited_mean(np.stack(ends))
+        return calc.exceedance_of_means(at_k, at_next, L)
 
     def fill(self, attempts, batch: int, group_size: int, intake, correlation: str) -> np.ndarray:
         """MODEL §8's pipeline fill per scenario at attempt rates ``attempts`` and intake ``intake``: the
