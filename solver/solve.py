@@ -137,6 +137,13 @@ class Planner:
             self.rows.cover_every(self)
         return self.pairs
 
+    def walk_rows(self, headroom: float) -> None:
+        """The solves to come form a walk, each capped below the last plan and a little dearer: with start-up
+        counted, each cost table covers ``headroom`` more cost than its solve needs and none of the rows past the
+        solve's cap (:mod:`solver.table.rows`), so that most solves need no table of their own."""
+        if self.rows is not None:
+            self.rows.headroom = headroom
+
     def use_pairs(self, pairs: pair_tables.Pairs) -> None:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
         :mod:`solver.table.rows`): a retarget of the live model, else a fresh one, and the table's cost bounds."""
@@ -238,15 +245,25 @@ class Planner:
         restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
         restrict["max_total_cost"] = max_total_cost
         budgets = max_hourly_cost is not None or max_total_cost is not None
-        if self.rows is not None:
-            self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
-        candidates = self.candidates(**restrict, allowance=allowance)
-        if feasibility and not budgets:
-            candidates = self.fewest_groups_only(candidates)
-        lower = self.lower_bounds(objective, allowance)
-        search = self.search_pairs(
-            objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock
+
+        def search_table():
+            candidates = self.candidates(**restrict, allowance=allowance)
+            if feasibility and not budgets:
+                candidates = self.fewest_groups_only(candidates)
+            lower = self.lower_bounds(objective, allowance)
+            return self.search_pairs(
+                objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock
+            )
+
+        # in a walk, the table held for the last solve first: an optimum within its cost is the optimum
+        walked = self.rows is not None and self.rows.may_hold(
+            self.inst, objective, max_makespan, feasibility or budgets
         )
+        search = search_table() if walked else None
+        if not walked or self.rows is None or not self.rows.holds(search):
+            if self.rows is not None:
+                self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
+            search = search_table()
         highs_before, self._highs_seen = (
             self._highs_seen,
             max(self._highs_seen, search.highs_seconds if search else 0.0),

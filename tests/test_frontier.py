@@ -213,7 +213,7 @@ def test_frontier_with_a_time_limit_says_so_and_exits_4(tmp_path):
     assert (tmp_path / "frontier.json").exists()
 
 
-def _fine(basis: str = "steady_state") -> object:
+def _fine(basis: str = "steady_state", *edits: str) -> object:
     """The seed on a 0.1 s grid from 580 s to 590 s: 101 cadences, a frontier point at every few."""
     return load_edited(
         SEED,
@@ -222,6 +222,7 @@ def _fine(basis: str = "steady_state") -> object:
             "schedule.cadence.min=580s",
             "schedule.cadence.max=590s",
             "schedule.cadence.step=0.1s",
+            *edits,
         ],
     )
 
@@ -279,3 +280,30 @@ def test_frontier_with_a_resolution_says_how_far_apart_its_points_are(tmp_path):
     gaps = {f["resolution_s"] for f in json.loads((tmp_path / "frontier.json").read_text())["frontiers"].values()}
     assert len(gaps) == 1 and gaps.pop() > 0
     assert "s of makespan apart (the walk's resolution" in run.output
+
+
+def test_a_walk_over_the_rows_each_solve_needs_finds_the_frontier_of_a_walk_over_every_row(monkeypatch):
+    import trainground.drivers.tradeoffs.frontier as frontier_module
+    from trainground.solver.solve import Planner
+
+    inst = _fine("steady_state", "schedule.count_startup=true")
+    headroom = frontier_module.WALK_HEADROOM
+    built = []
+    use_pairs = Planner.use_pairs
+    monkeypatch.setattr(Planner, "use_pairs", lambda self, pairs: built.append(pairs.size) or use_pairs(self, pairs))
+
+    def walk(listed: int, headroom: float) -> tuple[list[tuple[float, float]], int]:
+        monkeypatch.setattr(frontier_module, "LISTED_ENTRIES", listed)
+        monkeypatch.setattr(frontier_module, "WALK_HEADROOM", headroom)
+        built.clear()
+        front = frontiers(inst, ("total_cost",), resolution=0.1).frontiers["total_cost"]
+        return [(r.plan.makespan_s, r.plan.total_cost) for r in front.points], len(built)
+
+    every, _ = walk(10**9, 0.0)  # the table of every row, listed before the first solve
+    needed, builds = walk(0, 0.0)  # each solve's table holds the rows it needs
+    spared, fewer = walk(0, headroom)  # cost tables with headroom, cut at the cap
+    assert len(every) > 3
+    for points in (needed, spared):
+        assert [t for t, _ in points] == pytest.approx([t for t, _ in every], rel=1e-12)
+        assert [c for _, c in points] == pytest.approx([c for _, c in every], rel=1e-9)
+    assert fewer < builds

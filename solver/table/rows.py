@@ -21,6 +21,12 @@ and before each solve :class:`RowCover` makes its table hold what that solve nee
 
 A table that covers more than a solve needs serves it unchanged; otherwise the planner is retargeted to
 the table that does (:meth:`~solver.solve.Planner.use_pairs`).
+
+A walk (a frontier, from its cheapest plan to its fastest: each solve's cap below the last plan's makespan, and
+each plan a little dearer) sets a ``headroom``. Its cost tables then cover that share more cost than the solve
+needs, and leave out the rows past the solve's makespan cap, which no later solve of the walk can use; the next
+solves find their rows in the table instead of building one each, and the table stays near the size of the rows
+within the cap. A solve with a larger cap, or none, first goes back to the fewest rows.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ class RowCover:
 
     def __init__(self) -> None:
         self.covers: tuple[str, float] = FEWEST
+        self.cut = math.inf  # a cost table leaves out the rows whose makespan is past this
+        self.headroom = 0.0  # a walk's: a cost table covers this share more cost than its solve needs
 
     def fit(self, planner, objective: str, feasibility: bool, budgets: bool, restrict: dict, clock: Stopwatch) -> None:
         """Make ``planner``'s table hold the rows this solve needs; ``restrict``: the solve's candidates()
@@ -63,16 +71,34 @@ class RowCover:
             return
         if self.covers == EVERY:
             return
-        if self.covers[0] == WITHIN:  # a table cut at a cap lacks the fewest rows of the pairs past it
-            self._cover(planner, FEWEST)
+        if self.covers[0] == WITHIN or self.cut < (math.inf if cap is None else cap):
+            self._cover(planner, FEWEST)  # a table cut at a cap lacks the fewest rows of the pairs past it
         first = self._fewest_search(planner, objective, restrict, clock)
+        if first is None and self.covers != FEWEST:  # a cost table need not hold a plan under a lower cap
+            self._cover(planner, FEWEST)
+            first = self._fewest_search(planner, objective, restrict, clock)
         if first is None:  # no plan on the fewest rows: none on any row, unless a makespan cap cut them
             if cap is not None:
                 self._cover_within(planner, cap)
             return
         if self.covers[0] == objective and self.covers[1] >= first:
             return
-        self._cover(planner, (objective, first))
+        cut = cap if cap is not None and self.headroom > 0 else math.inf
+        self._cover(planner, (objective, first * (1.0 + self.headroom)), cut)
+
+    def may_hold(self, inst, objective: str, cap: float | None, restricted: bool) -> bool:
+        """Whether a walk's solve of ``objective`` under the makespan cap ``cap`` may first search the table held
+        (:meth:`holds` then says whether its optimum is the solve's): a cost table of the same criterion, cut at a
+        cap no lower, and a solve without budgets (``restricted``: budgets or a feasibility question)."""
+        budgeted = restricted or inst.limits.max_hourly_cost is not None or inst.limits.max_total_cost is not None
+        within = self.cut >= (math.inf if cap is None else cap)
+        return self.headroom > 0 and not budgeted and self.covers[0] == objective and within
+
+    def holds(self, search) -> bool:
+        """Whether the optimum ``search`` found on the table held is the solve's: every row whose cost bound is
+        at most the table's cost, within the solve's cap, is in the table, so an optimum (and every plan tied
+        with it) that costs no more than that is one over every row."""
+        return search is not None and search.values is not None and search.value <= self.covers[1]
 
     def _cover_within(self, planner, cap: float | None) -> None:
         """Every row whose makespan is within ``cap`` (every row: None); a table of every row, or of the rows
@@ -95,32 +121,38 @@ class RowCover:
     def cover_every(self, planner) -> None:
         self._cover(planner, EVERY)
 
-    def _cover(self, planner, covers: tuple[str, float]) -> None:
-        if self.covers == covers:
+    def _cover(self, planner, covers: tuple[str, float], cut: float = math.inf) -> None:
+        """Point ``planner`` at the table of ``covers``; a cost table without the rows past ``cut``."""
+        if self.covers == covers and self.cut == cut:
             return
         inst, cache = planner.inst, planner.cache
         if covers == EVERY:
             pairs = pair_tables.build(inst, cache)
         elif covers == FEWEST:
             pairs = pair_tables.build(inst, cache, fewest_groups=True)
-        elif covers[0] == WITHIN:  # the instance's grid, with the cap for its deadline
-            sched = inst.schedule
-            cadence = sched.cadence.model_copy(update={"max": calc.cadence_top(inst)})
-            deadline = min(sched.deadline, covers[1] * (1 + SPAN_TOL))
-            within = inst.model_copy(
-                update={"schedule": sched.model_copy(update={"deadline": deadline, "cadence": cadence})}
-            )
-            pairs = pair_tables.build(within, cache)
+        elif covers[0] == WITHIN:
+            pairs = pair_tables.build(_within(inst, covers[1]), cache)
         else:
             p = planner.pairs
             first = planner.fewest_groups_only(np.ones(p.size, dtype=bool), exact_only=False)
             cover = CostCover(
                 covers[0], covers[1], p.cadence[first], p.kept[first], p.groups[first], planner.hourly_lb[first]
             )
-            pairs = pair_tables.build(inst, cache, cover=cover)
+            pairs = pair_tables.build(inst if cut == math.inf else _within(inst, cut), cache, cover=cover)
         planner.use_pairs(pairs)
         self.covers = covers
+        self.cut = cut
 
     def reset(self) -> None:
         """The planner was pointed at another instance, with the table of its fewest rows."""
         self.covers = FEWEST
+        self.cut = math.inf
+
+
+def _within(inst, cap: float):
+    """``inst`` with the makespan cap ``cap`` for its deadline and its own cadence grid: its table holds the rows
+    within the cap."""
+    sched = inst.schedule
+    cadence = sched.cadence.model_copy(update={"max": calc.cadence_top(inst)})
+    deadline = min(sched.deadline, cap * (1 + SPAN_TOL))
+    return inst.model_copy(update={"schedule": sched.model_copy(update={"deadline": deadline, "cadence": cadence})})
