@@ -307,3 +307,27 @@ def test_a_walk_over_the_rows_each_solve_needs_finds_the_frontier_of_a_walk_over
         assert [t for t, _ in points] == pytest.approx([t for t, _ in every], rel=1e-12)
         assert [c for _, c in points] == pytest.approx([c for _, c in every], rel=1e-9)
     assert fewer < builds
+
+
+def test_a_walking_planner_answers_each_cap_as_a_fresh_planner_does_even_a_cap_below_its_table():
+    from trainground.solver.solve import Planner
+
+    inst = _fine("steady_state", "schedule.count_startup=true")
+    walking = Planner(inst)
+    walking.walk_rows(0.02)
+    top = walking.solve("hourly_cost").plan.makespan_s
+    # the table held serves the second and fourth caps; the third needs a dearer table, cut at that cap; the
+    # last lies below every plan of that table (and of the grid: no plan)
+    caps = [None, top * (1 - 1e-4), top * 0.985, top * 0.984, top * 0.975]
+    statuses = []
+    for cap in caps:
+        got, fresh = (
+            walking.solve("hourly_cost", max_makespan=cap),
+            Planner(inst).solve("hourly_cost", max_makespan=cap),
+        )
+        statuses.append(got.status)
+        assert got.status == fresh.status
+        if got.plan is not None:
+            assert got.plan.hourly_cost == pytest.approx(fresh.plan.hourly_cost, rel=1e-9)
+            assert got.plan.makespan_s == pytest.approx(fresh.plan.makespan_s, rel=1e-12)
+    assert statuses == ["optimal"] * 4 + ["infeasible"]
