@@ -270,6 +270,8 @@ def test_a_fine_grid_takes_a_resolution_by_default_and_a_coarse_grid_walks_every
     fine = load_edited(SEED, ["schedule.cadence.step=0.01s"])
     assert grid_points(seed) <= FINE_GRID < grid_points(fine)
     assert (default_resolution(seed), default_resolution(fine)) == (0.0, RESOLUTION)
+    helped = " ".join(CliRunner().invoke(main, ["frontier", "--help"]).output.split())
+    assert f"Default: {RESOLUTION:g} on a grid of more than {FINE_GRID:,} cadences" in helped  # the help says these
 
 
 def test_frontier_with_a_resolution_says_how_far_apart_its_points_are(tmp_path):
