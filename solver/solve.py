@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class Planner:
         table: ScenarioTable | None = None,
         fewest_groups: bool = False,
         covered: bool = True,
+        walk: float = 0.0,
     ):
         """``clock``: a stopwatch already running for the first solve (its time limit then covers this
         construction too: the pair table, the cost bounds). ``confidence``: plan for this on-time
@@ -60,7 +62,7 @@ class Planner:
         training-group count alone (:func:`fewest_rows_suffice` says for which instances that is exact), so its
         table does not grow with the groups a pool holds. ``covered``: with start-up counted, list the group
         counts each solve needs (:mod:`solver.table.rows`); False: every row, for a caller whose solves need them all
-        (a diagnosis's makespan and budgeted re-solves)."""
+        (a diagnosis's makespan and budgeted re-solves). ``walk``: a frontier's headroom (:mod:`solver.table.rows`)."""
         if fewest_groups and not fewest_rows_suffice(inst, confidence):
             raise ValueError("fewest_groups answers feasibility without budgets or confidence only")
         self.fewest_groups = fewest_groups
@@ -72,7 +74,7 @@ class Planner:
         self.listener = self.build_clock.listener
         # start-up counted: the table grows by the group counts each solve needs (solver.table.rows)
         counted = inst.counts_startup and not own_table(inst)  # a regime's own table lists its rows whole (MODEL §14)
-        self.rows = RowCover() if covered and counted and alpha is None and not fewest_groups else None
+        self.rows = RowCover(walk) if covered and counted and alpha is None and not fewest_groups else None
         reusable = reusable or self.rows is not None
         with self.build_clock.phase("build"):
             self.build_clock.note(f"{inst.name}: pair table")
@@ -136,13 +138,6 @@ class Planner:
         if self.rows is not None:
             self.rows.cover_every(self)
         return self.pairs
-
-    def walk_rows(self, headroom: float) -> None:
-        """The solves to come form a walk, each capped below the last plan and a little dearer: with start-up
-        counted, each cost table covers ``headroom`` more cost than its solve needs and none of the rows past the
-        solve's cap (:mod:`solver.table.rows`), so that most solves need no table of their own."""
-        if self.rows is not None:
-            self.rows.headroom = headroom
 
     def use_pairs(self, pairs: pair_tables.Pairs) -> None:
         """Point the planner at another table of its own instance (more or fewer group counts per pair,
@@ -245,35 +240,24 @@ class Planner:
         restrict = dict(max_makespan=max_makespan, cadence=cadence, max_hourly_cost=max_hourly_cost)
         restrict["max_total_cost"] = max_total_cost
         budgets = max_hourly_cost is not None or max_total_cost is not None
-
-        def search_table():
-            candidates = self.candidates(**restrict, allowance=allowance)
-            if feasibility and not budgets:
-                candidates = self.fewest_groups_only(candidates)
-            lower = self.lower_bounds(objective, allowance)
-            return self.search_pairs(
-                objective, candidates, lower, self.lower_bounds("total_cost", allowance), caps, clock
-            )
-
-        # in a walk, the table held for the last solve first: an optimum within its cost is the optimum
-        walked = self.rows is not None and self.rows.may_hold(
-            self.inst, objective, max_makespan, feasibility or budgets
-        )
-        search = search_table() if walked else None
-        if not walked or self.rows is None or not self.rows.holds(search):
-            if self.rows is not None:
-                self.rows.fit(self, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
-            search = search_table()
-        highs_before, self._highs_seen = (
-            self._highs_seen,
-            max(self._highs_seen, search.highs_seconds if search else 0.0),
-        )
+        table = partial(self._search_table, objective, restrict, caps, allowance, feasibility and not budgets, clock)
+        rows = self.rows
+        search = rows.searched(self, objective, feasibility, budgets, restrict, caps, clock, table) if rows else table()
+        highs_before = self._highs_seen
+        self._highs_seen = max(self._highs_seen, search.highs_seconds if search else 0.0)
         if search is None or search.values is None:
             return self._no_plan(objective, search, clock, highs_before)
         result = self._assemble(objective, search, clock, highs_before, allowance)
         if confidence_report:
             self.report_confidence(result, allowance, clock)
         return result
+
+    def _search_table(self, objective, restrict, caps, allowance, fewest, clock):
+        """The search over the table held, under the solve's restrictions (``fewest``: each pair's fewest rows)."""
+        candidates = self.candidates(**restrict, allowance=allowance)
+        candidates = self.fewest_groups_only(candidates) if fewest else candidates
+        lower, total = self.lower_bounds(objective, allowance), self.lower_bounds("total_cost", allowance)
+        return self.search_pairs(objective, candidates, lower, total, caps, clock)
 
     def fewest_groups_only(self, candidates: np.ndarray, exact_only: bool = True) -> np.ndarray:
         """Of the candidate rows of each (cadence, K) pair, the one with the fewest training groups: a plan

@@ -315,8 +315,7 @@ def test_a_walking_planner_answers_each_cap_as_a_fresh_planner_does_even_a_cap_b
     from trainground.solver.solve import Planner
 
     inst = _fine("steady_state", "schedule.count_startup=true")
-    walking = Planner(inst)
-    walking.walk_rows(0.02)
+    walking = Planner(inst, walk=0.02)
     top = walking.solve("hourly_cost").plan.makespan_s
     # the table held serves the second and fourth caps; the third needs a dearer table, cut at that cap; the
     # last lies below every plan of that table (and of the grid: no plan)

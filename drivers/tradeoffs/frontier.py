@@ -50,7 +50,7 @@ DAY_S = 86400.0
 Progress = Callable[[int, int], None]  # (models solved or skipped so far, upper bound on the total)
 PROGRESS_STEPS = 1000  # a walk's progress without its makespans listed: the share of its makespan range covered
 LISTED_ENTRIES = 1_000_000  # the grids whose every row a walk lists up front (listing_pays)
-WALK_HEADROOM = 0.02  # a walk's tables of rows cover 2 % more cost than a solve needs (Planner.walk_rows)
+WALK_HEADROOM = 0.02  # a walk's tables of rows cover 2 % more cost than a solve needs (Planner's walk)
 
 
 @dataclass
@@ -237,9 +237,8 @@ def frontiers(
     """
     resolution = default_resolution(inst) if resolution is None else resolution
     until = None if time_limit is None else time.monotonic() + time_limit
-    planner = planner_for(inst, replays)
+    planner = planner_for(inst, replays, walk=WALK_HEADROOM)
     table = planner.planner if isinstance(planner, HoldingPlanner) else planner  # the solver's, every row
-    table.walk_rows(WALK_HEADROOM)
     exact = resolution <= 0 and inst.stages is None
     listed = exact or (inst.stages is None and listing_pays(inst))
     spans = None

@@ -123,9 +123,6 @@ class StagedPlanner:
         """A staged model is built for one instance: another (a sweep point) builds its own."""
         return False
 
-    def walk_rows(self, headroom: float) -> None:
-        """A walk's solves need nothing of a staged planner: its stages' tables are built once, whole."""
-
     def __getattr__(self, name: str):
         """What a driver reads of a :class:`solver.solve.Planner` beyond the above (the pair table) does not
         exist for stages: the driver is refused by name (exit 2) rather than given a wrong answer."""

@@ -50,10 +50,10 @@ class RowCover:
     """What the planner's current table covers: FEWEST, (criterion, the cost its rows reach), (WITHIN, a makespan
     cap) or EVERY."""
 
-    def __init__(self) -> None:
+    def __init__(self, headroom: float = 0.0) -> None:
         self.covers: tuple[str, float] = FEWEST
         self.cut = math.inf  # a cost table leaves out the rows whose makespan is past this
-        self.headroom = 0.0  # a walk's: a cost table covers this share more cost than its solve needs
+        self.headroom = headroom  # a walk's: a cost table covers this share more cost than its solve needs
 
     def fit(self, planner, objective: str, feasibility: bool, budgets: bool, restrict: dict, clock: Stopwatch) -> None:
         """Make ``planner``'s table hold the rows this solve needs; ``restrict``: the solve's candidates()
@@ -85,6 +85,17 @@ class RowCover:
             return
         cut = cap if cap is not None and self.headroom > 0 else math.inf
         self._cover(planner, (objective, first * (1.0 + self.headroom)), cut)
+
+    def searched(self, planner, objective: str, feasibility: bool, budgets: bool, restrict: dict, caps, clock, search):
+        """The search of a solve (``search()``, over the planner's table; ``restrict``: its candidates() arguments,
+        ``caps`` its caps) on the rows it needs: in a walk the table held first (:meth:`may_hold`), kept when its
+        optimum is the solve's (:meth:`holds`); otherwise the table :meth:`fit` makes, searched."""
+        if self.may_hold(planner.inst, objective, restrict["max_makespan"], feasibility or budgets):
+            found = search()
+            if self.holds(found):
+                return found
+        self.fit(planner, objective, feasibility, budgets, {"candidates": restrict, "caps": caps}, clock)
+        return search()
 
     def may_hold(self, inst, objective: str, cap: float | None, restricted: bool) -> bool:
         """Whether a walk's solve of ``objective`` under the makespan cap ``cap`` may first search the table held
