@@ -158,9 +158,11 @@ BATCH += ["instances/seed-drop-comonotone.yaml"]
 
 
 def rounds_seen(name: str, stdout: str, scratch: str) -> str:
-    """Rounds and allowance starts of each new plan under hold: a sweep's rows, a batch's result files."""
+    """Rounds and allowance starts of each new plan under hold: a sweep's rows (its sweep.json: the rows it prints
+    leave out each point's result), a batch's result files."""
     if name == "sweep":
-        holds = [(row.get("result") or {}).get("hold") for row in json.loads(stdout)["points"]]
+        points = json.loads((Path(scratch) / "sweep.json").read_text())["points"]
+        holds = [(row.get("result") or {}).get("hold") for row in points]
     else:
         holds = []
         for path in sorted(Path(scratch).glob("*.json")):
