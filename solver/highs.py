@@ -61,10 +61,6 @@ STAGED_OPTIONS = {
     "mip_heuristic_run_zi_round": False,
     "mip_heuristic_run_shifting": False,
 }
-# The replan model (solver/stages/replan.py) on top of those: no RINS or RENS sub-MIPs, which on its runs find
-# nothing the tree does not and take half of each (a frontier step of the staged seed re-planned over 8 days:
-# 3.2 -> 1.9 s for its total cost, 2.1 -> 0.8 s and 3.0 -> 1.4 s for its tie-breaks).
-REPLAN_OPTIONS = {**STAGED_OPTIONS, "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
 # The compact staged model (solver/stages/compact.py) gains from HiGHS's restart after the root once the start-up
 # is counted (its first-stage rows keep K from 4 to 10 on the staged seed: 1,697 pairs, 3.3 -> 2.1 s) or its
 # pairs pass RESTART_PAIRS (6 and 8 stages of bench/stages.py: 14.2 -> 9.5 s, 29.2 -> 18.7 s); below that,
