@@ -54,7 +54,8 @@ from trainground.render.tradeoffs import render_comparison, render_frontier, ren
     metavar="SHARE",
     help="Least makespan between two points, as a share of the frontier's makespan range (each point exact, both "
     "ends exact); 0: every point, one solve per admissible makespan. Default: 0.005 on a grid of more than 5,000 "
-    "cadences (a couple of hundred points at most), else 0.",
+    "cadences, or on a staged instance whose stages' grids give more than 5,000 combinations of a cadence per stage "
+    "(a couple of hundred points at most), else 0.",
 )
 @click.option(
     "--confidence-curve",
@@ -88,9 +89,9 @@ def frontier(
     evenly spread, unless --all. "$ per day saved" is the slope to the next slower corner. Budgets are the instance's limits (--set
     limits.max_total_cost=...). With --simulate [R], each corner's plan is replayed R times
     (MODEL.md §10) and the tables show its simulated makespan and on-time verdict. --time-limit bounds the
-    whole walk. On a fine grid (more than 5,000 cadences) the walk skips plans closer in makespan than
-    --resolution of the range to the last one found (each point shown is still exact); --resolution 0 walks
-    every point.
+    whole walk. On a fine grid (more than 5,000 cadences, or on a staged instance more than 5,000 combinations of
+    its stages' cadences) the walk skips plans closer in makespan than --resolution of the range to the last one
+    found (each point shown is still exact); --resolution 0 walks every point.
     Exit codes: 0, 3 no feasible plan, 4 the time limit ended a walk, 2 invalid input.
     """
     inst = load_with_edits(instance, with_basis(edits, basis))  # a bad file costs no import of the solver

@@ -77,6 +77,28 @@ def test_a_replanned_frontier_is_non_dominated_and_a_resolution_keeps_its_ends()
         assert a.plan.total_cost == pytest.approx(b.plan.total_cost, rel=1e-9)
 
 
+def test_a_replanned_walk_finds_the_points_of_a_walk_over_the_whole_model(monkeypatch):
+    """The replan searches (pairs opened by their floors, each step started from the last optimum) walk to the same
+    points as HiGHS runs over every pair at every step, on both criteria; with a probe of a millionth above a start, a step's first
+    run opens too few pairs as often as not, and the search must open more."""
+    data = small_document("40s")
+    data["stages"]["capacity"], data["stages"]["switch_time"] = "replan", "30m"
+    inst = validate(data, "small.yaml")
+    monkeypatch.setattr("trainground.solver.stages.replan_search.PROBE", 1e-6)
+    searched = frontiers(inst, diagnose=False, resolution=0)
+    monkeypatch.setattr("trainground.solver.stages.solve.SEARCHES", {})  # every criterion by whole-model runs
+    whole = frontiers(inst, diagnose=False, resolution=0)
+    assert len(searched.frontiers["total_cost"].points) >= 4  # a walk of several steps, each started from the last
+    ordered = {"total_cost": ("total_cost", "makespan_s", "hourly_cost"), "hourly_cost": ("hourly_cost", "makespan_s")}
+    for criterion, keys in ordered.items():  # MODEL §4's order: an hourly-cost plan's total cost is no tie-break
+        fast, plain = searched.frontiers[criterion], whole.frontiers[criterion]
+        assert len(fast.points) >= 2 and len(fast.points) == len(plain.points), criterion
+        for a, b in zip(fast.points, plain.points):
+            for key in keys:
+                got, want = getattr(a.plan, key), getattr(b.plan, key)
+                assert got == pytest.approx(want, rel=1e-9), (criterion, key)
+
+
 def test_compare_says_what_replanning_saves_after_its_switches(small):
     inst, cheapest = small
     found = compare(inst, switch_time=1800.0)

@@ -23,7 +23,8 @@ grows with the run (tests/test_hold.py replays every point of a small frontier a
 
 A staged instance (MODEL.md §12) has no makespan grid to walk (its makespan sums each stage's
 cadence, and with the start-up counted a fill): each cap is the plan's makespan less a relative
-STAGED_GAP (and the resolution), so two plans closer than that in makespan are one point.
+STAGED_GAP (and the resolution, by default RESOLUTION once its stages' grids combine to more than
+FINE_GRID cadences), so two plans closer than that in makespan are one point.
 """
 
 from __future__ import annotations

@@ -3,11 +3,14 @@ below the last plan found and solve again, until no faster plan exists.
 
 On a fine grid every admissible makespan can be a point, far more than a plot or a table shows and one solve each;
 so on a grid of more than FINE_GRID cadences two points are by default at least RESOLUTION of the makespan range
-apart (:func:`default_resolution`), each still an exact frontier plan, both ends exact.
+apart (:func:`default_resolution`), each still an exact frontier plan, both ends exact. A staged plan chooses a
+cadence per stage, so its makespans are as many as the combinations of its stages' grids: the same default holds
+when those combinations are more than FINE_GRID.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.drivers.hold import HoldingPlanner
 from trainground.models.instance import Instance
 from trainground.models.result import Result
+from trainground.models.stage_rules import stage_instance
 from trainground.solver.laws.calculus import grid_points
 from trainground.solver.solve import Planner
 from trainground.solver.tolerances import SPAN_TOL
@@ -44,9 +48,17 @@ class Walked:
 
 
 def default_resolution(inst: Instance) -> float:
-    """The resolution a frontier of ``inst`` takes unless told: RESOLUTION on a grid of more than FINE_GRID
-    cadences, else 0 (every point)."""
-    return RESOLUTION if grid_points(inst) > FINE_GRID else 0.0
+    """The resolution a frontier of ``inst`` takes unless told: RESOLUTION when its plans choose among more than
+    FINE_GRID cadences (:func:`cadence_choices`), else 0 (every point)."""
+    return RESOLUTION if cadence_choices(inst) > FINE_GRID else 0.0
+
+
+def cadence_choices(inst: Instance) -> int:
+    """The cadences a plan of ``inst`` chooses among: its grid's points; on a staged instance, a cadence per stage, the
+    product of the stages' grids' points (each combination a makespan of its own)."""
+    if inst.stages is None:
+        return grid_points(inst)
+    return math.prod(grid_points(stage_instance(inst, stage)) for stage in inst.stages.list)
 
 
 class _Solves:

@@ -27,7 +27,7 @@ never cut by rounding; the bills stay exact, the bound only steers the LP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ import pyomo.core as pyo
 
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan
+from trainground.solver.highs import STAGED_OPTIONS
 from trainground.solver.stages.compact import CompactModel, compact_rows
 from trainground.solver.stages.compact_plans import part_plans
 from trainground.solver.stages.plans import own_startup, run_plan
@@ -42,15 +43,24 @@ from trainground.solver.stages.tables import StageTables
 from trainground.solver.table.bounds import hourly_lower_bound
 from trainground.solver.tolerances import BILL_SLACK, REL_TOL
 
+# HiGHS's options for this model's runs: the staged model's (solver/highs.py) without RINS or RENS sub-MIPs, which
+# on its runs find nothing the tree does not and take half of each (a frontier step of the staged seed re-planned
+# over 8 days: 3.2 -> 1.9 s for its total cost, 2.1 -> 0.8 s and 3.0 -> 1.4 s for its tie-breaks).
+REPLAN_OPTIONS = {**STAGED_OPTIONS, "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
+
 
 @dataclass
 class ReplanModel:
     """The replan model and what the lexicographic search reads of it: ``model`` (its rows, objectives and
-    ``makespan``, ``hourly_cost``, ``total_cost``), ``criteria`` (the three criteria's expressions) and ``inst``."""
+    ``makespan``, ``hourly_cost``, ``total_cost``), ``criteria`` (the three criteria's expressions) and ``inst``;
+    ``optima``: the last optimum of each search under its restrictions, where a search in less room starts
+    (:func:`solver.stages.replan_search.search`)."""
 
     c: CompactModel
     criteria: dict[str, Any]
     lows: list[np.ndarray]  # per stage, each pair's cost bound as the bills read it, $/h
+    options: dict = field(default_factory=lambda: REPLAN_OPTIONS)  # HiGHS's, over its defaults
+    optima: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # search key -> (room, optimum)
 
     @property
     def model(self) -> pyo.ConcreteModel:

@@ -1,5 +1,5 @@
-"""The total-cost search on the replan model (:mod:`solver.stages.replan`): HiGHS runs over the stage pairs that can
-hold the optimum, the others closed (their selection binaries bounded to 0).
+"""The total-cost and hourly-cost searches on the replan model (:mod:`solver.stages.replan`): HiGHS runs over the
+stage pairs that can hold the optimum, the others closed (their selection binaries bounded to 0).
 
 Each stage pair has a floor, a valid lower bound on the total cost of any plan that selects it: its bill at its
 cost bound (part·lo/3600) plus, over the other stages' pairs of its K whose parts fit in the room its own part
@@ -14,6 +14,11 @@ target rises to the plan found and the run is repeated (a target that finds no p
 floor, up to every pair). The tie-breaks of MODEL §4 then run from that plan over the pairs whose floor is within
 the optimum's tie tolerance, which every plan they may choose selects. The plan is that of the whole model, in a fraction of its
 runs' time: on the bundled staged seed re-planned 1,126 pairs become a few dozen.
+
+The hourly cost, the largest stage's, is searched the same way (:func:`search_hourly`): a pair's floor is its own
+cost bound, and a pair that cannot fit in the room beside the other stages' pairs of its K within the target is closed
+too. A search may start from a lower bound on its optimum (a frontier's last point, found under a looser cap): the
+start only chooses the first run's pairs, so the plan is the same from any start.
 """
 
 from __future__ import annotations
@@ -89,28 +94,88 @@ class Openings:
             self.open[p] = want.copy()
         self.highs.bounds_changed(changed)
 
-    def within(self, floors_: list[np.ndarray], target: float) -> bool:
-        """Open the pairs whose floor is within ``target`` (and close the others); True when every pair is open."""
-        wanted = [f <= target for f in floors_]
-        self.set(wanted)
-        return all(w.all() for w in wanted)
+
+def fitting(r: ReplanModel, wanted: list[np.ndarray], room: float) -> list[np.ndarray]:
+    """``wanted`` less the pairs no plan within ``room`` can select among them: a pair stays while its part and the
+    shortest part of each other stage's pairs of its K still wanted fit in the room (the extra time and the shortest
+    final update set aside), until none leaves. Every plan of T within ``room`` whose pairs are all wanted keeps them."""
+    found, inst = r.c.found, r.inst
+    shortest_final = float(np.min(found.final[1])) if found.final is not None and found.final[1].size else 0.0
+    room -= inst.schedule.extra_time + shortest_final
+    kept = [w.copy() for w in wanted]
+    while True:
+        shortest = [
+            {K: _least(part[k & (t.kept == K)]) for K in r.c.Ks} for part, t, k in zip(found.parts, found.tables, kept)
+        ]
+        total = {K: sum(s[K] for s in shortest) for K in r.c.Ks}
+        now = []
+        for p, (part, t, k) in enumerate(zip(found.parts, found.tables, kept)):
+            others = np.array([total[int(K)] - shortest[p][int(K)] for K in t.kept]) if t.size else np.zeros(0)
+            now.append(k & (part + others <= room))
+        if all((a == b).all() for a, b in zip(now, kept)):
+            return kept
+        kept = now
 
 
-def search_total(r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs, limits: list, room: float) -> tuple:
+def _least(values: np.ndarray) -> float:
+    return float(values.min()) if values.size else np.inf
+
+
+def search_total(
+    r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs, limits: list, room: float, start: float | None
+) -> tuple:
     """MODEL §4's order for total_cost on the replan model under ``limits`` (those of ``runs``), T within ``room``:
-    (status, values, primary value, HiGHS seconds), as ``runs`` returns them."""
+    (status, values, primary value, HiGHS seconds), as ``runs`` returns them. ``start``: a lower bound on the
+    optimum (a looser cap's), where the targets begin; it only steers which pairs the first run opens."""
     floors_ = floors(r, room)
     finite = [f[np.isfinite(f)] for f in floors_]
     if not all(f.size for f in finite):  # a stage with no pair that fits: the whole model says so
         return runs(r, highs, "total_cost", clock, limits)
-    least = min(float(f.min()) for f in finite)
-    target = least * (1 + PROBE)
+    least, most = min(float(f.min()) for f in finite), max(float(f.max()) for f in finite)
+    return _search(
+        r, highs, clock, runs, limits, "total_cost", lambda target: [f <= target for f in floors_], (least, most), start
+    )
+
+
+def search_hourly(
+    r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs, limits: list, room: float, start: float | None
+) -> tuple:
+    """MODEL §4's order for hourly_cost on the replan model, as :func:`search_total`: a plan's hourly cost, its largest
+    stage's, is at least the cost bound of each pair it selects, so a pair whose bound is above a target, or that
+    cannot fit in the room beside such pairs (:func:`fitting`), holds no plan within the target."""
+    lows = [np.asarray(lo, dtype=float) for lo in r.lows]
+    anywhere = fitting(r, [np.ones(lo.size, dtype=bool) for lo in lows], room)
+    if not all(a.any() for a in anywhere):  # a stage with no pair that fits: the whole model says so
+        return runs(r, highs, "hourly_cost", clock, limits)
+    least = max(float(lo[a].min()) for lo, a in zip(lows, anywhere))  # every stage pays at least its least bound
+    most = max(float(lo[a].max()) for lo, a in zip(lows, anywhere))
+    wanted = lambda target: fitting(r, [a & (lo <= target) for lo, a in zip(lows, anywhere)], room)  # noqa: E731
+    return _search(r, highs, clock, runs, limits, "hourly_cost", wanted, (least, most), start)
+
+
+def _search(
+    r: ReplanModel,
+    highs: HighsModel,
+    clock: Stopwatch,
+    runs: Runs,
+    limits: list,
+    criterion: str,
+    wanted: Callable[[float], list[np.ndarray]],
+    span: tuple[float, float],
+    start: float | None,
+) -> tuple:
+    """The runs of a search (module docstring) on ``criterion``: ``wanted(target)``, the pairs that can hold a plan
+    whose ``criterion`` is within the target; ``span``, the least and the largest floor of a pair that can (every
+    such pair is wanted at the largest); ``start``, a lower bound on the optimum, or None."""
+    least, most = span
+    target = least * (1 + PROBE) if start is None else max(least, start) * (1 + PROBE)
     openings = Openings(r, highs)
     try:
         while True:
-            every = openings.within(floors_, target)
-            clock.note(f"{r.inst.name}: HiGHS, total_cost over {sum(map(np.count_nonzero, openings.open)):,} pairs")
-            status, values, value, seconds = runs(r, highs, "total_cost", clock, limits, ("total_cost",))
+            every = target >= most
+            openings.set(wanted(target))
+            clock.note(f"{r.inst.name}: HiGHS, {criterion} over {sum(map(np.count_nonzero, openings.open)):,} pairs")
+            status, values, value, seconds = runs(r, highs, criterion, clock, limits, (criterion,))
             if values is None and status == Status.INFEASIBLE and not every:
                 # open more pairs: four times the room above the least floor (some room where that floor is 0)
                 target = least + 4 * max(target - least, PROBE * max(abs(least), 1.0))
@@ -120,7 +185,24 @@ def search_total(r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs
             target = value
         if values is None or status != Status.OPTIMAL:
             return status, values, value, seconds
-        openings.within(floors_, value + TIE_TOL * max(1.0, abs(value)))  # what a tie may select
-        return runs(r, highs, "total_cost", clock, limits, None, (values, value))
+        openings.set(wanted(value + TIE_TOL * max(1.0, abs(value))))  # what a tie may select
+        return runs(r, highs, criterion, clock, limits, None, (values, value))
     finally:
         openings.set([np.ones(t.size, dtype=bool) for t in r.c.found.tables])
+
+
+SEARCHES = {"total_cost": search_total, "hourly_cost": search_hourly}
+
+
+def search_replan(
+    r: ReplanModel, highs: HighsModel, clock: Stopwatch, runs: Runs, limits: list, room: float, key: tuple
+):
+    """The search of ``key[0]`` (a criterion of SEARCHES) in ``room``, started from the optimum the same search found
+    last under the same restrictions (``key``) in at least as much room (a frontier's looser cap), when there is one:
+    a solve in less room can be no better. Returns what ``runs`` returns and keeps the optimum found for the next."""
+    known = r.optima.get(key)
+    start = known[1] if known is not None and room <= known[0] else None
+    status, values, value, seconds = SEARCHES[key[0]](r, highs, clock, runs, limits, room, start)
+    if status == Status.OPTIMAL and value is not None:
+        r.optima[key] = (room, value)
+    return status, values, value, seconds

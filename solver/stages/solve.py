@@ -23,7 +23,7 @@ import pyomo.core as pyo
 from trainground.models.errors import InstanceError, Problem, RefusedInstance
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan, Result, Status
-from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
+from trainground.solver.highs import NO_BOUND, HighsModel
 from trainground.solver.mip.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
 from trainground.solver.stages.compact import CompactModel, build_compact, supports
 from trainground.solver.stages.hull import compact_plan, linear_value, solve_compact
@@ -31,7 +31,7 @@ from trainground.solver.stages.model import StagedModel, build_staged, card_rows
 from trainground.solver.stages.plans import own_startup, run_plan
 from trainground.solver.stages.replan import ReplanModel, build_replan, replan_plan
 from trainground.solver.stages.replan import card_rows as replan_card_rows
-from trainground.solver.stages.replan_search import search_total
+from trainground.solver.stages.replan_search import SEARCHES, search_replan
 from trainground.solver.stages.tables import StagedUnsupported, StageTables, stage_tables
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.table.pairs import Pairs
@@ -198,10 +198,11 @@ class StagedPlanner:
             extract = partial(extract_staged, staged)
         limits += restriction_rows(staged, allowance, max_makespan, max_hourly_cost, max_total_cost)
         with clock.phase("solve"):
-            if isinstance(staged, ReplanModel) and objective == "total_cost":
+            if isinstance(staged, ReplanModel) and objective in SEARCHES:
+                key = (objective, allowance, max_hourly_cost, max_total_cost, max_inference_gpus)
                 room = self.inst.schedule.deadline * (1 + REL_TOL) - allowance
                 room = room if max_makespan is None else min(room, max_makespan * (1 + SPAN_TOL))
-                status, values, value, seconds = search_total(staged, highs, clock, _lexicographic, limits, room)
+                status, values, value, seconds = search_replan(staged, highs, clock, _lexicographic, limits, room, key)
             else:
                 status, values, value, seconds = _lexicographic(staged, highs, objective, clock, limits)
         if values is None:
@@ -262,8 +263,7 @@ def _assemble(
             raise ObjectiveMismatch(
                 f"{staged.inst.name}: HiGHS's {objective} is {value:.10g} but the plan's is {got:.10g}"
             )
-    size: dict[str, int] = {}
-    return _verified(staged.inst, plan, objective, status, clock, highs, allowance, size, found, seconds)
+    return _verified(staged.inst, plan, objective, status, clock, highs, allowance, {}, found, seconds)
 
 
 def _verified(
@@ -352,7 +352,7 @@ def _runs(staged: StagedModel | ReplanModel, highs: HighsModel, order: tuple, cl
         highs.use_objective(getattr(m, f"objective_{name}"))
         incumbent: float | None = None if values is None else linear_value(staged.criteria[name], values)
         bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
-        outcome = highs.run({**STAGED_OPTIONS, "objective_bound": bound}, clock.remaining())
+        outcome = highs.run({**staged.options, "objective_bound": bound}, clock.remaining())
         seconds = outcome.highs_seconds
         if incumbent is not None and outcome.status == Status.INFEASIBLE:
             best = incumbent  # nothing strictly better: the plan in hand is this criterion's optimum
