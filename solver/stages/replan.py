@@ -43,11 +43,6 @@ from trainground.solver.stages.tables import StageTables
 from trainground.solver.table.bounds import hourly_lower_bound
 from trainground.solver.tolerances import BILL_SLACK, REL_TOL
 
-# HiGHS's options for this model's runs: the staged model's (solver/highs.py) without RINS or RENS sub-MIPs, which
-# on its runs find nothing the tree does not and take half of each (a frontier step of the staged seed re-planned
-# over 8 days: 3.2 -> 1.9 s for its total cost, 2.1 -> 0.8 s and 3.0 -> 1.4 s for its tie-breaks).
-REPLAN_OPTIONS = {**STAGED_OPTIONS, "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
-
 
 @dataclass
 class ReplanModel:
@@ -59,7 +54,7 @@ class ReplanModel:
     c: CompactModel
     criteria: dict[str, Any]
     lows: list[np.ndarray]  # per stage, each pair's cost bound as the bills read it, $/h
-    options: dict = field(default_factory=lambda: REPLAN_OPTIONS)  # HiGHS's, over its defaults
+    options: dict = field(default_factory=lambda: STAGED_OPTIONS)  # HiGHS's, over its defaults
     optima: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # search key -> (room, optimum)
 
     @property
