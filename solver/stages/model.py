@@ -27,14 +27,13 @@ Every row is linear; each stage's pair blocks are the convex hull of its cadence
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyomo.core as pyo
 
 from trainground.models.instance import OBJECTIVES, Instance
-from trainground.solver.highs import STAGED_OPTIONS
 from trainground.solver.laws import calculus as calc
 from trainground.solver.mip.model import add_pair, build_model, refresh_globals
 from trainground.solver.stages.tables import StageTables, stage_tables
@@ -85,7 +84,6 @@ class StagedModel:
     criteria: dict[str, Any]  # pyomo expressions
     hourly: list[Any]
     empty: str | None = None  # why no plan exists when a stage has no admissible pair (then nothing is built)
-    options: dict = field(default_factory=lambda: STAGED_OPTIONS)  # HiGHS's, over its defaults
 
 
 def build_staged(inst: Instance, found: StageTables | None = None) -> StagedModel:

@@ -35,7 +35,6 @@ import pyomo.core as pyo
 
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan
-from trainground.solver.highs import STAGED_OPTIONS
 from trainground.solver.stages.compact import CompactModel, compact_rows
 from trainground.solver.stages.compact_plans import part_plans
 from trainground.solver.stages.plans import own_startup, run_plan
@@ -54,7 +53,6 @@ class ReplanModel:
     c: CompactModel
     criteria: dict[str, Any]
     lows: list[np.ndarray]  # per stage, each pair's cost bound as the bills read it, $/h
-    options: dict = field(default_factory=lambda: STAGED_OPTIONS)  # HiGHS's, over its defaults
     optima: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # search key -> (room, optimum)
 
     @property

@@ -23,7 +23,7 @@ import pyomo.core as pyo
 from trainground.models.errors import InstanceError, Problem, RefusedInstance
 from trainground.models.instance import OBJECTIVES, Instance
 from trainground.models.result import Plan, Result, Status
-from trainground.solver.highs import NO_BOUND, HighsModel
+from trainground.solver.highs import NO_BOUND, STAGED_OPTIONS, HighsModel
 from trainground.solver.mip.assemble import ObjectiveMismatch, PlanRejected, extract_plan, objective_of, timings_of
 from trainground.solver.stages.compact import CompactModel, build_compact, supports
 from trainground.solver.stages.hull import compact_plan, linear_value, solve_compact
@@ -97,27 +97,24 @@ class StagedPlanner:
 
     def pair_model(self) -> tuple[StagedModel, HighsModel]:
         if self._pair is None:
-            staged = build_staged(self.inst, self.found)
-            highs = HighsModel(self.threads)
-            highs.load(staged.model)
-            self._pair = (staged, highs)
+            self._pair = self._loaded(build_staged(self.inst, self.found))
         return self._pair
 
     def compact_model(self) -> tuple[CompactModel, HighsModel]:
         if self._compact is None:
-            compact = build_compact(self.inst, self.found)
-            highs = HighsModel(self.threads)
-            highs.load(compact.model)
-            self._compact = (compact, highs)
+            self._compact = self._loaded(build_compact(self.inst, self.found))
         return self._compact
 
     def replan_model(self) -> tuple[ReplanModel, HighsModel]:
         if self._replan is None:
-            replan = build_replan(self.inst, self.found)
-            highs = HighsModel(self.threads)
-            highs.load(replan.model)
-            self._replan = (replan, highs)
+            self._replan = self._loaded(build_replan(self.inst, self.found))
         return self._replan
+
+    def _loaded(self, built):
+        """A built model with its HiGHS copy, loaded once."""
+        highs = HighsModel(self.threads)
+        highs.load(built.model)
+        return built, highs
 
     def retarget(self, inst: Instance) -> bool:
         """A staged model is built for one instance: another (a sweep point) builds its own."""
@@ -352,7 +349,7 @@ def _runs(staged: StagedModel | ReplanModel, highs: HighsModel, order: tuple, cl
         highs.use_objective(getattr(m, f"objective_{name}"))
         incumbent: float | None = None if values is None else linear_value(staged.criteria[name], values)
         bound = NO_BOUND if incumbent is None else incumbent - TIE_TOL * max(1.0, abs(incumbent))
-        outcome = highs.run({**staged.options, "objective_bound": bound}, clock.remaining())
+        outcome = highs.run({**STAGED_OPTIONS, "objective_bound": bound}, clock.remaining())
         seconds = outcome.highs_seconds
         if incumbent is not None and outcome.status == Status.INFEASIBLE:
             best = incumbent  # nothing strictly better: the plan in hand is this criterion's optimum
