@@ -112,6 +112,36 @@ def test_an_interrupt_while_the_last_summaries_are_written_still_writes_them(tmp
     assert report.interrupted  # the file was not solved: rerun with --resume to finish
 
 
+def test_an_interrupt_after_a_result_file_is_written_lists_it_in_the_summary(tmp_path, monkeypatch):
+    """A Ctrl-C that lands once a result's file is on disk but before its summary row is made: the summary of
+    the interrupted batch lists that file's row too, so every result on disk has its row."""
+    monkeypatch.setattr(
+        driver,
+        "run_local",
+        lambda tasks, call, objective, time_limit, workers: (
+            (task, call(*driver._arguments(task, objective, time_limit))) for task in tasks
+        ),
+    )
+    real, calls = driver.summary_row, []
+
+    def interrupted_on_the_second(task, payload):
+        calls.append(task)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(task, payload)
+
+    monkeypatch.setattr(driver, "summary_row", interrupted_on_the_second)
+    out = tmp_path / "out"
+    tasks = driver.plan_tasks(sorted(variants(tmp_path / "in", 3).glob("*.yaml")))
+    report = driver.run_batch(tasks, out, workers=1, task_function=stand_in)
+    assert report.interrupted
+    assert [p.name for p in results(out)] == ["v00.json", "v01.json"]
+    assert [row["result"] for row in report.rows] == ["v00.json", "v01.json"]
+    assert report.tally.done == 2 and report.tally.counts["optimal"] == 2
+    with open(out / driver.SUMMARY_CSV, newline="") as handle:
+        assert [row["result"] for row in csv.DictReader(handle)] == ["v00.json", "v01.json"]
+
+
 def test_summary_is_current_after_sigkill(tmp_path):
     out = tmp_path / "out"
     proc = start(variants(tmp_path / "in", 8), out, workers=1)

@@ -357,10 +357,13 @@ def run_batch(
         stream = run_local(todo, task_function, objective, time_limit, workers or os.cpu_count() or 1)
     interrupted = False
     unsummarised = 0
+    in_hand: tuple[Task, dict] | None = None  # a result between its file and its summary row
     try:
         for task, payload in stream:
+            in_hand = task, payload
             write_json(out / task.result, payload)
             rows[task] = summary_row(task, payload)
+            in_hand = None
             tally.done += 1
             tally.counts[payload["status"]] += 1
             if on_progress:
@@ -371,6 +374,12 @@ def run_batch(
                 unsummarised = 0
     except KeyboardInterrupt:
         interrupted = True
+        if in_hand is not None:  # interrupted between its file and its row: the summary lists what the file holds
+            written = read_result(out / in_hand[0].result)
+            if written is not None and written.get("input_hash") == in_hand[1].get("input_hash"):
+                rows[in_hand[0]] = summary_row(in_hand[0], written)
+        tally.done = len(rows)
+        tally.counts = Counter(row["status"] for row in rows.values())
     finally:
         stream.close()
     while True:  # an interrupt that lands while the last summaries are written stops nothing more: write them whole
