@@ -27,6 +27,22 @@ MAX_ITERATIONS = 10**6  # simulate --iterations: a replication holds every attem
 MAX_REPLICATIONS = 10**4  # simulate --replications, solve/compare/frontier --simulate
 
 
+def _same_regime(inst, plan_file: str, data: dict) -> None:
+    """A plan file solved with a run regime (MODEL §14: its "regime" key) replays only an instance with one, and
+    a plan solved without one only an instance without one: the rows differ, so the verifier would refuse the
+    plan field by field; this says why in one line."""
+    from trainground.models.regime_rules import described
+
+    r = inst.regime
+    has = r is not None and not r.is_default
+    if ("regime" in data) == has:
+        return
+    said = "without a regime section" if has else f"under regime {data['regime'].get('mode')}"
+    own = f"the instance's regime is {described(r)}" if has else "the instance has no regime section"
+    why = f"the plan was solved {said}, and {own}: replay a plan solved for this instance (docs/model.md §14)"
+    raise InstanceError(plan_file, [Problem("regime", why)])
+
+
 def plan_to_replay(inst, plan_file: str | None):
     """(instance, plan, metrics, allowance): the plan of ``--plan`` (checked against the instance on the basis the
     plan was sized on, when its file names one) or the plan `solve` prints for the instance, with the verifier's
@@ -46,6 +62,7 @@ def plan_to_replay(inst, plan_file: str | None):
         )
     if plan_file is not None:
         data = read_result(plan_file)
+        _same_regime(inst, plan_file, data)
         plan = plan_of(plan_file, data)
         basis, allowance = basis_of(plan_file, data)
         if basis != inst.planning.basis:
@@ -195,7 +212,10 @@ def simulate(
         return
     setups = None
     if scenarios:
+        from trainground.models.regime_rules import refuse_regime_scenarios
         from trainground.simulation.scenarios import scenario_setups
+
+        refuse_regime_scenarios(inst, instance)
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None

@@ -104,11 +104,11 @@ def answer(
         return found
     regime = inst.regime is not None and not inst.regime.is_default  # MODEL §14: the seed's fill is not its start-up
     estimate = startup_estimate(inst, result) if not regime else None
-    admitted = regime and inst.regime is not None and inst.regime.staleness == "admission"
-    if admitted and result.plan is not None:  # an admission plan's own fill, when its start-up is counted
+    continuous = regime and inst.regime is not None and inst.regime.mode == "async"
+    if continuous and result.plan is not None:  # an async regime's own fill over W_τ, when its start-up is counted
         estimate = result.plan.startup_s
     found = Answer(inst, result, startup_estimate_s=estimate)
-    if replications and result.plan is not None and regime:
+    if replications and result.plan is not None and regime and inst.regime is not None and inst.regime.own_replay:
         raise InstanceError(
             inst.name or "instance",
             [
@@ -118,7 +118,10 @@ def answer(
             ],
         )
     if replications and result.plan is not None:
+        from trainground.models.regime_rules import refuse_unreplayed
         from trainground.simulation.verdicts import simulate_result
+
+        refuse_unreplayed(inst)  # an async drop run is the §10 engine's, unless it caps its running attempts
 
         clock.note(f"{inst.name}: simulating the plan ({replications} replication(s))")
         found.simulation = simulate_result(inst, result, replications, on_progress=on_replay)

@@ -235,7 +235,7 @@ class HoldingPlanner:
         or a confidence solve, whose replays each draw a scenario)."""
         if result.plan is None or result.metrics is None or self.planner.confidence is not None:
             return None
-        if _own_replay(self.inst):  # the estimate reads the seed's regime
+        if self.inst.regime is not None and not self.inst.regime.is_default:  # the estimate reads the seed's regime
             return None
         return replay_estimate(self.inst, result.plan, result.metrics)
 

@@ -189,18 +189,38 @@ def refuse_unplanned(inst: Instance, label: str | None = None) -> None:
 
 
 def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for any regime but the seed's, where a replay or the scenario evaluation
-    reads the seed's regime only (risk, simulate's engine of MODEL §10; a batch or admission run has its own replay
-    in simulate, and report leaves its risk out). ``label``: the file to name."""
+    """InstanceError naming regime.mode for a regime the §10 engine does not replay: a batch or admission run
+    (``simulate`` replays them by their own module, with fewer options) and an async drop run with a concurrency
+    cap (the engine launches at the plan's rate, ungated). ``label``: the file to name."""
     refuse_unplanned(inst, label)
     r = inst.regime
     if r is None or r.is_default:
         return
     if r.own_replay:
         why = (
-            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: risk's scenarios "
-            f"and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
+            f"{r.label} is planned and replayed by solve and simulate, but not replayed yet here: simulate's "
+            f"scenario, trace and worker options read the seed's regime only ({SECTION})"
+        )
+    elif r.max_concurrent_attempts is not None:
+        why = (
+            f"{described(r)} is planned by solve on steady_state, but not replayed yet: the replay launches at the "
+            f"plan's rate and does not hold launches back at regime.max_concurrent_attempts ({SECTION})"
         )
     else:
-        why = f"{described(r)} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"
+        return
+    raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])
+
+
+def refuse_regime_scenarios(inst: Instance, label: str | None = None) -> None:
+    """InstanceError naming regime.mode for any regime but the seed's where MODEL §9's scenarios are drawn (risk,
+    simulate --scenarios): their evaluation reads the seed's regime only. ``label``: the file to name."""
+    refuse_unplanned(inst, label)
+    r = inst.regime
+    if r is None or r.is_default:
+        return
+    name = described(r) if r.mode == "async" and r.staleness == "drop" else r.label
+    why = (
+        f"{name} is planned, but not yet with uncertainty scenarios: risk's scenarios and simulate "
+        f"--scenarios read the seed's regime only ({SECTION})"
+    )
     raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])

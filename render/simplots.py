@@ -108,7 +108,7 @@ def gaps_png(report: Report) -> bytes:
             linewidth=1.0,
             label="model: each trajectory's own gap (no drops)",
         )
-    K = report.plan["versions_kept"]
+    K = report.plan.get("age_limit") or report.plan["versions_kept"]  # in-flight updates: K is the age limit
     ax.axvline(K + 0.5, color="tab:red", linestyle="--", linewidth=1.0, label=f"version cap K = {K}")
     ax.set_title(f"{report.instance}: version gaps", fontsize=11)
     ax.set_xlabel("version gap")

@@ -102,7 +102,7 @@ def render_simulation(console, report: Report) -> None:
     plan = report.plan
     shapes = ", ".join(f"{i['replicas']:,} {i['shape']}" for i in plan["inference"])
     console.print(
-        f"[bold]{report.instance}[/bold]: cadence {plan['cadence_s']:g} s, K = {plan['versions_kept']}, "
+        f"[bold]{report.instance}[/bold]: cadence {plan['cadence_s']:g} s, K = {plan.get('age_limit') or plan['versions_kept']}, "
         f"{shapes}, {plan['training_groups']:,} training groups; {report.replications} replication(s) of "
         f"{report.iterations:,} iterations, seed {report.seed}, {report.launch} launches"
     )

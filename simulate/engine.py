@@ -156,7 +156,7 @@ def replicate(setup: Setup, seed, on_progress: Callable[[int, int], None] | None
             now, rng, queues, launch, inject, (t0, t1), scratch, record
         )
         comp = _group_max(end, g)
-        eff = ok.reshape(-1, g).sum(axis=1) if now.intake < 1 else np.full(launch.size, g, dtype=np.int64)
+        eff = ok.reshape(-1, g).sum(axis=1) if now.draws_samples else np.full(launch.size, g, dtype=np.int64)
         buffer.add(comp, launch, eff, np.arange(groups, groups + launch.size))
         buffer.place(t1)
         kept = launch.size
@@ -241,6 +241,8 @@ def _attempts(
     else:
         backend = np.searchsorted(np.cumsum(setup.shares)[:-1], rng.random(n), side="right").astype(np.int16)
     ok = rng.random(n) < setup.intake if setup.intake < 1 else np.ones(n, dtype=bool)
+    if setup.filter_cut:  # MODEL §14 truncated: filter: an attempt cut short at τ is not a sample
+        ok &= life < setup.timeout
     if inject is not None and inject.fleet is not None:
         life, work = inject.fleet.expose(life, g)
         launch = inject.fleet.launches(launch, work, *span)
@@ -274,14 +276,19 @@ def _group_max(end: np.ndarray, g: int) -> np.ndarray:
 
 
 def _lifetimes(setup: Setup, rng: np.random.Generator, size: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``size`` lifetimes drawn from the occupancy law (into ``out``, when given)."""
+    """``size`` lifetimes drawn from the occupancy law (into ``out``, when given), cut at the rollout timeout
+    (MODEL §14: ``min(W, τ)``; an attempt cut short ends at τ exactly)."""
     occ = setup.occupancy
     if occ.samples is not None:
-        return np.take(occ.samples, rng.integers(0, occ.samples.size, size), out=out)
-    life = rng.standard_normal(size, out=out)
-    life *= occ.sigma
-    life += occ.mu
-    return np.exp(life, out=life)
+        life = np.take(occ.samples, rng.integers(0, occ.samples.size, size), out=out)
+    else:
+        life = rng.standard_normal(size, out=out)
+        life *= occ.sigma
+        life += occ.mu
+        np.exp(life, out=life)
+    if setup.timeout is not None:
+        np.minimum(life, setup.timeout, out=life)
+    return life
 
 
 def _assemble(setup: Setup, seed, buffer: Buffer, cols: dict[str, np.ndarray], record: bool = True) -> Run:

@@ -12,6 +12,7 @@ from trainground.simulation.setup import Setup
 from trainground.simulation.stage_report import realised_cost, staged_prediction
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding, startup
+from trainground.solver.laws import regimes as rg
 
 SPREAD = (
     "makespan_s",
@@ -82,11 +83,7 @@ def predict(
     if setup.stages and stages is not None:
         return staged_prediction(setup, plan, stages, count_startup) | {"sandbox_wait_share": waits}
     L, n = plan.cadence_s, setup.iterations
-    fill = float(
-        startup.fill(
-            setup.occupancy, metrics.attempts_per_s, setup.batch, setup.group_size, setup.intake, setup.correlation
-        )
-    )
+    fill = _fill(setup, metrics.attempts_per_s)
     pace = 1.0 / metrics.training_goodput if setup.failures is not None and metrics.training_goodput else 1.0
     steady = n * L * pace + setup.extra_time
     with_startup = fill + ((n - 1) * L + metrics.update_time_s) * pace + setup.extra_time
@@ -124,8 +121,17 @@ def model_wait_share(setup: Setup, plan: Plan) -> float:
     Halfin–Whitt rule at each backend's capacity, :func:`solver.laws.holding.wait_share`); a staged replay's is
     each stage's at its own sandboxes, weighed by the stage's attempts (its rate times ``n_p·L_p``)."""
     if not setup.stages:
+        cut = None  # MODEL §14: the moments of W_τ under a rollout timeout
+        if setup.timeout is not None:
+            cut = (rg.timeout_mean(setup.occupancy, setup.timeout), rg.pair_min_mean(setup.occupancy, setup.timeout))
         return holding.wait_share(
-            setup.occupancy, setup.attempts_per_s, setup.shares, setup.capacity, setup.group_size, setup.correlation
+            setup.occupancy,
+            setup.attempts_per_s,
+            setup.shares,
+            setup.capacity,
+            setup.group_size,
+            setup.correlation,
+            cut,
         )
     assert plan.stages
     firsts = [s.first for s in setup.stages] + [setup.iterations]
@@ -139,6 +145,17 @@ def model_wait_share(setup: Setup, plan: Plan) -> float:
         )
         weights.append(stage.attempts_per_s * (hi - lo) * row.cadence_s)
     return float(np.dot(shares, weights) / sum(weights)) if sum(weights) > 0 else 0.0
+
+
+def _fill(setup: Setup, attempts_per_s: float) -> float:
+    """MODEL §8's start-up fill at the replay's attempt rate; under a rollout timeout over W_τ (§14), with the
+    intake p·F(τ) when cut-short attempts are filtered."""
+    if setup.timeout is None:
+        occ, g, corr = setup.occupancy, setup.group_size, setup.correlation
+        return float(startup.fill(occ, attempts_per_s, setup.batch, g, setup.intake, corr))
+    intake = setup.intake * (rg.timeout_cdf(setup.occupancy, setup.timeout) if setup.filter_cut else 1.0)
+    batch_time = setup.batch / (intake * attempts_per_s)
+    return float(rg.cut_fill(setup.occupancy, batch_time, setup.group_size, setup.correlation, setup.timeout))
 
 
 def _reliability(setup: Setup, metrics: Metrics, makespan: float) -> dict:
@@ -235,6 +252,8 @@ def model_gap_histogram(setup: Setup, cadence: float, top: int, plan: Plan | Non
         weights = np.array([row.iterations for row in plan.stages], dtype=float)
         laws = [calc.exceedance(s.occupancy, row.cadence_s, k) for s, row in zip(setup.stages, plan.stages)]
         above = np.dot(weights, np.array(laws)) / weights.sum()
+    elif setup.timeout is not None:  # MODEL §14: over W_τ
+        above = np.asarray(rg.timeout_exceedance(setup.occupancy, setup.timeout, cadence, k), dtype=float)
     else:
         above = calc.exceedance(setup.occupancy, cadence, k)
     shares = np.concatenate(([1.0], above[:-1])) - above

@@ -139,7 +139,7 @@ def simulate_plan(
     trace); the others run on ``workers`` local processes or on the Dask cluster at ``scheduler``.``setups``: replication r replays ``setups[r]`` instead (a scenario each, :mod:`simulate.scenarios`);
     the predicted figures stay the nominal plan's.
     """
-    refuse_unreplayed(inst)  # a batch regime is replayed by simulation.batch_report
+    refuse_unreplayed(inst)  # a batch or admission run is replayed by its own module; a capped drop run not yet
     metrics = metrics or checked_metrics(inst, plan, inst.name or "plan")
     setup = setup_of(inst, plan, metrics, launch=launch, capacity=capacity, iterations=iterations)
     progress = _Progress(on_progress, replications * setup.iterations)
@@ -160,7 +160,9 @@ def simulate_plan(
     predicted = predict(setup, plan, metrics, inst.counts_startup, stages, holds=inst.holds)
     paced = plan.cadence_s / (predicted.get("training_goodput") or 1.0)  # MODEL §13: L/γ per batch
     parts = makespan_parts(simulated, predicted, paced, setup.iterations, inst.counts_startup)
-    top = max([int(k) for k in simulated.get("version_gap_histogram", {})] + [plan.versions_kept + 1])
+    top = max(
+        [int(k) for k in simulated.get("version_gap_histogram", {})] + [(plan.age_limit or plan.versions_kept) + 1]
+    )
     series["model_gap_histogram"] = model_gap_histogram(setup, plan.cadence_s, top, plan)
     return Report(
         instance=inst.name or "",

@@ -55,6 +55,13 @@ class Setup:
     training_gpus: int
     failures: FailurePlan | None = None  # MODEL §13's injection (simulate.failures), None without its terms
     stages: tuple[StageSetup, ...] = ()  # MODEL §12: the stages played in order (simulate.stages); () one stage
+    timeout: float | None = None  # MODEL §14's rollout_timeout τ: every lifetime is min(W, τ)
+    filter_cut: bool = False  # truncated: filter: an attempt cut short at τ is not a sample
+
+    @property
+    def draws_samples(self) -> bool:
+        """Whether an attempt may fail to be a sample (intake below 1, or a cut-short attempt filtered)."""
+        return self.intake < 1 or self.filter_cut
 
     @property
     def capacity(self) -> tuple[float, ...]:
@@ -97,13 +104,15 @@ def setup_of(
     extra = inst.schedule.extra_time
     deadline = extra + (inst.schedule.deadline - extra) * n / w.iterations
     predicted = n * plan.cadence_s + metrics.update_time_s + inst.schedule.extra_time
+    r = inst.regime  # MODEL §14: an async drop run with regime fields set is the seed's replay over W_τ
+    timeout = None if r is None else r.rollout_timeout
     horizon = HORIZON_FACTOR * (predicted + calc.occupancy_of(env.occupancy).p99)
     return Setup(
         attempts_per_s=metrics.attempts_per_s,
         group_size=w.group_size,
         batch=w.batch_trajectories,
         iterations=n,
-        versions_kept=plan.versions_kept,
+        versions_kept=plan.age_limit or plan.versions_kept,  # in-flight updates: K is the age limit only
         update_s=metrics.update_time_s,
         intake=w.intake_rate,
         policy=fr.overrun_policy,
@@ -122,6 +131,8 @@ def setup_of(
         inference_gpus=plan.inference_gpus,
         training_gpus=plan.training_gpus,
         failures=failure_plan(inst, plan),
+        timeout=timeout,
+        filter_cut=timeout is not None and r is not None and r.truncated == "filter",
     )
 
 

@@ -185,14 +185,14 @@ def refused(result) -> bool:
 HOLD_REFUSAL = "is planned, but not yet with planning.basis hold"
 
 
-UNPLANNED = "{unplanned}"  # the seed week with in-flight updates under drop and its start-up counted: not planned yet
+UNPLANNED = "{unplanned}"  # the seed week with in-flight updates under drop and a reliability section: not planned yet
 
 
 @pytest.fixture(scope="module")
 def unplanned(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("regime") / "seed-week-inflight.yaml"
     doc = seed_with({"mode": "async", "in_flight_updates": True})
-    doc["schedule"]["count_startup"] = True
+    doc["reliability"] = {"gpu_mtbf": "50000h"}
     path.write_text(yaml.safe_dump(doc))
     return path
 
@@ -217,7 +217,7 @@ def test_every_planning_command_refuses_a_regime_it_does_not_plan(args, unplanne
     assert result.exit_code == 2, result.output
     if args[0] == "batch":  # a row per file, each invalid with the refusal
         rows = (ROOT / "out" / "regime-batch" / "summary.csv").read_text()
-        # in-flight updates under drop with the start-up counted are refused; colocated is planned (the suite's
+        # in-flight updates under drop with a reliability section are refused; colocated is planned (the suite's
         # basis is steady_state) and has no plan in a week
         assert rows.count(REFUSAL) == 1 and rows.count(",invalid,") == 1 and rows.count(",infeasible,") == 1
     elif args[0] == "sweep":  # no point is valid: the first point's message
@@ -233,7 +233,12 @@ def test_a_plan_from_a_file_is_not_replayed_under_another_regime(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(solved.stdout)
     args = ["simulate", str(SEED), "--plan", str(plan), "--iterations", "5", "--set", "regime.rollout_timeout=1h"]
-    assert refused(CliRunner().invoke(main, args))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert (
+        "regime: the plan was solved without a regime section, and the instance's regime is async drop "
+        "(with rollout_timeout)" in result.stderr
+    )
     assert CliRunner().invoke(main, args[:-2]).exit_code == 0  # the same plan replays without the regime
 
 
@@ -269,7 +274,9 @@ def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuse
     from trainground.models.result import Plan
 
     inst = load_edited(COLOCATED, ["planning.basis=steady_state", "schedule.deadline=60d", "schedule.cadence.step=10s"])
-    with pytest.raises(InstanceError, match="regime.mode: colocated is planned and replayed by solve and simulate"):
+    with pytest.raises(
+        InstanceError, match="regime.mode: colocated is planned, but not yet with uncertainty scenarios"
+    ):
         assess(inst, Plan.model_validate(result["plan"]))  # risk's scenarios read the seed's regime only
 
 

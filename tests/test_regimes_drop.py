@@ -145,13 +145,19 @@ def test_what_is_not_built_is_refused_by_name(fields, why):
         Planner(inst)
 
 
-def test_no_replay_of_it_exists_yet():
-    args = ["simulate", str(SEED), "--basis", "steady_state", "--set", "regime.rollout_timeout=1h", "--iterations", "5"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
-    assert "regime.mode: async drop (with rollout_timeout) is planned by solve on steady_state, but no replay" in (
-        result.stderr
+def test_a_capped_run_is_not_replayed_yet_and_its_scenarios_are_not_evaluated():
+    steady = ["--basis", "steady_state", "--iterations", "5"]
+    capped = CliRunner().invoke(main, ["simulate", str(SEED), *steady, "--set", "regime.max_concurrent_attempts=30000"])
+    assert capped.exit_code == 2
+    assert "async drop (with max_concurrent_attempts) is planned by solve on steady_state, but not replayed yet" in (
+        capped.stderr
     )
+    uncertain = str(ROOT / "instances" / "seed-week-75-uncertain.yaml")
+    timeout = ["--set", "regime.rollout_timeout=1h"]
+    for args in (["risk", uncertain, *timeout], ["simulate", uncertain, *steady, *timeout, "--scenarios"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "async drop (with rollout_timeout) is planned, but not yet with uncertainty scenarios" in result.stderr
 
 
 def test_explain_gives_the_resident_versions_the_age_limit_and_the_re_prefills():

@@ -88,17 +88,26 @@ def wait_probability(capacity: float, load: float, variance: float) -> float:
 WAIT_BETA_MAX = 35.0  # beyond, the share is below 1e-260 and φ(β) underflows: no attempt waits
 
 
-def wait_share(occ: calc.Occupancy, attempts: float, shares, capacity, group_size: int, correlation: str) -> float:
+def wait_share(
+    occ: calc.Occupancy,
+    attempts: float,
+    shares,
+    capacity,
+    group_size: int,
+    correlation: str,
+    moments: tuple[float, float] | None = None,
+) -> float:
     """The model's share of all attempts that wait for a sandbox: each backend's :func:`wait_probability` at its
     ``capacity`` (sandboxes, inf for unlimited), its load R_raw·s_b·mean(W) and V_b (MODEL §11 item 2), weighted
-    by its share of the attempts ``shares``."""
-    pair = pair_min_mean(occ)
+    by its share of the attempts ``shares``. ``moments``: (mean(W), E[min(W, W')]) of lifetimes other than the
+    law's own (MODEL §14's W_τ under a rollout timeout)."""
+    mean, pair = moments or (occ.mean, pair_min_mean(occ))
     total = 0.0
     for share, sandboxes in zip(shares, capacity):
         if share <= 0:
             continue
-        variance = float(attempts * variance_rate(occ.mean, pair, share, group_size, correlation))
-        total += share * wait_probability(float(sandboxes), attempts * share * occ.mean, variance)
+        variance = float(attempts * variance_rate(mean, pair, share, group_size, correlation))
+        total += share * wait_probability(float(sandboxes), attempts * share * mean, variance)
     return total
 
 

@@ -1,0 +1,91 @@
+"""The §10 replay of an async drop run with regime fields set (MODEL.md §14): lifetimes cut at the rollout timeout,
+a cut-short attempt no sample under ``truncated: filter``, K an age limit under in-flight updates; long replays
+agree with the model's closed forms (effective intake p·F(τ)·(1 - drop), the in-flight mean R_raw·mean(W_τ), the
+cadence, the exceedance of W_τ), and the seed's replay is what it was without a regime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainground.models.edits import edited
+from trainground.models.load import load_instance
+from trainground.simulation.engine import replicate
+from trainground.simulation.runner import checked_metrics, simulate_plan
+from trainground.simulation.setup import setup_of
+from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import regimes as rg
+from trainground.solver.solve import Planner
+
+SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
+TAU = 3600.0
+
+
+def planned(regime: dict | None, **fields):
+    """The seed week on steady_state with ``regime`` (async drop), its optimal plan and the plan's metrics."""
+    inst = edited(load_instance(SEED), {"planning.basis": "steady_state", **fields})
+    if regime is not None:
+        inst = edited(inst, {"regime": {"mode": "async", **regime}})
+    result = Planner(inst).solve("total_cost")
+    assert result.status == "optimal", result.status
+    return inst, result.plan, checked_metrics(inst, result.plan, "plan")
+
+
+@pytest.fixture(scope="module")
+def filtered():
+    return planned({"in_flight_updates": True, "rollout_timeout": f"{TAU:g}s", "truncated": "filter"})
+
+
+def test_every_lifetime_ends_by_the_timeout_and_a_filtered_cut_attempt_is_no_sample(filtered):
+    inst, plan, metrics = filtered
+    setup = setup_of(inst, plan, metrics, iterations=60)
+    assert setup.timeout == TAU and setup.filter_cut and setup.versions_kept == plan.age_limit > plan.versions_kept == 1
+    run = replicate(setup, [5, 0])
+    life = run.end - run.start
+    cut = life >= TAU * (1 - 1e-12)  # end - start is τ to rounding
+    assert life.max() == pytest.approx(TAU, rel=1e-12)  # cut exactly at τ, never past it
+    assert (
+        not run.attempt_effective[cut].any() and run.attempt_effective[~cut].all()
+    )  # intake 1: every attempt ending before τ is a sample
+    occ = calc.occupancy_of(inst.environment.occupancy)
+    survival = 1.0 - rg.timeout_cdf(occ, TAU)  # S(τ) = 13.3 % of the seed's lifetimes (MODEL §14's check)
+    share = cut.mean()
+    assert share == pytest.approx(survival, abs=4 * np.sqrt(survival * (1 - survival) / cut.size))
+
+
+def test_a_long_replay_agrees_with_the_closed_forms_over_cut_lifetimes(filtered):
+    inst, plan, metrics = filtered
+    report = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=3, iterations=300)
+    sim, model = report.simulated, report.predicted
+    assert sim["effective_intake"] == pytest.approx(model["effective_intake"], rel=0.003)  # p·F(τ): 0.867
+    assert model["effective_intake"] == pytest.approx(
+        rg.timeout_cdf(calc.occupancy_of(inst.environment.occupancy), TAU)
+    )
+    assert sim["inflight_mean"] == pytest.approx(model["inflight_mean"], rel=0.005)  # R_raw·mean(W_τ)
+    assert sim["iteration_mean_s"] == pytest.approx(plan.cadence_s, rel=0.005)
+    assert sim["exceedance"] == model["exceedance"] == 0.0  # (K+1)·L is past τ: no attempt overruns the age limit
+    assert max(int(k) for k in sim["version_gap_histogram"]) <= plan.age_limit  # K bounds every consumed gap
+    assert 0 < sim["startup_s"] - TAU < plan.cadence_s  # the first batch fills after τ, as the cut fill says
+    assert model["startup_s"] == pytest.approx(sim["startup_s"], rel=0.03)
+
+
+def test_kept_cut_attempts_are_samples_and_the_cut_exceedance_drops_what_it_says():
+    """An age limit that cut lifetimes overrun (K = 5 at the plan's 691 s: 5·L < τ): the share of attempts past their
+    age limit is MODEL §2's q(L, K) of W_τ, and with ``keep`` every attempt that is not dropped is a sample."""
+    fields = {"freshness.max_versions_kept": 5, "schedule.deadline": "8d"}
+    inst, plan, metrics = planned({"rollout_timeout": f"{TAU:g}s"}, **fields)
+    assert plan.versions_kept == plan.age_limit == 5 and 5 * plan.cadence_s < TAU
+    report = simulate_plan(inst, plan, metrics=metrics, replications=2, seed=4, iterations=300)
+    sim, model = report.simulated, report.predicted
+    assert model["exceedance"] > 0.02 and model["group_drop_rate"] > 0.15  # the cut law overruns and drops groups
+    assert sim["exceedance"] == pytest.approx(model["exceedance"], rel=0.03)
+    assert sim["effective_intake"] == pytest.approx(model["effective_intake"], rel=0.03)
+    assert max(int(k) for k in sim["version_gap_histogram"]) <= 5
+
+
+def test_the_seed_replay_has_no_timeout_and_keeps_its_k():
+    inst, plan, metrics = planned(None)
+    setup = setup_of(inst, plan, metrics, iterations=5)
+    assert setup.timeout is None and not setup.filter_cut and setup.versions_kept == plan.versions_kept
