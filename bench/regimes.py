@@ -6,8 +6,8 @@ timing: the whole `trainground regimes FILE --basis B --json` command (the defau
 instance below on each basis, ``--repeats`` runs in fresh processes (imports, loading, every row's solve and,
 under hold, its replays): the median wall-clock seconds, the rows with a plan, and the ratio hold / steady_state.
 
-acceptance: for each batch regime (colocated, pipelined k = 0 on either basis, pipelined k = 1 on steady_state)
-and admission on hold (k = 8 on the seed week with a one-hour timeout; AReaL's run at k = 8 and at k = 1, where the
+acceptance: for each batch regime (colocated, pipelined k = 0 on either basis, pipelined k = 1 on steady_state),
+async drop on hold with in-flight updates and with a filtered one-hour timeout (the seed week), and admission on hold (k = 8 on the seed week with a one-hour timeout; AReaL's run at k = 8 and at k = 1, where the
 slots bind), the plan `solve` prints for a bundled instance with that regime, replayed by `simulate --plan PLAN
 --replications R --seed S` (seeds the allowance was not set on): the on-time count, the replays' mean makespan
 beside the plan's, their mean iteration beside the plan's cadence (within 1 % when the plan's binding regime row
@@ -52,6 +52,8 @@ ACCEPTANCE = [
         ["--set", "regime.mode=colocated", "--set", "regime.steps_ahead=null", "--basis", "hold"],
     ),
     ("admission k=8 (seed week, 1 h timeout), hold", "instances/regimes/seed-week-admission-8-timeout.yaml", []),
+    ("async drop, in-flight updates (seed week), hold", "instances/regimes/seed-week-inflight.yaml", []),
+    ("async drop, 1 h timeout filtered (seed week), hold", "instances/regimes/seed-week-timeout-filter.yaml", []),
     (
         "admission k=8 (AReaL 1.5B), hold",
         "instances/regimes/areal-1.5b-128gpus.yaml",
@@ -105,6 +107,9 @@ def acceptance(replications: int, seed: int, only: str | None = None) -> None:
             args = ["simulate", file, "--plan", str(plan), "--replications", str(replications), "--seed", str(seed)]
             _, replay = trainground(*args, "--json", *extra)
         report = json.loads(replay.stdout)
+        if "figures" not in report:  # an async drop run: the §10 engine's report
+            engine_line(label, result, report)
+            continue
         figures = report["figures"]
         iteration = figures["iteration_mean_s"]
         cadence = result["plan"]["cadence_s"]
@@ -121,6 +126,27 @@ def acceptance(replications: int, seed: int, only: str | None = None) -> None:
             f"{figures['slowest_attempt_s']['simulated']:.1f} s; consumed gap model {gap['model']:.2f} / p99 "
             f"{p99['model']:g}, replayed {gap['simulated']:.2f} / {p99['simulated']:g}"
         )
+
+
+def engine_line(label: str, result: dict, report: dict) -> None:
+    """One acceptance line from `simulate`'s §10 report (an async drop run): on-time count, makespans, iteration,
+    the sandbox waits against planning.sandbox_wait and the consumed gap beside the model's."""
+    runs, sim, model = report["runs"], report["simulated"], report["predicted"]
+    spans = [run["makespan_s"] for run in runs]
+    on_time = sum(bool(run["on_time"]) for run in runs)
+    cadence = result["plan"]["cadence_s"]
+    hold = result.get("hold") or {}
+    waits = sorted(run["sandbox_wait_share"] for run in runs)
+    print(
+        f"  {label}: on time {on_time} of {len(runs)}; makespan planned {result['plan']['makespan_s']:,.0f} s, "
+        f"replayed {statistics.mean(spans):,.0f} s (max {max(spans):,.0f}, deadline {report['deadline_s']:,.0f}); "
+        f"cadence {cadence:g} s, replayed iteration {sim['iteration_mean_s']:.1f} s "
+        f"({1 - sim['iteration_mean_s'] / cadence:+.2%} under it); allowance {hold.get('allowance_s', 0.0):g} s in "
+        f"{hold.get('rounds', 0)} round(s); sandbox waits median {statistics.median(waits):.2%}, max "
+        f"{max(waits):.2%} (limit {report['sandbox_wait'] or 0.0:.2%}); consumed gap model "
+        f"{result['metrics'].get('consumed_mean_gap') or model['mean_version_gap']:.2f}, replayed "
+        f"{sim['mean_version_gap']:.2f} / p99 {sim['p99_version_gap']:g}"
+    )
 
 
 def main() -> None:
