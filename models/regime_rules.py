@@ -159,6 +159,11 @@ def unplanned_reason(inst: Instance) -> str | None:
             "planning.basis hold (no replay of it exists yet to set the allowance): set planning.basis: steady_state",
         ),
         (
+            dropping and inst.planning.basis == "hold" and r.max_concurrent_attempts is not None,
+            "planning.basis hold with max_concurrent_attempts (its replay does not hold launches back at the cap "
+            "yet): set planning.basis: steady_state",
+        ),
+        (
             dropping and inst.schedule.count_startup,
             "schedule.count_startup (its start-up fill over the cut lifetimes is not planned yet)",
         ),
