@@ -148,20 +148,13 @@ def unplanned_reason(inst: Instance) -> str | None:
     with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
     reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis);
     an admission run likewise, on either basis; an async drop run with regime fields set (in-flight updates, a
-    rollout timeout, a concurrency cap, a weight-sync time) likewise, on steady_state and without count_startup."""
+    rollout timeout, a concurrency cap, a weight-sync time) likewise, on either basis and with or without
+    count_startup."""
     r = inst.regime
     if r is None or r.is_default:
         return None
     dropping = r.mode == "async" and r.staleness == "drop"
     others = [
-        (
-            dropping and inst.planning.basis == "hold",
-            "planning.basis hold (no replay of it exists yet to set the allowance): set planning.basis: steady_state",
-        ),
-        (
-            dropping and inst.schedule.count_startup,
-            "schedule.count_startup (its start-up fill over the cut lifetimes is not planned yet)",
-        ),
         (
             inst.planning.basis == "hold" and r.steps_ahead == 1 and r.batched,
             "planning.basis hold with steps_ahead 1 (its start-up depends on the first batch's supply): set "
@@ -202,5 +195,5 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
             f"and simulate's scenario, trace and worker options read the seed's regime only ({SECTION})"
         )
     else:
-        why = f"{described(r)} is planned by solve on steady_state, but no replay of it exists yet ({SECTION})"
+        why = f"{described(r)} is planned by solve, but no replay of it exists yet ({SECTION})"
     raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])

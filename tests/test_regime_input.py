@@ -185,14 +185,14 @@ def refused(result) -> bool:
 HOLD_REFUSAL = "is planned, but not yet with planning.basis hold"
 
 
-UNPLANNED = "{unplanned}"  # the seed week with in-flight updates under drop and its start-up counted: not planned yet
+UNPLANNED = "{unplanned}"  # the seed week with in-flight updates under drop and a reliability section: not planned yet
 
 
 @pytest.fixture(scope="module")
 def unplanned(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("regime") / "seed-week-inflight.yaml"
     doc = seed_with({"mode": "async", "in_flight_updates": True})
-    doc["schedule"]["count_startup"] = True
+    doc["reliability"] = {"gpu_mtbf": "50000h"}
     path.write_text(yaml.safe_dump(doc))
     return path
 
@@ -217,7 +217,7 @@ def test_every_planning_command_refuses_a_regime_it_does_not_plan(args, unplanne
     assert result.exit_code == 2, result.output
     if args[0] == "batch":  # a row per file, each invalid with the refusal
         rows = (ROOT / "out" / "regime-batch" / "summary.csv").read_text()
-        # in-flight updates under drop with the start-up counted are refused; colocated is planned (the suite's
+        # in-flight updates under drop with a reliability section are refused; colocated is planned (the suite's
         # basis is steady_state) and has no plan in a week
         assert rows.count(REFUSAL) == 1 and rows.count(",invalid,") == 1 and rows.count(",infeasible,") == 1
     elif args[0] == "sweep":  # no point is valid: the first point's message

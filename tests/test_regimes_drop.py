@@ -131,16 +131,9 @@ def test_the_verifier_reads_the_age_limit_the_resident_versions_and_the_cap_on_i
     assert seed_plan.age_limit == seed_plan.versions_kept and verify_plan(seed(), seed_plan).ok
 
 
-@pytest.mark.parametrize(
-    "fields, why",
-    [
-        ({"planning.basis": "hold"}, "not yet with planning.basis hold"),
-        ({"schedule.count_startup": True}, "not yet with schedule.count_startup"),
-        ({"reliability": {"gpu_mtbf": "50000h"}}, "not yet with a reliability section"),
-    ],
-)
-def test_what_is_not_built_is_refused_by_name(fields, why):
-    inst = edited(seed({"in_flight_updates": True}), fields)
+def test_what_is_not_built_is_refused_by_name():
+    inst = edited(seed({"in_flight_updates": True}), {"reliability": {"gpu_mtbf": "50000h"}})
+    why = "not yet with a reliability section"
     with pytest.raises(InstanceError, match=f"regime.mode: async drop, in-flight updates is planned, but {why}"):
         Planner(inst)
 
@@ -149,9 +142,7 @@ def test_no_replay_of_it_exists_yet():
     args = ["simulate", str(SEED), "--basis", "steady_state", "--set", "regime.rollout_timeout=1h", "--iterations", "5"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "regime.mode: async drop (with rollout_timeout) is planned by solve on steady_state, but no replay" in (
-        result.stderr
-    )
+    assert "regime.mode: async drop (with rollout_timeout) is planned by solve, but no replay" in result.stderr
 
 
 def test_explain_gives_the_resident_versions_the_age_limit_and_the_re_prefills():
