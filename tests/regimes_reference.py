@@ -234,7 +234,7 @@ def admission_hold_points(inst: Instance) -> list[ref.Point]:
         by_tau = law.cdf_power_integral(tau, members) if tau is not None else math.inf
         fill = law.fill(L, members) if by_tau >= L else tau + (L - by_tau)
         demand = attempts * (tokens + recompute / L)
-        variance = (members if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
+        variance = (w.group_size if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
         held = attempts * mean + beta * math.sqrt(max(variance, 0.0))
         burst = w.batch_trajectories / intake * _survivors(law, tau, L)
         hosts = sandboxes.cheapest(max(held * env.peak_to_mean, burst) / (env.peak_to_mean * mean) * (1 - HOSTS_TOL))
