@@ -16,6 +16,7 @@ from scipy import optimize, special, stats
 from tests.regimes_reference import drop_points
 from tests.strategies import examples
 from tests.test_regimes_bruteforce import VALUE, agreed, random_drop
+from trainground.drivers.diagnosis.diagnose import diagnosed
 from trainground.models.edits import edited
 from trainground.models.load import load_instance, validate
 from trainground.models.result import Count
@@ -165,3 +166,15 @@ def test_a_cap_that_never_binds_plans_the_seed_week_as_the_seeds_own_table(field
         assert capped.metrics.inflight_sized is None
     else:
         assert capped.metrics.inflight_sized == pytest.approx(own.metrics.inflight_sized, rel=1e-9)
+
+
+def test_the_diagnosis_counts_cadence_k_entries_where_each_has_a_row_per_group_count():
+    data = fixed()
+    data["environment"]["node_types"][0]["max_nodes"] = 2
+    inst = validate(data, "fixed.yaml")
+    pairs = pair_table(inst)
+    entries = {key[:2] for key in pairs.keys()}
+    assert pairs.size > len(entries) > 0  # several group counts at some (cadence, K)
+    result = diagnosed(inst, Planner(inst).solve("total_cost"))
+    assert result.status == "infeasible"
+    assert f"{len(entries)} (cadence, K) entries meet its rows" in result.diagnosis["conflict"]
