@@ -178,3 +178,19 @@ def test_the_diagnosis_counts_cadence_k_entries_where_each_has_a_row_per_group_c
     result = diagnosed(inst, Planner(inst).solve("total_cost"))
     assert result.status == "infeasible"
     assert f"{len(entries)} (cadence, K) entries meet its rows" in result.diagnosis["conflict"]
+
+
+def test_the_printed_plan_shows_the_consumed_gap_once_on_hold_and_beside_the_version_gap_on_steady_state():
+    from rich.console import Console
+
+    from trainground.render.tables import render_result
+
+    def printed(data: dict) -> str:
+        console = Console(record=True, width=140)
+        render_result(console, Planner(validate(data, "fixed.yaml")).solve("total_cost"))
+        return console.export_text()
+
+    held = printed(fixed())
+    assert held.count("consumed gap (mean / p99)") == 1 and "version gap" not in held
+    steady = printed(fixed(planning={"basis": "steady_state", "sandbox_wait": 0.05}))
+    assert steady.count("consumed gap (mean / p99)") == 1 and "version gap (mean / p99)" in steady
