@@ -36,8 +36,8 @@ from trainground.drivers.tradeoffs.regimes import SPEC_HELP, parse_regime
     type=click.Choice(["hold", "steady_state"]),
     default="steady_state",
     show_default=True,
-    help="Plan every regime on this basis (planning.basis). On hold, pipelined k = 1 and async drop with "
-    "in-flight updates (or the instance's timeout, cap or sync) are not planned yet (their rows say so).",
+    help="Plan every regime on this basis (planning.basis). On hold, pipelined k = 1 is not planned yet (its row "
+    "says so).",
 )
 @click.option("--objective", type=OBJECTIVE, help="Rank by this criterion [default: the instance's objective].")
 @click.option(

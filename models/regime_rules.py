@@ -148,24 +148,17 @@ def unplanned_reason(inst: Instance) -> str | None:
     with everything; a batch run (MODEL §14: pipelined or colocated) without stages, a confidence solve, a
     reliability section or a preemptible pool (and, for steps_ahead 1, without count_startup or the hold basis);
     an admission run likewise, on either basis; an async drop run with regime fields set (in-flight updates, a
-    rollout timeout, a concurrency cap, a weight-sync time) likewise, on steady_state and without count_startup."""
+    rollout timeout, a concurrency cap, a weight-sync time) likewise, on either basis and with or without
+    count_startup, a capped one on steady_state only (its replay does not hold launches back at the cap)."""
     r = inst.regime
     if r is None or r.is_default:
         return None
     dropping = r.mode == "async" and r.staleness == "drop"
     others = [
         (
-            dropping and inst.planning.basis == "hold",
-            "planning.basis hold (no replay of it exists yet to set the allowance): set planning.basis: steady_state",
-        ),
-        (
             dropping and inst.planning.basis == "hold" and r.max_concurrent_attempts is not None,
             "planning.basis hold with max_concurrent_attempts (its replay does not hold launches back at the cap "
             "yet): set planning.basis: steady_state",
-        ),
-        (
-            dropping and inst.schedule.count_startup,
-            "schedule.count_startup (its start-up fill over the cut lifetimes is not planned yet)",
         ),
         (
             inst.planning.basis == "hold" and r.steps_ahead == 1 and r.batched,

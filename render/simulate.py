@@ -294,12 +294,10 @@ def render_solve_verdict(
 ) -> None:
     """The lines `solve` prints under a plan: whether start-up is counted, and the simulated verdict. ``regime``:
     a run regime other than the seed's (MODEL §14), its mode or, for an async run, its staleness: a batch run
-    generates each batch inside its cadence; an admission run's start-up is counted as the seed regime's, its fill
-    over W_τ; an async drop run with regime fields set is planned without its start-up."""
+    generates each batch inside its cadence; an admission run's or an async drop run's start-up is counted as the
+    seed regime's, its fill over W_τ."""
     if regime in ("pipelined", "colocated"):
         line = "start-up: inside each iteration (a batch run generates each batch within its cadence, §14)"
-    elif regime == "drop":
-        line = "start-up: not counted (T = n·L + extra_time; an async drop run's fill over W_τ is not planned yet, §14)"
     elif regime is not None and count_startup:
         line = "start-up: counted (docs/model.md §8 with §14: T = fill + (n-1)·L + U + extra_time, the fill over W_τ)"
     elif regime is not None:

@@ -180,7 +180,7 @@ def render_result(console, result) -> None:
     elif result.regime is not None and met.slowest_attempt_s is not None:
         rows = admission_rows(result.regime, met) + [r for r in rows if r[0] != "exceedance / group drop"]
     elif met.consumed_mean_gap is not None:  # async drop with regime fields set (MODEL §14)
-        rows += drop_rows(met)
+        rows += drop_rows(met, shown=held)
     for row in rows:
         metrics.add_row(*row)
     console.print(metrics)
@@ -214,16 +214,19 @@ def admission_rows(regime: dict, met) -> list[tuple[str, str, str]]:
     ]
 
 
-def drop_rows(met) -> list[tuple[str, str, str]]:
+def drop_rows(met, shown: bool = False) -> list[tuple[str, str, str]]:
     """An async drop run's §14 figures beside §2's: the gap of what batches consume (whole groups, within the age
-    limit) and, with in-flight updates, the re-prefills' share of the token demand."""
-    rows = [
-        (
-            "consumed gap (mean / p99)",
-            f"{met.consumed_mean_gap:.3f} / {met.consumed_p99_gap:.2f}",
-            "whole groups within the age limit (§11 item 3)",
+    limit; ``shown``: the version-gap row already is that gap, on the hold basis) and, with in-flight updates, the
+    re-prefills' share of the token demand."""
+    rows = []
+    if not shown:
+        rows.append(
+            (
+                "consumed gap (mean / p99)",
+                f"{met.consumed_mean_gap:.3f} / {met.consumed_p99_gap:.2f}",
+                "whole groups within the age limit (§11 item 3)",
+            )
         )
-    ]
     if met.recompute_share is not None:
         rows.append(("recompute share", f"{met.recompute_share:.2%}", "re-prefills at each publish, of the demand"))
     return rows

@@ -234,7 +234,7 @@ def admission_hold_points(inst: Instance) -> list[ref.Point]:
         by_tau = law.cdf_power_integral(tau, members) if tau is not None else math.inf
         fill = law.fill(L, members) if by_tau >= L else tau + (L - by_tau)
         demand = attempts * (tokens + recompute / L)
-        variance = (members if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
+        variance = (w.group_size if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
         held = attempts * mean + beta * math.sqrt(max(variance, 0.0))
         burst = w.batch_trajectories / intake * _survivors(law, tau, L)
         hosts = sandboxes.cheapest(max(held * env.peak_to_mean, burst) / (env.peak_to_mean * mean) * (1 - HOSTS_TOL))
@@ -285,18 +285,28 @@ def drop_points(inst: Instance) -> list[ref.Point]:
     exceedance, drops and attempt rate over min(W, τ) (intake p·F(τ) when cut attempts are filtered), the token
     demand with the timeout's token scale and the re-prefills, the supply of the resident versions (one under
     in-flight updates) after the sync factor, the cap R_raw·mean(W_τ), the freshness limits, every training-group
-    count tried, and hosts holding R_raw·W_use (peaks peak_to_mean times that)."""
+    count tried, and hosts holding R_raw·W_use (peaks peak_to_mean times that).
+
+    With the start-up counted (count_startup, or the hold basis: MODEL §8, §11) a point per (cadence, K, training
+    groups): T = fill + (n-1)·L + U(m) + extra_time, the fill the smallest t with ∫_0^t F_τ(s)^g' ds = B/(p·R_raw)
+    (F_τ = 1 from τ on, g' the group's independent lifetimes, p before drops). On the hold basis the mean gap is the
+    consumed gap's (G = floor(u + M_τ/L) given G <= K under drop; E[M_τ]/L under downweight), and the hosts hold
+    peak_to_mean·E^hold, E^hold = R_raw·mean(W_τ) + β·sqrt(V) from the cut moments (one backend)."""
+    from scipy import optimize, stats
+
     r = inst.regime
     assert r is not None and r.mode == "async" and r.staleness == "drop"
     law = ref.Law(inst.environment.occupancy)
     w, t, env, fr = inst.workload, inst.training, inst.environment, inst.freshness
+    counted, holds = inst.schedule.count_startup or inst.planning.basis == "hold", inst.planning.basis == "hold"
     tau = r.rollout_timeout
     intake = w.intake_rate * (law.dist.cdf(tau) if tau is not None and r.truncated == "filter" else 1.0)
+    members = 1 if fr.group_correlation == "comonotone" else w.group_size
     mean = cut_mean(law, tau)
     tokens = w.tokens_per_attempt * mean / law.mean
+    top = tau if tau is not None else float(law.dist.ppf(1 - 1e-15))
     recompute = 0.0
     if r.in_flight_updates and r.recompute == "prefix":
-        top = tau if tau is not None else law.dist.ppf(1 - 1e-15)
         second, _ = integrate.quad(lambda x: 2 * x * law.dist.sf(x), 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
         recompute = mean * r.prefill_cost * (r.context_tokens + tokens * second / (2 * mean * mean))
     w_use = mean if env.littles_law_uses == "mean" else (law.median if tau is None else min(law.median, tau))
@@ -305,15 +315,25 @@ def drop_points(inst: Instance) -> list[ref.Point]:
     replicas = ref._replica_vectors(inst)
     pools = {p.name: p for p in inst.gpu_pools}
     sandboxes = ref.Sandboxes(inst)
-    sandboxes.w_use = w_use
+    if holds:
+        pair, _ = integrate.quad(lambda x: law.dist.sf(x) ** 2, 0.0, top, epsabs=0, epsrel=1e-12, limit=400)
+        wait = inst.planning.sandbox_wait
+        beta = optimize.brentq(
+            lambda b: 1 / (1 + b * special.ndtr(b) / stats.norm.pdf(b)) - wait, 1e-9, 10.0, xtol=1e-15
+        )
+        sandboxes.per_attempt = [need * mean / sandboxes.w_use for need in sandboxes.per_attempt]
+        sandboxes.w_use = mean
+    else:
+        sandboxes.w_use = w_use
+    by_tau = law.cdf_power_integral(tau, members) if tau is not None else math.inf
     fit = pools[t.pool].gpus // t.gpus_per_group
     groups = range(t.min_groups, (fit if t.max_groups is None else min(t.max_groups, fit)) + 1)
     points = []
     for L in ref.grid(inst):
         span = w.iterations * L + inst.schedule.extra_time
-        if span > inst.schedule.deadline * (1 + TOL):
+        if span - (L if counted else 0.0) > inst.schedule.deadline * (1 + TOL):
             continue
-        if fr.max_mean_gap is not None and w_use / L + post > fr.max_mean_gap * (1 + TOL):
+        if not holds and fr.max_mean_gap is not None and w_use / L + post > fr.max_mean_gap * (1 + TOL):
             continue
         for K in range(1, fr.max_versions_kept + 1):
             q = cut_exceedance(law, L, K, tau)
@@ -328,9 +348,17 @@ def drop_points(inst: Instance) -> list[ref.Point]:
                 continue
             if fr.max_group_drop is not None and drop > fr.max_group_drop * (1 + TOL) + 1e-15:
                 continue
+            if holds and fr.max_mean_gap is not None:
+                gap = consumed_mean_gap(law, L, K, tau, members, fr.overrun_policy) + post
+                if gap > fr.max_mean_gap * (1 + TOL):
+                    continue
             attempts = w.batch_trajectories / (L * p_eff)
             if r.max_concurrent_attempts is not None and attempts * mean > r.max_concurrent_attempts * (1 + TOL):
                 continue
+            fill = 0.0
+            if counted:
+                need = w.batch_trajectories / (intake * attempts)
+                fill = law.fill(need, members) if by_tau >= need else tau + (need - by_tau)
             resident = 1 if r.in_flight_updates else K
             rate = sum(
                 inst.inference.availability
@@ -341,10 +369,19 @@ def drop_points(inst: Instance) -> list[ref.Point]:
                 for i, s in enumerate(inst.inference.shapes)
             )
             ok_supply = rate * max(0.0, 1 - sync / L) >= attempts * (tokens + recompute / L) * (1 - TOL)
+            if holds:
+                variance = (w.group_size if fr.group_correlation == "comonotone" else 1) * attempts * (mean - pair)
+                held = attempts * mean + beta * math.sqrt(max(variance, 0.0))
+                hosts = sandboxes.cheapest(held / mean * (1 - HOSTS_TOL))
+            else:
+                hosts = sandboxes.cheapest(attempts * (1 - HOSTS_TOL))
             costs = []
             for m in groups:
                 update = ref.update_time(t.update_time, m * t.gpus_per_group)
                 if not math.isfinite(update) or update > L * (1 + TOL):
+                    continue
+                length = fill + (w.iterations - 1) * L + update + inst.schedule.extra_time if counted else span
+                if length > inst.schedule.deadline * (1 + TOL):
                     continue
                 ok = ok_supply.copy()
                 for name, pool in pools.items():
@@ -352,10 +389,30 @@ def drop_points(inst: Instance) -> list[ref.Point]:
                 if ok.any():
                     pool = pools[t.pool]
                     train = pool.gpu_hour_cost * m * t.gpus_per_group if pool.billing == "used" else 0.0
-                    costs.append(replicas.reserved + float(np.min(replicas.cost[ok])) + train)
-            if not costs:
-                continue
-            hourly = min(costs) + sandboxes.cheapest(attempts * (1 - HOSTS_TOL))
-            if math.isfinite(hourly):
-                points.append(ref.Point(L, K, span, hourly, hourly * span / 3600))
+                    costs.append((replicas.reserved + float(np.min(replicas.cost[ok])) + train + hosts, length))
+            for hourly, length in costs if counted else sorted(costs)[:1]:  # a point per count when T reads U(m)
+                if math.isfinite(hourly):
+                    points.append(ref.Point(L, K, length, hourly, hourly * length / 3600))
     return points
+
+
+def consumed_mean_gap(law: ref.Law, L: float, K: int, tau: float | None, members: int, policy: str) -> float:
+    """MODEL §11 item 3 over min(W, τ), consumer convention: the mean of G = floor(u + M_τ/L) given G <= K (drop), or
+    E[M_τ]/L (downweight), M_τ the largest of ``members`` cut lifetimes; P(G > k) = ∫_k^{k+1} P(M_τ > vL) dv."""
+    if policy == "downweight":
+        return slowest(law, members, tau) / L
+
+    def survival(v: float) -> float:  # P(M_τ > vL): 0 from τ on
+        x = v * L
+        return 0.0 if tau is not None and x >= tau else 1.0 - float(law.dist.cdf(x)) ** members
+
+    def tail(k: int) -> float:
+        end = k + 1.0 if tau is None else min(k + 1.0, tau / L)
+        if end <= k:
+            return 0.0
+        value, _ = integrate.quad(survival, k, end, epsabs=1e-14, epsrel=1e-12, limit=200)
+        return min(max(value, 0.0), 1.0)
+
+    tails = [tail(k) for k in range(K + 1)]
+    mass = [1.0 - tails[0]] + [tails[k - 1] - tails[k] for k in range(1, K + 1)]
+    return sum(k * share for k, share in enumerate(mass)) / sum(mass)

@@ -132,16 +132,19 @@ def test_the_verifier_reads_the_age_limit_the_resident_versions_and_the_cap_on_i
 
 
 @pytest.mark.parametrize(
-    "fields, why",
+    "regime, fields, why",
     [
-        ({"planning.basis": "hold"}, "not yet with planning.basis hold"),
-        ({"schedule.count_startup": True}, "not yet with schedule.count_startup"),
-        ({"reliability": {"gpu_mtbf": "50000h"}}, "not yet with a reliability section"),
+        ({"in_flight_updates": True}, {"reliability": {"gpu_mtbf": "50000h"}}, "not yet with a reliability section"),
+        (
+            {"in_flight_updates": True, "max_concurrent_attempts": 30000},
+            {"planning.basis": "hold"},
+            "not yet with planning.basis hold with max_concurrent_attempts",
+        ),
     ],
 )
-def test_what_is_not_built_is_refused_by_name(fields, why):
-    inst = edited(seed({"in_flight_updates": True}), fields)
-    with pytest.raises(InstanceError, match=f"regime.mode: async drop, in-flight updates is planned, but {why}"):
+def test_what_is_not_built_is_refused_by_name(regime, fields, why):
+    inst = edited(seed(regime), fields)
+    with pytest.raises(InstanceError, match=f"regime.mode: async drop, in-flight updates.* is planned, but {why}"):
         Planner(inst)
 
 

@@ -9,7 +9,7 @@
 set -eu
 show docs/regimes/explain-colocated.txt "trainground explain instances/regimes/seed-week-colocated.yaml | sed -n '/^Regime/,\$p'"
 show docs/regimes/explain-admission.txt "trainground explain instances/regimes/seed-week-admission-8.yaml --cadence 700 | sed -n '/^Regime/,\$p'"
-show docs/regimes/refused.txt "trainground solve instances/seed-week-75.yaml --set regime.in_flight_updates=true"
+show docs/regimes/refused.txt "trainground solve instances/seed-week-75.yaml --set regime.in_flight_updates=true --set reliability.gpu_mtbf=50000h"
 show docs/regimes/refused-hold.txt "trainground solve instances/regimes/seed-week-pipelined-1.yaml"
 show docs/regimes/solve-drop.txt "trainground solve instances/seed-week-75.yaml --basis steady_state --set regime.in_flight_updates=true --set regime.recompute=prefix --set regime.rollout_timeout=1h --no-levers"
 show docs/regimes/solve-pipelined.txt "trainground solve instances/regimes/seed-pipelined-60d.yaml --no-levers"

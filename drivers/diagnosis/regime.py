@@ -110,9 +110,10 @@ def drop_diagnosis(inst: Instance, d: Drop) -> dict:
     if not grid.size:
         conflict = f"{label}: the cadence grid is empty"
     elif pairs.size:
+        entries = len({key[:2] for key in pairs.keys()})  # with the start-up counted, a row per group count
         caps = ", ".join(s.path for s in set_limits(inst, WHOLE_PLAN)) or "the pools"
         conflict = (
-            f"{label}: {pairs.size:,} (cadence, K) entries meet its rows, but no plan of any of them fits within "
+            f"{label}: {entries:,} (cadence, K) entries meet its rows, but no plan of any of them fits within "
             f"{caps}; raise one of them"
         )
     else:

@@ -17,8 +17,15 @@ It is the seed's table (:func:`solver.table.pairs.build`) over the lifetimes ``W
 - the concurrency cap ``R_raw·mean(W_τ) <= max_concurrent_attempts``, the freshness limits of §3.7 on ``W_τ``
   (the mean gap ``W_use/L``), the sandbox loads ``E_b = R_raw·s_b·W_use`` and ``T = n·L + extra_time``.
 
-Within a cadence a K that asks no less supply than another and whose shapes deliver no more is dominated, as in
-the seed's table. Planned on ``steady_state`` (models/regime_rules.py refuses the rest by name). No pyomo.
+With the start-up counted (``schedule.count_startup``, and always on the hold basis: MODEL §8, §11 item 1, §14)
+``T = fill + (n-1)·L + U(m) + extra_time``, the fill over W_τ at the pair's R_raw (launches of one batch take
+``B/(p·R_raw) = L·(1 - drop)``: the first batch drops nothing), so each pair has a row per training-group count
+worth having. On the hold basis rows 5 and 6 hold ``E^hold_b = R_raw·s_b·mean(W_τ) + β·sqrt(V_b)`` from the cut
+moments (§11 item 2) and the mean-gap row reads the consumed gap ``G = floor(u + M/L)`` given ``G <= K``, ``M``
+a group's completion time over W_τ (§11 item 3).
+
+Within a cadence a K that asks no less supply than another and whose shapes deliver no more (and, with the
+start-up counted, whose fill is no shorter) is dominated, as in the seed's table. No pyomo.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.solver.laws import calculus as calc
+from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
+from trainground.solver.table import group_counts
 from trainground.solver.table.dominance import undominated_where
 from trainground.solver.table.pairs import Pairs, counted_cut, pool_rate, shape_availability, supply_multipliers
 from trainground.solver.tolerances import REL_TOL, ZERO_SHARE_TOL
@@ -107,8 +116,9 @@ def drop_of(inst: Instance) -> Drop | None:
 
 def drop_pairs(inst: Instance, d: Drop) -> Pairs:
     """The admissible, undominated (cadence, K) pairs of an async drop run with regime fields set, by cadence then
-    K; the ``attempts`` column is the supply a pair asks, in attempts of ``workload.tokens_per_attempt`` tokens
-    (the model's supply row reads that unit), and ``resident`` the versions each keeps resident."""
+    K (with the start-up counted, a row per training-group count worth having of each pair); the ``attempts``
+    column is the supply a pair asks, in attempts of ``workload.tokens_per_attempt`` tokens (the model's supply row
+    reads that unit), and ``resident`` the versions each keeps resident."""
     w, fr = inst.workload, inst.freshness
     grid = calc.cadence_grid(inst)
     Ks = np.arange(1, fr.max_versions_kept + 1)
@@ -120,11 +130,14 @@ def drop_pairs(inst: Instance, d: Drop) -> Pairs:
         keep = counted_cut(keep, np.asarray(mask), family, rejected)
 
     span = calc.makespan(inst, grid)
-    cut(span <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
+    # with the start-up counted T = fill + (n-1)·L + U(m) + extra_time, whose fill may be shorter than L (the
+    # first batch drops nothing): (n-1)·L + extra_time is the bound every pair's T keeps
+    bound = span - grid if inst.counts_startup else span
+    cut(bound <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
     groups = calc.min_groups_for(inst, grid) if grid.size else np.zeros(0, dtype=int)
     cut(groups > 0, "update_time")
     if fr.max_mean_gap is not None:
-        cut(d.w_use / grid + d.post <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
+        cut(mean_gaps(inst, d, grid, Ks.size) <= fr.max_mean_gap * (1 + REL_TOL), "max_mean_gap")
     q = d.exceedance(grid[:, None], Ks[None, :]) if grid.size else np.zeros(keep.shape)
     drop = calc.group_drop(q, w.group_size, fr.overrun_policy, fr.group_correlation)
     intake = d.intake * (1.0 - drop)
@@ -144,20 +157,27 @@ def drop_pairs(inst: Instance, d: Drop) -> Pairs:
     for pool in inst.gpu_pools:
         best += calc.free_gpus(inst, pool, groups)[:, None] * pool_rate(inst, pool.name, resident)[None, :]
     cut(best * d.sync_kept(grid)[:, None] >= demand * (1 - REL_TOL), "pool_capacity")
-    keep &= undominated_where(keep, demand, mult, None)
-    at, k = np.nonzero(keep)
+    fills = np.zeros(keep.shape)
+    if inst.counts_startup:
+        fills = _fills(inst, d, keep, attempts)
+        shortest = group_counts.steady_spans(inst, grid, groups)  # (n-1)·L + the shortest U(m) + extra_time
+        cut(fills + shortest[:, None] <= inst.schedule.deadline * (1 + REL_TOL), "deadline")
+    keep &= undominated_where(keep, demand, mult, fills if inst.counts_startup else None)
+    if inst.counts_startup:
+        at, k, m, makespan = _startup_rows(inst, d, grid, keep, groups, fills, demand, resident, rejected)
+    else:
+        at, k = np.nonzero(keep)
+        m, makespan = groups[at], span[at]
     L, rate = grid[at], attempts[at, k]
-    shares = np.array([b.share for b in inst.environment.backends])
-    inflight = (rate * d.w_use)[:, None] * shares[None, :]
+    inflight, sandbox_rate = _loads(inst, d, rate)
     availability = zip(shape_availability(inst), inst.inference.shapes)
     per_replica = np.array([a * s.gpus_per_replica * s.tokens_per_gpu_s for a, s in availability])
-    w_bound = calc.occupancy_used(d.occupancy, inst.environment.littles_law_uses)  # the sandbox bounds' W
     return Pairs(
         cadence=L,
         kept=Ks[k],
-        makespan=span[at],
-        startup=np.zeros(at.size),
-        groups=groups[at],
+        makespan=np.asarray(makespan, dtype=float),
+        startup=fills[at, k],
+        groups=np.asarray(m, dtype=int),
         exceedance=q[at, k],
         drop=drop[at, k],
         attempts=demand[at, k] / w.tokens_per_attempt,
@@ -166,6 +186,80 @@ def drop_pairs(inst: Instance, d: Drop) -> Pairs:
         supply_per_replica=per_replica[None, :] * mult[k] * d.sync_kept(L)[:, None],
         rejected=rejected,
         grid_points=int(grid.size),
-        sandbox_rate=rate * d.w_use / w_bound,
+        sandbox_rate=sandbox_rate,
         resident=resident[k],
     )
+
+
+def mean_gaps(inst: Instance, d: Drop, grid: np.ndarray, kept: int) -> np.ndarray:
+    """(grid, K = 1..kept) the mean gap constraint 7 limits: ``W_use/L`` over W_τ (MODEL §2 with §14), or on the hold
+    basis the consumed gap's, G = floor(u + M/L) given G <= K, M a group's completion time over W_τ (§11 item 3)."""
+    if inst.holds and grid.size:
+        return holding.consumed_mean_gap(d.occupancy, grid, kept, inst, d.tau)
+    return np.broadcast_to((d.w_use / grid + d.post)[:, None], (grid.size, kept))
+
+
+def _fills(inst: Instance, d: Drop, keep: np.ndarray, attempts: np.ndarray) -> np.ndarray:
+    """(grid, K) the start-up fill of MODEL §8 over W_τ at each entry of ``keep`` (inf elsewhere): the smallest t with
+    p·R_raw·∫_0^t F_grp,τ(s) ds = B, ``p`` the intake before drops (p·F(τ) under truncated: filter: the first batch
+    drops nothing for age) and R_raw the pair's attempt rate, so the launches of one batch take B/(p·R_raw) = L·(1 -
+    drop)."""
+    w, corr = inst.workload, inst.freshness.group_correlation
+    out = np.full(keep.shape, np.inf)
+    if keep.any():
+        batch_time = w.batch_trajectories / (d.intake * attempts[keep])
+        out[keep] = law.cut_fill(d.occupancy, batch_time, w.group_size, corr, d.tau)
+    return out
+
+
+def _startup_rows(inst, d: Drop, grid, keep, fewest, fills, demand, resident, rejected):
+    """With the start-up counted (``T = fill + (n-1)·L + U(m) + extra_time``), a row per training-group count worth
+    having at each kept (cadence, K): from the pair's fewest groups, each count with a shorter U(m) than every smaller
+    one, on time, whose pools can still supply the pair's demand beside it. Returns the rows' grid points, K columns,
+    groups and makespans; entries left without a row are counted as cut by the deadline or the pools."""
+    lo, hi = calc.group_range(inst)
+    counts = np.arange(lo, max(lo, hi) + 1)
+    every = calc.update_time(inst.training.update_time, counts * inst.training.gpus_per_group)
+    every = np.where(np.isnan(every), np.inf, every)
+    most = np.zeros((counts.size, resident.size))
+    for pool in inst.gpu_pools:
+        most += calc.free_gpus(inst, pool, counts)[:, None] * pool_rate(inst, pool.name, resident)[None, :]
+    sched, n = inst.schedule, inst.workload.iterations
+    late = sched.extra_time + (n - 1) * grid[:, None] + fills
+    rows: list[tuple[int, int, np.ndarray]] = []
+    on_time = np.zeros(keep.shape, dtype=bool)
+    for i, k in zip(*np.nonzero(keep)):
+        own = counts >= fewest[i]
+        u = every[own]
+        useful = u < np.minimum.accumulate(np.concatenate(([np.inf], u[:-1]))) * (1 - REL_TOL)
+        timely = useful & (late[i, k] + u <= sched.deadline * (1 + REL_TOL))
+        on_time[i, k] = bool(timely.any())
+        supplied = most[own, k] * float(d.sync_kept(grid[i])) >= demand[i, k] * (1 - REL_TOL)
+        rows.append((int(i), int(k), counts[own][timely & supplied]))
+    keep = counted_cut(keep, on_time, "deadline", rejected)
+    has_row = np.zeros(keep.shape, dtype=bool)
+    for i, k, chosen in rows:
+        has_row[i, k] = chosen.size > 0
+    counted_cut(keep, has_row, "pool_capacity", rejected)
+    at = np.array([i for i, _, chosen in rows for _ in chosen], dtype=int)
+    kk = np.array([k for _, k, chosen in rows for _ in chosen], dtype=int)
+    groups = np.concatenate([chosen for _, _, chosen in rows]).astype(int) if rows else np.zeros(0, dtype=int)
+    update = calc.update_time(inst.training.update_time, groups * inst.training.gpus_per_group)
+    return at, kk, groups, late[at, kk] + update
+
+
+def _loads(inst: Instance, d: Drop, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, backends) rows 5's in-flight environments at attempt rates ``rate``: E_b = R_raw·s_b·W_use over W_τ
+    (MODEL §2 with §14), or on the hold basis E^hold_b = R_raw·s_b·mean(W_τ) + β·sqrt(V_b) from the cut moments
+    (§11 item 2); and per pair the rate whose loads rate·s_b·W at the sandbox bounds' W (W_use of W, or mean(W)
+    under hold) stay within them."""
+    env = inst.environment
+    shares = np.array([b.share for b in env.backends])
+    if not inst.holds:
+        w_bound = calc.occupancy_used(d.occupancy, env.littles_law_uses)
+        return (rate * d.w_use)[:, None] * shares[None, :], rate * d.w_use / w_bound
+    load = law.hold_inflight(inst, d.occupancy, d.tau, rate)
+    active = shares > 0
+    if not active.any():
+        return load, rate * d.mean_cut / d.occupancy.mean
+    return load, np.min(load[:, active] / (shares[active] * d.occupancy.mean)[None, :], axis=1)

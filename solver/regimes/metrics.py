@@ -124,7 +124,9 @@ def admission_metrics(inst: Instance, plan: Plan, a: Admission, allowance: float
 def drop_metrics(inst: Instance, plan: Plan, d: Drop, allowance: float = 0.0) -> Metrics:
     """MODEL §6 and §14's metrics of an async drop plan with regime fields set: §2's figures over the lifetimes W_τ
     at the plan's cadence and age limit K, the supply with its resident versions and the sync factor, the token
-    demand with its re-prefills, and §11 item 3's consumed gap at K (the gap counts from the launch version)."""
+    demand with its re-prefills, and §11 item 3's consumed gap at K (the gap counts from the launch version). On
+    the hold basis (§11 with §14) the version gaps are the consumed gap's, the in-flight mean is at mean(W_τ) and
+    the peaks at E^hold_b over the cut moments."""
     w, env, fr = inst.workload, inst.environment, inst.freshness
     L = plan.cadence_s
     K = plan.age_limit if plan.age_limit is not None else plan.versions_kept
@@ -146,8 +148,15 @@ def drop_metrics(inst: Instance, plan: Plan, d: Drop, allowance: float = 0.0) ->
     ]
     supply = math.fsum(terms) * float(d.sync_kept(L))
     update = float(calc.update_time(inst.training.update_time, plan.training_gpus))
-    mean_load = attempts * d.w_use * np.array([b.share for b in env.backends])
+    shares = np.array([b.share for b in env.backends])
     consumed = holding.consumed_gaps(inst, d.occupancy, L, K, d.tau)
+    if inst.holds:  # MODEL §11 items 2 and 3 over W_τ
+        mean_load = attempts * d.mean_cut * shares
+        sized = law.hold_inflight(inst, d.occupancy, d.tau, np.array([attempts]))[0]
+        gaps = consumed
+    else:
+        mean_load = sized = attempts * d.w_use * shares
+        gaps = (d.w_use / L + d.post, d.p99 / L + d.post)
     return Metrics(
         effective_trajectories_per_s=w.batch_trajectories / L,
         attempts_per_s=attempts,
@@ -155,10 +164,10 @@ def drop_metrics(inst: Instance, plan: Plan, d: Drop, allowance: float = 0.0) ->
         token_supply_per_s=supply,
         update_time_s=update,
         inflight_mean=float(mean_load.sum()),
-        inflight_peak=float(mean_load.sum() * env.peak_to_mean),
+        inflight_peak=float(sized.sum() * env.peak_to_mean),
         occupancy_mean_s=d.mean_cut,
-        mean_version_gap=d.w_use / L + d.post,
-        p99_version_gap=d.p99 / L + d.post,
+        mean_version_gap=gaps[0],
+        p99_version_gap=gaps[1],
         exceedance=q,
         group_drop_rate=drop,
         effective_intake=intake,
@@ -166,8 +175,9 @@ def drop_metrics(inst: Instance, plan: Plan, d: Drop, allowance: float = 0.0) ->
         throughput_margin=supply / demand - 1,
         update_margin=1 - update / L,
         generation_busy_share=demand / supply if supply > 0 else 0.0,
-        launch_peak=float(mean_load.sum() * env.peak_to_mean),
+        launch_peak=float(sized.sum() * env.peak_to_mean),
         consumed_mean_gap=consumed[0],
         consumed_p99_gap=consumed[1],
         recompute_share=recompute / demand if d.in_flight and demand > 0 else None,
+        inflight_sized=float(sized.sum()) if inst.holds else None,
     )

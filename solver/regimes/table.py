@@ -60,6 +60,7 @@ def batched(inst: Instance) -> bool:
 
 
 def own_table(inst: Instance) -> bool:
-    """A regime with a pair table of its own (a batch run or an admission run, MODEL §14), whose rows are listed
-    whole, each group count worth having included: the seed's row cover (solver.table.rows) does not apply."""
-    return batched(inst) or admission_of(inst) is not None
+    """A regime with a pair table of its own (a batch run, an admission run or an async drop run with regime fields
+    set, MODEL §14), whose rows are listed whole, each group count worth having included: the seed's row cover
+    (solver.table.rows) does not apply."""
+    return batched(inst) or admission_of(inst) is not None or drop_of(inst) is not None

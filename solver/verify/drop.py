@@ -9,8 +9,14 @@ exact), a lognormal's integrals stop at τ (``mean(W_τ) = ∫_0^τ S``, ``E[W_�
 ``mean(W_τ)/mean(W)``; ``recompute: prefix`` adds ``R_raw·mean(W_τ)·prefill_cost·(context_tokens +
 tokens·E[W_τ²]/(2·E[W_τ]²))/L`` to the token demand; in-flight updates keep one version resident (the supply has
 no version slowdown) and make K the plan's ``age_limit`` alone; the regime's weight sync scales the supply by
-``(1 - t_s/L)⁺``; the cap is ``R_raw·mean(W_τ) <= max_concurrent_attempts``. Imports nothing of solver/ but
-this folder.
+``(1 - t_s/L)⁺``; the cap is ``R_raw·mean(W_τ) <= max_concurrent_attempts``.
+
+With the start-up counted (``schedule.count_startup``, always on the hold basis: MODEL §8, §11 item 1) the fill is
+the smallest t with ``p·R_raw·∫_0^t F_grp,τ(s) ds = B`` (``F_grp,τ`` = 1 from τ on; ``p`` before drops, the first
+batch dropping nothing) and ``T = fill + (n-1)·L + U(m) + extra_time``. On the hold basis rows 5 and 6 hold
+``E^hold_b = R_raw·s_b·mean(W_τ) + β·sqrt(V_b)``, V_b from ``mean(W_τ)`` and ``E[min(W_τ, W'_τ)] = ∫_0^τ S(t)²
+dt`` (§11 item 2), and the mean gap of constraint 7 and of the outputs is the consumed gap's given ``G <= K``
+(§11 item 3). Imports nothing of solver/ but this folder.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from trainground.models.instance import Instance
 from trainground.models.result import Metrics, Plan
 from trainground.solver.verify import hold, laws
 from trainground.solver.verify import regimes as regimes
-from trainground.solver.verify.check import REL_TOL, Check
+from trainground.solver.verify.check import FILL_TOL, MAKESPAN_TOL, REL_TOL, Check
 from trainground.solver.verify.fleet import check_budgets, check_costs, check_pools
 from trainground.solver.verify.hosts import check_host_binding, check_peak_sandbox, check_steady_sandbox
 from trainground.solver.verify.metrics import metric_differences
@@ -136,9 +142,42 @@ def consumed_gaps(inst: Instance, d: DropReading, cadence: float, kept: int) -> 
     return whole / cadence + post, k + post
 
 
+def drop_fill(inst: Instance, d: DropReading, attempts: float) -> float:
+    """MODEL §8 over W_τ: the smallest t with p·R_raw·∫_0^t F_grp,τ(s) ds >= B, ``p`` the intake before drops
+    (p·F(τ) under truncated: filter), F_grp,τ = F_grp below τ and 1 from τ on."""
+    need = inst.workload.batch_trajectories / (d.intake * attempts)
+    if d.tau is None:
+        return laws.fill_time(d.law, need, d.members)
+    by_tau = laws.group_cdf_integral(d.law, d.tau, d.members)  # past τ every group has ended: the integral grows at 1
+    return laws.fill_time(d.law, need, d.members) if by_tau >= need else d.tau + (need - by_tau)
+
+
+def hold_loads(inst: Instance, d: DropReading, attempts: float) -> tuple[dict[str, float], dict[str, float]]:
+    """MODEL §11 item 2 over W_τ, per backend: (R_raw·s_b·mean(W_τ), E^hold_b = that + β·sqrt(V_b)), V_b from
+    mean(W_τ) and E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² dt (an empirical law's cut samples: their exact pair mean)."""
+    if d.tau is None:
+        pair = hold.min_of_two_mean(d.law)
+    else:
+        cuts = [0.0] + [c for c in (d.law.median, d.law.p99) if c < d.tau] + [d.tau]
+        pair = math.fsum(laws.integral(lambda t: d.law.survival(t) ** 2, x, y) for x, y in zip(cuts, cuts[1:]))
+    beta = hold.safety_factor(inst.planning.sandbox_wait)
+    g = inst.workload.group_size
+    mean, sized = {}, {}
+    for b in inst.environment.backends:
+        s = b.share
+        if inst.freshness.group_correlation == "comonotone":
+            variance = attempts * s * (1 - s) * d.mean_cut + g * attempts * s * s * (d.mean_cut - pair)
+        else:
+            variance = attempts * s * (d.mean_cut - s * pair)
+        mean[b.name] = attempts * s * d.mean_cut
+        sized[b.name] = mean[b.name] + beta * math.sqrt(max(variance, 0.0))
+    return mean, sized
+
+
 def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:
     """An async drop plan with regime fields set (MODEL §14): its age limit and resident versions, §3's rows over
-    W_τ with the supply of the resident versions and the regime's sync, the cap, hosts, costs and budgets."""
+    W_τ with the supply of the resident versions and the regime's sync, the cap, hosts, costs and budgets; with
+    the start-up counted its fill and T, on the hold basis E^hold_b and the consumed gap (§8, §11)."""
     r, fr, w, env, sched = inst.regime, inst.freshness, inst.workload, inst.environment, inst.schedule
     assert r is not None
     d = read_drop(inst, laws.law_of(env.occupancy))
@@ -164,9 +203,17 @@ def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics 
     update = laws.update_time(inst.training.update_time, plan.training_gpus)
     if not update <= L * (1 + REL_TOL):
         out.violations.append(f"update_time: U({plan.training_gpus} GPUs) = {update:.6g} s > cadence {L:g} s")
-    span = w.iterations * L + sched.extra_time
-    if not abs(span - plan.makespan_s) <= 1e-9 * span:
-        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed n·L + extra_time = {span!r}")
+    holds = inst.planning.basis == "hold"
+    if laws.startup_counted(inst):
+        fill = drop_fill(inst, d, attempts)
+        span = fill + (w.iterations - 1) * L + update + sched.extra_time
+        how = "fill + (n-1)·L + U(m) + extra_time"
+        if not (plan.startup_s is not None and abs(plan.startup_s - fill) <= FILL_TOL * fill):
+            out.violations.append(f"startup_s: plan says {plan.startup_s!r}, recomputed the fill over W_τ = {fill!r}")
+    else:
+        fill, span, how = 0.0, w.iterations * L + sched.extra_time, "n·L + extra_time"
+    if not abs(span - plan.makespan_s) <= MAKESPAN_TOL * span + FILL_TOL * fill:
+        out.violations.append(f"makespan_s: plan says {plan.makespan_s!r}, recomputed {how} = {span!r}")
     if not span + allowance <= sched.deadline * (1 + REL_TOL):
         out.violations.append(f"deadline: makespan {span:g} s + allowance {allowance:g} s > {sched.deadline:g} s")
     supply, demand = _throughput(inst, plan, d, resident, attempts, out)
@@ -174,14 +221,19 @@ def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics 
         out.violations.append(
             f"regime.max_concurrent_attempts: {attempts * d.mean_cut:.6g} running attempts > {r.max_concurrent_attempts}"
         )
-    inflight = {b.name: attempts * b.share * d.w_use for b in env.backends}
+    if holds:
+        mean_inflight, inflight = hold_loads(inst, d, attempts)
+    else:
+        mean_inflight = {b.name: attempts * b.share * d.w_use for b in env.backends}
+        inflight = dict(mean_inflight)
     peak = {b: e * env.peak_to_mean for b, e in inflight.items()}
     rows = laws.resource_rows(inst)
     check_steady_sandbox(inst, plan, rows, inflight, out)
     check_peak_sandbox(inst, plan, rows, peak, out)
     check_host_binding(inst, plan, rows, out)
     post = 1.0 if fr.gap_convention == "post_publish" else 0.0
-    mean_gap = d.w_use / L + post
+    consumed = consumed_gaps(inst, d, L, K)
+    mean_gap, p99_gap = consumed if holds else (d.w_use / L + post, d.p99 / L + post)
     for name, limit, value in (
         ("max_mean_gap", fr.max_mean_gap, mean_gap),
         ("max_exceedance", fr.max_exceedance, q),
@@ -192,18 +244,17 @@ def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics 
     hourly, total = check_costs(inst, plan, span, used, out)
     check_budgets(inst, hourly, total, out)
     regimes.check_billed(inst, plan, used, out.violations)
-    consumed = consumed_gaps(inst, d, L, K)
     out.metrics = Metrics(
         effective_trajectories_per_s=w.batch_trajectories / L,
         attempts_per_s=attempts,
         token_demand_per_s=demand,
         token_supply_per_s=supply,
         update_time_s=update,
-        inflight_mean=math.fsum(inflight.values()),
+        inflight_mean=math.fsum(mean_inflight.values()),
         inflight_peak=math.fsum(peak.values()),
         occupancy_mean_s=d.mean_cut,
         mean_version_gap=mean_gap,
-        p99_version_gap=d.p99 / L + post,
+        p99_version_gap=p99_gap,
         exceedance=q,
         group_drop_rate=drop,
         effective_intake=intake,
@@ -215,6 +266,7 @@ def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics 
         consumed_mean_gap=consumed[0],
         consumed_p99_gap=consumed[1],
         recompute_share=attempts * d.recompute / L / demand if r.in_flight_updates else None,
+        inflight_sized=math.fsum(inflight.values()) if holds else None,
     )
     if reported is not None:
         out.violations += metric_differences(out.metrics, reported)
