@@ -235,8 +235,6 @@ class HoldingPlanner:
         or a confidence solve, whose replays each draw a scenario)."""
         if result.plan is None or result.metrics is None or self.planner.confidence is not None:
             return None
-        if self.inst.regime is not None and not self.inst.regime.is_default:  # the estimate reads the seed's regime
-            return None
         return replay_estimate(self.inst, result.plan, result.metrics)
 
     def replay_count(self) -> tuple[int, int]:

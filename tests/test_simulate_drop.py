@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from trainground.drivers.hold import solve_planned
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
 from trainground.simulation.engine import replicate
@@ -89,3 +90,29 @@ def test_the_seed_replay_has_no_timeout_and_keeps_its_k():
     inst, plan, metrics = planned(None)
     setup = setup_of(inst, plan, metrics, iterations=5)
     assert setup.timeout is None and not setup.filter_cut and setup.versions_kept == plan.versions_kept
+
+
+@pytest.mark.parametrize(
+    "regime, start",
+    [
+        ({"in_flight_updates": True}, "estimate"),  # uncut lifetimes: the seed's estimate at the age limit K
+        ({"rollout_timeout": f"{TAU:g}s", "truncated": "filter"}, "zero"),  # the estimate reads uncut lifetimes
+    ],
+)
+def test_a_hold_solve_of_an_async_drop_run_passes_replays_of_its_own_regime(regime, start):
+    """A quarter of the seed week on the hold basis: the allowance comes from replays of the drop run itself (the
+    timeout and the filter in them), and a fresh simulate of the printed plan on other seeds ends by the deadline."""
+    fields = {"planning.basis": "hold", "workload.iterations": 250, "schedule.deadline": "42h"}
+    inst = edited(load_instance(SEED), {**fields, "regime": {"mode": "async", **regime}})
+    result = solve_planned(inst)
+    assert result.status == "optimal" and result.hold is not None, result.message
+    hold = result.hold
+    assert hold.allowance_start == start and hold.on_time_share >= inst.planning.on_time
+    assert (hold.predicted_makespan_s is not None) == (start == "estimate")
+    assert result.plan.makespan_s + hold.allowance_s <= inst.schedule.deadline
+    metrics = checked_metrics(inst, result.plan, "plan", hold.allowance_s)
+    fresh = simulate_plan(inst, result.plan, metrics=metrics, replications=4, seed=1000)
+    assert fresh.simulated["on_time_share"] == 1.0
+    assert fresh.simulated["sandbox_wait_share"] <= 2 * inst.planning.sandbox_wait
+    if "rollout_timeout" in regime:  # the fresh replays filter what the timeout cuts, as the plan's intake says
+        assert fresh.simulated["effective_intake"] == pytest.approx(fresh.predicted["effective_intake"], rel=0.01)

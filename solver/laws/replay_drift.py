@@ -56,15 +56,20 @@ class ReplayEstimate:
 
 
 def replay_estimate(inst: Instance, plan: Plan, metrics: Metrics) -> ReplayEstimate | None:
-    """The estimate for ``plan`` (None where the model has none: stages, failure injection, or a plan whose
+    """The estimate for ``plan`` (None where the model has none: stages, failure injection, a run regime other
+    than async drop over uncut lifetimes (MODEL §14: batch and admission runs, a rollout timeout), or a plan whose
     batches cannot form at the model's rates)."""
     if inst.stages is not None or inst.reliable or metrics.attempts_per_s <= 0:
+        return None
+    r = inst.regime
+    if r is not None and (r.mode != "async" or r.staleness != "drop" or r.rollout_timeout is not None):
         return None
     w, fr = inst.workload, inst.freshness
     occ = occupancy_of(inst.environment.occupancy)
     drop = fr.overrun_policy == "drop"
     fill = float(startup.run_fill(inst, metrics.attempts_per_s))
-    shape = _Shape.of(occ, w.group_size, fr.group_correlation, plan.versions_kept, plan.cadence_s, drop, fill)
+    kept = plan.age_limit or plan.versions_kept  # under in-flight updates the age limit K is what drops (§14)
+    shape = _Shape.of(occ, w.group_size, fr.group_correlation, kept, plan.cadence_s, drop, fill)
     if shape is None:
         return None
     d0 = shape.drop(0.0, plan.cadence_s)
