@@ -2,7 +2,8 @@
 # seed week, the seed week under admission at k = 8); the refusals of what is not planned yet; the seed week as
 # async drop with in-flight updates, re-prefills and a timeout; a pipelined run planned (the seed week's figures
 # in 60 days), the colocated seed week in 60 days solved on the hold basis and replayed by simulate, the seed week
-# under admission at k = 8 with a one-hour timeout solved on the hold basis and replayed, one without a plan and
+# under admission at k = 8 with a one-hour timeout solved on the hold basis and replayed, the seed week with a
+# filtered one-hour timeout solved on the hold basis and replayed, one without a plan and
 # its diagnosis; the `regimes` comparison on the seed week, on the 60-day pipelined run and on AReaL's 1.5B run;
 # `regimes --help` (docs/commands.md) and trainground.regimes (docs/api.md).
 # Sourced by docs/regenerate.sh (which sets ROOT, PYTHON, SCRATCH and `show`).
@@ -18,6 +19,8 @@ show docs/regimes/solve-colocated.txt "trainground solve instances/regimes/seed-
 show docs/regimes/simulate-colocated.txt "trainground simulate instances/regimes/seed-week-colocated.yaml --set schedule.deadline=60d --set schedule.cadence.step=10s --replications 5 --iterations 200 --seed 1"
 show docs/regimes/solve-admission.txt "trainground solve instances/regimes/seed-week-admission-8-timeout.yaml --no-levers --out admission-plan.json"
 show docs/regimes/simulate-admission.txt "trainground simulate instances/regimes/seed-week-admission-8-timeout.yaml --plan admission-plan.json --replications 3"
+show docs/regimes/solve-timeout-filter.txt "trainground solve instances/regimes/seed-week-timeout-filter.yaml --no-levers --out timeout-plan.json"
+show docs/regimes/simulate-timeout-filter.txt "trainground simulate instances/regimes/seed-week-timeout-filter.yaml --plan timeout-plan.json --replications 3"
 show docs/regimes/diagnosis.txt "trainground solve instances/regimes/seed-week-pipelined-1.yaml --basis steady_state"
 show docs/regimes/regimes-seed-week.txt "trainground regimes instances/seed-week-75.yaml"
 show docs/regimes/regimes-60d.txt "trainground regimes instances/regimes/seed-pipelined-60d.yaml"
