@@ -28,18 +28,30 @@ MAX_REPLICATIONS = 10**4  # simulate --replications, solve/compare/frontier --si
 
 
 def _same_regime(inst, plan_file: str, data: dict) -> None:
-    """A plan file solved with a run regime (MODEL §14: its "regime" key) replays only an instance with one, and
-    a plan solved without one only an instance without one: the rows differ, so the verifier would refuse the
-    plan field by field; this says why in one line."""
+    """A plan file names the regime it was solved under (MODEL §14's "regime" object: mode, staleness, steps_ahead,
+    in_flight_updates; absent for the seed's) and replays only an instance under the same: the rows differ, so the
+    verifier would refuse the plan field by field; this says why in one line."""
+    from trainground.models.regime import Regime
     from trainground.models.regime_rules import described
 
+    said = data.get("regime")
+    keys = ("mode", "staleness", "steps_ahead", "in_flight_updates")
+    if said is not None and not (isinstance(said, dict) and set(said) <= set(keys)):
+        why = f"must be the object {{{', '.join(keys)}}} a solve writes, or absent (the seed's regime); got {said!r}"
+        raise InstanceError(plan_file, [Problem("regime", why)])
     r = inst.regime
-    has = r is not None and not r.is_default
-    if ("regime" in data) == has:
+    own = None if r is None or r.is_default else {key: getattr(r, key) for key in keys}
+    if said == own or (said is not None and own is not None and all(said.get(k) == own[k] for k in keys)):
         return
-    said = "without a regime section" if has else f"under regime {data['regime'].get('mode')}"
-    own = f"the instance's regime is {described(r)}" if has else "the instance has no regime section"
-    why = f"the plan was solved {said}, and {own}: replay a plan solved for this instance (docs/model.md §14)"
+    if said is None:
+        plan = "without a regime section"
+    else:
+        try:
+            plan = f"under regime {Regime.model_validate(said).label}"
+        except ValueError:
+            plan = f"under regime {said!r}"
+    here = "the instance has no regime section" if own is None else f"the instance's regime is {described(r)}"
+    why = f"the plan was solved {plan}, and {here}: replay a plan solved for this instance (docs/model.md §14)"
     raise InstanceError(plan_file, [Problem("regime", why)])
 
 

@@ -113,7 +113,9 @@ def answer(
             inst.name or "instance",
             [
                 Problem(
-                    "regime.mode", "solve --simulate replays the seed's regime: replay a regime's plan with simulate"
+                    "regime.mode",
+                    "solve --simulate replays the seed's regime and async drop runs: replay a batch or admission "
+                    "plan with simulate",
                 )
             ],
         )

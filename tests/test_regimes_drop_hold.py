@@ -33,7 +33,7 @@ def counted(seed: int, basis: str) -> dict:
     data["planning"] = {"basis": basis}
     if basis == "steady_state":
         data["schedule"]["count_startup"] = True
-    else:  # a capped run is planned on steady_state only (models/regime_rules.py): its replay ignores the cap
+    else:  # a synced run is planned on steady_state only (models/regime_rules.py): its replay ignores the cap
         data["regime"].pop("max_concurrent_attempts", None)
     return data
 
@@ -155,19 +155,19 @@ def test_a_weight_sync_of_zero_plans_the_seed_week_as_the_seeds_own_table(fields
     (solver/regimes/drop.py): two readings of the same rows, the same plan and figures."""
     base = edited(load_instance(SEED), {"planning.basis": "steady_state", **fields})
     own = Planner(base).solve("total_cost")
-    capped = Planner(edited(base, {"regime": {"mode": "async", "weight_sync_time": "0s"}})).solve("total_cost")
-    assert own.status == capped.status == "optimal"
-    a, b = own.plan, capped.plan
+    synced = Planner(edited(base, {"regime": {"mode": "async", "weight_sync_time": "0s"}})).solve("total_cost")
+    assert own.status == synced.status == "optimal"
+    a, b = own.plan, synced.plan
     assert (a.cadence_s, a.versions_kept, a.training_groups) == (b.cadence_s, b.versions_kept, b.training_groups)
     assert a.startup_s is not None and b.startup_s == pytest.approx(a.startup_s, rel=1e-9)
     assert (a.makespan_s, a.local_nodes) == (pytest.approx(b.makespan_s, rel=1e-12), b.local_nodes)
     assert b.total_cost == pytest.approx(a.total_cost, rel=1e-12)
     for key in ("mean_version_gap", "p99_version_gap", "inflight_mean", "inflight_peak", "time_margin", "exceedance"):
-        assert getattr(capped.metrics, key) == pytest.approx(getattr(own.metrics, key), rel=1e-9), key
+        assert getattr(synced.metrics, key) == pytest.approx(getattr(own.metrics, key), rel=1e-9), key
     if own.metrics.inflight_sized is None:  # steady_state: rows 5 at E_b
-        assert capped.metrics.inflight_sized is None
+        assert synced.metrics.inflight_sized is None
     else:
-        assert capped.metrics.inflight_sized == pytest.approx(own.metrics.inflight_sized, rel=1e-9)
+        assert synced.metrics.inflight_sized == pytest.approx(own.metrics.inflight_sized, rel=1e-9)
 
 
 def test_the_diagnosis_counts_cadence_k_entries_where_each_has_a_row_per_group_count():

@@ -1,15 +1,19 @@
 """The §10 replay of an async drop run with regime fields set (MODEL.md §14): lifetimes cut at the rollout timeout,
 a cut-short attempt no sample under ``truncated: filter``, K an age limit under in-flight updates; long replays
 agree with the model's closed forms (effective intake p·F(τ)·(1 - drop), the in-flight mean R_raw·mean(W_τ), the
-cadence, the exceedance of W_τ), and the seed's replay is what it was without a regime."""
+cadence, the exceedance of W_τ); hold solves pass replays of their own regime; a plan file replays only under the
+regime it was solved under."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from trainground.cli import main
 from trainground.drivers.hold import solve_planned
 from trainground.models.edits import edited
 from trainground.models.load import load_instance
@@ -20,7 +24,8 @@ from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as rg
 from trainground.solver.solve import Planner
 
-SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "instances" / "seed-week-75.yaml"
 TAU = 3600.0
 
 
@@ -69,7 +74,9 @@ def test_a_long_replay_agrees_with_the_closed_forms_over_cut_lifetimes(filtered)
     assert sim["exceedance"] == model["exceedance"] == 0.0  # (K+1)·L is past τ: no attempt overruns the age limit
     assert max(int(k) for k in sim["version_gap_histogram"]) <= plan.age_limit  # K bounds every consumed gap
     assert 0 < sim["startup_s"] - TAU < plan.cadence_s  # the first batch fills after τ, as the cut fill says
-    assert model["startup_s"] == pytest.approx(sim["startup_s"], rel=0.03)
+    # MODEL §14 reads the filter as p·F(τ) over the whole fill, but a group that completes before τ loses no member
+    # to it: the replay's first batch comes 1-2 % sooner than the model's fill (the model is on the safe side)
+    assert 0 < model["startup_s"] - sim["startup_s"] < 0.025 * model["startup_s"]
 
 
 def test_kept_cut_attempts_are_samples_and_the_cut_exceedance_drops_what_it_says():
@@ -116,3 +123,59 @@ def test_a_hold_solve_of_an_async_drop_run_passes_replays_of_its_own_regime(regi
     assert fresh.simulated["sandbox_wait_share"] <= 2 * inst.planning.sandbox_wait
     if "rollout_timeout" in regime:  # the fresh replays filter what the timeout cuts, as the plan's intake says
         assert fresh.simulated["effective_intake"] == pytest.approx(fresh.predicted["effective_intake"], rel=0.01)
+
+
+def test_a_plan_file_replays_only_under_the_regime_it_was_solved_under(tmp_path):
+    filtered = str(ROOT / "instances" / "regimes" / "seed-week-timeout-filter.yaml")
+    steady = ["--basis", "steady_state", "--iterations", "5"]
+    solved = CliRunner().invoke(main, ["solve", filtered, "--basis", "steady_state", "--json", "--no-levers"])
+    assert solved.exit_code == 0, solved.output
+    plan = json.loads(solved.stdout)
+    cases = {
+        "same": (plan["regime"], None),
+        "seed": (plan["regime"], "the instance has no regime section"),  # replayed on the seed week
+        "admission": (
+            {"mode": "async", "staleness": "admission", "steps_ahead": 8, "in_flight_updates": True},
+            "the plan was solved under regime async admission k=8, in-flight updates, and the instance's regime is "
+            "async drop (with rollout_timeout, truncated)",
+        ),
+        "text": ("async", "regime: must be the object {mode, staleness, steps_ahead, in_flight_updates}"),
+    }
+    for name, (regime, message) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(plan | {"regime": regime}))
+        instance = str(SEED) if name == "seed" else filtered
+        result = CliRunner().invoke(main, ["simulate", instance, "--plan", str(path), *steady])
+        if message is None:
+            assert result.exit_code == 0, result.output
+        else:
+            assert result.exit_code == 2 and message in result.stderr, (name, result.output)
+
+
+def test_solve_simulate_replays_a_drop_run_and_refuses_a_capped_one():
+    filtered = str(ROOT / "instances" / "regimes" / "seed-week-timeout-filter.yaml")
+    args = ["solve", filtered, "--basis", "steady_state", "--no-levers", "--simulate", "1"]
+    replayed = CliRunner().invoke(main, [*args, "--set", "workload.iterations=100", "--set", "schedule.deadline=1d"])
+    assert replayed.exit_code == 0, replayed.output
+    assert "simulated (1 replication(s))" in replayed.stdout
+    capped = CliRunner().invoke(main, [*args, "--set", "regime.max_concurrent_attempts=30000"])
+    assert capped.exit_code == 2
+    assert "async drop (with rollout_timeout, truncated, max_concurrent_attempts) is planned by solve on" in (
+        capped.stderr
+    )
+
+
+def test_the_bundled_in_flight_week_plans_as_the_seed_week():
+    """With the seed's version_slowdown of 0, in-flight updates change what is resident, not the plan."""
+    start = {"planning.basis": "steady_state", "schedule.count_startup": True}
+    seed = Planner(edited(load_instance(SEED), start)).solve("total_cost")
+    inflight = Planner(edited(load_instance(ROOT / "instances" / "regimes" / "seed-week-inflight.yaml"), start))
+    found = inflight.solve("total_cost")
+    a, b = seed.plan, found.plan
+    assert (a.cadence_s, a.versions_kept, a.training_groups, a.inference) == (
+        b.cadence_s,
+        b.age_limit,
+        b.training_groups,
+        b.inference,
+    )
+    assert b.versions_kept == 1 and b.total_cost == pytest.approx(a.total_cost, rel=1e-12)
