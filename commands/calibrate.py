@@ -256,7 +256,8 @@ def calibrate(
     when the logged tokens per attempt trend by more than 20 % over the run; the run regime (docs/model.md §14)
     from a verl step log's evidence or --regime.
 
-    Exit codes: 0 calibrated, 2 a bad log, instance or option, 1 internal error.
+    Exit codes: 0 calibrated, 2 a bad log, instance or option (also a --holdout with -o whose log is too short
+    to halve: the calibration is shown, the instance not written), 1 internal error.
     """
     from trainground.models.load import load_instance
 
@@ -288,8 +289,11 @@ def calibrate(
     if holdout:
         _holdout(cal, steps, framework)
     notes = []
+    unwritten = None  # -o asked for the first half's instance of a hold-out that was not made: exit 2 once shown
     if output and holdout and cal.holdout is None:
         notes.append(f"calibrated instance: not written ({output}): the hold-out was not made (the notes say why)")
+        why = next((n for n in cal.notes if n.startswith("hold-out not made")), "hold-out not made")
+        unwritten = f"{steps_file}: --holdout: {why}; -o {output} was not written"
         output = plan_file = None
     if output:
         written = cal
@@ -317,6 +321,9 @@ def calibrate(
         printer=_printer,
         notes=notes,
     )
+    if unwritten is not None:
+        click.echo(unwritten, err=True)
+        raise SystemExit(2)
 
 
 def _plots(cal) -> dict[str, bytes]:
@@ -393,6 +400,10 @@ def _write_plan(cal, inst, output: str, plan_file: str, inference_gpus=None) -> 
         "basis": "steady_state",
         "plan": plan.model_dump(),
     }
+    from trainground.solver.mip.assemble import regime_json
+
+    if regime_json(inst) is not None:  # MODEL §14: the regime it was planned under, as a solve writes it
+        document["regime"] = regime_json(inst)
     write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
     return (
         f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "

@@ -39,8 +39,9 @@ def _same_regime(inst, plan_file: str, data: dict) -> None:
     if said is not None and not (isinstance(said, dict) and set(said) <= set(keys)):
         why = f"must be the object {{{', '.join(keys)}}} a solve writes, or absent (the seed's regime); got {said!r}"
         raise InstanceError(plan_file, [Problem("regime", why)])
-    r = inst.regime
-    own = None if r is None or r.is_default else {key: getattr(r, key) for key in keys}
+    from trainground.solver.mip.assemble import regime_json
+
+    r, own = inst.regime, regime_json(inst)
     if said == own or (said is not None and own is not None and all(said.get(k) == own[k] for k in keys)):
         return
     if said is None:

@@ -201,16 +201,21 @@ def test_a_logged_run_from_fewer_than_three_steps_is_reported_and_no_plan_is_wri
     assert not plan.exists() and refused, notes
 
 
-def test_a_hold_out_not_made_writes_neither_the_instance_nor_the_plan(tmp_path):
-    """Four steps, two a half (a half needs 3): the hold-out is not made, and neither is its first half's instance."""
+def test_a_hold_out_not_made_writes_neither_the_instance_nor_the_plan_and_exits_2(tmp_path):
+    """Four steps, two a half (a half needs 3): the hold-out is not made, and neither is its first half's instance;
+    the calibration is shown and the command exits 2, naming the log and why."""
     log = tmp_path / "four.jsonl"
     log.write_text("".join(V05.read_text().splitlines(keepends=True)[:5]))
     half, plan = tmp_path / "half.yaml", tmp_path / "plan.json"
     out = invoke(
         "calibrate", "--steps", str(log), "--holdout", "--into", str(RUN), "-o", str(half), "--plan", str(plan)
     )  # fmt: skip
-    assert out.exit_code == 0, out.output
-    assert "hold-out not made" in out.output and "the hold-out was not made" in out.output
+    assert out.exit_code == 2, out.output  # -o asked for a file that is not written: not a success
+    assert "the hold-out was not made" in out.stdout  # the calibration itself is still shown
+    assert out.stderr.strip() == (
+        f"{log}: --holdout: hold-out not made: each half needs 3 steps without a save or a validation and with "
+        f"every phase logged (first half 2, second half 1 of 4 steps); -o {half} was not written"
+    )
     assert not half.exists() and not plan.exists()
 
 
