@@ -342,3 +342,49 @@ def round_trip(inst: Instance, plan: Plan, fitted, check: dict, replications: in
         f"first half's mean: {naive:,.4g} s ({naive / logged - 1:+.1%})"
     )
     return out, sentence
+
+
+def write_logged_plan(cal, inst: Instance, output: str, plan_file: str, inference_gpus=None) -> str:
+    """Write the logged configuration as a `solve --json`-shaped file (its ``plan``, and the ``regime`` it was
+    planned under, MODEL §14), or say why there is none: a batch run (colocated, pipelined) from its GPU counts,
+    else from the logged launch rate. Returns the note the command prints."""
+    import json
+
+    from trainground.calibrate.replay import logged_plan
+    from trainground.simulation.output import write_atomic
+    from trainground.solver.mip.assemble import regime_json
+
+    cal.plan = None
+    short = [f for f in cal.unwritten if f.startswith(PLAN_FIELDS)]
+    if short:
+        cal.notes.append(
+            "no logged plan written: its cadence would rest on figures from too few rows, left as --into has them ("
+            + ", ".join(short)
+            + ")"
+        )
+        return "logged plan: not written (the notes say why)"
+    if inst.regime is not None and inst.regime.batched:
+        total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
+        if cal.update is None:
+            plan, why = None, ["the step log gives no training GPU count (--training-gpus)"]
+        else:
+            plan, why = batch_plan(inst, cal.update.reference_gpus, total)
+    else:
+        plan, why = logged_plan(inst, cal)
+    cal.plan = plan
+    if plan is None:
+        cal.notes += [f"no logged plan written: {w}" for w in why]
+        return f"logged plan: not written ({len(why)} reason(s) in the notes)"
+    document = {
+        "instance": inst.name,
+        "source": "calibrate: the logged run's configuration",
+        "basis": "steady_state",
+        "plan": plan.model_dump(),
+    }
+    if regime_json(inst) is not None:
+        document["regime"] = regime_json(inst)
+    write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
+    return (
+        f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "
+        f"cadence {plan.cadence_s:g} s); replay it: trainground simulate {output} --plan {plan_file}"
+    )

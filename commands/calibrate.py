@@ -304,7 +304,9 @@ def calibrate(
         calibrated = _write_instance(written, into, output)
         notes.append(f"calibrated instance: {output}" + (" (the first half's figures alone)" if holdout else ""))
         if plan_file:
-            notes.append(_write_plan(written, calibrated, output, plan_file, inference_gpus))
+            from trainground.calibrate.roundtrip import write_logged_plan
+
+            notes.append(write_logged_plan(written, calibrated, output, plan_file, inference_gpus))
             _round_trip(cal, written, calibrated, plan_file if holdout else None)
         cal.notes += [
             n
@@ -359,53 +361,3 @@ def _round_trip(cal, written, inst, plan_file: str | None) -> None:
 
     cal.holdout["round_trip"], sentence = round_trip(inst, written.plan, written, cal.holdout)
     cal.notes.append(sentence)
-
-
-def _write_plan(cal, inst, output: str, plan_file: str, inference_gpus=None) -> str:
-    """The logged configuration as a `solve --json`-shaped file (its ``plan``), or why there is none: a batch run
-    (MODEL §14: colocated, pipelined) from its GPU counts, else from the logged launch rate."""
-    import json
-
-    from trainground.calibrate.replay import logged_plan
-    from trainground.simulation.output import write_atomic
-
-    cal.plan = None
-    from trainground.calibrate.roundtrip import PLAN_FIELDS
-
-    short = [f for f in cal.unwritten if f.startswith(PLAN_FIELDS)]
-    if short:
-        cal.notes.append(
-            "no logged plan written: its cadence would rest on figures from too few rows, left as --into has them ("
-            + ", ".join(short)
-            + ")"
-        )
-        return "logged plan: not written (the notes say why)"
-    if inst.regime is not None and inst.regime.batched:
-        from trainground.calibrate.roundtrip import batch_plan
-
-        total = sum(inference_gpus.values()) if isinstance(inference_gpus, dict) else inference_gpus
-        if cal.update is None:
-            plan, why = None, ["the step log gives no training GPU count (--training-gpus)"]
-        else:
-            plan, why = batch_plan(inst, cal.update.reference_gpus, total)
-    else:
-        plan, why = logged_plan(inst, cal)
-    cal.plan = plan
-    if plan is None:
-        cal.notes += [f"no logged plan written: {w}" for w in why]
-        return f"logged plan: not written ({len(why)} reason(s) in the notes)"
-    document = {
-        "instance": inst.name,
-        "source": "calibrate: the logged run's configuration",
-        "basis": "steady_state",
-        "plan": plan.model_dump(),
-    }
-    from trainground.solver.mip.assemble import regime_json
-
-    if regime_json(inst) is not None:  # MODEL §14: the regime it was planned under, as a solve writes it
-        document["regime"] = regime_json(inst)
-    write_atomic(plan_file, json.dumps(document, indent=1) + "\n")
-    return (
-        f"logged plan: {plan_file} ({plan.inference_gpus:,} inference GPUs, {plan.training_gpus:,} training GPUs, "
-        f"cadence {plan.cadence_s:g} s); replay it: trainground simulate {output} --plan {plan_file}"
-    )
