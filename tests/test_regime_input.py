@@ -207,7 +207,16 @@ def unplanned(tmp_path_factory) -> Path:
         ["compare", UNPLANNED],
         ["sweep", UNPLANNED, "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), UNPLANNED, "--out", "out/regime-batch"],
-        ["risk", str(UNCERTAIN), "--set", "regime.rollout_timeout=1h"],
+        [
+            "risk",
+            str(UNCERTAIN),
+            "--basis",
+            "hold",
+            "--set",
+            "regime.rollout_timeout=1h",
+            "--set",
+            "freshness.max_mean_gap=20",
+        ],
         ["report", UNPLANNED, "--out", "out/regime-report"],
     ],
 )
