@@ -186,9 +186,42 @@ def test_lifetimes_far_above_the_timeout_give_a_quadratics_root(tau_scale: float
     a, c0 = S * ts + B * t / p, B * cut * c * (ctx + t / 2) / p
     L = (a + math.sqrt(a * a + 4 * S * c0)) / (2 * S)
     assert L > plan.cadence_s and plan.age_limit * L >= cut  # the token row binds, and nothing is dropped
-    assert out.cadence == pytest.approx(np.full(8, L), rel=1e-9)
-    assert out.makespan == pytest.approx(np.full(8, 250 * L), rel=1e-9)
-    assert out.attempts == pytest.approx(np.full(8, B / (L * p)), rel=1e-9)
+    # the rows are met to REL_TOL (1e-9) of their needs, as the planner's
+    assert out.cadence == pytest.approx(np.full(8, L), rel=1e-8)
+    assert out.makespan == pytest.approx(np.full(8, 250 * L), rel=1e-8)
+    assert out.attempts == pytest.approx(np.full(8, B / (L * p)), rel=1e-8)
+
+
+def test_the_concurrency_cap_is_a_floor_on_the_realised_cadence():
+    """With lifetimes far above the timeout R_raw·mean(W_τ) = B·τ/(p·L) <= cap asks L >= B·τ/(p·cap): a scenario with
+    τ 1.5 times longer and twice the throughput (its token row met below the plan's cadence) runs at that floor."""
+    median, p99, tau, cap = 1.0e4, 2.0e4, 300.0, 1800
+    regime = dict(REGIME, rollout_timeout=tau, truncated="keep", max_concurrent_attempts=cap)
+    factors = [fixed("throughput", [THROUGHPUT], 2.0), fixed("timeout", ["regime.rollout_timeout"], 1.5)]
+    sigma = math.log(p99 / median) / NormalDist().inv_cdf(0.99)
+    inst = instance(
+        factors,
+        regime=regime,
+        environment__occupancy={"distribution": "lognormal", "median": median, "p99": p99},
+        workload__tokens_per_attempt=32768.0 * median * math.exp(sigma * sigma / 2) / tau,
+        schedule__deadline="60h",
+    )
+    plan = solved(inst).plan
+    floor = 4096.0 * 1.5 * tau / cap
+    assert floor > plan.cadence_s  # the cap binds in the scenario, not at the plan's cadence
+    out = assess(inst, plan, samples=4, seed=0).outcome
+    assert out.cadence == pytest.approx(np.full(4, floor), rel=1e-8)
+    assert out.attempts * 1.5 * tau == pytest.approx(np.full(4, cap), rel=1e-8)  # the cap's own row, met exactly
+    unbound = instance(
+        factors,
+        regime=dict(regime, max_concurrent_attempts=None),
+        **{
+            "environment__occupancy": {"distribution": "lognormal", "median": median, "p99": p99},
+            "workload__tokens_per_attempt": 32768.0 * median * math.exp(sigma * sigma / 2) / tau,
+            "schedule__deadline": "60h",
+        },
+    )
+    assert np.all(assess(unbound, plan, samples=4, seed=0).outcome.cadence < floor)  # without the cap: earlier
 
 
 @pytest.mark.parametrize("basis", ["steady_state", "hold"])
