@@ -282,3 +282,14 @@ def test_simulate_scenarios_and_risk_replays_stay_refused_for_a_drop_run(tmp_pat
             "async drop (with rollout_timeout, truncated) is planned, but its scenarios are not replayed yet"
             in done.stderr
         )
+
+
+def test_report_gives_a_drop_run_its_risk_and_a_note_in_place_of_the_price_of_certainty():
+    from trainground.drivers.report import gather
+
+    inst = instance([spread("throughput", [THROUGHPUT], 0.05)])
+    found = gather(inst, with_frontier=False, samples=200, levers_time=0.5, replications=1)
+    assert found.risk is not None and found.certainty is None
+    plan = found.answer.result.plan
+    assert np.array_equal(found.risk.outcome.makespan, assess(inst, plan, samples=200).outcome.makespan)
+    assert any("no price of certainty: solve --confidence plans the seed's regime only" in n for n in found.notes)
