@@ -9,7 +9,8 @@ re-prefill demand under ``recompute: prefix``, the regime's sync time ``t_s`` (a
 floor on the cadence, the start-up fill over W_τ (the first batch drops nothing) and, on the hold basis, E^hold
 from the cut moments ``mean(W_τ)`` and ``E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² dt`` (MODEL §11 item 2).
 
-:func:`evaluate` is :func:`solver.uncertainty.scenarios.evaluate` for such a run: the realised cadence is the
+:func:`evaluate` is :func:`solver.uncertainty.scenarios.evaluate` for such a run
+(:func:`solver.uncertainty.stages.evaluate_any` picks it): the realised cadence is the
 smallest ``L' >= L`` at which §3's rows 2, 3, 5, 6 and 7 hold with the scenario's values, each of which only gets
 easier as ``L'`` grows. The mean-gap row is ``W_use/L'`` over W_τ; on the hold basis that row is the consumed
 gap's (§11 item 3), which is not evaluated per scenario: such a run is refused by name

@@ -225,13 +225,16 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (under hold, rows 5-6 hold E^hold at the
     scenario's lifetimes, MODEL §11 item 2; each only gets easier as ``L'`` grows:
     the throughput and sandbox rows ask ``L'·(1 - drop(L')) >= need``, the update and mean-gap rows are
-    floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised. An async drop
-    run with regime fields set is :func:`solver.uncertainty.drop.evaluate`'s (MODEL §14)."""
-    from trainground.solver.uncertainty import drop
+    floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised. The seed's
+    regime only: an async drop run with regime fields set is :func:`solver.uncertainty.drop.evaluate`'s (MODEL §14),
+    which :func:`solver.uncertainty.stages.evaluate_any` picks."""
     from trainground.solver.uncertainty.hosts import room
 
-    if drop.applies(inst):  # an async drop run with regime fields set: its quantities over W_τ (MODEL §14)
-        return drop.evaluate(inst, plan, scen, allowance)
+    if inst.regime is not None and not inst.regime.is_default:
+        raise ValueError(
+            f"{inst.name}: scenarios.evaluate reads the seed's regime only; an async drop run with regime fields set "
+            "is solver.uncertainty.drop.evaluate's (solver.uncertainty.stages.evaluate_any picks it)"
+        )
     v = values_of(inst, scen)
     w, K = inst.workload, plan.versions_kept
     theta = room(inst, plan, scen, v.peak_to_mean)
