@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from trainground.cli import main
 from trainground.drivers.risk import assess
 from trainground.models.load import InstanceError, read_document, validate
+from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import regimes as law
 from trainground.solver.regimes.drop import drop_of
 from trainground.solver.solve import solve_instance
@@ -294,3 +295,49 @@ def test_report_gives_a_drop_run_its_risk_and_a_note_in_place_of_the_price_of_ce
     plan = found.answer.result.plan
     assert np.array_equal(found.risk.outcome.makespan, assess(inst, plan, samples=200).outcome.makespan)
     assert any("no price of certainty: solve --confidence plans the seed's regime only" in n for n in found.notes)
+
+
+def test_realised_cadence_is_where_the_planners_rows_start_to_hold():
+    """Per scenario, §3's rows with the planner's own quantities (solver/regimes/drop.py on the scenario as an
+    instance of its own): the resident versions' supply times the sync factor covers the attempts' and the
+    re-prefills' tokens, the update keeps up and the plan's nodes hold R_raw·W_use(W_τ), at L_s; where L_s is above
+    the plan's cadence one of them fails just below it."""
+    factors = [
+        spread("throughput", [THROUGHPUT], 0.05),
+        spread("lifetimes", LIFETIMES, 0.3),
+        spread("timeout", ["regime.rollout_timeout"], 0.2),
+    ]
+    inst = instance(factors)
+    plan = solved(inst).plan
+    assert not any(c.count for c in plan.cloud_vms)
+    scen = sc.draw(inst, 40, seed=3)
+    out = evaluate_any(inst, plan, scen)
+    node, K = inst.environment.node_types[0], plan.age_limit
+
+    def holds(here, cadence: float) -> bool:
+        d = drop_of(here)
+        assert d is not None
+        drop = calc.group_drop(d.exceedance(cadence, K), 8, "drop", "independent")
+        attempts = 4096 / (cadence * d.intake * (1 - drop))
+        shape, backend = here.inference.shapes[0], here.environment.backends[0]
+        supply = plan.inference[0].replicas * shape.gpus_per_replica * shape.tokens_per_gpu_s
+        supply *= calc.supply_multiplier(shape.version_slowdown, 1) * float(d.sync_kept(cadence))
+        per_node = min(node.density["container"], node.cores / backend.cores, node.memory_gb / backend.memory_gb)
+        hosts = sum(c.count for c in plan.local_nodes) * per_node
+        update = calc.update_time(here.training.update_time, plan.training_gpus)
+        return bool(
+            supply >= float(d.token_demand(attempts, cadence)) * (1 - 1e-7)
+            and update <= cadence * (1 + 1e-7)
+            and attempts * d.w_use <= hosts * (1 + 1e-7)
+        )
+
+    raised = 0
+    for s in range(scen.size):
+        here = sc.instance_of(inst, scen, s)
+        L = float(out.cadence[s])
+        assert holds(here, L), s
+        if L > plan.cadence_s * (1 + 1e-6):
+            raised += 1
+            assert not holds(here, L * (1 - 1e-5)), s
+        assert out.makespan[s] == pytest.approx(250 * L, rel=1e-12)
+    assert raised >= 10  # the check covered scenarios that slow the plan down
