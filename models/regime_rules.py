@@ -211,19 +211,10 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
 
 def scenario_refusal(inst: Instance) -> str | None:
     """Why MODEL §9's scenarios do not evaluate this instance's regime yet (None when they do): they evaluate the
-    seed's regime and an async drop run with regime fields set (solver/uncertainty/drop.py), the latter on the hold
-    basis without freshness.max_mean_gap (that row is then the consumed gap's, §11 item 3, not evaluated per
-    scenario); a batch or admission run not at all."""
+    seed's regime and an async drop run with regime fields set (solver/uncertainty/drop.py); a batch or admission
+    run not yet."""
     r = inst.regime
-    if r is None or r.is_default:
-        return None
-    if r.mode == "async" and r.staleness == "drop":
-        if inst.holds and inst.freshness.max_mean_gap is not None:
-            return (
-                f"{described(r)} is assessed by risk on steady_state, but not yet on the hold basis with "
-                "freshness.max_mean_gap: there the mean-gap row is the consumed gap's (docs/model.md §11 item 3), "
-                f"which risk's scenarios do not evaluate yet; set planning.basis: steady_state ({SECTION})"
-            )
+    if r is None or r.is_default or (r.mode == "async" and r.staleness == "drop"):
         return None
     return (
         f"{r.label} is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime and "

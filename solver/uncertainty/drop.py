@@ -12,9 +12,8 @@ from the cut moments ``mean(W_τ)`` and ``E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² 
 :func:`evaluate` is :func:`solver.uncertainty.scenarios.evaluate` for such a run
 (:func:`solver.uncertainty.stages.evaluate_any` picks it): the realised cadence is the
 smallest ``L' >= L`` at which §3's rows 2, 3, 5, 6 and 7 hold with the scenario's values, each of which only gets
-easier as ``L'`` grows. The mean-gap row is ``W_use/L'`` over W_τ; on the hold basis that row is the consumed
-gap's (§11 item 3), which is not evaluated per scenario: such a run is refused by name
-(:func:`models.regime_rules.refuse_regime_scenarios`).
+easier as ``L'`` grows. The mean-gap row is ``W_use/L'`` over W_τ, and on the hold basis the consumed gap's
+(§11 item 3) at the age limit K over each scenario's W_τ (:func:`consumed_mean_gap`).
 """
 
 from __future__ import annotations
@@ -176,7 +175,10 @@ def evaluate(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -
             need_rooms = np.maximum(need_rooms, B * d.mean_cut / (d.intake * d.cap * (1 + REL_TOL)))
     update = np.nan_to_num(sc.update_time(inst, scen, plan.training_gpus), nan=np.inf)
     floor = np.maximum(plan.cadence_s, update / (1 + REL_TOL))
-    if v.max_mean_gap is not None:
+    gap_limit = np.full(scen.size, np.inf)  # on the hold basis the mean-gap row is the consumed gap's (§11 item 3)
+    if v.max_mean_gap is not None and inst.holds:
+        gap_limit = v.max_mean_gap * (1 + REL_TOL)
+    elif v.max_mean_gap is not None:  # W_use(W_τ)/L' + post <= limit: a floor on L'
         room_gap = v.max_mean_gap * (1 + REL_TOL) - (1.0 if inst.freshness.gap_convention == "post_publish" else 0.0)
         floor = np.maximum(floor, np.where(room_gap > 0, d.w_use / np.where(room_gap > 0, room_gap, 1.0), np.inf))
     tokens, recompute, rooms = (need * (1 - REL_TOL) for need in (need_tokens, need_recompute, need_rooms))
@@ -186,7 +188,10 @@ def evaluate(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             q = exceedance(v.lifetimes, d, L, K)
             kept = 1.0 - sc.group_drop(inst, q)
-            return ((L - d.sync) * kept >= tokens + recompute / L) & (L * kept >= rooms) & (q <= q_limit)
+            met = ((L - d.sync) * kept >= tokens + recompute / L) & (L * kept >= rooms) & (q <= q_limit)
+            if np.isfinite(gap_limit).any():
+                met &= consumed_mean_gap(inst, v.lifetimes, d, L, K) <= gap_limit
+            return met
 
     need = np.maximum(tokens + recompute / np.maximum(floor, 1.0) + d.sync, rooms)
     cadence = sc.smallest_where(ok, floor, need)
@@ -222,6 +227,30 @@ def exceedance(life: Lifetimes, d: DropValues, cadence, kept: int) -> np.ndarray
     ends = np.broadcast_arrays(d.cut(kept * L), d.cut((kept + 1) * L), life.mean)[:2]
     at_k, at_next = life.limited_mean(np.stack(ends))
     return exceedance_of_means(at_k, at_next, L)
+
+
+def consumed_mean_gap(inst: Instance, life: Lifetimes, d: DropValues, cadence: np.ndarray, kept: int) -> np.ndarray:
+    """(S,) the mean consumed gap at age limit ``kept`` over every scenario's W_τ (MODEL §11 item 3), convention
+    included: G = floor(u + M/L), M a group's completion time, P(G > k) = (E[min(M_τ, (k+1)L)] - E[min(M_τ, kL)])/L,
+    and the mean given G <= K, (Σ_{j<K} P(G > j) - K·P(G > K))/(1 - P(G > K)); under downweight E[M_τ]/L (as
+    :func:`solver.laws.holding.consumed_mean_gap` for one law)."""
+    fr, g = inst.freshness, inst.workload.group_size
+    post = 1.0 if fr.gap_convention == "post_publish" else 0.0
+    L = np.asarray(cadence, dtype=float)
+
+    def limited(t: np.ndarray) -> np.ndarray:  # E[min(M_τ, t)] = t' - ∫_0^t' F_grp, t' = min(t, τ)
+        t = d.cut(t)
+        return np.where(t > 0, t - life.completed_group_time(np.maximum(t, 1e-300), g, fr.group_correlation), 0.0)
+
+    if fr.overrun_policy == "downweight":
+        return limited(life.far() if d.tau is None else d.tau) / L + post
+    means = [limited(k * L) for k in range(kept + 2)]
+    tails = [np.clip((hi - lo) / L, 0.0, 1.0) for lo, hi in zip(means, means[1:])]
+    below = np.sum(tails[:kept], axis=0)
+    t_K = tails[kept]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (below - kept * t_K) / (1.0 - t_K)
+    return np.where(t_K < 1.0, mean, np.inf) + post
 
 
 def _attempts_at(inst: Instance, v: sc.Values, d: DropValues, K: int, cadence: np.ndarray) -> np.ndarray:

@@ -87,6 +87,13 @@ class Lifetimes:
             self._panels[members] = _panel_sums(self.sigma, members)
         return c * _unit_completed(self.sigma, t / c, members, self._panels[members], np.exp(self.sigma * _Z_TOP))
 
+    def far(self) -> np.ndarray:
+        """Per scenario a time past which F(t) is 1 to double precision (a group's members have all ended): the
+        largest sample of an empirical law, e^(mu + sigma·_Z_TOP) for a lognormal."""
+        if self.base is not None:
+            return self.scale * self.base.draws()[-1]
+        return np.exp(self.mu + self.sigma * _Z_TOP)
+
     def exceedance(self, cadence, kept: int) -> np.ndarray:
         """q(L, K) = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L per scenario (MODEL §2)."""
         L = np.asarray(cadence, dtype=float)
