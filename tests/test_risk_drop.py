@@ -139,8 +139,12 @@ def test_a_slower_scenario_is_later_on_either_basis_and_the_sensitivity_sees_it(
         assert effects["throughput"].swing_s == 0.0
 
 
-@pytest.mark.parametrize("empirical", [False, True], ids=["lognormal", "empirical"])
-def test_each_scenarios_quantities_are_the_planners_on_the_scenario_as_an_instance(empirical: bool):
+@pytest.mark.parametrize(
+    "empirical,policy",
+    [(False, "drop"), (True, "drop"), (False, "downweight")],
+    ids=["lognormal", "empirical", "downweight"],
+)
+def test_each_scenarios_quantities_are_the_planners_on_the_scenario_as_an_instance(empirical: bool, policy: str):
     factors = [
         spread("lifetimes", ["environment.occupancy.samples[*]"] if empirical else LIFETIMES, 0.3),
         spread("timeout", ["regime.rollout_timeout"], 0.3),
@@ -151,7 +155,7 @@ def test_each_scenarios_quantities_are_the_planners_on_the_scenario_as_an_instan
         levels = (np.arange(400) + 0.5) / 400
         samples = [1044.0 * math.exp(1.13 * NormalDist().inv_cdf(u)) for u in levels]
         changes["environment__occupancy"] = {"distribution": "empirical", "samples": samples}
-    inst = instance(factors, startup=True, **changes)
+    inst = instance(factors, startup=True, freshness__overrun_policy=policy, **changes)
     scen = sc.draw(inst, 6, seed=11)
     v = sc.values_of(inst, scen)
     d = drop_scenarios.values_of(inst, scen, v)
@@ -176,9 +180,12 @@ def test_each_scenarios_quantities_are_the_planners_on_the_scenario_as_an_instan
         cost, context, bias = planner.prefill
         assert d.recompute[s] == pytest.approx(planner.mean_cut * cost * (context + planner.tokens * bias), rel=1e-9)
         for L in (300.0, 900.0):
-            assert drop_scenarios.exceedance(v.lifetimes, d, np.full(scen.size, L), 3)[s] == pytest.approx(
+            at = np.full(scen.size, L)
+            assert drop_scenarios.exceedance(v.lifetimes, d, at, 3)[s] == pytest.approx(
                 float(planner.exceedance(L, 3)), rel=1e-9, abs=1e-15
             )
+            consumed = holding.consumed_mean_gap(planner.occupancy, L, 3, own, planner.tau)[0, 2]
+            assert drop_scenarios.consumed_mean_gap(inst, v.lifetimes, d, at, 3)[s] == pytest.approx(consumed, rel=1e-9)
         expected = float(law.cut_fill(planner.occupancy, np.array([batch_time[s]]), g, corr, planner.tau)[0])
         assert fills[s] == pytest.approx(expected, rel=1e-6)
     assert np.ptp(d.tau) > 0 and np.ptp(d.pair) > 0  # the factors did move τ and the cut moments
