@@ -225,10 +225,10 @@ def simulate(
         return
     setups = None
     if scenarios:
-        from trainground.models.regime_rules import refuse_regime_scenarios
+        from trainground.models.regime_rules import refuse_regime_replays
         from trainground.simulation.scenarios import scenario_setups
 
-        refuse_regime_scenarios(inst, instance)
+        refuse_regime_replays(inst, instance)
 
         setups = scenario_setups(inst, plan, metrics, replications, seed, launch, iterations)
     trace = TraceSpec(Path(trace_dir), trace_format) if trace_dir else None

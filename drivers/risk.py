@@ -19,7 +19,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem
-from trainground.models.regime_rules import refuse_regime_scenarios
+from trainground.models.regime_rules import refuse_regime_replays, refuse_regime_scenarios
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws.calculus import wilson
 from trainground.solver.uncertainty import scenarios as sc
@@ -197,6 +197,7 @@ def replay(
 
     if inst.stages is not None:
         raise InstanceError(inst.name or "instance", [STAGED_SCENARIOS])
+    refuse_regime_replays(inst)  # a scenario's replay reads the seed's regime only
     scen = sc.draw(inst, risk.samples, risk.seed)
     rows = []
     count = min(count, scen.size)

@@ -22,7 +22,7 @@ def _plan_line(risk: Risk) -> str:
     shapes = ", ".join(f"{r.replicas:,} {r.shape}" for r in p.inference if r.replicas)
     hosts = ", ".join(f"{c.count:,} {c.type}" for c in p.local_nodes + p.cloud_vms if c.count)
     return (
-        f"plan: cadence {p.cadence_s:g} s, K = {p.versions_kept}, {shapes} replicas, {p.training_groups} training "
+        f"plan: cadence {p.cadence_s:g} s, K = {p.age_limit or p.versions_kept}, {shapes} replicas, {p.training_groups} training "
         f"groups, {hosts or 'no hosts'}; {money(p.hourly_cost)}/h, {money(p.total_cost)} planned"
     )
 

@@ -207,7 +207,7 @@ def unplanned(tmp_path_factory) -> Path:
         ["compare", UNPLANNED],
         ["sweep", UNPLANNED, "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), UNPLANNED, "--out", "out/regime-batch"],
-        ["risk", str(UNCERTAIN), "--set", "regime.rollout_timeout=1h"],
+        ["risk", str(UNCERTAIN), "--set", "regime.mode=pipelined", "--set", "regime.steps_ahead=0"],
         ["report", UNPLANNED, "--out", "out/regime-report"],
     ],
 )

@@ -148,7 +148,7 @@ def test_what_is_not_built_is_refused_by_name(regime, fields, why):
         Planner(inst)
 
 
-def test_a_capped_run_is_not_replayed_yet_and_its_scenarios_are_not_evaluated():
+def test_a_capped_run_is_not_replayed_yet_and_a_timeouts_scenarios_are_assessed_not_replayed():
     steady = ["--basis", "steady_state", "--iterations", "5"]
     capped = CliRunner().invoke(main, ["simulate", str(SEED), *steady, "--set", "regime.max_concurrent_attempts=30000"])
     assert capped.exit_code == 2
@@ -157,10 +157,12 @@ def test_a_capped_run_is_not_replayed_yet_and_its_scenarios_are_not_evaluated():
     )
     uncertain = str(ROOT / "instances" / "seed-week-75-uncertain.yaml")
     timeout = ["--set", "regime.rollout_timeout=1h"]
-    for args in (["risk", uncertain, *timeout], ["simulate", uncertain, *steady, *timeout, "--scenarios"]):
-        result = CliRunner().invoke(main, args)
-        assert result.exit_code == 2, result.output
-        assert "async drop (with rollout_timeout) is planned, but not yet with uncertainty scenarios" in result.stderr
+    assessed = CliRunner().invoke(main, ["risk", uncertain, *timeout, "--samples", "50", "--json"])
+    assert assessed.exit_code == 0, assessed.output
+    assert 0.0 <= json.loads(assessed.stdout)["on_time_probability"] <= 1.0
+    result = CliRunner().invoke(main, ["simulate", uncertain, *steady, *timeout, "--scenarios"])
+    assert result.exit_code == 2, result.output
+    assert "async drop (with rollout_timeout) is planned, but its scenarios are not replayed yet" in result.stderr
 
 
 def test_explain_gives_the_resident_versions_the_age_limit_and_the_re_prefills():

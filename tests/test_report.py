@@ -381,7 +381,7 @@ def test_a_run_regime_gets_its_plan_and_a_note_in_place_of_risk(tmp_path):
     data = json.loads(page.json_text)
     assert data["solve"]["regime"]["mode"] == "pipelined" and data["solve"]["plan"] is not None
     assert {"risk", "certainty"}.isdisjoint(page.sections)
-    note = "risk's scenarios (docs/model.md §9) read the seed's regime only, not pipelined k=1"
+    note = "pipelined k=1 is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime and async drop runs only"
     assert note in html.unescape(out.read_text(encoding="utf-8"))
 
 

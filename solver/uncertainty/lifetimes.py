@@ -64,6 +64,36 @@ class Lifetimes:
             return self.scale * holding.pair_min_mean(self.base)
         return 2.0 * self.mean * ndtr(-self.sigma / np.sqrt(2.0))
 
+    def survival(self, t) -> np.ndarray:
+        """P(W > t) per scenario."""
+        t = np.asarray(t, dtype=float)
+        if self.base is not None:
+            return self.base.survival(t / self.scale)
+        with np.errstate(divide="ignore"):
+            return ndtr(-(np.log(t) - self.mu) / self.sigma)
+
+    def completed_group_time(self, t, group_size: int, correlation: str) -> np.ndarray:
+        """∫_0^t F_grp(s) ds per scenario (MODEL §8's group-completion law; t > 0 of shape (S,)): t - E[min(W, t)]
+        with one independent member, else the nominal law's figure scaled (empirical) or the median-1
+        lognormal's panel sums of :meth:`fill`."""
+        t = np.asarray(t, dtype=float)
+        members = 1 if correlation == "comonotone" else group_size
+        if members == 1:
+            return t - self.limited_mean(t)
+        if self.base is not None:
+            return self.scale * startup.completed_group_time(self.base, t / self.scale, group_size, correlation)
+        c = np.exp(self.mu)
+        if members not in self._panels:
+            self._panels[members] = _panel_sums(self.sigma, members)
+        return c * _unit_completed(self.sigma, t / c, members, self._panels[members], np.exp(self.sigma * _Z_TOP))
+
+    def far(self) -> np.ndarray:
+        """Per scenario a time past which F(t) is 1 to double precision (a group's members have all ended): the
+        largest sample of an empirical law, e^(mu + sigma·_Z_TOP) for a lognormal."""
+        if self.base is not None:
+            return self.scale * self.base.draws()[-1]
+        return np.exp(self.mu + self.sigma * _Z_TOP)
+
     def exceedance(self, cadence, kept: int) -> np.ndarray:
         """q(L, K) = (E[min(W,(K+1)L)] - E[min(W,KL)]) / L per scenario (MODEL §2)."""
         L = np.asarray(cadence, dtype=float)
@@ -115,6 +145,16 @@ def _panel_sums(sigma: np.ndarray, members: int) -> np.ndarray:
     return cum[which.reshape(-1)]
 
 
+def _unit_completed(sigma: np.ndarray, t: np.ndarray, members: int, cum: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """∫_0^t F(s)^g ds per scenario, F the median-1 lognormal of ``sigma`` (``cum``: its :func:`_panel_sums`,
+    ``top``: e^(sigma·_Z_TOP), where Φ(z)^g has reached 1)."""
+    z = np.log(t) / sigma
+    zc = np.clip(z, _Z_FLOOR, _Z_TOP)
+    i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), _EDGES.size - 2)
+    inside = cum[np.arange(sigma.size), i] + _mass(sigma, members, _EDGES[i], zc)
+    return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[:, -1] + t - top, inside))
+
+
 def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndarray) -> np.ndarray:
     """Per scenario the smallest t >= 0 with ∫_0^t F(s)^g ds >= target, F the median-1 lognormal of
     ``sigma`` (``cum``: its :func:`_panel_sums`): Newton from t0 = target + E[group completion], monotone onto
@@ -122,12 +162,7 @@ def _unit_fill(sigma: np.ndarray, target: np.ndarray, members: int, cum: np.ndar
     top = np.exp(sigma * _Z_TOP)
 
     def completed(t: np.ndarray, at: np.ndarray) -> np.ndarray:
-        s = sigma[at]
-        z = np.log(t) / s
-        zc = np.clip(z, _Z_FLOOR, _Z_TOP)
-        i = np.minimum(((zc - _Z_FLOOR) / _PANEL).astype(int), _EDGES.size - 2)
-        inside = cum[at, i] + _mass(s, members, _EDGES[i], zc)
-        return np.where(z <= _Z_FLOOR, 0.0, np.where(z >= _Z_TOP, cum[at, -1] + t - top[at], inside))
+        return _unit_completed(sigma[at], t, members, cum[at], top[at])
 
     t = target + (top - cum[:, -1])
     at = np.arange(sigma.size)  # the scenarios whose Newton steps have not settled

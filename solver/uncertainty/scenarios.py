@@ -14,6 +14,7 @@ plan evaluated over them. No pyomo; every quantity is a numpy array over scenari
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -224,9 +225,16 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
     constraints 2, 3, 5, 6 and 7 hold with the scenario's values (under hold, rows 5-6 hold E^hold at the
     scenario's lifetimes, MODEL §11 item 2; each only gets easier as ``L'`` grows:
     the throughput and sandbox rows ask ``L'·(1 - drop(L')) >= need``, the update and mean-gap rows are
-    floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised."""
+    floors, the exceedance and drop limits ask ``q(L') <= limit``), found by bisection, vectorised. The seed's
+    regime only: an async drop run with regime fields set is :func:`solver.uncertainty.drop.evaluate`'s (MODEL §14),
+    which :func:`solver.uncertainty.stages.evaluate_any` picks."""
     from trainground.solver.uncertainty.hosts import room
 
+    if inst.regime is not None and not inst.regime.is_default:
+        raise ValueError(
+            f"{inst.name}: scenarios.evaluate reads the seed's regime only; an async drop run with regime fields set "
+            "is solver.uncertainty.drop.evaluate's (solver.uncertainty.stages.evaluate_any picks it)"
+        )
     v = values_of(inst, scen)
     w, K = inst.workload, plan.versions_kept
     theta = room(inst, plan, scen, v.peak_to_mean)
@@ -293,6 +301,13 @@ def _smallest_cadence(
             kept = 1.0 - group_drop(inst, q)
             return ((L - v.weight_sync) * kept >= tokens) & (L * kept >= rooms) & (q <= q_limit)
 
+    return smallest_where(ok, floor, need)
+
+
+def smallest_where(ok: Callable[[np.ndarray], np.ndarray], floor: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Per scenario the smallest L' >= floor with ``ok(L')`` (an (S,) test that, once true, stays true as L' grows),
+    inf where ``floor`` or ``need`` (a first guess of the scale of L') is infinite or no L' up to 2^64 times the
+    first bracket passes; bisection to ROOT_WIDTH_TOL, vectorised."""
     finite = np.isfinite(floor) & np.isfinite(need)
     lo = np.where(finite, floor, 1.0)
     done = ~finite | ok(lo)
