@@ -1,16 +1,17 @@
-"""The Python API (docs/api.md), used as a notebook would: only ``trainground`` is imported. Its answers are the
-commands' (the same drivers): each is compared with the command's JSON for the same instance."""
+"""The Python API (docs/api.md), used as a notebook would: its calls go through ``trainground`` alone. Its answers
+are the commands' (the same drivers): each is compared with the command's JSON for the same instance, the command
+run in this process by click's runner (nothing here needs a process of its own; the package keeps no cache between
+calls, so the command answers afresh)."""
 
 from __future__ import annotations
 
 import inspect
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 import trainground
 
@@ -21,8 +22,10 @@ STEADY = "steady_state"
 
 
 def cli_json(*args: str) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), *args, "--json"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    from trainground.cli import main
+
+    done = CliRunner().invoke(main, [*args, "--json"])
+    assert done.exit_code == 0, done.output
     return json.loads(done.stdout)
 
 

@@ -244,11 +244,11 @@ def _invoke(path: str):
     return CliRunner().invoke(main, ["explain", path])
 
 
-def _run(path: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def _run(path: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAINGROUND_DEBUG"}
     return subprocess.run(
         [sys.executable, "-m", "trainground.cli", "explain", path],
-        cwd=cwd,
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -290,12 +290,13 @@ def test_invalid_instance_subprocess(name: str):
     _check_message(path, proc.stderr, field, fragment, problems)
 
 
-def test_csv_path_is_relative_to_the_instance_not_the_working_directory(tmp_path: Path):
+def test_csv_path_is_relative_to_the_instance_not_the_working_directory(tmp_path: Path, monkeypatch):
     """Run from elsewhere: the empirical CSV is still found beside the instance, so the rule is the CSV's content."""
     path = str(DATA / "empirical-csv-not-a-number.yaml")
-    proc = _run(path, cwd=tmp_path)
-    assert proc.returncode == EXIT_INVALID, proc.stderr
-    _check_message(path, proc.stderr, "environment.occupancy.csv", "'about an hour' is not a number of seconds", 1)
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(path)
+    assert result.exit_code == EXIT_INVALID, result.output
+    _check_message(path, result.stderr, "environment.occupancy.csv", "'about an hour' is not a number of seconds", 1)
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
