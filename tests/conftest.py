@@ -7,12 +7,18 @@ their instances, so they do not depend on this default.
 """
 
 import os
+import sys
 
 from hypothesis import settings
 
 from trainground.models.planning import BASIS_VARIABLE
 
 os.environ[BASIS_VARIABLE] = "steady_state"
+
+# Python's default, bytecode cached in __pycache__, even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
+# otherwise each xdist worker and each `trainground` process a test starts compiles the project again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # Hypothesis profiles. Each property test states its example count for the `ci` profile (the default: the
 # suite in under 5 minutes on the 2-core CI machine) through tests.strategies.examples, which scales it by the
