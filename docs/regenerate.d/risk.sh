@@ -13,3 +13,5 @@ $TG risk instances/seed-week-75-uncertain.yaml --basis steady_state --json > doc
 $TG risk instances/seed-week-spot.yaml --basis steady_state \
   --set 'uncertainty={factors: [{name: mtbf, paths: ["reliability.gpu_mtbf"], dist: lognormal, median: 1.0, sigma: 0.5}, {name: preemptions, paths: ["gpu_pools[*].preemptions_per_hour"], dist: uniform, low: 0.5, high: 1.5}, {name: sync, paths: ["reliability.weight_sync_time"], dist: uniform, low: 0.5, high: 1.5}]}' \
   > docs/risk/failures.txt
+$TG risk instances/seed-week-75-uncertain.yaml --set regime.rollout_timeout=1h --set regime.truncated=filter \
+  > docs/risk/drop.txt
