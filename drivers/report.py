@@ -55,9 +55,9 @@ def gather(
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it. A run regime other than the
-    seed's (MODEL §14) gets the solve and the frontier; an async drop run with regime fields set its risk too (risk's
-    scenarios evaluate it, solver/uncertainty/drop.py), but no price of certainty (a confidence solve plans the
-    seed's regime only); any other regime neither, each left out with a note saying why."""
+    seed's (MODEL §14) gets the solve and the frontier; an async drop run with regime fields set and a batch run their
+    risk too (risk's scenarios evaluate them, solver/uncertainty/drop.py and batch.py), but no price of certainty (a
+    confidence solve plans the seed's regime only); an admission run neither, each left out with a note saying why."""
     refuse_unplanned(inst)
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess

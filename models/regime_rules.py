@@ -211,14 +211,14 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
 
 def scenario_refusal(inst: Instance) -> str | None:
     """Why MODEL §9's scenarios do not evaluate this instance's regime yet (None when they do): they evaluate the
-    seed's regime and an async drop run with regime fields set (solver/uncertainty/drop.py); a batch or admission
-    run not yet."""
+    seed's regime, an async drop run with regime fields set (solver/uncertainty/drop.py) and a batch run, pipelined
+    or colocated (solver/uncertainty/batch.py); an admission run not yet."""
     r = inst.regime
-    if r is None or r.is_default or (r.mode == "async" and r.staleness == "drop"):
+    if r is None or r.is_default or (r.mode == "async" and r.staleness == "drop") or r.batched:
         return None
     return (
-        f"{r.label} is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime and "
-        f"async drop runs only ({SECTION})"
+        f"{r.label} is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime, "
+        f"async drop runs and batch runs only ({SECTION})"
     )
 
 

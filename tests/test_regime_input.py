@@ -8,13 +8,13 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
 
 import trainground
 from trainground.cli import main
-from trainground.models.edits import load_edited
 from trainground.models.load import InstanceError, load_instance, validate
 from trainground.models.regime import Regime
 from trainground.solver.explain import explain
@@ -207,7 +207,16 @@ def unplanned(tmp_path_factory) -> Path:
         ["compare", UNPLANNED],
         ["sweep", UNPLANNED, "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), UNPLANNED, "--out", "out/regime-batch"],
-        ["risk", str(UNCERTAIN), "--set", "regime.mode=pipelined", "--set", "regime.steps_ahead=0"],
+        [
+            "risk",
+            str(UNCERTAIN),
+            "--set",
+            "regime.staleness=admission",
+            "--set",
+            "regime.steps_ahead=8",
+            "--set",
+            "regime.in_flight_updates=true",
+        ],
         ["report", UNPLANNED, "--out", "out/regime-report"],
     ],
 )
@@ -253,7 +262,7 @@ def test_a_sweep_over_the_mode_plans_each_batch_mode_and_refuses_the_rest():
     assert "regime.steps_ahead" in points[2]["message"]
 
 
-def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuses_it(tmp_path):
+def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_evaluates_it(tmp_path):
     steady = ["--basis", "steady_state", "--set", "schedule.deadline=60d", "--set", "schedule.cadence.step=10s"]
     solved = CliRunner().invoke(main, ["solve", str(COLOCATED), *steady, "--json"])
     assert solved.exit_code == 0, solved.output
@@ -273,11 +282,13 @@ def test_a_batch_plan_read_from_a_file_is_replayed_by_its_regime_and_risk_refuse
     from trainground.drivers.risk import assess
     from trainground.models.result import Plan
 
-    inst = load_edited(COLOCATED, ["planning.basis=steady_state", "schedule.deadline=60d", "schedule.cadence.step=10s"])
-    with pytest.raises(
-        InstanceError, match="regime.mode: colocated is planned, but not yet with uncertainty scenarios"
-    ):
-        assess(inst, Plan.model_validate(result["plan"]))  # risk's scenarios read the seed's regime only
+    doc = yaml.safe_load(COLOCATED.read_text())
+    doc["planning"] = {"basis": "steady_state"}
+    doc["schedule"] = dict(doc["schedule"], deadline="60d", cadence={"min": "60s", "step": "10s"})
+    doc["uncertainty"] = {"factors": [{"name": "none", "paths": ["inference.shapes[*].tokens_per_gpu_s"],
+                                       "dist": "uniform", "low": 1.0, "high": 1.0}]}  # fmt: skip
+    out = assess(validate(doc, COLOCATED.name), Plan.model_validate(result["plan"]), samples=4).outcome
+    assert np.all(out.cadence == result["plan"]["cadence_s"])  # risk evaluates the batch plan read from the file
 
 
 @pytest.mark.parametrize("call", ["solve", "frontier", "simulate", "report"])

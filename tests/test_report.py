@@ -363,9 +363,10 @@ def test_a_hold_page_is_solve_jsons_and_its_frontier_ends_at_the_plan(tmp_path):
     assert verdict in re.search(r'<p class="lead">(.*?)</p>', text).group(1)
 
 
-def test_a_run_regime_gets_its_plan_and_a_note_in_place_of_risk(tmp_path):
-    """A pipelined run (MODEL §14) is reported as solve plans it; with an uncertainty section, risk and the price of
-    certainty are left out with a note saying why (risk's scenarios read the seed's regime only)."""
+def test_a_run_regime_gets_its_plan_its_risk_and_a_note_in_place_of_the_price_of_certainty(tmp_path):
+    """A pipelined run (MODEL §14) is reported as solve plans it; with an uncertainty section it gets its risk (risk's
+    scenarios evaluate a batch run), and the price of certainty is left out with a note saying why (a confidence
+    solve plans the seed's regime only)."""
     doc = yaml.safe_load((ROOT / "instances" / "regimes" / "areal-1.5b-128gpus.yaml").read_text())
     doc["uncertainty"] = {
         "samples": 200,
@@ -380,8 +381,9 @@ def test_a_run_regime_gets_its_plan_and_a_note_in_place_of_risk(tmp_path):
     page = read_page(out.read_text(encoding="utf-8"))
     data = json.loads(page.json_text)
     assert data["solve"]["regime"]["mode"] == "pipelined" and data["solve"]["plan"] is not None
-    assert {"risk", "certainty"}.isdisjoint(page.sections)
-    note = "pipelined k=1 is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime and async drop runs only"
+    assert "risk" in page.sections and "certainty" not in page.sections  # risk's scenarios evaluate a batch run
+    assert data["risk"]["on_time_probability"] is not None
+    note = "no price of certainty: solve --confidence plans the seed's regime only"
     assert note in html.unescape(out.read_text(encoding="utf-8"))
 
 

@@ -5,7 +5,7 @@ Known answers: with degenerate factors the realised cadence and T are the plan's
 and without the start-up); a scenario's quantities are the planner's own (solver/regimes/drop.py) on the scenario
 as an instance of its own, factors on regime fields included; with every lifetime far above the timeout (W_τ = τ)
 the realised cadence is the root of a quadratic computed here by hand; longer lifetimes never make a scenario
-earlier; batch and admission runs, and a drop run on hold with a mean-gap limit, are refused by name.
+earlier; admission runs are refused by name.
 """
 
 from __future__ import annotations
@@ -281,17 +281,16 @@ def test_longer_lifetimes_never_make_a_scenario_earlier(basis: str, timeout: boo
         assert np.any(longer.makespan > base.makespan * 1.001)  # and some are really later
 
 
-def test_batch_and_admission_runs_are_refused_by_name():
+def test_admission_runs_are_refused_by_name():
     factors = [spread("throughput", [THROUGHPUT], 0.05)]
     plan = solved(instance(factors)).plan
-    for name, label in [("seed-week-colocated.yaml", "colocated"), ("seed-week-admission-8.yaml", "async admission")]:
-        doc = read_document(ROOT / "instances" / "regimes" / name)
-        doc["uncertainty"] = {"factors": factors}
-        doc["planning"] = {"basis": "steady_state"}
-        other = validate(doc, name)
-        refused = f"regime.mode: {label} .*risk's scenarios read the seed's regime and async drop runs only"
-        with pytest.raises(InstanceError, match=refused):
-            assess(other, plan)  # refused before the plan is read
+    doc = read_document(ROOT / "instances" / "regimes" / "seed-week-admission-8.yaml")
+    doc["uncertainty"] = {"factors": factors}
+    doc["planning"] = {"basis": "steady_state"}
+    other = validate(doc, "seed-week-admission-8.yaml")
+    refused = "regime.mode: async admission .*risk's scenarios read the seed's regime, async drop runs and batch runs"
+    with pytest.raises(InstanceError, match=refused):
+        assess(other, plan)  # refused before the plan is read
 
 
 def test_simulate_scenarios_and_risk_replays_stay_refused_for_a_drop_run(tmp_path):

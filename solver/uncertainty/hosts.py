@@ -70,19 +70,9 @@ def room(inst: Instance, plan: Plan, scen, peak_to_mean: np.ndarray) -> np.ndarr
     env = inst.environment
     active = [j for j, b in enumerate(env.backends) if b.share > 0]
     hosts = _hosts(inst, plan, scen, active)
-    eligible = {
-        j: scen.value(
-            f"environment.cloud.eligible_share.{env.backends[j].name}",
-            env.cloud.eligible_share.get(env.backends[j].name, 0.0),
-        )
-        for j in active
-    }
+    eligible = _eligible(inst, scen, active)
     if len(active) == 1:
-        j = active[0]
-        local = sum(h["count"] * _per_host(h, j) for h in hosts if h["kind"] == "node") + np.zeros(scen.size)
-        cloud = sum(h["count"] * _per_host(h, j) for h in hosts if h["kind"] == "vm") + np.zeros(scen.size)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            peak = np.minimum(local + cloud, np.where(eligible[j] < 1, local / (1 - eligible[j]), np.inf))
+        local, peak = _one_backend(hosts, active[0], eligible[active[0]], scen.size)
         return np.minimum(local, peak / peak_to_mean)
     shares = {j: env.backends[j].share for j in active}
     if not any(scen.scales(p) for p in _HOST_FIELDS):  # one LP serves every scenario
@@ -93,6 +83,45 @@ def room(inst: Instance, plan: Plan, scen, peak_to_mean: np.ndarray) -> np.ndarr
             for s in range(scen.size)
         ]
     )
+
+
+def launch_room(inst: Instance, plan: Plan, scen, launch: np.ndarray) -> np.ndarray:
+    """(S,) the largest multiple of ``launch`` ((S, backends) environments started at once) that the plan's nodes
+    under the cap ``u`` and its VMs hold, at most eligible_share_b of each backend's on VMs (MODEL §3.6): the launch
+    fits in a scenario iff this is at least 1."""
+    env = inst.environment
+    active = [j for j, b in enumerate(env.backends) if b.share > 0]
+    hosts = _hosts(inst, plan, scen, active)
+    eligible = _eligible(inst, scen, active)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if len(active) == 1:
+            j = active[0]
+            return _one_backend(hosts, j, eligible[j], scen.size)[1] / launch[:, j]
+        return np.array(
+            [_lp(hosts, {j: float(launch[s, j]) for j in active}, eligible, s, True) for s in range(scen.size)]
+        )
+
+
+def _eligible(inst: Instance, scen, active: list[int]) -> dict[int, np.ndarray]:
+    """Per active backend the share of its environments VMs may hold, per scenario."""
+    env = inst.environment
+    return {
+        j: scen.value(
+            f"environment.cloud.eligible_share.{env.backends[j].name}",
+            env.cloud.eligible_share.get(env.backends[j].name, 0.0),
+        )
+        for j in active
+    }
+
+
+def _one_backend(hosts: list[dict], j: int, eligible: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(steady room, peak room) in environments of backend ``j``, the only active one: the nodes alone, and the
+    nodes with the VMs, at most ``eligible`` of it on VMs."""
+    local = sum(h["count"] * _per_host(h, j) for h in hosts if h["kind"] == "node") + np.zeros(size)
+    cloud = sum(h["count"] * _per_host(h, j) for h in hosts if h["kind"] == "vm") + np.zeros(size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = np.minimum(local + cloud, np.where(eligible < 1, local / (1 - eligible), np.inf))
+    return local, peak
 
 
 def _per_host(host: dict, j: int) -> np.ndarray:
