@@ -24,6 +24,7 @@ from trainground.solver.regimes.batch import batch_of
 from trainground.solver.solve import solve_instance
 from trainground.solver.uncertainty import batch as batch_scenarios
 from trainground.solver.uncertainty import scenarios as sc
+from trainground.solver.uncertainty.hosts import launch_room
 
 ROOT = Path(__file__).resolve().parent.parent
 COLOCATED = ROOT / "instances" / "regimes" / "seed-week-colocated.yaml"
@@ -262,3 +263,57 @@ def test_the_sensitivity_sees_a_longer_timeout_and_a_slower_update():
     for name in ("timeout", "updates"):
         assert effects[name].makespan_s_high > effects[name].makespan_s_low
     assert report.median_makespan_s == result.plan.makespan_s
+
+
+def test_pipelined_k1_with_the_start_up_counted_is_refused_as_unplanned():
+    inst = instance("k1", DEGENERATE, schedule__count_startup=True)
+    plan = solved(instance("k1", DEGENERATE)).plan
+    with pytest.raises(InstanceError, match="regime.mode: pipelined k=1 is planned, but not yet with schedule.count"):
+        assess(inst, plan)
+    with pytest.raises(ValueError, match="pipelined k = 1 with the start-up counted is not planned"):
+        batch_scenarios.evaluate(inst, plan, sc.draw(inst, 2, 0))
+
+
+@pytest.mark.parametrize("basis", ["steady_state", "hold"])
+def test_with_two_backends_the_launch_fits_at_the_plans_values_and_not_below_its_room(basis: str):
+    """Two backends (a small LP per scenario): with degenerate factors the plan runs at its own cadence; a factor on
+    every host's densities a little under (over) the reciprocal of the plan's launch room leaves the launch
+    unplaceable (placeable): every row of the LP scales with the densities."""
+    density = [
+        f"environment.{where}[*].density.{name}"
+        for where in ("node_types", "cloud.vm_types")
+        for name in ("container", "vm")
+    ]
+    changes = {
+        "environment__backends": [
+            {"name": "container", "share": 0.7, "cores": 0.05, "memory_gb": 0.5},
+            {"name": "vm", "share": 0.3, "cores": 0.05, "memory_gb": 0.5},
+        ],
+        "environment__node_types": [
+            {
+                "name": "standard",
+                "cores": 188,
+                "memory_gb": 1560,
+                "density": {"container": 1048, "vm": 300},
+                "hour_cost": 12.0,
+            },
+        ],  # fmt: skip
+    }
+    doc_cloud = {
+        "eligible_share": {"container": 1.0, "vm": 0.5},
+        "vm_types": [
+            {"name": "burst", "density": {"container": 64, "vm": 32}, "cores": 16, "memory_gb": 64, "hour_cost": 1.0,
+             "billed_fraction": 0.2, "max_vms": 200},
+        ],
+    }  # fmt: skip
+    nominal = instance("k0", [fixed("density", density, 1.0)], basis, **changes, environment__cloud=doc_cloud)
+    plan = solved(nominal).plan
+    assert np.all(assess(nominal, plan, samples=2, seed=0).outcome.cadence == plan.cadence_s)
+    scen = sc.draw(nominal, 1, 0)
+    b = batch_scenarios.values_of(nominal, scen, sc.values_of(nominal, scen))
+    room = float(launch_room(nominal, plan, scen, batch_scenarios.launch_peaks(nominal, b.attempts))[0])
+    assert 1.0 - 1e-9 <= room < 2.0  # the plan holds its launch, with less than twice the hosts it asks
+    for factor, fits in ((0.99 / room, False), (1.01 / room, True)):
+        inst = instance("k0", [fixed("density", density, factor)], basis, **changes, environment__cloud=doc_cloud)
+        out = assess(inst, plan, samples=2, seed=0).outcome
+        assert np.all(np.isfinite(out.makespan)) == fits
