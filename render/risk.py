@@ -17,6 +17,11 @@ HISTOGRAM_PX = (1100, 480)
 TORNADO_PX = (1100, 420)
 
 
+def _span(seconds: float) -> str:
+    """A makespan or a swing as a person reads it; ∞ where no cadence works (the scenario never finishes)."""
+    return duration(seconds) if math.isfinite(seconds) else "∞"
+
+
 def _plan_line(risk: Risk) -> str:
     p = risk.plan
     shapes = ", ".join(f"{r.replicas:,} {r.shape}" for r in p.inference if r.replicas)
@@ -56,9 +61,16 @@ def render_risk(console, risk: Risk) -> None:
     fitted(console, summary)
     allowance = risk.outcome.allowance
     held = f" with the plan's run-variance allowance of {allowance:,.0f} s (docs/model.md §11)" if allowance else ""
+    lateness = risk.outcome.lateness
+    never = int(np.count_nonzero(~np.isfinite(lateness)))
+    late = (
+        f"expected lateness {duration(float(np.mean(lateness)))}"
+        if not never
+        else f"{never:,} scenario(s) never finish (no cadence holds their rows with the plan's capacity), expected "
+        f"lateness of the others {duration(float(np.mean(lateness[np.isfinite(lateness)])) if never < lateness.size else 0.0)}"
+    )
     console.print(
-        f"on time{held}: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); "
-        f"expected lateness {duration(float(np.mean(risk.outcome.lateness)))}"
+        f"on time{held}: {risk.on_time_probability:.2%} of scenarios (95 % Wilson interval {lo:.2%} – {hi:.2%}); {late}"
     )
     _render_factors(console, risk)
     if risk.replays:
@@ -89,16 +101,16 @@ def _render_factors(console, risk: Risk) -> None:
         table.add_row(
             f.name,
             f"{f.low:.3f} / {f.high:.3f}",
-            duration(f.makespan_s_low),
-            duration(f.makespan_s_high),
+            _span(f.makespan_s_low),
+            _span(f.makespan_s_high),
             f"{'yes' if f.on_time_low else 'no'} / {'yes' if f.on_time_high else 'no'}",
             duration(f.swing_s) if math.isfinite(f.swing_s) else "∞",
         )
     fitted(console, table)
     if ordered and ordered[0].swing_s > 0:
         console.print(
-            f"{ordered[0].name} moves the makespan most ({duration(ordered[0].swing_s)} between its "
-            f"p10 and p90); with every factor at its median the plan takes {duration(risk.median_makespan_s)}."
+            f"{ordered[0].name} moves the makespan most ({_span(ordered[0].swing_s)} between its "
+            f"p10 and p90); with every factor at its median the plan takes {_span(risk.median_makespan_s)}."
         )
 
 

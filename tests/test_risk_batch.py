@@ -317,3 +317,21 @@ def test_with_two_backends_the_launch_fits_at_the_plans_values_and_not_below_its
         inst = instance("k0", [fixed("density", density, factor)], basis, **changes, environment__cloud=doc_cloud)
         out = assess(inst, plan, samples=2, seed=0).outcome
         assert np.all(np.isfinite(out.makespan)) == fits
+
+
+def test_the_risk_text_counts_the_scenarios_that_never_finish():
+    """A colocated plan whose launch the hosts hold only at their nominal density: the scenarios with denser-packed
+    draws below it never finish, and the text says how many and shows ∞, not 'inf h'."""
+    from click.testing import CliRunner
+
+    from trainground.cli import main
+
+    density = '["environment.node_types[*].density.container", "environment.cloud.vm_types[*].density.container"]'
+    factor = f"uncertainty={{factors: [{{name: density, paths: {density}, dist: uniform, low: 0.9, high: 1.05}}]}}"
+    args = ["risk", str(COLOCATED), "--basis", "steady_state", "--samples", "400"]
+    edits = ["schedule.deadline=60d", "schedule.cadence.step=10s", factor]
+    result = CliRunner().invoke(main, args + [x for e in edits for x in ("--set", e)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    never = int(text.split(" scenario(s) never finish")[0].rsplit(" ", 1)[1].replace(",", ""))
+    assert 0 < never < 400 and "inf h" not in text and "∞" in text
