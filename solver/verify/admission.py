@@ -153,23 +153,7 @@ def admission_loads(
     if inst.planning.basis != "hold":
         mean = {b.name: attempts * b.share * a.w_use for b in backends}
         return mean, dict(mean)
-    if a.tau is None:
-        pair = hold.min_of_two_mean(law)
-    else:
-        cuts = [0.0] + [c for c in (law.median, law.p99) if c < a.tau] + [a.tau]
-        pair = math.fsum(laws.integral(lambda t: law.survival(t) ** 2, x, y) for x, y in zip(cuts, cuts[1:]))
-    beta = hold.safety_factor(inst.planning.sandbox_wait)
-    g = inst.workload.group_size
-    mean, sized = {}, {}
-    for b in backends:
-        s = b.share
-        if inst.freshness.group_correlation == "comonotone":
-            variance = attempts * s * (1 - s) * a.mean_cut + g * attempts * s * s * (a.mean_cut - pair)
-        else:
-            variance = attempts * s * (a.mean_cut - s * pair)
-        mean[b.name] = attempts * s * a.mean_cut
-        sized[b.name] = mean[b.name] + beta * math.sqrt(max(variance, 0.0))
-    return mean, sized
+    return hold.sized_loads(inst, attempts, a.mean_cut, hold.cut_min_of_two_mean(law, a.tau))
 
 
 def admission_metrics(inst: Instance, plan: Plan, a: AdmissionReading, figures: dict, allowance: float) -> Metrics:

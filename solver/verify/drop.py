@@ -155,23 +155,7 @@ def drop_fill(inst: Instance, d: DropReading, attempts: float) -> float:
 def hold_loads(inst: Instance, d: DropReading, attempts: float) -> tuple[dict[str, float], dict[str, float]]:
     """MODEL §11 item 2 over W_τ, per backend: (R_raw·s_b·mean(W_τ), E^hold_b = that + β·sqrt(V_b)), V_b from
     mean(W_τ) and E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² dt (an empirical law's cut samples: their exact pair mean)."""
-    if d.tau is None:
-        pair = hold.min_of_two_mean(d.law)
-    else:
-        cuts = [0.0] + [c for c in (d.law.median, d.law.p99) if c < d.tau] + [d.tau]
-        pair = math.fsum(laws.integral(lambda t: d.law.survival(t) ** 2, x, y) for x, y in zip(cuts, cuts[1:]))
-    beta = hold.safety_factor(inst.planning.sandbox_wait)
-    g = inst.workload.group_size
-    mean, sized = {}, {}
-    for b in inst.environment.backends:
-        s = b.share
-        if inst.freshness.group_correlation == "comonotone":
-            variance = attempts * s * (1 - s) * d.mean_cut + g * attempts * s * s * (d.mean_cut - pair)
-        else:
-            variance = attempts * s * (d.mean_cut - s * pair)
-        mean[b.name] = attempts * s * d.mean_cut
-        sized[b.name] = mean[b.name] + beta * math.sqrt(max(variance, 0.0))
-    return mean, sized
+    return hold.sized_loads(inst, attempts, d.mean_cut, hold.cut_min_of_two_mean(d.law, d.tau))
 
 
 def verify_drop(inst: Instance, plan: Plan, allowance: float, reported: Metrics | None, out: Check) -> Check:

@@ -65,18 +65,33 @@ def safety_factor(target: float) -> float:
 
 def hold_loads(inst: Instance, law: laws.Law, attempts: float) -> dict[str, float]:
     """MODEL §11 item 2: E^hold_b = R_raw·s_b·mean(W) + β·sqrt(V_b), per backend."""
-    g = inst.workload.group_size
+    return sized_loads(inst, attempts, law.mean, min_of_two_mean(law))[1]
+
+
+def cut_min_of_two_mean(law: laws.Law, tau: float | None) -> float:
+    """E[min(W_τ, W'_τ)] = ∫_0^τ S(t)² dt for lifetimes cut at the rollout timeout τ (MODEL §14); without one,
+    :func:`min_of_two_mean`."""
+    if tau is None:
+        return min_of_two_mean(law)
+    cuts = [0.0] + [c for c in (law.median, law.p99) if c < tau] + [tau]
+    return math.fsum(laws.integral(lambda t: law.survival(t) ** 2, x, y) for x, y in zip(cuts, cuts[1:]))
+
+
+def sized_loads(inst: Instance, attempts: float, mean: float, pair: float) -> tuple[dict[str, float], dict[str, float]]:
+    """MODEL §11 item 2 per backend, from a lifetime's mean and E[min(W, W')] (``pair``): (R_raw·s_b·mean,
+    E^hold_b = that + β·sqrt(V_b)), V_b by the group correlation."""
     beta = safety_factor(inst.planning.sandbox_wait)
-    pair = min_of_two_mean(law)
-    loads = {}
+    g = inst.workload.group_size
+    loads, sized = {}, {}
     for b in inst.environment.backends:
         s = b.share
         if inst.freshness.group_correlation == "comonotone":
-            variance = attempts * s * (1 - s) * law.mean + g * attempts * s * s * (law.mean - pair)
+            variance = attempts * s * (1 - s) * mean + g * attempts * s * s * (mean - pair)
         else:
-            variance = attempts * s * (law.mean - s * pair)
-        loads[b.name] = attempts * s * law.mean + beta * math.sqrt(max(variance, 0.0))
-    return loads
+            variance = attempts * s * (mean - s * pair)
+        loads[b.name] = attempts * s * mean
+        sized[b.name] = loads[b.name] + beta * math.sqrt(max(variance, 0.0))
+    return loads, sized
 
 
 def _completion_survival(law: laws.Law, t: float, members: int) -> float:
