@@ -142,16 +142,8 @@ def evaluate(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -
     with np.errstate(invalid="ignore"):
         makespan = inst.workload.iterations * cadence + v.extra
     hourly = hourly_cost(inst, plan, scen)
-    return sc.Outcome(
-        cadence=cadence,
-        attempts=np.where(np.isfinite(cadence), b.attempts / cadence, np.inf),
-        makespan=makespan,
-        deadline=v.deadline,
-        hourly_cost=hourly,
-        total_cost=hourly * makespan / 3600.0,
-        on_time=makespan + allowance <= v.deadline * (1 + REL_TOL),
-        allowance=allowance,
-    )
+    attempts = np.where(np.isfinite(cadence), b.attempts / cadence, np.inf)
+    return sc.Outcome.of(cadence, attempts, makespan, v.deadline, hourly, allowance)
 
 
 def launch_peaks(inst: Instance, attempts: np.ndarray) -> np.ndarray:

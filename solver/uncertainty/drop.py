@@ -203,16 +203,7 @@ def evaluate(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -
             steady = ((w.iterations - 1) * cadence + update) * pace + v.extra
             makespan = np.where(np.isfinite(attempts), _fill(inst, v.lifetimes, d, attempts) + steady, np.inf)
     hourly = sc.hourly_cost(inst, plan, scen)
-    return sc.Outcome(
-        cadence=cadence,
-        attempts=attempts,
-        makespan=makespan,
-        deadline=v.deadline,
-        hourly_cost=hourly,
-        total_cost=hourly * makespan / 3600.0,
-        on_time=makespan + allowance <= v.deadline * (1 + REL_TOL),
-        allowance=allowance,
-    )
+    return sc.Outcome.of(cadence, attempts, makespan, v.deadline, hourly, allowance)
 
 
 def age_limit(inst: Instance, plan) -> int:

@@ -211,6 +211,21 @@ class Outcome:
     on_time: np.ndarray  # bool: T_s + allowance <= deadline
     allowance: float = 0.0  # MODEL §11's run-variance allowance Δ of a plan sized under hold, s
 
+    @classmethod
+    def of(cls, cadence, attempts, makespan, deadline, hourly_cost, allowance: float = 0.0) -> Outcome:
+        """The outcome of realised cadences and makespans, its total cost ``hourly_cost · T_s / 3600`` and its
+        verdict ``T_s + allowance <= deadline`` derived."""
+        return cls(
+            cadence=cadence,
+            attempts=attempts,
+            makespan=makespan,
+            deadline=deadline,
+            hourly_cost=hourly_cost,
+            total_cost=hourly_cost * makespan / 3600.0,
+            on_time=makespan + allowance <= deadline * (1 + REL_TOL),
+            allowance=allowance,
+        )
+
     @property
     def lateness(self) -> np.ndarray:
         """max(0, T_s + Δ - deadline), s: zero exactly where the scenario is on time."""
@@ -259,16 +274,7 @@ def evaluate(inst: Instance, plan, scen: Scenarios, allowance: float = 0.0) -> O
         if inst.counts_startup:
             makespan = _with_startup(inst, v, cadence, attempts, update, pace)
     hourly = hourly_cost(inst, plan, scen)
-    return Outcome(
-        cadence=cadence,
-        attempts=attempts,
-        makespan=makespan,
-        deadline=v.deadline,
-        hourly_cost=hourly,
-        total_cost=hourly * makespan / 3600.0,
-        on_time=makespan + allowance <= v.deadline * (1 + REL_TOL),
-        allowance=allowance,
-    )
+    return Outcome.of(cadence, attempts, makespan, v.deadline, hourly, allowance)
 
 
 def token_supply(inst: Instance, plan, v: Values, K: int) -> np.ndarray:
