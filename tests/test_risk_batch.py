@@ -18,33 +18,22 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from tests.test_risk_drop import LIFETIMES, THROUGHPUT, fixed, solved, spread
 from trainground.drivers.risk import assess
 from trainground.models.load import InstanceError, read_document, validate
 from trainground.solver.regimes.batch import batch_of
-from trainground.solver.solve import solve_instance
 from trainground.solver.uncertainty import batch as batch_scenarios
 from trainground.solver.uncertainty import scenarios as sc
 from trainground.solver.uncertainty.hosts import launch_room
 
 ROOT = Path(__file__).resolve().parent.parent
 COLOCATED = ROOT / "instances" / "regimes" / "seed-week-colocated.yaml"
-THROUGHPUT = "inference.shapes[*].tokens_per_gpu_s"
-LIFETIMES = ["environment.occupancy.median", "environment.occupancy.p99"]
 UPDATES = "training.update_time.reference_time"
 MODES = {
     "colocated": {"mode": "colocated", "switch_time": "30s"},
     "k0": {"mode": "pipelined", "steps_ahead": 0},
     "k1": {"mode": "pipelined", "steps_ahead": 1},
 }
-
-
-def fixed(name: str, paths: list[str], value: float) -> dict:
-    """A factor that draws ``value`` every time."""
-    return {"name": name, "paths": paths, "dist": "uniform", "low": value, "high": value}
-
-
-def spread(name: str, paths: list[str], sigma: float) -> dict:
-    return {"name": name, "paths": paths, "dist": "lognormal", "median": 1.0, "sigma": sigma}
 
 
 def instance(
@@ -69,12 +58,6 @@ def instance(
         else:
             doc[section] = dict(doc[section], **{name: value})
     return validate(doc, "batch-risk.yaml")
-
-
-def solved(inst):
-    result = solve_instance(inst)
-    assert result.status == "optimal", result.message
-    return result
 
 
 DEGENERATE = [
