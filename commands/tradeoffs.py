@@ -55,7 +55,8 @@ from trainground.render.tradeoffs import render_comparison, render_frontier, ren
     help="Least makespan between two points, as a share of the frontier's makespan range (each point exact, both "
     "ends exact); 0: every point, one solve per admissible makespan. Default: 0.005 on a grid of more than 5,000 "
     "cadences, or on a staged instance whose stages' grids give more than 5,000 combinations of a cadence per stage "
-    "(a couple of hundred points at most), else 0.",
+    "(a couple of hundred points at most); 0.025 on such a staged instance that re-plans its stages (40 at most); "
+    "else 0.",
 )
 @click.option(
     "--confidence-curve",

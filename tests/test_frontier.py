@@ -22,6 +22,7 @@ from trainground.solver.laws.calculus import grid_points
 from trainground.solver.solve import solve_instance
 
 SEED = Path(__file__).resolve().parents[1] / "instances" / "seed-week-75.yaml"
+STAGED = SEED.with_name("seed-week-stages.yaml")
 REL = 1e-9
 
 
@@ -264,7 +265,7 @@ def test_frontier_resolution_option_walks_every_point_at_0_and_refuses_a_share_a
 
 
 def test_a_fine_grid_takes_a_resolution_by_default_and_a_coarse_grid_walks_every_point():
-    from trainground.drivers.tradeoffs.frontier_walk import FINE_GRID, RESOLUTION, default_resolution
+    from trainground.drivers.tradeoffs.frontier_walk import FINE_GRID, REPLAN_RESOLUTION, RESOLUTION, default_resolution
 
     seed = load_edited(SEED, [])
     fine = load_edited(SEED, ["schedule.cadence.step=0.01s"])
@@ -272,6 +273,23 @@ def test_a_fine_grid_takes_a_resolution_by_default_and_a_coarse_grid_walks_every
     assert (default_resolution(seed), default_resolution(fine)) == (0.0, RESOLUTION)
     helped = " ".join(CliRunner().invoke(main, ["frontier", "--help"]).output.split())
     assert f"Default: {RESOLUTION:g} on a grid of more than {FINE_GRID:,} cadences" in helped  # the help says these
+    assert f"{REPLAN_RESOLUTION:g} on such a staged instance that re-plans its stages" in helped
+
+
+def test_a_staged_instance_takes_the_fine_grid_default_and_a_replanned_one_a_coarser_one():
+    from trainground.drivers.tradeoffs.frontier_walk import (
+        FINE_GRID,
+        REPLAN_RESOLUTION,
+        RESOLUTION,
+        cadence_choices,
+        default_resolution,
+    )
+
+    fixed = load_edited(STAGED, [])
+    replanned = load_edited(STAGED, ["stages.capacity=replan", "stages.switch_time=30m"])
+    assert cadence_choices(fixed) == cadence_choices(replanned) > FINE_GRID
+    assert (default_resolution(fixed), default_resolution(replanned)) == (RESOLUTION, REPLAN_RESOLUTION)
+    assert RESOLUTION < REPLAN_RESOLUTION
 
 
 def test_frontier_with_a_resolution_says_how_far_apart_its_points_are(tmp_path):

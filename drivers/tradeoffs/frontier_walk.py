@@ -5,7 +5,8 @@ On a fine grid every admissible makespan can be a point, far more than a plot or
 so on a grid of more than FINE_GRID cadences two points are by default at least RESOLUTION of the makespan range
 apart (:func:`default_resolution`), each still an exact frontier plan, both ends exact. A staged plan chooses a
 cadence per stage, so its makespans are as many as the combinations of its stages' grids: the same default holds
-when those combinations are more than FINE_GRID.
+when those combinations are more than FINE_GRID; a re-planned one (``capacity: replan``) takes REPLAN_RESOLUTION, since
+each of its points is a search of several HiGHS runs over the replan model (seconds each, not a fraction of one).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from trainground.solver.tolerances import SPAN_TOL
 STAGED_GAP = 1e-7  # relative: a staged walk's next cap below a plan's makespan (0.06 s on a week)
 RESOLUTION = 0.005  # on a fine grid, by default points at least this share of the makespan range apart: 200 at most
 FINE_GRID = 5000  # a grid of more cadences than this is fine: its frontier takes RESOLUTION by default
+REPLAN_RESOLUTION = 0.025  # the same for a re-planned staged instance: 40 points at most
 
 
 @dataclass
@@ -49,8 +51,11 @@ class Walked:
 
 def default_resolution(inst: Instance) -> float:
     """The resolution a frontier of ``inst`` takes unless told: RESOLUTION when its plans choose among more than
-    FINE_GRID cadences (:func:`cadence_choices`), else 0 (every point)."""
-    return RESOLUTION if cadence_choices(inst) > FINE_GRID else 0.0
+    FINE_GRID cadences (:func:`cadence_choices`), REPLAN_RESOLUTION when they do and it re-plans its stages, else 0
+    (every point)."""
+    if cadence_choices(inst) <= FINE_GRID:
+        return 0.0
+    return REPLAN_RESOLUTION if inst.stages is not None and inst.stages.capacity == "replan" else RESOLUTION
 
 
 def cadence_choices(inst: Instance) -> int:
