@@ -39,7 +39,8 @@ from trainground.solver.stages.compact import CompactModel, compact_rows
 from trainground.solver.stages.compact_plans import part_plans
 from trainground.solver.stages.plans import own_startup, run_plan
 from trainground.solver.stages.tables import StageTables
-from trainground.solver.table.bounds import hourly_lower_bound
+from trainground.solver.table.bounds import bound_of_terms, hourly_bound_terms
+from trainground.solver.table.coefficients import reserved_cost
 from trainground.solver.tolerances import BILL_SLACK, REL_TOL
 
 
@@ -53,7 +54,10 @@ class ReplanModel:
     c: CompactModel
     criteria: dict[str, Any]
     lows: list[np.ndarray]  # per stage, each pair's cost bound as the bills read it, $/h
+    terms: list[np.ndarray] | None  # per stage, (pairs, 3): the bound's training, inference and host terms, as lows
+    fixed_rate: float  # the bound's term no count changes (the reserved pools), as lows
     optima: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # search key -> (room, optimum)
+    floor_tables: Any = None  # what the searches' floors keep between rooms (solver.stages.replan_search)
 
     @property
     def model(self) -> pyo.ConcreteModel:
@@ -69,10 +73,11 @@ def build_replan(inst: Instance, found: StageTables) -> ReplanModel:
     c = compact_rows(inst, found, own=True)
     top = hourly_top(c)
     add_hourly(c)
-    bills, lows = add_bills(c, top)
+    bills, lows, terms = add_bills(c, top)
     add_switches(c, top)
     add_final_update(c, top)
-    return ReplanModel(c, add_run(c, bills), lows)
+    colocated = inst.regime is not None and inst.regime.mode == "colocated"  # its bound is not a sum of terms
+    return ReplanModel(c, add_run(c, bills), lows, None if colocated else terms, reserved_cost(inst) * (1 - BILL_SLACK))
 
 
 def hourly_top(c: CompactModel) -> float:
@@ -108,14 +113,16 @@ def classes(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, inverse
 
 
-def add_bills(c: CompactModel, top: float) -> tuple[list[Any], list[np.ndarray]]:
+def add_bills(c: CompactModel, top: float) -> tuple[list[Any], list[np.ndarray], list[np.ndarray]]:
     """Each stage's bill Σ_i part_i·lo_i·z + Σ_j d_j·v[p, j] with its excess rows (module docstring); returns the
-    bills [$·s/h] and each stage's bounds lo [$/h]."""
+    bills [$·s/h], each stage's bounds lo [$/h] and their terms (pairs, 3) [$/h], lowered as lo is."""
     m, found = c.model, c.found
-    bills, lows = [], []
+    bills, lows, terms = [], [], []
     for p, (si, table, part) in enumerate(zip(found.insts, found.tables, found.parts)):
-        lo = np.minimum(hourly_lower_bound(si, table) * (1 - BILL_SLACK), top)
+        each = hourly_bound_terms(si, table)
+        lo = np.minimum(bound_of_terms(si, *each) * (1 - BILL_SLACK), top)
         lows.append(lo)
+        terms.append(np.stack(each, axis=1) * (1 - BILL_SLACK))
         values, at = classes(part)
         least = np.full(values.size, top)
         np.minimum.at(least, at, lo)
@@ -137,7 +144,7 @@ def add_bills(c: CompactModel, top: float) -> tuple[list[Any], list[np.ndarray]]
         m.add_component(f"excess_sum_{p}", pyo.Constraint(expr=sum(excess.values()) == m.hourly[p] - floor))
         bill = sum(float(part[i]) * float(lo[i]) * m.z[p, i] for i in range(table.size))
         bills.append(bill + sum(float(d) * excess[j] for j, d in enumerate(values.tolist())))
-    return bills, lows
+    return bills, lows, terms
 
 
 def count_pairs(c: CompactModel, p: int) -> list[tuple[Any, Any, float]]:

@@ -1,12 +1,10 @@
 """The total-cost and hourly-cost searches on the replan model (:mod:`solver.stages.replan`): HiGHS runs over the
 stage pairs that can hold the optimum, the others closed (their selection binaries bounded to 0).
 
-Each stage pair has a floor, a valid lower bound on the total cost of any plan that selects it: its bill at its
-cost bound (part·lo/3600) plus, over the other stages' pairs of its K whose parts fit in the room its own part
-leaves (the deadline or cap, less the extra time and the shortest final update; no switch), the least sum of their
-bills at their bounds: a min-plus convolution of each stage's (part, bill) Pareto front. The extra time, the final
-update, the switches and every count above a bound only add cost, so no plan selecting a pair costs less than its
-floor.
+Each stage pair has a floor, a valid lower bound on the total cost of any plan that selects it
+(:mod:`solver.stages.replan_floors`): the bills at the pairs' cost bounds, over the other stages' pairs of its K that
+fit in the room its own part leaves (min-plus convolutions of Pareto fronts), with the extra time, the shortest final
+update and the switches each plan's switch pattern implies billed too.
 
 The runs open the pairs whose floor is within a target, from just above the least floor: a run whose optimum is
 within its target has every pair that could beat it open, so it is the optimum of the whole model; otherwise the
@@ -30,51 +28,44 @@ import numpy as np
 from trainground.models.result import Status
 from trainground.solver.highs import HighsModel
 from trainground.solver.stages.replan import ReplanModel
+from trainground.solver.stages.replan_floors import Choices, PairFloors
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import TIE_TOL
 
-PROBE = 0.005  # the first target: this share above the least floor
+PROBE = 1e-4  # the first target: this share above the least floor
 Runs = Callable[..., tuple]  # solver.stages.solve._lexicographic
 
 
-def front(parts: np.ndarray, bills: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The (part, bill) points no other beats on both, by part: bills strictly falling."""
-    order = np.lexsort((bills, parts))
-    parts, bills = parts[order], bills[order]
-    best = np.minimum.accumulate(bills)
-    keep = np.concatenate(([True], best[1:] < best[:-1])) if bills.size else np.zeros(0, dtype=bool)
-    return parts[keep], best[keep]
-
-
-def convolve(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The front of every sum of a point of ``a`` and a point of ``b``."""
-    return front((a[0][:, None] + b[0][None, :]).ravel(), (a[1][:, None] + b[1][None, :]).ravel())
-
-
-def least_within(points: tuple[np.ndarray, np.ndarray], room: np.ndarray) -> np.ndarray:
-    """Per room, the least bill of a front point whose part fits in it (inf: none)."""
-    parts, bills = points
-    at = np.searchsorted(parts, room, side="right") - 1
-    return np.where(at >= 0, bills[np.maximum(at, 0)] if bills.size else np.inf, np.inf)
-
-
 def floors(r: ReplanModel, room: float) -> list[np.ndarray]:
-    """Per stage, each pair's floor (module docstring), $; ``room``: the most T may be, s."""
-    found, inst = r.c.found, r.inst
-    shortest_final = float(np.min(found.final[1])) if found.final is not None and found.final[1].size else 0.0
-    room -= inst.schedule.extra_time + shortest_final
-    bills = [part * lo / 3600.0 for part, lo in zip(found.parts, r.lows)]
+    """Per stage, each pair's floor (:mod:`solver.stages.replan_floors`), $; ``room``: the most T may be, s."""
+    found = r.c.found
+    tail, each = _floor_tables(r)
     out = [np.full(part.size, np.inf) for part in found.parts]
-    for K in r.c.Ks:
-        rows = [t.kept == K for t in found.tables]
-        fronts = [front(part[at], bill[at]) for part, bill, at in zip(found.parts, bills, rows)]
-        for p, at in enumerate(rows):
-            others = (np.zeros(1), np.zeros(1))
-            for q, f in enumerate(fronts):
-                if q != p:
-                    others = convolve(others, f)
-            out[p][at] = bills[p][at] + least_within(others, room - found.parts[p][at])
+    for rows, tables in each:
+        for p, values in enumerate(tables.at(room - tail)):
+            out[p][rows[p]] = values
     return out
+
+
+def _floor_tables(r: ReplanModel) -> tuple[float, list[tuple[list[np.ndarray], PairFloors]]]:
+    """The tail billed at the last stage's rate (the extra time and the shortest final update, s) and, per K, its
+    pairs' rows in each stage with their :class:`PairFloors`: found once per model."""
+    if r.floor_tables is None:
+        found, inst = r.c.found, r.inst
+        assert inst.stages is not None
+        shortest_final = float(np.min(found.final[1])) if found.final is not None and found.final[1].size else 0.0
+        tail = inst.schedule.extra_time + shortest_final
+        fixed = 0.0 if r.terms is None else r.fixed_rate  # without terms a block's rate is its pairs' largest lo
+        each = []
+        for K in r.c.Ks:
+            rows = [np.flatnonzero(t.kept == K) for t in found.tables]
+            members = [
+                Choices(part[at], np.zeros((at.size, 3)) if r.terms is None else r.terms[p][at], lo[at])
+                for p, (part, lo, at) in enumerate(zip(found.parts, r.lows, rows))
+            ]
+            each.append((rows, PairFloors(members, fixed, inst.stages.switch_time, tail)))
+        r.floor_tables = (tail, each)
+    return r.floor_tables
 
 
 class Openings:

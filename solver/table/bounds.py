@@ -27,14 +27,27 @@ def hourly_lower_bound(
     ``global_values`` of ``inst``, when the caller has them; ``lp``: its :class:`SandboxLP`, when the
     caller keeps one.
     """
-    price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
-    train_gpus = pairs.groups * inst.training.gpus_per_group
-    train = price[inst.training.pool] * train_gpus
+    return bound_of_terms(inst, *hourly_bound_terms(inst, pairs, shared, lp))
+
+
+def bound_of_terms(inst: Instance, train: np.ndarray, inference: np.ndarray, sandbox: np.ndarray) -> np.ndarray:
+    """:func:`hourly_lower_bound` from its terms (:func:`hourly_bound_terms`)."""
     colocated = inst.regime is not None and inst.regime.mode == "colocated"
-    inference = inference_lower_bound(inst, pairs, pairs.attempts, whole_pools=colocated)
-    sandbox = sandbox_lower_bound(inst, pairs, shared, lp)
     gpus = np.maximum(train, inference) if colocated else train + inference  # colocated: one set of GPUs, in turns
     return reserved_cost(inst) + gpus + sandbox
+
+
+def hourly_bound_terms(
+    inst: Instance, pairs: Pairs, shared: dict[str, dict] | None = None, lp: SandboxLP | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The terms of :func:`hourly_lower_bound` at each pair ($/h): the training GPUs at the pair's fewest groups,
+    the inference GPUs' LP bound and the nodes' and VMs' bound; each is a valid lower bound on what a plan at the
+    pair pays for those counts, so plans with the same counts at several pairs pay at least each term's largest."""
+    price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
+    train = price[inst.training.pool] * pairs.groups * inst.training.gpus_per_group
+    colocated = inst.regime is not None and inst.regime.mode == "colocated"
+    inference = inference_lower_bound(inst, pairs, pairs.attempts, whole_pools=colocated)
+    return train, inference, sandbox_lower_bound(inst, pairs, shared, lp)
 
 
 def sandbox_lower_bound(
