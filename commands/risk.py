@@ -61,10 +61,10 @@ def risk(instance, plan_file, samples, seed, as_json, out, replays, sim_iteratio
     inst = load_with_edits(instance, with_basis(edits, basis))
     if inst.uncertainty is None:
         raise InstanceError(instance, [Problem("uncertainty", "risk needs an uncertainty section (docs/model.md §9)")])
-    from trainground.models.regime_rules import refuse_regime_replays, refuse_regime_scenarios
+    from trainground.models.regime_rules import refuse_regime_replays, refuse_unplanned
 
     if plan_file is None:  # before the solve (a plan file may name another basis, which assess reads)
-        refuse_regime_scenarios(inst, instance)
+        refuse_unplanned(inst, instance)
     if replays:
         refuse_regime_replays(inst, instance)  # a scenario's replay reads the seed's regime only
     inst, plan, metrics, allowance = plan_to_replay(inst, plan_file)

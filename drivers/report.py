@@ -15,7 +15,7 @@ from trainground.drivers.risk import SAMPLES, Risk
 from trainground.drivers.tradeoffs.certainty import CertaintyCurve
 from trainground.drivers.tradeoffs.frontier import Frontiers
 from trainground.models.instance import Instance
-from trainground.models.regime_rules import described, refuse_unplanned, scenario_refusal
+from trainground.models.regime_rules import described, refuse_unplanned
 from trainground.models.result import Status
 from trainground.solver.stopwatch import Stopwatch
 
@@ -55,9 +55,9 @@ def gather(
     """Solve ``inst`` as `solve` does, then the frontier (``with_frontier``), the plan's risk over ``samples``
     scenarios and the best plan for each of ``alphas`` (with an uncertainty section). The frontier is walked on
     ``frontier_basis`` (None: the instance's own), as `frontier --basis` walks it. A run regime other than the
-    seed's (MODEL §14) gets the solve and the frontier; an async drop run with regime fields set and a batch run their
-    risk too (risk's scenarios evaluate them, solver/uncertainty/drop.py and batch.py), but no price of certainty (a
-    confidence solve plans the seed's regime only); an admission run neither, each left out with a note saying why."""
+    seed's (MODEL §14) gets the solve, the frontier and its risk (risk's scenarios evaluate every regime,
+    solver/uncertainty/drop.py, batch.py and admission.py), but no price of certainty (a confidence solve plans the
+    seed's regime only), left out with a note saying why."""
     refuse_unplanned(inst)
     from trainground.drivers.replays import ReplayCache
     from trainground.drivers.risk import assess
@@ -85,11 +85,6 @@ def gather(
         )
         return found
     regime = inst.regime
-    if regime is not None and not regime.is_default:
-        refused = scenario_refusal(inst)
-        if refused is not None:
-            found.notes.append(f"no risk and no price of certainty: {refused}")
-            return found
     if result.status == Status.OPTIMAL and result.plan is not None:
         step("the plan's risk")
         found.risk = assess(inst, result.plan, samples, allowance=result.allowance_s)  # MODEL §11, as risk does

@@ -19,7 +19,7 @@ import numpy as np
 
 from trainground.models.instance import Instance
 from trainground.models.load import InstanceError, Problem
-from trainground.models.regime_rules import refuse_regime_replays, refuse_regime_scenarios
+from trainground.models.regime_rules import refuse_regime_replays, refuse_unplanned
 from trainground.models.result import Metrics, Plan
 from trainground.solver.laws.calculus import wilson
 from trainground.solver.uncertainty import scenarios as sc
@@ -118,7 +118,7 @@ def assess(inst: Instance, plan: Plan, samples: int = SAMPLES, seed: int | None 
     """``plan`` (verified against ``inst``) over ``samples`` scenarios drawn with ``seed`` (default the
     uncertainty section's); a scenario is on time iff ``T_s + allowance <= deadline`` (``allowance``: the
     plan's Δ when it was sized under hold, MODEL §11, so the run's variance is counted beside the inputs')."""
-    refuse_regime_scenarios(inst)
+    refuse_unplanned(inst)
     scen = sc.draw(inst, samples, seed)
     outcome = evaluate_any(inst, plan, scen, allowance)
     effects, median = sensitivity(inst, plan, allowance)

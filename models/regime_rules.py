@@ -209,28 +209,6 @@ def refuse_unreplayed(inst: Instance, label: str | None = None) -> None:
     raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])
 
 
-def scenario_refusal(inst: Instance) -> str | None:
-    """Why MODEL §9's scenarios do not evaluate this instance's regime yet (None when they do): they evaluate the
-    seed's regime, an async drop run with regime fields set (solver/uncertainty/drop.py) and a batch run, pipelined
-    or colocated (solver/uncertainty/batch.py); an admission run not yet."""
-    r = inst.regime
-    if r is None or r.is_default or (r.mode == "async" and r.staleness == "drop") or r.batched:
-        return None
-    return (
-        f"{r.label} is planned, but not yet with uncertainty scenarios: risk's scenarios read the seed's regime, "
-        f"async drop runs and batch runs only ({SECTION})"
-    )
-
-
-def refuse_regime_scenarios(inst: Instance, label: str | None = None) -> None:
-    """InstanceError naming regime.mode for a regime MODEL §9's scenarios do not evaluate (:func:`scenario_refusal`)
-    where risk draws them. ``label``: the file to name (default the instance's name)."""
-    refuse_unplanned(inst, label)
-    why = scenario_refusal(inst)
-    if why is not None:
-        raise InstanceError(label or inst.name or "instance", [Problem("regime.mode", why)])
-
-
 def refuse_regime_replays(inst: Instance, label: str | None = None) -> None:
     """InstanceError naming regime.mode for any regime but the seed's where scenarios are replayed trajectory by
     trajectory (simulate --scenarios, risk's replays): a scenario's replay reads the seed's regime only. ``label``:

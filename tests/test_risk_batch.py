@@ -6,7 +6,7 @@ Known answers: with degenerate factors the realised cadence, T and the cost are 
 far above the timeout M_N = τ, so the realised cadence is the regime's row computed here by hand (a factor on the
 update time moves it by exactly ΔU under k = 0, not at all under k = 1 while U < D); each scenario's batch is the
 planner's own (solver/regimes/batch.py) on the scenario as an instance; a launch the plan's hosts no longer hold, or
-a batch above the concurrency cap, is never on time; admission runs stay refused by name.
+a batch above the concurrency cap, is never on time.
 """
 
 from __future__ import annotations
@@ -222,17 +222,6 @@ def test_a_batch_above_the_concurrency_cap_is_never_on_time():
         out = assess(inst, plan, samples=2, seed=0).outcome
         assert count == 8 * math.ceil(4096 / (8 * intake) - 1e-9)
         assert np.all(np.isfinite(out.makespan)) == (count <= 4100)
-
-
-def test_an_admission_run_is_still_refused_by_name():
-    doc = read_document(ROOT / "instances" / "regimes" / "seed-week-admission-8.yaml")
-    doc["uncertainty"] = {"factors": [spread("throughput", [THROUGHPUT], 0.05)]}
-    doc["planning"] = {"basis": "steady_state"}
-    other = validate(doc, "admission.yaml")
-    plan = solved(instance("k0", DEGENERATE)).plan
-    refused = "regime.mode: async admission .*risk's scenarios read the seed's regime, async drop runs and batch runs"
-    with pytest.raises(InstanceError, match=refused):
-        assess(other, plan)  # refused before the plan is read
 
 
 def test_the_sensitivity_sees_a_longer_timeout_and_a_slower_update():

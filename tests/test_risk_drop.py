@@ -5,7 +5,7 @@ Known answers: with degenerate factors the realised cadence and T are the plan's
 and without the start-up); a scenario's quantities are the planner's own (solver/regimes/drop.py) on the scenario
 as an instance of its own, factors on regime fields included; with every lifetime far above the timeout (W_τ = τ)
 the realised cadence is the root of a quadratic computed here by hand; longer lifetimes never make a scenario
-earlier; admission runs are refused by name.
+earlier.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from trainground.cli import main
 from trainground.drivers.risk import assess
-from trainground.models.load import InstanceError, read_document, validate
+from trainground.models.load import read_document, validate
 from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding
 from trainground.solver.laws import regimes as law
@@ -160,7 +160,7 @@ def test_each_scenarios_quantities_are_the_planners_on_the_scenario_as_an_instan
     v = sc.values_of(inst, scen)
     d = drop_scenarios.values_of(inst, scen, v)
     batch_time = np.linspace(600.0, 9000.0, 6)  # B/(p·R_raw) of six fills, one per scenario
-    fills = drop_scenarios._fill(inst, v.lifetimes, d, 4096 / (d.intake * batch_time))
+    fills = drop_scenarios.cut_fill(inst, v.lifetimes, d, 4096 / (d.intake * batch_time))
     g, corr = inst.workload.group_size, inst.freshness.group_correlation
     for s in range(scen.size):
         own = sc.instance_of(inst, scen, s)
@@ -279,18 +279,6 @@ def test_longer_lifetimes_never_make_a_scenario_earlier(basis: str, timeout: boo
         assert np.all(longer.cadence >= base.cadence)
         assert np.all(longer.makespan >= base.makespan * (1 - 1e-12))
         assert np.any(longer.makespan > base.makespan * 1.001)  # and some are really later
-
-
-def test_admission_runs_are_refused_by_name():
-    factors = [spread("throughput", [THROUGHPUT], 0.05)]
-    plan = solved(instance(factors)).plan
-    doc = read_document(ROOT / "instances" / "regimes" / "seed-week-admission-8.yaml")
-    doc["uncertainty"] = {"factors": factors}
-    doc["planning"] = {"basis": "steady_state"}
-    other = validate(doc, "seed-week-admission-8.yaml")
-    refused = "regime.mode: async admission .*risk's scenarios read the seed's regime, async drop runs and batch runs"
-    with pytest.raises(InstanceError, match=refused):
-        assess(other, plan)  # refused before the plan is read
 
 
 def test_simulate_scenarios_and_risk_replays_stay_refused_for_a_drop_run(tmp_path):

@@ -15,3 +15,6 @@ $TG risk instances/seed-week-spot.yaml --basis steady_state \
   > docs/risk/failures.txt
 $TG risk instances/seed-week-75-uncertain.yaml --set regime.rollout_timeout=1h --set regime.truncated=filter \
   > docs/risk/drop.txt
+$TG risk instances/regimes/seed-week-admission-8-timeout.yaml \
+  --set 'uncertainty={factors: [{name: throughput, paths: ["inference.shapes[*].tokens_per_gpu_s"], dist: normal, mean: 1.0, sd: 0.05}, {name: lifetimes, paths: ["environment.occupancy.median", "environment.occupancy.p99"], dist: lognormal, median: 1.0, sigma: 0.1}, {name: updates, paths: ["training.update_time.reference_time"], dist: uniform, low: 0.95, high: 1.3}]}' \
+  > docs/risk/admission.txt

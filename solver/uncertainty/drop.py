@@ -201,7 +201,7 @@ def evaluate(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -
         makespan = w.iterations * cadence * pace + v.extra
         if inst.counts_startup:
             steady = ((w.iterations - 1) * cadence + update) * pace + v.extra
-            makespan = np.where(np.isfinite(attempts), _fill(inst, v.lifetimes, d, attempts) + steady, np.inf)
+            makespan = np.where(np.isfinite(attempts), cut_fill(inst, v.lifetimes, d, attempts) + steady, np.inf)
     hourly = sc.hourly_cost(inst, plan, scen)
     return sc.Outcome.of(cadence, attempts, makespan, v.deadline, hourly, allowance)
 
@@ -253,7 +253,7 @@ def _attempts_at(inst: Instance, v: sc.Values, d: DropValues, K: int, cadence: n
         return np.where(at & (intake > 0), inst.workload.batch_trajectories / (L * intake), np.inf)
 
 
-def _fill(inst: Instance, life: Lifetimes, d: DropValues, attempts: np.ndarray) -> np.ndarray:
+def cut_fill(inst: Instance, life: Lifetimes, d: DropValues, attempts: np.ndarray) -> np.ndarray:
     """MODEL §8's fill over W_τ per scenario (inf where no cadence works): the smallest t with ∫_0^t F_grp,τ(s) ds =
     B/(p·R_raw), ``p`` before drops (the first batch drops nothing); F_grp,τ is 1 from τ on, so past τ the integral
     grows at rate 1 (as :func:`solver.laws.regimes.cut_fill`)."""

@@ -19,7 +19,7 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.models.stage_rules import stage_instance
 from trainground.solver.tolerances import REL_TOL
-from trainground.solver.uncertainty import batch, drop
+from trainground.solver.uncertainty import admission, batch, drop
 from trainground.solver.uncertainty import scenarios as sc
 
 
@@ -102,7 +102,8 @@ def evaluate_staged(inst: Instance, plan, scen: sc.Scenarios, allowance: float =
 
 def evaluate_any(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.0) -> sc.Outcome:
     """:func:`evaluate_staged` for a staged instance, :func:`solver.uncertainty.drop.evaluate` for an async drop run
-    with regime fields set and :func:`solver.uncertainty.batch.evaluate` for a batch run (MODEL §14),
+    with regime fields set, :func:`solver.uncertainty.batch.evaluate` for a batch run and
+    :func:`solver.uncertainty.admission.evaluate` for an admission run (MODEL §14),
     :func:`solver.uncertainty.scenarios.evaluate` for any other."""
     if inst.stages is not None:
         return evaluate_staged(inst, plan, scen, allowance)
@@ -110,4 +111,6 @@ def evaluate_any(inst: Instance, plan, scen: sc.Scenarios, allowance: float = 0.
         return drop.evaluate(inst, plan, scen, allowance)
     if batch.applies(inst):
         return batch.evaluate(inst, plan, scen, allowance)
+    if admission.applies(inst):
+        return admission.evaluate(inst, plan, scen, allowance)
     return sc.evaluate(inst, plan, scen, allowance)
