@@ -287,7 +287,12 @@ class SandboxLP:
         cost[-1] = -1.0
         pass_lp(highs, cost, A, np.zeros(len(self.coef)), [*self.bounds, (0, 1e12)])
         highs.run()
-        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        status = highs.getModelStatus()
+        if (
+            status == highspy.HighsModelStatus.kUnbounded
+        ):  # HiGHS's word when nothing caps the rate (its bound too large)
+            return np.inf
+        if status != highspy.HighsModelStatus.kOptimal:
             return 0.0
         top = float(highs.getSolution().col_value[-1])
         return np.inf if top >= 1e11 else top
