@@ -100,7 +100,7 @@ class PairFloors:
         else:
             patterns = list(itertools.product((False, True), repeat=stages - 1))
             blocks_of = _blocks
-        listed = _Listed(members, fixed)
+        listed = _Listed([undominated(m) for m in members], fixed)
         for pattern in patterns:
             blocks = blocks_of(pattern)
             extra = [
@@ -127,6 +127,20 @@ class PairFloors:
         return out
 
 
+def undominated(choices: Choices, chunk: int = 256) -> Choices:
+    """``choices`` less those another beats or equals on every figure (part, each term, the rate's floor) and beats on
+    one: a bound over combinations is never lower for them (it grows with each figure), and fewer choices keep more
+    combinations listed with their terms."""
+    figures = np.column_stack((choices.parts, choices.terms, choices.least))
+    beaten = np.zeros(len(choices), dtype=bool)
+    for start in range(0, len(choices), chunk):
+        rows = figures[start : start + chunk, None, :]
+        no_worse = np.all(figures[None, :, :] <= rows, axis=2) & np.any(figures[None, :, :] < rows, axis=2)
+        beaten[start : start + chunk] = np.any(no_worse, axis=1)
+    keep = ~beaten
+    return Choices(choices.parts[keep], choices.terms[keep], choices.least[keep])
+
+
 def _blocks(pattern: tuple[bool, ...]) -> list[list[int]]:
     """The stages in blocks: a switch after stage p (``pattern[p]``) starts a new block."""
     blocks = [[0]]
@@ -146,10 +160,17 @@ def _bills(choices: Choices, fixed: float, extra: float) -> Points:
 def _member_floors(own: Choices, mates: Choices, fixed: float, extra: float, others: Points, room: float) -> np.ndarray:
     """The floors of one stage's pairs ``own`` under one pattern: each with every choice of its block's other stages
     ``mates``, at the block's rate, and the other blocks' front ``others`` in ``room``."""
-    parts = own.parts[:, None] + mates.parts[None, :]
-    terms = np.maximum(own.terms[:, None, :], mates.terms[None, :, :]).sum(axis=2)
-    rates = np.maximum(np.maximum(own.least[:, None], mates.least[None, :]), fixed + terms)
-    return ((parts + extra) * rates / 3600.0 + least_within(others, room - parts)).min(axis=1)
+    parts = np.add.outer(own.parts, mates.parts)
+    rates = np.full(parts.shape, fixed)
+    for k in range(own.terms.shape[1]):  # the fixed term plus each term's largest
+        rates += np.maximum.outer(own.terms[:, k], mates.terms[:, k])
+    np.maximum(rates, np.maximum.outer(own.least, mates.least), out=rates)
+    bills = parts + extra
+    bills *= rates
+    bills /= 3600.0
+    np.subtract(room, parts, out=parts)
+    bills += least_within(others, parts)
+    return bills.min(axis=1)
 
 
 class _Listed:

@@ -8,8 +8,8 @@ update and the switches each plan's switch pattern implies billed too.
 
 The runs open the pairs whose floor is within a target, from just above the least floor: a run whose optimum is
 within its target has every pair that could beat it open, so it is the optimum of the whole model; otherwise the
-target rises to the plan found and the run is repeated (a target that finds no plan grows fourfold from the least
-floor, up to every pair). The tie-breaks of MODEL §4 then run from that plan over the pairs whose floor is within
+target's room above the least floor grows fourfold, to no more than the plan found (which bounds the optimum), and
+the run is repeated (up to every pair, when no plan is found). The tie-breaks of MODEL §4 then run from that plan over the pairs whose floor is within
 the optimum's tie tolerance, which every plan they may choose selects. The plan is that of the whole model, in a fraction of its
 runs' time: on the bundled staged seed re-planned 1,126 pairs become a few dozen.
 
@@ -32,7 +32,7 @@ from trainground.solver.stages.replan_floors import Choices, PairFloors
 from trainground.solver.stopwatch import Stopwatch
 from trainground.solver.tolerances import TIE_TOL
 
-PROBE = 1e-4  # the first target: this share above the least floor
+PROBE = 1e-3  # the first target: this share above the least floor
 Runs = Callable[..., tuple]  # solver.stages.solve._lexicographic
 
 
@@ -167,13 +167,13 @@ def _search(
             openings.set(wanted(target))
             clock.note(f"{r.inst.name}: HiGHS, {criterion} over {sum(map(np.count_nonzero, openings.open)):,} pairs")
             status, values, value, seconds = runs(r, highs, criterion, clock, limits, (criterion,))
+            wider = least + 4 * max(target - least, PROBE * max(abs(least), 1.0))  # (some room where that floor is 0)
             if values is None and status == Status.INFEASIBLE and not every:
-                # open more pairs: four times the room above the least floor (some room where that floor is 0)
-                target = least + 4 * max(target - least, PROBE * max(abs(least), 1.0))
+                target = wider  # open more pairs: four times the room above the least floor
                 continue
             if values is None or status != Status.OPTIMAL or value <= target:
                 break
-            target = value
+            target = min(value, wider)  # the plan found bounds the optimum: no pair whose floor is above it is needed
         if values is None or status != Status.OPTIMAL:
             return status, values, value, seconds
         openings.set(wanted(value + TIE_TOL * max(1.0, abs(value))))  # what a tie may select
