@@ -77,7 +77,7 @@ def extract_plan(live: BuiltModel, values) -> Plan:
         pools=PoolUse.rows(inst.gpu_pools, used),
         billed_gpus=billed_gpus(inst, used),
         age_limit=int(pairs.kept[row]) if age_limited(inst) else None,
-        placement=_placement(inst, blk, ix, val),
+        placement=placement(inst, ix, lambda name, host, b: val(getattr(blk, name)[host, b]), nodes, vms),
     )
 
 
@@ -100,27 +100,25 @@ def _cost_terms(blk, replicas: dict, nodes: dict, vms: dict, extra_groups: int, 
     )
 
 
-def _placement(inst: Instance, blk, ix, val) -> Placement:
-    return placement(inst, ix, lambda name, host, b: val(getattr(blk, name)[host, b]))
-
-
-def placement(inst: Instance, ix, value) -> Placement:
+def placement(inst: Instance, ix, value, nodes: dict[str, int], vms: dict[str, int]) -> Placement:
     """The sandbox splits of a solution: steady and peak on nodes, peak on VMs; ``value(name, host, backend)`` reads
-    the solution's ``y``, ``y_peak`` or ``c`` at one (host, backend) (a stage's, in the staged model)."""
+    the solution's ``y``, ``y_peak`` or ``c`` at one (host, backend) (a stage's, in the staged model). A host type
+    of which the plan has none (``nodes``, ``vms``: its counts) holds nothing: HiGHS meets its rows, split <= 0,
+    to FEASIBILITY_TOL in their scaled form, which can leave a split of a few 1e-8 environments there."""
 
-    def split(name: str, keys) -> dict[str, dict[str, float]]:
+    def split(name: str, keys, counts: dict[str, int]) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         for host, b in keys:
-            out.setdefault(host, {})[b] = max(0.0, value(name, host, b))
+            out.setdefault(host, {})[b] = max(0.0, value(name, host, b)) if counts.get(host, 0) > 0 else 0.0
         return out
 
-    peak = split("y_peak", ix.node_backends)
+    peak = split("y_peak", ix.node_backends, nodes)
     if ix.steady_split:
-        steady = split("y", ix.node_backends)
+        steady = split("y", ix.node_backends, nodes)
     else:  # peak coverage (E^pk >= E, no cloud) scaled down is a steady split on the same nodes
         ratio = 1.0 / inst.environment.peak_to_mean
         steady = {k: {b: e * ratio for b, e in load.items()} for k, load in peak.items()}
-    return Placement(steady=steady, peak=peak, cloud=split("c", ix.vm_backends))
+    return Placement(steady=steady, peak=peak, cloud=split("c", ix.vm_backends, vms))
 
 
 def objective_of(plan: Plan, objective: str) -> float:

@@ -48,7 +48,7 @@ def part_plans(c: CompactModel, values) -> list[Plan]:
                 total_cost=hourly * span / 3600.0,
                 cost_terms=terms,
                 pools=PoolUse.rows(inst.gpu_pools, used),
-                placement=_placement(c, values, p),
+                placement=_placement(c, values, p, got),
             )
         )
     return plans
@@ -64,7 +64,8 @@ def _cost_terms(c: CompactModel, got: dict) -> CostTerms:
     return CostTerms(gpu=gpu, node=node, vm=vm)
 
 
-def _placement(c: CompactModel, values, p: int) -> Placement:
-    """Stage ``p``'s splits: steady and peak on nodes, peak on VMs."""
+def _placement(c: CompactModel, values, p: int, got: dict) -> Placement:
+    """Stage ``p``'s splits: steady and peak on nodes, peak on VMs, at its counts ``got``."""
     m = c.model
-    return placement(c.inst, c.ix, lambda name, host, b: float(values.get(getattr(m, name)[p, host, b], 0.0) or 0.0))
+    value = lambda name, host, b: float(values.get(getattr(m, name)[p, host, b], 0.0) or 0.0)  # noqa: E731
+    return placement(c.inst, c.ix, value, got["N"], got["V"])
