@@ -89,7 +89,7 @@ class PairFloors:
     does not depend on the room (the choices listed, each block's front and the fronts beside it) is found once."""
 
     def __init__(self, members: list[Choices], fixed: float, switch: float, tail: float):
-        self.members, self.fixed, self.switch = members, fixed, switch
+        self.members, self.fixed = members, fixed
         self.patterns: list[tuple[float, list[tuple[int, float, Choices, Points]]]] = []
         stages = len(members)
         if any(len(m) == 0 for m in members):
