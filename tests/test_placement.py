@@ -1,6 +1,6 @@
-"""A plan's sandbox splits as a solution gives them (solver/mip/assemble.py ``placement``): HiGHS meets a row
-``split <= capacity·0`` of a host type the plan has none of only to its feasibility tolerance, so the split it
-reports there is read as none, and the verifier then reads every host row of the plan exactly."""
+"""A plan's sandbox splits as a solution gives them (solver/mip/assemble.py ``placement``, for one-stage and staged
+plans): HiGHS meets a row ``split <= capacity·0`` of a host type the plan has none of only to its feasibility
+tolerance, so the split it reports there is read as none; a split on hosts the plan has is kept as solved."""
 
 from __future__ import annotations
 

@@ -207,16 +207,7 @@ def unplanned(tmp_path_factory) -> Path:
         ["compare", UNPLANNED],
         ["sweep", UNPLANNED, "--set", "schedule.deadline=7d,8d", "--out", "out/regime-sweep"],
         ["batch", str(COLOCATED), UNPLANNED, "--out", "out/regime-batch"],
-        [
-            "risk",
-            str(UNCERTAIN),
-            "--set",
-            "regime.staleness=admission",
-            "--set",
-            "regime.steps_ahead=8",
-            "--set",
-            "regime.in_flight_updates=true",
-        ],
+        ["risk", str(UNCERTAIN), "--set", "regime.in_flight_updates=true", "--set", "reliability.gpu_mtbf=50000h"],
         ["report", UNPLANNED, "--out", "out/regime-report"],
     ],
 )

@@ -1,5 +1,6 @@
 """The sandbox LP that bounds a pair's host cost (solver/table/bounds.py) when its loads are large: long-lived
-environments give per-attempt loads of 10^5 and more, and the largest rate an uncapped fleet holds stays infinite."""
+environments give per-attempt loads of 10^5 s and more, and the largest rate a fleet whose nodes have no cap holds
+stays infinite (the seed's VMs are capped; nodes take any load)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,13 @@ def lp_of(inst) -> SandboxLP:
     return SandboxLP(inst, ix, global_values(inst, ix))
 
 
-def test_an_uncapped_fleet_holds_any_rate_however_long_each_environment_lives():
+def test_nodes_without_a_cap_hold_any_rate_however_long_each_environment_lives():
     for median in ("1044s", "100000s", "3000000s"):
         inst = load_edited(SEED, [f"environment.occupancy.median={median}", "environment.occupancy.p99=9000000s"])
         assert lp_of(inst).largest_rate() == np.inf, median
 
 
-def test_a_vm_cap_alone_does_not_cap_the_rate_while_nodes_are_uncapped_and_a_node_cap_does():
+def test_a_node_cap_caps_the_rate_the_fleet_holds_and_the_bound_ends_there():
     capped = load_edited(SEED, [*LONG, "environment.node_types[0].max_nodes=10"])
     top = lp_of(capped).largest_rate()
     assert 0 < top < np.inf

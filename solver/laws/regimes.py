@@ -19,6 +19,7 @@ from trainground.solver.laws import calculus as calc
 from trainground.solver.laws import holding, startup
 from trainground.solver.laws.normal import ndtr
 
+SURVIVOR_FLOOR = 1e-12  # the publish peak's sum of survivors S(i·L) stops where S falls below this
 PANEL_NODES = 48  # Gauss-Legendre nodes per panel of E[min(W_τ, W'_τ)]: a smooth integrand, exact to ~1e-13
 
 
@@ -115,8 +116,8 @@ def consumed_gaps(occ: calc.Occupancy, draws: int, tau: float | None, cadence: f
 
 def survivors_sum(occ: calc.Occupancy, tau: float | None, cadence: float) -> float:
     """Σ_{i>=0} S_τ(i·L): the attempts of a burst launched at one publish still running at a later one, summed
-    over the bursts before (S_τ(t) = S(t) below τ, 0 from τ on); the terms stop where S falls below 1e-12."""
-    far = occ.quantile(1.0 - 1e-12) if tau is None else tau
+    over the bursts before (S_τ(t) = S(t) below τ, 0 from τ on); the terms stop where S falls below SURVIVOR_FLOOR."""
+    far = occ.quantile(1.0 - SURVIVOR_FLOOR) if tau is None else tau
     times = np.arange(int(math.ceil(far / cadence)) + 1) * cadence
     alive = occ.survival(times)
     if tau is not None:

@@ -48,8 +48,11 @@ from trainground.solver.tolerances import BILL_SLACK, REL_TOL
 class ReplanModel:
     """The replan model and what the lexicographic search reads of it: ``model`` (its rows, objectives and
     ``makespan``, ``hourly_cost``, ``total_cost``), ``criteria`` (the three criteria's expressions) and ``inst``;
+    ``lows``, ``terms`` and ``fixed_rate``: each pair's cost bound, its terms and its fixed term, as the bills read
+    them (terms None where the bound is not their sum), which the searches' floors read;
     ``optima``: the last optimum of each search under its restrictions, where a search in less room starts
-    (:func:`solver.stages.replan_search.search`)."""
+    (:func:`solver.stages.replan_search.search`); ``floor_tables``: the floors' room-independent part, found by
+    the first search (:func:`solver.stages.replan_search.floors`)."""
 
     c: CompactModel
     criteria: dict[str, Any]

@@ -14,7 +14,7 @@ pairs (and at least each pair's lo):
     total >= Σ_blocks (Σ_{p in block} part_p + x_block)·rate_block / 3600,
     T >= Σ_p part_p + switch_time·(switches) + extra_time + the shortest final update,
 
-with ``x_block`` the seconds a block pays besides its parts (switch_time when a switch starts it, the extra time and
+with ``x_block`` the seconds a block pays timess its parts (switch_time when a switch starts it, the extra time and
 the shortest final update when it ends the run). A pair's floor under a pattern is the least of that bound over the
 plans of its K that select it and fit in the room; its floor is the least over the patterns (at most
 PATTERN_STAGES stages: 2^(P-1) patterns).
@@ -45,10 +45,10 @@ class Choices:
 
     parts: np.ndarray
     terms: np.ndarray
-    least: np.ndarray
+    rate_floor: np.ndarray
 
     def rates(self, fixed: float) -> np.ndarray:
-        return np.maximum(self.least, fixed + self.terms.sum(axis=1))
+        return np.maximum(self.rate_floor, fixed + self.terms.sum(axis=1))
 
     def __len__(self) -> int:
         return int(self.parts.size)
@@ -86,7 +86,7 @@ class PairFloors:
     """The floors of the pairs of one K in any room: ``members[p]``, stage p's pairs of that K (each its part, its
     bound's terms and its bound lo as the floor of its rate); ``fixed``: the bound's fixed term, $/h; ``switch``:
     switch_time, s; ``tail``: the extra time and the shortest final update, s, billed at the last stage's rate. What
-    does not depend on the room (the choices listed, each block's front and the fronts beside it) is found once."""
+    does not depend on the room (the choices listed, each block's front and the fronts times it) is found once."""
 
     def __init__(self, members: list[Choices], fixed: float, switch: float, tail: float):
         self.members, self.fixed = members, fixed
@@ -100,7 +100,7 @@ class PairFloors:
         else:
             patterns = list(itertools.product((False, True), repeat=stages - 1))
             blocks_of = _blocks
-        listed = _Listed([undominated(m) for m in members], fixed)
+        listed = _Listed([undominated_choices(m) for m in members], fixed)
         for pattern in patterns:
             blocks = blocks_of(pattern)
             extra = [
@@ -127,18 +127,18 @@ class PairFloors:
         return out
 
 
-def undominated(choices: Choices, chunk: int = 256) -> Choices:
+def undominated_choices(choices: Choices, chunk: int = 256) -> Choices:
     """``choices`` less those another beats or equals on every figure (part, each term, the rate's floor) and beats on
     one: a bound over combinations is never lower for them (it grows with each figure), and fewer choices keep more
     combinations listed with their terms."""
-    figures = np.column_stack((choices.parts, choices.terms, choices.least))
+    figures = np.column_stack((choices.parts, choices.terms, choices.rate_floor))
     beaten = np.zeros(len(choices), dtype=bool)
     for start in range(0, len(choices), chunk):
         rows = figures[start : start + chunk, None, :]
         no_worse = np.all(figures[None, :, :] <= rows, axis=2) & np.any(figures[None, :, :] < rows, axis=2)
         beaten[start : start + chunk] = np.any(no_worse, axis=1)
     keep = ~beaten
-    return Choices(choices.parts[keep], choices.terms[keep], choices.least[keep])
+    return Choices(choices.parts[keep], choices.terms[keep], choices.rate_floor[keep])
 
 
 def _blocks(pattern: tuple[bool, ...]) -> list[list[int]]:
@@ -164,7 +164,7 @@ def _member_floors(own: Choices, mates: Choices, fixed: float, extra: float, oth
     rates = np.full(parts.shape, fixed)
     for k in range(own.terms.shape[1]):  # the fixed term plus each term's largest
         rates += np.maximum.outer(own.terms[:, k], mates.terms[:, k])
-    np.maximum(rates, np.maximum.outer(own.least, mates.least), out=rates)
+    np.maximum(rates, np.maximum.outer(own.rate_floor, mates.rate_floor), out=rates)
     bills = parts + extra
     bills *= rates
     bills /= 3600.0
@@ -174,28 +174,30 @@ def _member_floors(own: Choices, mates: Choices, fixed: float, extra: float, oth
 
 
 class _Listed:
-    """The choices of a set of stages, each set's listed once: every combination while the set's are at most
-    COMBINATIONS (and, asked with ``beside``, their product with ``beside`` choices too), else the set less its last
-    stage cut to its (part, rate) front, its terms forgotten, then combined with the last stage's."""
+    """The choices of a set of stages, each set's listed once. Every combination is listed while the set less its
+    last stage's choices times the last stage's are at most COMBINATIONS, else the set less its last stage is first
+    cut to its (part, rate) front, its terms forgotten; and the set's own choices are cut the same way when they,
+    times ``times`` (the choices each will be paired with: a stage's pairs beside their block's other stages), are
+    more than COMBINATIONS."""
 
     def __init__(self, members: list[Choices], fixed: float):
         self.members, self.fixed = members, fixed
         self.known: dict[tuple[tuple[int, ...], int], Choices] = {}
 
-    def __call__(self, stages: list[int], beside: int = 1) -> Choices:
-        key = (tuple(stages), beside)
+    def __call__(self, stages: list[int], times: int = 1) -> Choices:
+        key = (tuple(stages), times)
         if key not in self.known:
-            self.known[key] = self._listed(stages, beside)
+            self.known[key] = self._listed(stages, times)
         return self.known[key]
 
-    def _listed(self, stages: list[int], beside: int) -> Choices:
+    def _listed(self, stages: list[int], times: int) -> Choices:
         if not stages:
             return Choices(np.zeros(1), np.zeros((1, self.terms)), np.zeros(1))
         head, last = self(stages[:-1]), self.members[stages[-1]]
         if len(head) * len(last) > COMBINATIONS:
             head = self._cut(head)
         both = _product(head, last)
-        return self._cut(both) if len(both) * beside > COMBINATIONS else both
+        return self._cut(both) if len(both) * times > COMBINATIONS else both
 
     @property
     def terms(self) -> int:
@@ -210,5 +212,5 @@ def _product(a: Choices, b: Choices) -> Choices:
     """Every choice of ``a`` with every choice of ``b``."""
     parts = (a.parts[:, None] + b.parts[None, :]).ravel()
     terms = np.maximum(a.terms[:, None, :], b.terms[None, :, :]).reshape(-1, a.terms.shape[1])
-    least = np.maximum(a.least[:, None], b.least[None, :]).ravel()
-    return Choices(parts, terms, least)
+    floor = np.maximum(a.rate_floor[:, None], b.rate_floor[None, :]).ravel()
+    return Choices(parts, terms, floor)

@@ -6,16 +6,17 @@ Each stage pair has a floor, a valid lower bound on the total cost of any plan t
 fit in the room its own part leaves (min-plus convolutions of Pareto fronts), with the extra time, the shortest final
 update and the switches each plan's switch pattern implies billed too.
 
-The runs open the pairs whose floor is within a target, from just above the least floor: a run whose optimum is
+The runs open the pairs whose floor is within a target, from PROBE above the least floor: a run whose optimum is
 within its target has every pair that could beat it open, so it is the optimum of the whole model; otherwise the
 target's room above the least floor grows fourfold, to no more than the plan found (which bounds the optimum), and
-the run is repeated (up to every pair, when no plan is found). The tie-breaks of MODEL §4 then run from that plan over the pairs whose floor is within
-the optimum's tie tolerance, which every plan they may choose selects. The plan is that of the whole model, in a fraction of its
-runs' time: on the bundled staged seed re-planned 1,126 pairs become a few dozen.
+the run is repeated, up to every pair. The tie-breaks of MODEL §4 then run from that plan over the pairs whose floor
+is within the optimum's tie tolerance, which every plan they may choose selects. The plan is that of the whole
+model, in a fraction of its runs' time: on the staged week re-planned with an 8-day deadline (1,903 pairs) a
+tie-break opens one pair per stage.
 
 The hourly cost, the largest stage's, is searched the same way (:func:`search_hourly`): a pair's floor is its own
 cost bound, and a pair that cannot fit in the room beside the other stages' pairs of its K within the target is closed
-too. A search may start from a lower bound on its optimum (a frontier's last point, found under a looser cap): the
+too; its targets start and grow as the total cost's do. A search may start from a lower bound on its optimum (a frontier's last point, found under a looser cap): the
 start only chooses the first run's pairs, so the plan is the same from any start.
 """
 
@@ -171,8 +172,8 @@ def _search(
             if values is None and status == Status.INFEASIBLE and not every:
                 target = wider  # open more pairs: four times the room above the least floor
                 continue
-            if values is None or status != Status.OPTIMAL or value <= target:
-                break
+            if values is None or status != Status.OPTIMAL or value <= target or every:
+                break  # (a run over every pair is the whole model's)
             target = min(value, wider)  # the plan found bounds the optimum: no pair whose floor is above it is needed
         if values is None or status != Status.OPTIMAL:
             return status, values, value, seconds

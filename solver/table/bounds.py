@@ -287,13 +287,11 @@ class SandboxLP:
         cost[-1] = -1.0
         pass_lp(highs, cost, A, np.zeros(len(self.coef)), [*self.bounds, (0, 1e12)])
         highs.run()
-        status = highs.getModelStatus()
-        if (
-            status == highspy.HighsModelStatus.kUnbounded
-        ):  # HiGHS's word when nothing caps the rate (its bound too large)
+        # The LP is feasible (no fleet at rate 0). HiGHS calls it unbounded when nothing caps the rate and the rate's
+        # bound times a per-attempt load of 10^5 s or more passes its infinity; on that or any other status short
+        # of optimal, no cap is known, and none is the safe reading: it only lowers the bound, never closes a pair.
+        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return np.inf
-        if status != highspy.HighsModelStatus.kOptimal:
-            return 0.0
         top = float(highs.getSolution().col_value[-1])
         return np.inf if top >= 1e11 else top
 

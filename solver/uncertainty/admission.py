@@ -34,13 +34,13 @@ import numpy as np
 from trainground.models.instance import Instance
 from trainground.solver.laws import holding
 from trainground.solver.laws.calculus import ndtri
+from trainground.solver.laws.regimes import SURVIVOR_FLOOR
 from trainground.solver.regimes.admission import TIGHT
 from trainground.solver.tolerances import REL_TOL
 from trainground.solver.uncertainty import batch, drop
 from trainground.solver.uncertainty import scenarios as sc
 from trainground.solver.uncertainty.lifetimes import Lifetimes
 
-SURVIVOR_FLOOR = 1e-12  # the publish peak's sum stops where S(i·L) falls below this, as solver/laws/regimes.py's
 TERMS_PER_BLOCK = 1 << 20  # survivor terms evaluated at once (the scenarios are taken in blocks of about this many)
 
 
