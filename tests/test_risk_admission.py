@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from tests.scenario_checks import edit_sections
 from tests.test_risk_drop import LIFETIMES, THROUGHPUT, fixed, solved, spread
 from trainground.cli import main
 from trainground.drivers.risk import assess
@@ -44,9 +45,7 @@ def instance(factors: list[dict], basis: str = "steady_state", regime: dict | No
     doc["regime"] = dict(doc["regime"], **PREFIX, **(regime or {}))
     doc["planning"] = {"basis": basis}
     doc["uncertainty"] = {"factors": factors}
-    for path, value in changes.items():
-        section, name = path.split("__")
-        doc[section] = dict(doc[section], **{name: value})
+    edit_sections(doc, changes)
     return validate(doc, "admission-risk.yaml")
 
 

@@ -18,6 +18,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from tests.scenario_checks import edit_sections
 from tests.test_risk_drop import LIFETIMES, THROUGHPUT, fixed, solved, spread
 from trainground.drivers.risk import assess
 from trainground.models.load import InstanceError, read_document, validate
@@ -51,12 +52,7 @@ def instance(
     doc["schedule"] = dict(doc["schedule"], deadline="60d", cadence={"min": grid[0], "step": grid[1]})
     doc["planning"] = {"basis": basis}
     doc["uncertainty"] = {"factors": factors}
-    for path, value in changes.items():
-        section, name = path.split("__")
-        if isinstance(doc[section], list):
-            doc[section][int(name)] = value
-        else:
-            doc[section] = dict(doc[section], **{name: value})
+    edit_sections(doc, changes)
     return validate(doc, "batch-risk.yaml")
 
 
