@@ -39,7 +39,7 @@ from trainground.solver.stages.compact import CompactModel, compact_rows
 from trainground.solver.stages.compact_plans import part_plans
 from trainground.solver.stages.plans import own_startup, run_plan
 from trainground.solver.stages.tables import StageTables
-from trainground.solver.table.bounds import bound_of_terms, hourly_bound_terms
+from trainground.solver.table.bounds import bound_of_terms, hourly_bound_terms, shares_gpus
 from trainground.solver.table.coefficients import reserved_cost
 from trainground.solver.tolerances import BILL_SLACK, REL_TOL
 
@@ -79,8 +79,8 @@ def build_replan(inst: Instance, found: StageTables) -> ReplanModel:
     bills, lows, terms = add_bills(c, top)
     add_switches(c, top)
     add_final_update(c, top)
-    colocated = inst.regime is not None and inst.regime.mode == "colocated"  # its bound is not a sum of terms
-    return ReplanModel(c, add_run(c, bills), lows, None if colocated else terms, reserved_cost(inst) * (1 - BILL_SLACK))
+    summed = None if shares_gpus(inst) else terms  # a colocated bound is not a sum of its terms
+    return ReplanModel(c, add_run(c, bills), lows, summed, reserved_cost(inst) * (1 - BILL_SLACK))
 
 
 def hourly_top(c: CompactModel) -> float:

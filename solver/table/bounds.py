@@ -30,10 +30,14 @@ def hourly_lower_bound(
     return bound_of_terms(inst, *hourly_bound_terms(inst, pairs, shared, lp))
 
 
+def shares_gpus(inst: Instance) -> bool:
+    """A colocated run: one set of GPUs takes turns generating and training, so its bound's GPU terms do not add."""
+    return inst.regime is not None and inst.regime.mode == "colocated"
+
+
 def bound_of_terms(inst: Instance, train: np.ndarray, inference: np.ndarray, sandbox: np.ndarray) -> np.ndarray:
     """:func:`hourly_lower_bound` from its terms (:func:`hourly_bound_terms`)."""
-    colocated = inst.regime is not None and inst.regime.mode == "colocated"
-    gpus = np.maximum(train, inference) if colocated else train + inference  # colocated: one set of GPUs, in turns
+    gpus = np.maximum(train, inference) if shares_gpus(inst) else train + inference
     return reserved_cost(inst) + gpus + sandbox
 
 
@@ -45,8 +49,7 @@ def hourly_bound_terms(
     pair pays for those counts, so plans with the same counts at several pairs pay at least each term's largest."""
     price = gpu_prices(inst)  # 0 in a reserved pool: its GPUs are billed as a fixed term
     train = price[inst.training.pool] * pairs.groups * inst.training.gpus_per_group
-    colocated = inst.regime is not None and inst.regime.mode == "colocated"
-    inference = inference_lower_bound(inst, pairs, pairs.attempts, whole_pools=colocated)
+    inference = inference_lower_bound(inst, pairs, pairs.attempts, whole_pools=shares_gpus(inst))
     return train, inference, sandbox_lower_bound(inst, pairs, shared, lp)
 
 
