@@ -54,8 +54,7 @@ def _floor_tables(r: ReplanModel) -> tuple[float, list[tuple[list[np.ndarray], P
     if r.floor_tables is None:
         found, inst = r.c.found, r.inst
         assert inst.stages is not None
-        shortest_final = float(np.min(found.final[1])) if found.final is not None and found.final[1].size else 0.0
-        tail = inst.schedule.extra_time + shortest_final
+        tail = _tail(r)
         fixed = 0.0 if r.terms is None else r.fixed_rate  # without terms a block's rate is its pairs' largest lo
         each = []
         for K in r.c.Ks:
@@ -87,13 +86,19 @@ class Openings:
         self.highs.bounds_changed(changed)
 
 
+def _tail(r: ReplanModel) -> float:
+    """What every plan's T holds besides its parts and switches, s: the extra time and the shortest final update
+    (billed at the last stage's rate)."""
+    final = r.c.found.final
+    return r.inst.schedule.extra_time + (float(np.min(final[1])) if final is not None and final[1].size else 0.0)
+
+
 def fitting(r: ReplanModel, wanted: list[np.ndarray], room: float) -> list[np.ndarray]:
     """``wanted`` less the pairs no plan within ``room`` can select among them: a pair stays while its part and the
     shortest part of each other stage's pairs of its K still wanted fit in the room (the extra time and the shortest
     final update set aside), until none leaves. Every plan of T within ``room`` whose pairs are all wanted keeps them."""
-    found, inst = r.c.found, r.inst
-    shortest_final = float(np.min(found.final[1])) if found.final is not None and found.final[1].size else 0.0
-    room -= inst.schedule.extra_time + shortest_final
+    found = r.c.found
+    room -= _tail(r)
     kept = [w.copy() for w in wanted]
     while True:
         shortest = [
